@@ -1,0 +1,750 @@
+/* Instance, device and queue: loading Vulkan through volk, choosing a device, negotiating
+ * optional features and recording what was chosen. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "../core/env.h"
+
+#if defined(_WIN32)
+#include <windows.h>
+static INIT_ONCE volk_once = INIT_ONCE_STATIC_INIT;
+static VkResult volk_result = VK_ERROR_INITIALIZATION_FAILED;
+static BOOL CALLBACK volk_init_once(PINIT_ONCE once, PVOID param, PVOID *context)
+{
+    (void)once; (void)param; (void)context;
+    volk_result = volkInitialize();
+    return TRUE;
+}
+static VkResult volk_init(void)
+{
+    InitOnceExecuteOnce(&volk_once, volk_init_once, NULL, NULL);
+    return volk_result;
+}
+#else
+#include <pthread.h>
+/* volk's global loader table is the library's one piece of process-wide state: it is
+ * filled once, and every context takes its device functions into its own table. */
+static pthread_once_t volk_once = PTHREAD_ONCE_INIT;
+static VkResult volk_result = VK_ERROR_INITIALIZATION_FAILED;
+static void volk_init_once(void)
+{
+    volk_result = volkInitialize();
+}
+static VkResult volk_init(void)
+{
+    pthread_once(&volk_once, volk_init_once);
+    return volk_result;
+}
+#endif
+
+#define MCL_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
+/* Vulkan 1.2 is the floor: it brings driver properties, 8/16-bit storage and
+ * shaderFloat16/Int8 as core features, which every supported GPU driver offers. */
+#define MCL_MIN_DEVICE_API VK_API_VERSION_1_2
+
+mcl_status mcl_fail(mcl_context *ctx, mcl_status status, const char *fmt, ...)
+{
+    char message[512];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(message, sizeof message, fmt, args);
+    va_end(args);
+    if (ctx) {
+        memcpy(ctx->last_error, message, sizeof message);
+        mcl_log(&ctx->log, MCL_LOG_ERROR, "%s (%s)", message, mcl_status_string(status));
+    }
+    return status;
+}
+
+static const char *vk_result_name(VkResult result)
+{
+    switch (result) {
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST: return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_LAYER_NOT_PRESENT: return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT: return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_FEATURE_NOT_PRESENT: return "VK_ERROR_FEATURE_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER: return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_TOO_MANY_OBJECTS: return "VK_ERROR_TOO_MANY_OBJECTS";
+    case VK_ERROR_OUT_OF_POOL_MEMORY: return "VK_ERROR_OUT_OF_POOL_MEMORY";
+    case VK_ERROR_FRAGMENTED_POOL: return "VK_ERROR_FRAGMENTED_POOL";
+    case VK_TIMEOUT: return "VK_TIMEOUT";
+    default: return "VkResult";
+    }
+}
+
+mcl_status mcl_vk_fail(mcl_context *ctx, VkResult result, const char *what)
+{
+    mcl_status status = MCL_ERROR_VULKAN;
+    if (result == VK_ERROR_OUT_OF_HOST_MEMORY)
+        status = MCL_ERROR_OUT_OF_HOST_MEMORY;
+    else if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY)
+        status = MCL_ERROR_OUT_OF_DEVICE_MEMORY;
+    else if (result == VK_ERROR_DEVICE_LOST)
+        status = MCL_ERROR_DEVICE_LOST;
+    return mcl_fail(ctx, status, "%s failed: %s (%d)", what, vk_result_name(result),
+                    (int)result);
+}
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL
+debug_messenger(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                VkDebugUtilsMessageTypeFlagsEXT types,
+                const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)
+{
+    mcl_context *ctx = user;
+    (void)types;
+    if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+        ctx->validation_errors++;
+        mcl_log(&ctx->log, MCL_LOG_ERROR, "validation: %s", data->pMessage);
+    } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        mcl_log(&ctx->log, MCL_LOG_WARNING, "validation: %s", data->pMessage);
+    }
+    return VK_FALSE;
+}
+
+static int layer_available(const char *name)
+{
+    uint32_t count = 0;
+    if (vkEnumerateInstanceLayerProperties(&count, NULL) != VK_SUCCESS || count == 0)
+        return 0;
+    VkLayerProperties *layers = calloc(count, sizeof *layers);
+    if (!layers)
+        return 0;
+    int found = 0;
+    if (vkEnumerateInstanceLayerProperties(&count, layers) == VK_SUCCESS) {
+        for (uint32_t i = 0; i < count && !found; i++)
+            found = strcmp(layers[i].layerName, name) == 0;
+    }
+    free(layers);
+    return found;
+}
+
+static int has_extension(const VkExtensionProperties *exts, uint32_t count, const char *name)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        if (strcmp(exts[i].extensionName, name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static uint32_t validation_flags_from_env(void)
+{
+    const char *value = mcl_env("MOTIFCL_VALIDATION");
+    if (!value || strcmp(value, "0") == 0)
+        return 0;
+    if (strcmp(value, "sync") == 0)
+        return MCL_CONTEXT_VALIDATION | MCL_CONTEXT_VALIDATION_SYNC;
+    if (strcmp(value, "gpu") == 0)
+        return MCL_CONTEXT_VALIDATION | MCL_CONTEXT_VALIDATION_SYNC |
+               MCL_CONTEXT_VALIDATION_GPU_ASSISTED;
+    return MCL_CONTEXT_VALIDATION;
+}
+
+static mcl_status create_instance(mcl_context *ctx, uint32_t validation)
+{
+    uint32_t loader_version = VK_API_VERSION_1_0;
+    if (vkEnumerateInstanceVersion)
+        vkEnumerateInstanceVersion(&loader_version);
+    if (loader_version < VK_API_VERSION_1_1)
+        return mcl_fail(ctx, MCL_ERROR_VULKAN_UNAVAILABLE,
+                        "the Vulkan loader offers only version %u.%u; 1.1 or newer is needed",
+                        VK_API_VERSION_MAJOR(loader_version),
+                        VK_API_VERSION_MINOR(loader_version));
+
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "motifcl",
+        .pEngineName = "MotifCL",
+        .engineVersion = VK_MAKE_API_VERSION(0, MOTIFCL_VERSION_MAJOR, MOTIFCL_VERSION_MINOR,
+                                             MOTIFCL_VERSION_PATCH),
+        .apiVersion = VK_API_VERSION_1_3,
+    };
+    const char *layers[1];
+    const char *extensions[1];
+    uint32_t layer_count = 0, extension_count = 0;
+    VkValidationFeatureEnableEXT enables[3];
+    uint32_t enable_count = 0;
+    VkValidationFeaturesEXT features = {.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+    VkDebugUtilsMessengerCreateInfoEXT messenger_info = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = debug_messenger,
+        .pUserData = ctx,
+    };
+    VkInstanceCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pApplicationInfo = &app,
+    };
+
+    if (validation & MCL_CONTEXT_VALIDATION) {
+        if (!layer_available(MCL_VALIDATION_LAYER))
+            return mcl_fail(ctx, MCL_ERROR_LAYER_UNAVAILABLE,
+                            "validation was requested but %s is not installed "
+                            "(Debian: vulkan-validationlayers)", MCL_VALIDATION_LAYER);
+        layers[layer_count++] = MCL_VALIDATION_LAYER;
+        extensions[extension_count++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+        if (validation & MCL_CONTEXT_VALIDATION_SYNC)
+            enables[enable_count++] = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+        if (validation & MCL_CONTEXT_VALIDATION_GPU_ASSISTED)
+            enables[enable_count++] = VK_VALIDATION_FEATURE_ENABLE_GPU_ASSISTED_EXT;
+        features.enabledValidationFeatureCount = enable_count;
+        features.pEnabledValidationFeatures = enables;
+        messenger_info.pNext = enable_count ? &features : NULL;
+        info.pNext = &messenger_info;
+    }
+    info.enabledLayerCount = layer_count;
+    info.ppEnabledLayerNames = layers;
+    info.enabledExtensionCount = extension_count;
+    info.ppEnabledExtensionNames = extensions;
+
+    VkResult result = vkCreateInstance(&info, NULL, &ctx->instance);
+    if (result == VK_ERROR_INCOMPATIBLE_DRIVER || result == VK_ERROR_INITIALIZATION_FAILED)
+        return mcl_fail(ctx, MCL_ERROR_VULKAN_UNAVAILABLE,
+                        "vkCreateInstance failed (%d): no usable Vulkan driver", (int)result);
+    if (result != VK_SUCCESS)
+        return mcl_vk_fail(ctx, result, "vkCreateInstance");
+    volkLoadInstanceOnly(ctx->instance);
+
+    if (validation & MCL_CONTEXT_VALIDATION) {
+        messenger_info.pNext = NULL;
+        result = vkCreateDebugUtilsMessengerEXT(ctx->instance, &messenger_info, NULL,
+                                                &ctx->messenger);
+        if (result != VK_SUCCESS)
+            return mcl_vk_fail(ctx, result, "vkCreateDebugUtilsMessengerEXT");
+    }
+    ctx->info.validation = validation;
+    return MCL_SUCCESS;
+}
+
+static int type_rank(VkPhysicalDeviceType type)
+{
+    switch (type) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
+    default: return 0;
+    }
+}
+
+/* The compute queue family of a device, preferring one with timestamps; UINT32_MAX if none. */
+static uint32_t compute_family(VkPhysicalDevice physical)
+{
+    uint32_t count = 0, best = UINT32_MAX;
+    vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, NULL);
+    VkQueueFamilyProperties *families = calloc(count ? count : 1, sizeof *families);
+    if (!families)
+        return UINT32_MAX;
+    vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, families);
+    for (uint32_t i = 0; i < count; i++) {
+        if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) || families[i].queueCount == 0)
+            continue;
+        if (best == UINT32_MAX ||
+            (families[best].timestampValidBits == 0 && families[i].timestampValidBits > 0))
+            best = i;
+    }
+    free(families);
+    return best;
+}
+
+static int device_usable(VkPhysicalDevice physical)
+{
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(physical, &props);
+    return props.apiVersion >= MCL_MIN_DEVICE_API && compute_family(physical) != UINT32_MAX;
+}
+
+static mcl_status choose_device(mcl_context *ctx, const mcl_context_desc *desc, int use_env)
+{
+    uint32_t count = 0;
+    VkResult result = vkEnumeratePhysicalDevices(ctx->instance, &count, NULL);
+    if (result != VK_SUCCESS)
+        return mcl_vk_fail(ctx, result, "vkEnumeratePhysicalDevices");
+    if (count == 0)
+        return mcl_fail(ctx, MCL_ERROR_NO_DEVICE, "the Vulkan loader reports no device");
+    VkPhysicalDevice *devices = calloc(count, sizeof *devices);
+    if (!devices)
+        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    result = vkEnumeratePhysicalDevices(ctx->instance, &count, devices);
+    if (result != VK_SUCCESS && result != VK_INCOMPLETE) {
+        free(devices);
+        return mcl_vk_fail(ctx, result, "vkEnumeratePhysicalDevices");
+    }
+
+    const char *by_env = use_env ? mcl_env("MOTIFCL_DEVICE") : NULL;
+    const char *by_name = desc->device_name;
+    long by_index = desc->device_index;
+    if (by_index < 0 && !by_name && by_env) {
+        char *end = NULL;
+        long value = strtol(by_env, &end, 10);
+        if (end && *end == '\0')
+            by_index = value;
+        else
+            by_name = by_env;
+    }
+
+    mcl_status status = MCL_SUCCESS;
+    long chosen = -1;
+    if (by_index >= 0) {
+        if ((uint32_t)by_index >= count)
+            status = mcl_fail(ctx, MCL_ERROR_NO_DEVICE,
+                              "device index %ld requested but only %u device(s) exist",
+                              by_index, count);
+        else if (!device_usable(devices[by_index]))
+            status = mcl_fail(ctx, MCL_ERROR_NO_DEVICE,
+                              "device %ld lacks Vulkan 1.2 or a compute queue", by_index);
+        else
+            chosen = by_index;
+    } else {
+        int best_rank = -1;
+        for (uint32_t i = 0; i < count; i++) {
+            VkPhysicalDeviceProperties props;
+            vkGetPhysicalDeviceProperties(devices[i], &props);
+            if (by_name && !mcl_contains_nocase(props.deviceName, by_name))
+                continue;
+            if (!device_usable(devices[i])) {
+                mcl_log(&ctx->log, MCL_LOG_INFO, "skipping %s: no Vulkan 1.2 or compute queue",
+                        props.deviceName);
+                continue;
+            }
+            if (type_rank(props.deviceType) > best_rank) {
+                best_rank = type_rank(props.deviceType);
+                chosen = i;
+            }
+        }
+        if (chosen < 0)
+            status = by_name ? mcl_fail(ctx, MCL_ERROR_NO_DEVICE,
+                                        "no usable device's name contains \"%s\"", by_name)
+                             : mcl_fail(ctx, MCL_ERROR_NO_DEVICE,
+                                        "none of %u device(s) has Vulkan 1.2 and a compute queue",
+                                        count);
+    }
+    if (chosen >= 0) {
+        ctx->physical = devices[chosen];
+        ctx->info.device_index = (uint32_t)chosen;
+        ctx->queue_family = compute_family(ctx->physical);
+    }
+    free(devices);
+    return status;
+}
+
+/* Everything the device offers that the runtime might use, queried in one chain. */
+typedef struct device_caps {
+    VkPhysicalDeviceFeatures2 features;
+    VkPhysicalDeviceVulkan11Features v11;
+    VkPhysicalDeviceVulkan12Features v12;
+    VkPhysicalDeviceSubgroupSizeControlFeatures size_control;
+    VkPhysicalDeviceShaderIntegerDotProductFeatures int_dot;
+    VkPhysicalDeviceMemoryPriorityFeaturesEXT priority;
+    VkPhysicalDeviceProperties2 props;
+    VkPhysicalDeviceVulkan11Properties p11;
+    VkPhysicalDeviceVulkan12Properties p12;
+    VkPhysicalDeviceSubgroupSizeControlProperties size_control_props;
+    VkPhysicalDeviceShaderIntegerDotProductProperties int_dot_props;
+    int has_size_control, has_int_dot, has_budget, has_priority;
+} device_caps;
+
+static mcl_status query_caps(mcl_context *ctx, device_caps *caps, VkExtensionProperties *exts,
+                             uint32_t ext_count)
+{
+    VkPhysicalDeviceProperties base;
+    vkGetPhysicalDeviceProperties(ctx->physical, &base);
+    int api13 = base.apiVersion >= VK_API_VERSION_1_3;
+    caps->has_size_control = api13 || has_extension(exts, ext_count,
+                                                    VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    caps->has_int_dot = api13 || has_extension(exts, ext_count,
+                                               VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    caps->has_budget = has_extension(exts, ext_count, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    caps->has_priority = has_extension(exts, ext_count, VK_EXT_MEMORY_PRIORITY_EXTENSION_NAME);
+
+    caps->features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    caps->v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
+    caps->v12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+    caps->size_control.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES;
+    caps->int_dot.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
+    caps->priority.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PRIORITY_FEATURES_EXT;
+    caps->features.pNext = &caps->v11;
+    caps->v11.pNext = &caps->v12;
+    void **tail = &caps->v12.pNext;
+    if (caps->has_size_control) {
+        *tail = &caps->size_control;
+        tail = &caps->size_control.pNext;
+    }
+    if (caps->has_int_dot) {
+        *tail = &caps->int_dot;
+        tail = &caps->int_dot.pNext;
+    }
+    if (caps->has_priority) {
+        *tail = &caps->priority;
+        tail = &caps->priority.pNext;
+    }
+    vkGetPhysicalDeviceFeatures2(ctx->physical, &caps->features);
+
+    caps->props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    caps->p11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES;
+    caps->p12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES;
+    caps->size_control_props.sType =
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES;
+    caps->int_dot_props.sType =
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES;
+    caps->props.pNext = &caps->p11;
+    caps->p11.pNext = &caps->p12;
+    tail = &caps->p12.pNext;
+    if (caps->has_size_control) {
+        *tail = &caps->size_control_props;
+        tail = &caps->size_control_props.pNext;
+    }
+    if (caps->has_int_dot) {
+        *tail = &caps->int_dot_props;
+        tail = &caps->int_dot_props.pNext;
+    }
+    vkGetPhysicalDeviceProperties2(ctx->physical, &caps->props);
+    return MCL_SUCCESS;
+}
+
+static uint64_t available_features(const device_caps *caps, uint32_t timestamp_bits)
+{
+    uint64_t f = 0;
+    const VkPhysicalDeviceVulkan11Properties *p11 = &caps->p11;
+    if ((p11->subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+        (p11->subgroupSupportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT))
+        f |= MCL_FEATURE_SUBGROUP_BASIC;
+    if ((p11->subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+        (p11->subgroupSupportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT))
+        f |= MCL_FEATURE_SUBGROUP_ARITHMETIC;
+    if (caps->has_size_control && caps->size_control.subgroupSizeControl &&
+        caps->size_control.computeFullSubgroups &&
+        (caps->size_control_props.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT))
+        f |= MCL_FEATURE_SUBGROUP_SIZE_CONTROL;
+    if (caps->v12.storageBuffer8BitAccess)
+        f |= MCL_FEATURE_STORAGE_8BIT;
+    if (caps->v11.storageBuffer16BitAccess)
+        f |= MCL_FEATURE_STORAGE_16BIT;
+    if (caps->v12.shaderFloat16)
+        f |= MCL_FEATURE_SHADER_FLOAT16;
+    if (caps->v12.shaderInt8)
+        f |= MCL_FEATURE_SHADER_INT8;
+    if (caps->features.features.shaderInt64)
+        f |= MCL_FEATURE_SHADER_INT64;
+    if (caps->has_int_dot && caps->int_dot.shaderIntegerDotProduct) {
+        f |= MCL_FEATURE_INTEGER_DOT_PRODUCT;
+        if (caps->int_dot_props.integerDotProduct4x8BitPackedSignedAccelerated)
+            f |= MCL_FEATURE_INTEGER_DOT_ACCELERATED;
+    }
+    if (caps->has_budget)
+        f |= MCL_FEATURE_MEMORY_BUDGET;
+    if (caps->has_priority && caps->priority.memoryPriority)
+        f |= MCL_FEATURE_MEMORY_PRIORITY;
+    if (caps->v12.bufferDeviceAddress)
+        f |= MCL_FEATURE_BUFFER_DEVICE_ADDRESS;
+    if (timestamp_bits > 0)
+        f |= MCL_FEATURE_TIMESTAMPS;
+    return f;
+}
+
+static void record_info(mcl_context *ctx, const device_caps *caps)
+{
+    const VkPhysicalDeviceProperties *p = &caps->props.properties;
+    mcl_device_info *info = &ctx->info;
+    snprintf(info->name, sizeof info->name, "%s", p->deviceName);
+    snprintf(info->driver_name, sizeof info->driver_name, "%s", caps->p12.driverName);
+    snprintf(info->driver_info, sizeof info->driver_info, "%s", caps->p12.driverInfo);
+    info->vendor_id = p->vendorID;
+    info->device_id = p->deviceID;
+    info->driver_id = (uint32_t)caps->p12.driverID;
+    info->driver_version = p->driverVersion;
+    info->api_version = p->apiVersion;
+    switch (p->deviceType) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: info->device_type = MCL_DEVICE_TYPE_DISCRETE; break;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: info->device_type = MCL_DEVICE_TYPE_INTEGRATED; break;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: info->device_type = MCL_DEVICE_TYPE_VIRTUAL; break;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: info->device_type = MCL_DEVICE_TYPE_CPU; break;
+    default: info->device_type = MCL_DEVICE_TYPE_OTHER; break;
+    }
+    info->subgroup_size = caps->p11.subgroupSize;
+    info->min_subgroup_size = info->max_subgroup_size = caps->p11.subgroupSize;
+    if (caps->has_size_control && caps->size_control_props.minSubgroupSize) {
+        info->min_subgroup_size = caps->size_control_props.minSubgroupSize;
+        info->max_subgroup_size = caps->size_control_props.maxSubgroupSize;
+    }
+    info->max_storage_buffer_range = p->limits.maxStorageBufferRange;
+    info->max_memory_allocation_size = caps->p11.maxMemoryAllocationSize;
+    info->min_storage_buffer_offset_alignment = p->limits.minStorageBufferOffsetAlignment;
+    info->max_compute_shared_memory_size = p->limits.maxComputeSharedMemorySize;
+    info->max_compute_workgroup_invocations = p->limits.maxComputeWorkGroupInvocations;
+    for (int i = 0; i < 3; i++) {
+        info->max_compute_workgroup_size[i] = p->limits.maxComputeWorkGroupSize[i];
+        info->max_compute_workgroup_count[i] = p->limits.maxComputeWorkGroupCount[i];
+    }
+    info->timestamp_period_ns = p->limits.timestampPeriod;
+
+    vkGetPhysicalDeviceMemoryProperties(ctx->physical, &ctx->memory_properties);
+    uint32_t heaps = ctx->memory_properties.memoryHeapCount;
+    if (heaps > MCL_MAX_MEMORY_HEAPS)
+        heaps = MCL_MAX_MEMORY_HEAPS;
+    info->memory_heap_count = heaps;
+    for (uint32_t i = 0; i < heaps; i++) {
+        const VkMemoryHeap *heap = &ctx->memory_properties.memoryHeaps[i];
+        info->memory_heaps[i].size = heap->size;
+        info->memory_heaps[i].budget = heap->size;
+        info->memory_heaps[i].device_local = (heap->flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
+    }
+}
+
+static mcl_status create_device(mcl_context *ctx)
+{
+    uint32_t ext_count = 0;
+    VkResult result = vkEnumerateDeviceExtensionProperties(ctx->physical, NULL, &ext_count, NULL);
+    if (result != VK_SUCCESS)
+        return mcl_vk_fail(ctx, result, "vkEnumerateDeviceExtensionProperties");
+    VkExtensionProperties *exts = calloc(ext_count ? ext_count : 1, sizeof *exts);
+    if (!exts)
+        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    result = vkEnumerateDeviceExtensionProperties(ctx->physical, NULL, &ext_count, exts);
+    if (result != VK_SUCCESS) {
+        free(exts);
+        return mcl_vk_fail(ctx, result, "vkEnumerateDeviceExtensionProperties");
+    }
+
+    device_caps caps;
+    memset(&caps, 0, sizeof caps);
+    query_caps(ctx, &caps, exts, ext_count);
+
+    uint32_t family_count = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &family_count, NULL);
+    VkQueueFamilyProperties families[32];
+    if (family_count > 32)
+        family_count = 32;
+    vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &family_count, families);
+    ctx->info.timestamp_valid_bits = families[ctx->queue_family].timestampValidBits;
+
+    record_info(ctx, &caps);
+    ctx->info.features_available = available_features(&caps, ctx->info.timestamp_valid_bits);
+    mcl_quirks_apply(ctx, ctx->info.profile);
+    uint64_t on = ctx->info.features_enabled;
+    int api13 = caps.props.properties.apiVersion >= VK_API_VERSION_1_3;
+
+    /* Enable exactly what the runtime decided to use, so that a masked feature cannot be
+     * used by accident (validation reports it). */
+    VkPhysicalDeviceVulkan11Features v11 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+        .storageBuffer16BitAccess = (on & MCL_FEATURE_STORAGE_16BIT) != 0,
+    };
+    VkPhysicalDeviceVulkan12Features v12 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+        .storageBuffer8BitAccess = (on & MCL_FEATURE_STORAGE_8BIT) != 0,
+        .shaderFloat16 = (on & MCL_FEATURE_SHADER_FLOAT16) != 0,
+        .shaderInt8 = (on & MCL_FEATURE_SHADER_INT8) != 0,
+        .bufferDeviceAddress = (on & MCL_FEATURE_BUFFER_DEVICE_ADDRESS) != 0,
+    };
+    VkPhysicalDeviceSubgroupSizeControlFeatures size_control = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
+        .subgroupSizeControl = VK_TRUE,
+        .computeFullSubgroups = VK_TRUE,
+    };
+    VkPhysicalDeviceShaderIntegerDotProductFeatures int_dot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+        .shaderIntegerDotProduct = VK_TRUE,
+    };
+    VkPhysicalDeviceMemoryPriorityFeaturesEXT priority = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PRIORITY_FEATURES_EXT,
+        .memoryPriority = VK_TRUE,
+    };
+    VkPhysicalDeviceFeatures2 features = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+        .pNext = &v11,
+    };
+    features.features.shaderInt64 = (on & MCL_FEATURE_SHADER_INT64) != 0;
+    v11.pNext = &v12;
+    void **tail = &v12.pNext;
+    const char *enabled_exts[4];
+    uint32_t enabled_ext_count = 0;
+    if (on & MCL_FEATURE_SUBGROUP_SIZE_CONTROL) {
+        *tail = &size_control;
+        tail = &size_control.pNext;
+        if (!api13)
+            enabled_exts[enabled_ext_count++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
+    }
+    if (on & MCL_FEATURE_INTEGER_DOT_PRODUCT) {
+        *tail = &int_dot;
+        tail = &int_dot.pNext;
+        if (!api13)
+            enabled_exts[enabled_ext_count++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
+    }
+    if (on & MCL_FEATURE_MEMORY_PRIORITY) {
+        *tail = &priority;
+        tail = &priority.pNext;
+        enabled_exts[enabled_ext_count++] = VK_EXT_MEMORY_PRIORITY_EXTENSION_NAME;
+    }
+    if (on & MCL_FEATURE_MEMORY_BUDGET)
+        enabled_exts[enabled_ext_count++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+    free(exts);
+
+    float queue_priority = 1.0f;
+    VkDeviceQueueCreateInfo queue_info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = ctx->queue_family,
+        .queueCount = 1,
+        .pQueuePriorities = &queue_priority,
+    };
+    VkDeviceCreateInfo device_info = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = &features,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &queue_info,
+        .enabledExtensionCount = enabled_ext_count,
+        .ppEnabledExtensionNames = enabled_exts,
+    };
+    result = vkCreateDevice(ctx->physical, &device_info, NULL, &ctx->device);
+    if (result != VK_SUCCESS)
+        return mcl_vk_fail(ctx, result, "vkCreateDevice");
+    volkLoadDeviceTable(&ctx->vk, ctx->device);
+    ctx->vk.vkGetDeviceQueue(ctx->device, ctx->queue_family, 0, &ctx->queue);
+    return MCL_SUCCESS;
+}
+
+mcl_status mcl_context_create(const mcl_context_desc *desc, mcl_context **out)
+{
+    mcl_context_desc defaults = {.size = sizeof defaults, .device_index = -1};
+    if (!out)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    /* Read only the fields the caller's struct has: an older caller's is shorter. */
+    if (desc) {
+        if (desc->size < offsetof(mcl_context_desc, reserved))
+            return MCL_ERROR_INVALID_ARGUMENT;
+        memcpy(&defaults, desc, desc->size < sizeof defaults ? desc->size : sizeof defaults);
+    }
+    desc = &defaults;
+
+    mcl_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return MCL_ERROR_OUT_OF_HOST_MEMORY;
+    mcl_logger_init(&ctx->log, desc->log_fn, desc->log_user_data, desc->log_level);
+    ctx->info.size = sizeof ctx->info;
+
+    int use_env = !(desc->flags & MCL_CONTEXT_IGNORE_ENVIRONMENT);
+    const char *profile = desc->device_profile;
+    if (!profile && use_env)
+        profile = mcl_env("MOTIFCL_DEVICE_PROFILE");
+    if (!profile)
+        profile = "none";
+    mcl_status status = mcl_profile_validate(profile);
+    if (status != MCL_SUCCESS) {
+        mcl_fail(ctx, status, "unknown device profile \"%s\" (known: none, polaris)", profile);
+        goto fail;
+    }
+    snprintf(ctx->info.profile, sizeof ctx->info.profile, "%s", profile);
+
+    uint32_t validation = desc->flags & (MCL_CONTEXT_VALIDATION | MCL_CONTEXT_VALIDATION_SYNC |
+                                         MCL_CONTEXT_VALIDATION_GPU_ASSISTED);
+    if (use_env)
+        validation |= validation_flags_from_env();
+    if (validation)
+        validation |= MCL_CONTEXT_VALIDATION;
+
+    if (volk_init() != VK_SUCCESS) {
+        status = mcl_fail(ctx, MCL_ERROR_VULKAN_UNAVAILABLE,
+                          "no Vulkan loader could be loaded (Debian: libvulkan1)");
+        goto fail;
+    }
+    if ((status = create_instance(ctx, validation)) != MCL_SUCCESS)
+        goto fail;
+    if ((status = choose_device(ctx, desc, use_env)) != MCL_SUCCESS)
+        goto fail;
+    if ((status = create_device(ctx)) != MCL_SUCCESS)
+        goto fail;
+    VkPipelineCacheCreateInfo cache_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    VkResult result = ctx->vk.vkCreatePipelineCache(ctx->device, &cache_info, NULL,
+                                                    &ctx->pipeline_cache);
+    if (result != VK_SUCCESS) {
+        status = mcl_vk_fail(ctx, result, "vkCreatePipelineCache");
+        goto fail;
+    }
+    if ((status = mcl_stream_init(ctx)) != MCL_SUCCESS)
+        goto fail;
+
+    mcl_log(&ctx->log, MCL_LOG_INFO, "device %u: %s (%s, %s), profile %s, validation %s",
+            ctx->info.device_index, ctx->info.name, ctx->info.driver_name, ctx->info.driver_info,
+            ctx->info.profile, validation ? "on" : "off");
+    ctx->last_error[0] = '\0';
+    *out = ctx;
+    return MCL_SUCCESS;
+
+fail:
+    mcl_context_destroy(ctx);
+    return status;
+}
+
+void mcl_context_destroy(mcl_context *ctx)
+{
+    if (!ctx)
+        return;
+    if (ctx->device) {
+        ctx->vk.vkDeviceWaitIdle(ctx->device);
+        while (ctx->tensors)
+            mcl_tensor_destroy(ctx->tensors);
+        mcl_stream_destroy(ctx);
+        mcl_kernels_destroy(ctx);
+        if (ctx->pipeline_cache)
+            ctx->vk.vkDestroyPipelineCache(ctx->device, ctx->pipeline_cache, NULL);
+        ctx->vk.vkDestroyDevice(ctx->device, NULL);
+    }
+    if (ctx->messenger)
+        vkDestroyDebugUtilsMessengerEXT(ctx->instance, ctx->messenger, NULL);
+    if (ctx->instance)
+        vkDestroyInstance(ctx->instance, NULL);
+    free(ctx);
+}
+
+mcl_status mcl_finish(mcl_context *ctx)
+{
+    if (!ctx)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    return mcl_stream_finish(ctx);
+}
+
+uint64_t mcl_context_validation_errors(const mcl_context *ctx)
+{
+    return ctx ? ctx->validation_errors : 0;
+}
+
+const char *mcl_context_last_error(const mcl_context *ctx)
+{
+    return ctx ? ctx->last_error : "";
+}
+
+mcl_status mcl_context_device_info(const mcl_context *ctx, mcl_device_info *info)
+{
+    if (!ctx || !info || info->size < offsetof(mcl_device_info, reserved))
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_device_info current = ctx->info;
+    if (ctx->info.features_enabled & MCL_FEATURE_MEMORY_BUDGET) {
+        VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT,
+        };
+        VkPhysicalDeviceMemoryProperties2 props = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
+            .pNext = &budget,
+        };
+        vkGetPhysicalDeviceMemoryProperties2(ctx->physical, &props);
+        for (uint32_t i = 0; i < current.memory_heap_count; i++) {
+            current.memory_heaps[i].budget = budget.heapBudget[i];
+            current.memory_heaps[i].usage = budget.heapUsage[i];
+        }
+    }
+    size_t size = info->size < sizeof current ? info->size : sizeof current;
+    current.size = info->size;
+    memcpy(info, &current, size);
+    return MCL_SUCCESS;
+}

@@ -1,0 +1,138 @@
+/* Tensors: shape bookkeeping over a device buffer. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+
+mcl_status mcl_tensor_create(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
+                             const int64_t *shape, mcl_tensor **out)
+{
+    if (!out)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!ctx)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (!mcl_dtype_name(dtype))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "unknown dtype %d", (int)dtype);
+    if (mcl_dtype_size(dtype) == 0)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "dtype %s is reserved in this version",
+                        mcl_dtype_name(dtype));
+    if (ndim == 0 || ndim > MCL_MAX_DIMS || !shape)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "a tensor has 1 to %d dimensions, not %u", MCL_MAX_DIMS, ndim);
+
+    /* Multiply with an overflow guard: the byte count must fit in 63 bits. */
+    uint64_t bytes = mcl_dtype_size(dtype);
+    for (uint32_t i = 0; i < ndim; i++) {
+        if (shape[i] < 1)
+            return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "dimension %u is %lld, not >= 1", i,
+                            (long long)shape[i]);
+        if ((uint64_t)shape[i] > (UINT64_MAX >> 1) / bytes)
+            return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "tensor size overflows 64 bits");
+        bytes *= (uint64_t)shape[i];
+    }
+    if (bytes > ctx->info.max_storage_buffer_range)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
+                        "tensor of %llu bytes exceeds the device's maxStorageBufferRange (%llu)",
+                        (unsigned long long)bytes,
+                        (unsigned long long)ctx->info.max_storage_buffer_range);
+
+    mcl_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    mcl_status status = mcl_buffer_create(ctx, bytes, 0, &t->buffer);
+    if (status != MCL_SUCCESS) {
+        free(t);
+        return status;
+    }
+    t->ctx = ctx;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (uint32_t i = 0; i < ndim; i++)
+        t->shape[i] = shape[i];
+    t->nbytes = bytes;
+    t->next = ctx->tensors;
+    if (ctx->tensors)
+        ctx->tensors->prev = t;
+    ctx->tensors = t;
+    *out = t;
+    return MCL_SUCCESS;
+}
+
+void mcl_tensor_destroy(mcl_tensor *t)
+{
+    if (!t)
+        return;
+    mcl_context *ctx = t->ctx;
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        ctx->tensors = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    mcl_stream_release(ctx, &t->buffer, t->last_batch);
+    free(t);
+}
+
+static mcl_status check_range(const mcl_tensor *t, uint64_t offset, const void *ptr,
+                              uint64_t bytes)
+{
+    if (!ptr || bytes == 0 || offset > t->nbytes || bytes > t->nbytes - offset)
+        return mcl_fail(t->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "transfer of %llu bytes at offset %llu does not fit a tensor of %llu "
+                        "bytes (or the host pointer is NULL)",
+                        (unsigned long long)bytes, (unsigned long long)offset,
+                        (unsigned long long)t->nbytes);
+    /* vkCmdCopyBuffer needs no alignment, but the host side uses size_t. */
+    if (bytes > SIZE_MAX)
+        return mcl_fail(t->ctx, MCL_ERROR_TOO_LARGE, "transfer larger than the address space");
+    return MCL_SUCCESS;
+}
+
+mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, uint64_t bytes)
+{
+    if (!t)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = check_range(t, offset, src, bytes);
+    if (status != MCL_SUCCESS)
+        return status;
+    return mcl_stream_upload(t->ctx, t, offset, src, bytes);
+}
+
+mcl_status mcl_tensor_download(mcl_tensor *t, uint64_t offset, void *dst, uint64_t bytes)
+{
+    if (!t)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = check_range(t, offset, dst, bytes);
+    if (status != MCL_SUCCESS)
+        return status;
+    return mcl_stream_download(t->ctx, t, offset, dst, bytes);
+}
+
+mcl_dtype mcl_tensor_dtype(const mcl_tensor *t)
+{
+    return t ? t->dtype : MCL_DTYPE_F32;
+}
+
+uint32_t mcl_tensor_ndim(const mcl_tensor *t)
+{
+    return t ? t->ndim : 0;
+}
+
+int64_t mcl_tensor_dim(const mcl_tensor *t, uint32_t axis)
+{
+    return t && axis < t->ndim ? t->shape[axis] : 0;
+}
+
+int64_t mcl_tensor_numel(const mcl_tensor *t)
+{
+    int64_t n = t ? 1 : 0;
+    for (uint32_t i = 0; t && i < t->ndim; i++)
+        n *= t->shape[i];
+    return n;
+}
+
+uint64_t mcl_tensor_nbytes(const mcl_tensor *t)
+{
+    return t ? t->nbytes : 0;
+}

@@ -1,0 +1,158 @@
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env.h"
+#include "witness.h"
+
+static mcl_witness *witness;
+static mcl_context *context;
+static int record_failures;
+
+void mcl_test_begin(int argc, char **argv)
+{
+    /* One witness per suite and profile: test_ops_add.json, test_ops_add.polaris.json. */
+    const char *profile = mcl_env("MOTIFCL_DEVICE_PROFILE");
+    char name[256];
+    if (profile && strcmp(profile, "none") != 0)
+        snprintf(name, sizeof name, "%s.%s", argv[0], profile);
+    else
+        snprintf(name, sizeof name, "%s", argv[0]);
+    witness = mcl_witness_create("test", name, argc, argv);
+    mcl_witness_set_note(witness, "strict", mcl_test_strict() ? "1" : "0");
+    mcl_witness_set_note(witness, "MOTIFCL_DEVICE_PROFILE", profile ? profile : "");
+    const char *validation = mcl_env("MOTIFCL_VALIDATION");
+    mcl_witness_set_note(witness, "MOTIFCL_VALIDATION", validation ? validation : "");
+}
+
+int mcl_test_strict(void)
+{
+    return mcl_env_truthy("MOTIFCL_REQUIRE_VULKAN_COMPUTE");
+}
+
+static void write_witness(const char *result)
+{
+    const char *dir = mcl_env("MOTIFCL_WITNESS_DIR");
+    if (dir && mcl_witness_write(witness, dir, result) != 0)
+        fprintf(stderr, "harness: could not write the witness into %s\n", dir);
+}
+
+static void log_to_stderr(void *user, mcl_log_level level, const char *message)
+{
+    (void)user;
+    if (level <= MCL_LOG_WARNING)
+        fprintf(stderr, "[motifcl %s] %s\n", level == MCL_LOG_ERROR ? "error" : "warning",
+                message);
+}
+
+mcl_context *mcl_test_device_context(void)
+{
+    mcl_context_desc desc = {
+        .size = sizeof desc,
+        .device_index = -1,
+        .log_fn = log_to_stderr,
+        .log_level = MCL_LOG_WARNING,
+    };
+    mcl_status status = mcl_context_create(&desc, &context);
+    if (status == MCL_SUCCESS) {
+        mcl_device_info info = {.size = sizeof info};
+        mcl_context_device_info(context, &info);
+        printf("device: %s (%s, %s), subgroup %u, profile %s, validation %s\n", info.name,
+               info.driver_name, info.driver_info, info.subgroup_size, info.profile,
+               info.validation ? "on" : "off");
+        return context;
+    }
+    int no_device = status == MCL_ERROR_VULKAN_UNAVAILABLE || status == MCL_ERROR_NO_DEVICE;
+    mcl_witness_set_note(witness, "context_status", mcl_status_string(status));
+    if (no_device && !mcl_test_strict()) {
+        printf("SKIP: no Vulkan compute device (%s); set MOTIFCL_REQUIRE_VULKAN_COMPUTE=1 to "
+               "make this a failure\n", mcl_status_string(status));
+        write_witness("skipped");
+        mcl_witness_destroy(witness);
+        exit(MCL_TEST_SKIP);
+    }
+    fprintf(stderr, "FAIL: %s%s\n", mcl_status_string(status),
+            no_device ? " - strict mode (MOTIFCL_REQUIRE_VULKAN_COMPUTE=1): a device test that "
+                        "no Vulkan compute device executed is a failure"
+                      : "");
+    write_witness("failed");
+    mcl_witness_destroy(witness);
+    exit(1);
+}
+
+int mcl_test_record(const char *name, const char *metric, double value, double tolerance)
+{
+    int passed = value <= tolerance;  /* NaN fails */
+    mcl_witness_add_check(witness, name, metric, value, tolerance, passed);
+    if (!passed)
+        record_failures++;
+    return passed;
+}
+
+int mcl_test_record_bool(const char *name, int passed)
+{
+    mcl_witness_add_check(witness, name, "pass", passed ? 1.0 : 0.0, 1.0, passed);
+    if (!passed)
+        record_failures++;
+    return passed;
+}
+
+void mcl_test_note(const char *key, const char *value)
+{
+    mcl_witness_set_note(witness, key, value);
+}
+
+int mcl_test_finish(int cmocka_failures)
+{
+    int ok = cmocka_failures == 0 && record_failures == 0;
+    if (context) {
+        mcl_finish(context);
+        mcl_witness_set_device(witness, context);
+        uint64_t errors = mcl_context_validation_errors(context);
+        mcl_device_info info = {.size = sizeof info};
+        mcl_context_device_info(context, &info);
+        if (info.validation)
+            mcl_witness_add_check(witness, "validation layer errors", "count", (double)errors,
+                                  0.0, errors == 0);
+        if (errors) {
+            fprintf(stderr, "FAIL: the validation layer reported %llu error(s)\n",
+                    (unsigned long long)errors);
+            ok = 0;
+        }
+    }
+    char failures[32];
+    snprintf(failures, sizeof failures, "%d", cmocka_failures);
+    mcl_witness_set_note(witness, "cmocka_failures", failures);
+    write_witness(ok ? "passed" : "failed");
+    mcl_witness_destroy(witness);
+    witness = NULL;
+    mcl_context_destroy(context);
+    context = NULL;
+    return ok ? 0 : 1;
+}
+
+double mcl_nmse(const float *got, const float *want, size_t n)
+{
+    double err = 0.0, ref = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)got[i] - (double)want[i];
+        err += d * d;
+        ref += (double)want[i] * (double)want[i];
+    }
+    if (n == 0)
+        return 0.0;
+    return ref > 0.0 ? err / ref : err / (double)n;
+}
+
+void mcl_fill_random(float *data, size_t n, uint32_t seed, float lo, float hi)
+{
+    uint32_t x = seed ? seed : 0x9e3779b9u;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        data[i] = lo + (hi - lo) * (float)(x >> 8) * (1.0f / 16777216.0f);
+    }
+}

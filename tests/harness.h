@@ -1,0 +1,61 @@
+/* The test harness shared by every suite: strict mode, the skip convention, validation
+ * accounting and the witness file.
+ *
+ *   A device suite calls mcl_test_device_context() in main. Without a Vulkan compute device it
+ *   exits 77 (ctest: skipped), or 1 under MOTIFCL_REQUIRE_VULKAN_COMPUTE=1 (strict mode).
+ *   mcl_test_finish() fails the run when the validation layer reported any error, and writes
+ *   the witness to $MOTIFCL_WITNESS_DIR/<program>.json.
+ */
+#ifndef MCL_TEST_HARNESS_H
+#define MCL_TEST_HARNESS_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "motifcl.h"
+
+#define MCL_TEST_SKIP 77
+
+/* Start the run: remember argv for the witness. */
+void mcl_test_begin(int argc, char **argv);
+
+/* A context on the device the environment selects, or exit 77 / 1 as above. The harness
+ * destroys it in mcl_test_finish(). */
+mcl_context *mcl_test_device_context(void);
+
+/* Whether MOTIFCL_REQUIRE_VULKAN_COMPUTE asks for strict mode. */
+int mcl_test_strict(void);
+
+/* Record a check for the witness and return whether it passed (value <= tolerance). */
+int mcl_test_record(const char *name, const char *metric, double value, double tolerance);
+
+/* Record a check that is pass/fail by nature. */
+int mcl_test_record_bool(const char *name, int passed);
+
+/* Record a note for the witness. */
+void mcl_test_note(const char *key, const char *value);
+
+/* Finish: checks validation errors, writes the witness, destroys the context, and returns the
+ * process exit code (0 only if cmocka reported no failure and validation stayed clean). */
+int mcl_test_finish(int cmocka_failures);
+
+/* Normalised mean squared error sum((a-b)^2) / sum(b^2) of `got` against `want` (the
+ * reference); when the reference is all zero, the plain mean squared error. */
+double mcl_nmse(const float *got, const float *want, size_t n);
+
+/* Deterministic pseudo-random floats in [lo, hi) from `seed` (xorshift). */
+void mcl_fill_random(float *data, size_t n, uint32_t seed, float lo, float hi);
+
+/* cmocka assertion on an mcl_status, printing its name on failure. */
+#define assert_mcl_ok(expr)                                                                  \
+    do {                                                                                     \
+        mcl_status _s = (expr);                                                              \
+        if (_s != MCL_SUCCESS)                                                               \
+            fail_msg("%s -> %s", #expr, mcl_status_string(_s));                             \
+    } while (0)
+
+#endif

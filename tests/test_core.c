@@ -1,0 +1,179 @@
+/* Host-only checks of the parts of the API that need no device: version, status names,
+ * dtypes, feature names, environment parsing, the witness writer. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "env.h"
+#include "witness.h"
+
+static void version_matches_header(void **state)
+{
+    (void)state;
+    assert_int_equal(mcl_version(), MOTIFCL_VERSION_NUMBER);
+    char expected[32];
+    snprintf(expected, sizeof expected, "%d.%d.%d", MOTIFCL_VERSION_MAJOR, MOTIFCL_VERSION_MINOR,
+             MOTIFCL_VERSION_PATCH);
+    assert_string_equal(mcl_version_string(), expected);
+    const char *commit = mcl_git_commit();
+    assert_non_null(commit);
+    assert_true(strcmp(commit, "unknown") == 0 || strlen(commit) >= 40);
+}
+
+/* Pinned values: a renumbering is an ABI break that this catches. */
+static void status_values_are_pinned(void **state)
+{
+    (void)state;
+    assert_int_equal(MCL_SUCCESS, 0);
+    assert_int_equal(MCL_ERROR_INVALID_ARGUMENT, 1);
+    assert_int_equal(MCL_ERROR_OUT_OF_DEVICE_MEMORY, 3);
+    assert_int_equal(MCL_ERROR_VULKAN_UNAVAILABLE, 4);
+    assert_int_equal(MCL_ERROR_NO_DEVICE, 5);
+    assert_int_equal(MCL_ERROR_LAYER_UNAVAILABLE, 13);
+    assert_int_equal(MCL_DTYPE_Q8_0, 16);
+    assert_int_equal(MCL_DTYPE_Q6_K, 20);
+}
+
+static void every_status_has_a_distinct_name(void **state)
+{
+    (void)state;
+    const char *names[MCL_ERROR_LAYER_UNAVAILABLE + 1];
+    for (int s = 0; s <= MCL_ERROR_LAYER_UNAVAILABLE; s++) {
+        names[s] = mcl_status_string((mcl_status)s);
+        assert_non_null(names[s]);
+        assert_string_not_equal(names[s], "unknown status");
+        for (int t = 0; t < s; t++)
+            assert_string_not_equal(names[s], names[t]);
+    }
+    /* Negative control: an unknown value is named as such. */
+    assert_string_equal(mcl_status_string((mcl_status)9999), "unknown status");
+}
+
+static void dtypes(void **state)
+{
+    (void)state;
+    assert_int_equal(mcl_dtype_size(MCL_DTYPE_F32), 4);
+    assert_int_equal(mcl_dtype_size(MCL_DTYPE_F16), 2);
+    assert_int_equal(mcl_dtype_size(MCL_DTYPE_I32), 4);
+    assert_int_equal(mcl_dtype_size(MCL_DTYPE_U8), 1);
+    assert_int_equal(mcl_dtype_size(MCL_DTYPE_Q4_K), 0);
+    assert_string_equal(mcl_dtype_name(MCL_DTYPE_Q4_0), "q4_0");
+    assert_null(mcl_dtype_name((mcl_dtype)77));
+}
+
+static void feature_and_quirk_names(void **state)
+{
+    (void)state;
+    for (int bit = 0; bit <= 13; bit++)
+        assert_non_null(mcl_feature_name(UINT64_C(1) << bit));
+    assert_null(mcl_feature_name(UINT64_C(1) << 40));
+    assert_null(mcl_feature_name(MCL_FEATURE_STORAGE_8BIT | MCL_FEATURE_STORAGE_16BIT));
+    assert_string_equal(mcl_feature_name(MCL_FEATURE_INTEGER_DOT_PRODUCT), "integer-dot");
+    assert_string_equal(mcl_quirk_name(MCL_QUIRK_NO_INTEGER_DOT), "no-integer-dot");
+    assert_string_equal(mcl_device_type_name(MCL_DEVICE_TYPE_DISCRETE), "discrete");
+}
+
+static void list_parsing(void **state)
+{
+    (void)state;
+    assert_true(mcl_list_contains("float16,integer-dot", "integer-dot"));
+    assert_true(mcl_list_contains(" Float16 , int8", "float16"));
+    assert_false(mcl_list_contains("integer-dot-accelerated", "integer-dot"));
+    assert_false(mcl_list_contains("", "int8"));
+    assert_true(mcl_contains_nocase("NVIDIA H200", "h200"));
+    assert_false(mcl_contains_nocase("llvmpipe", "radeon"));
+}
+
+static void env_switches(void **state)
+{
+    (void)state;
+    setenv("MOTIFCL_TEST_SWITCH", "0", 1);
+    assert_false(mcl_env_truthy("MOTIFCL_TEST_SWITCH"));
+    setenv("MOTIFCL_TEST_SWITCH", "1", 1);
+    assert_true(mcl_env_truthy("MOTIFCL_TEST_SWITCH"));
+    setenv("MOTIFCL_TEST_SWITCH", "", 1);
+    assert_false(mcl_env_truthy("MOTIFCL_TEST_SWITCH"));
+    unsetenv("MOTIFCL_TEST_SWITCH");
+    assert_null(mcl_env("MOTIFCL_TEST_SWITCH"));
+}
+
+static void context_rejects_bad_descriptors(void **state)
+{
+    (void)state;
+    mcl_context *ctx = (mcl_context *)1;
+    mcl_context_desc desc = {.size = 4, .device_index = -1};
+    assert_int_equal(mcl_context_create(&desc, &ctx), MCL_ERROR_INVALID_ARGUMENT);
+    assert_null(ctx);
+    assert_int_equal(mcl_context_create(NULL, NULL), MCL_ERROR_INVALID_ARGUMENT);
+    desc.size = sizeof desc;
+    desc.device_profile = "no-such-gpu";
+    assert_int_equal(mcl_context_create(&desc, &ctx), MCL_ERROR_INVALID_ARGUMENT);
+    assert_null(ctx);
+    /* NULL handles are accepted by destroy and rejected by the rest. */
+    mcl_context_destroy(NULL);
+    mcl_tensor_destroy(NULL);
+    assert_int_equal(mcl_finish(NULL), MCL_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(mcl_tensor_upload(NULL, 0, "x", 1), MCL_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(mcl_tensor_numel(NULL), 0);
+}
+
+static void nmse_can_fail(void **state)
+{
+    (void)state;
+    float want[4] = {1, 2, 3, 4}, got[4] = {1, 2, 3, 4};
+    assert_true(mcl_nmse(got, want, 4) == 0.0);
+    got[2] = 3.5f;
+    assert_true(mcl_nmse(got, want, 4) > 1e-3);
+}
+
+static void witness_is_written(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mcl-witness-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *argv[] = {"/some/where/test_witness_probe", "--flag"};
+    mcl_witness *w = mcl_witness_create("test", argv[0], 2, argv);
+    mcl_witness_add_check(w, "a \"quoted\" check", "nmse", 1e-9, 1e-6, 1);
+    mcl_witness_add_figure(w, "speed", 12.5, "GB/s", "measured");
+    mcl_witness_set_note(w, "strict", "1");
+    assert_int_equal(mcl_witness_write(w, dir, "passed"), 0);
+    mcl_witness_destroy(w);
+
+    char path[512], text[8192];
+    snprintf(path, sizeof path, "%s/test_witness_probe.json", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    assert_non_null(strstr(text, "\"result\": \"passed\""));
+    assert_non_null(strstr(text, "a \\\"quoted\\\" check"));
+    assert_non_null(strstr(text, "\"label\": \"measured\""));
+    assert_non_null(strstr(text, "\"git_commit\""));
+    assert_non_null(strstr(text, "--flag"));
+    remove(path);
+    remove(dir);
+    /* Negative control: an unwritable directory is reported, not ignored. */
+    w = mcl_witness_create("test", "x", 0, NULL);
+    assert_int_equal(mcl_witness_write(w, "/nonexistent/dir", "passed"), -1);
+    mcl_witness_destroy(w);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(version_matches_header),
+        cmocka_unit_test(status_values_are_pinned),
+        cmocka_unit_test(every_status_has_a_distinct_name),
+        cmocka_unit_test(dtypes),
+        cmocka_unit_test(feature_and_quirk_names),
+        cmocka_unit_test(list_parsing),
+        cmocka_unit_test(env_switches),
+        cmocka_unit_test(context_rejects_bad_descriptors),
+        cmocka_unit_test(nmse_can_fail),
+        cmocka_unit_test(witness_is_written),
+    };
+    mcl_test_begin(argc, argv);
+    return mcl_test_finish(cmocka_run_group_tests(tests, NULL, NULL));
+}

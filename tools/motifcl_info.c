@@ -1,0 +1,154 @@
+/* motifcl-info: what the runtime sees and what it chose. Human text by default, JSON with
+ * --json. Uses the public API only. Exit status: 0 with a device, 2 without one. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "motifcl.h"
+
+static void print_features(const char *title, uint64_t bits, int json)
+{
+    int first = 1;
+    printf(json ? "  \"%s\": [" : "%-20s", title);
+    for (int bit = 0; bit < 64; bit++) {
+        const char *name = mcl_feature_name(UINT64_C(1) << bit);
+        if (!name || !(bits & (UINT64_C(1) << bit)))
+            continue;
+        printf(json ? "%s\"%s\"" : "%s%s", first ? "" : (json ? ", " : " "), name);
+        first = 0;
+    }
+    printf(json ? "],\n" : "%s\n", first && !json ? "(none)" : "");
+}
+
+static void print_quirks(uint64_t bits, int json)
+{
+    int first = 1;
+    printf(json ? "  \"quirks\": [" : "%-20s", "quirks");
+    for (int bit = 0; bit < 64; bit++) {
+        const char *name = mcl_quirk_name(UINT64_C(1) << bit);
+        if (!name || !(bits & (UINT64_C(1) << bit)))
+            continue;
+        printf(json ? "%s\"%s\"" : "%s%s", first ? "" : (json ? ", " : " "), name);
+        first = 0;
+    }
+    printf(json ? "],\n" : "%s\n", first && !json ? "(none)" : "");
+}
+
+static void json_string(const char *key, const char *value)
+{
+    printf("  \"%s\": \"", key);
+    for (const char *p = value; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            putchar('\\');
+        if ((unsigned char)*p >= 0x20)
+            putchar(*p);
+    }
+    printf("\",\n");
+}
+
+static void print_json(const mcl_device_info *d)
+{
+    printf("{\n");
+    json_string("library_version", mcl_version_string());
+    json_string("git_commit", mcl_git_commit());
+    json_string("device", d->name);
+    json_string("device_type", mcl_device_type_name(d->device_type));
+    printf("  \"device_index\": %u,\n  \"vendor_id\": %u,\n  \"device_id\": %u,\n",
+           d->device_index, d->vendor_id, d->device_id);
+    json_string("driver_name", d->driver_name);
+    json_string("driver_info", d->driver_info);
+    printf("  \"driver_version_raw\": %u,\n", d->driver_version);
+    printf("  \"api_version\": \"%u.%u.%u\",\n", d->api_version >> 22,
+           (d->api_version >> 12) & 0x3ffu, d->api_version & 0xfffu);
+    json_string("profile", d->profile);
+    printf("  \"subgroup_size\": %u,\n  \"min_subgroup_size\": %u,\n  \"max_subgroup_size\": %u,\n",
+           d->subgroup_size, d->min_subgroup_size, d->max_subgroup_size);
+    printf("  \"max_storage_buffer_range\": %llu,\n  \"max_memory_allocation_size\": %llu,\n",
+           (unsigned long long)d->max_storage_buffer_range,
+           (unsigned long long)d->max_memory_allocation_size);
+    printf("  \"min_storage_buffer_offset_alignment\": %llu,\n",
+           (unsigned long long)d->min_storage_buffer_offset_alignment);
+    printf("  \"max_compute_shared_memory_size\": %u,\n  \"max_compute_workgroup_invocations\": %u,\n",
+           d->max_compute_shared_memory_size, d->max_compute_workgroup_invocations);
+    printf("  \"timestamp_period_ns\": %g,\n  \"timestamp_valid_bits\": %u,\n",
+           (double)d->timestamp_period_ns, d->timestamp_valid_bits);
+    print_features("features_available", d->features_available, 1);
+    print_features("features_enabled", d->features_enabled, 1);
+    print_quirks(d->quirks, 1);
+    printf("  \"memory_heaps\": [");
+    for (uint32_t i = 0; i < d->memory_heap_count; i++)
+        printf("%s\n    {\"size\": %llu, \"budget\": %llu, \"usage\": %llu, \"device_local\": %s}",
+               i ? "," : "", (unsigned long long)d->memory_heaps[i].size,
+               (unsigned long long)d->memory_heaps[i].budget,
+               (unsigned long long)d->memory_heaps[i].usage,
+               d->memory_heaps[i].device_local ? "true" : "false");
+    printf("\n  ],\n  \"validation\": %s\n}\n", d->validation ? "true" : "false");
+}
+
+static void print_text(const mcl_device_info *d)
+{
+    const double mib = 1024.0 * 1024.0;
+    printf("MotifCL %s (commit %s)\n\n", mcl_version_string(), mcl_git_commit());
+    printf("%-20s %s [%u]\n", "device", d->name, d->device_index);
+    printf("%-20s %s, vendor 0x%04x, device 0x%04x\n", "type",
+           mcl_device_type_name(d->device_type), d->vendor_id, d->device_id);
+    printf("%-20s %s (%s), raw version %u\n", "driver", d->driver_name, d->driver_info,
+           d->driver_version);
+    printf("%-20s %u.%u.%u\n", "vulkan", d->api_version >> 22, (d->api_version >> 12) & 0x3ffu,
+           d->api_version & 0xfffu);
+    printf("%-20s %s\n", "device profile", d->profile);
+    printf("%-20s %u (range %u..%u)\n", "subgroup size", d->subgroup_size, d->min_subgroup_size,
+           d->max_subgroup_size);
+    printf("%-20s %.1f MiB\n", "max storage range", d->max_storage_buffer_range / mib);
+    printf("%-20s %.1f MiB\n", "max allocation", d->max_memory_allocation_size / mib);
+    printf("%-20s %llu B\n", "storage alignment",
+           (unsigned long long)d->min_storage_buffer_offset_alignment);
+    printf("%-20s %u B shared, %u invocations\n", "workgroup", d->max_compute_shared_memory_size,
+           d->max_compute_workgroup_invocations);
+    printf("%-20s %g ns/tick, %u valid bits\n", "timestamps", (double)d->timestamp_period_ns,
+           d->timestamp_valid_bits);
+    print_features("features available", d->features_available, 0);
+    print_features("features enabled", d->features_enabled, 0);
+    print_quirks(d->quirks, 0);
+    for (uint32_t i = 0; i < d->memory_heap_count; i++)
+        printf("heap %-15u %.1f MiB%s, budget %.1f MiB, in use %.1f MiB\n", i,
+               d->memory_heaps[i].size / mib, d->memory_heaps[i].device_local ? " device-local" : "",
+               d->memory_heaps[i].budget / mib, d->memory_heaps[i].usage / mib);
+    printf("%-20s %s\n", "validation", d->validation ? "on" : "off");
+}
+
+int main(int argc, char **argv)
+{
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else {
+            fprintf(stderr, "usage: %s [--json]\n"
+                            "Environment: MOTIFCL_DEVICE, MOTIFCL_DEVICE_PROFILE, "
+                            "MOTIFCL_VALIDATION, MOTIFCL_DISABLE, MOTIFCL_FORCE, MOTIFCL_LOG\n",
+                    argv[0]);
+            return strcmp(argv[i], "--help") == 0 ? 0 : 1;
+        }
+    }
+    mcl_context *ctx = NULL;
+    mcl_context_desc desc = {.size = sizeof desc, .device_index = -1};
+    mcl_status status = mcl_context_create(&desc, &ctx);
+    if (status != MCL_SUCCESS) {
+        if (json)
+            printf("{\n  \"library_version\": \"%s\",\n  \"error\": \"%s\"\n}\n",
+                   mcl_version_string(), mcl_status_string(status));
+        else
+            fprintf(stderr, "motifcl-info: no context: %s (run with MOTIFCL_LOG=info for "
+                            "details)\n", mcl_status_string(status));
+        return 2;
+    }
+    mcl_device_info info = {.size = sizeof info};
+    mcl_context_device_info(ctx, &info);
+    if (json)
+        print_json(&info);
+    else
+        print_text(&info);
+    mcl_context_destroy(ctx);
+    return 0;
+}
