@@ -1,10 +1,14 @@
 # Script mode: writes OUT (a C file defining mcl_build_commit) from the git commit of
 # SOURCE_DIR, only when it changes, so that every build carries the commit it was built from
 # without forcing a rebuild when nothing moved.
-#   cmake -DSOURCE_DIR=<repo> -DOUT=<file.c> -P build-info.cmake
+#   cmake -DSOURCE_DIR=<repo> -DOUT=<file.c> [-DCOMMIT=<sha>] -P build-info.cmake
+# COMMIT (the MOTIFCL_GIT_COMMIT cache variable) names the commit for a tree copied without
+# its .git folder.
 set(commit "unknown")
 find_program(GIT_EXECUTABLE git)
-if(GIT_EXECUTABLE AND EXISTS "${SOURCE_DIR}/.git")
+if(COMMIT)
+  set(commit "${COMMIT}")
+elseif(GIT_EXECUTABLE AND EXISTS "${SOURCE_DIR}/.git")
   execute_process(COMMAND "${GIT_EXECUTABLE}" -C "${SOURCE_DIR}" rev-parse HEAD
                   OUTPUT_VARIABLE head RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE
                   ERROR_QUIET)

@@ -1,0 +1,50 @@
+#!/bin/sh
+# The test command: installs what is needed, builds with warnings as errors, and runs the
+# whole suite in strict mode (a device test that no Vulkan device executed fails) under the
+# Vulkan validation layer with synchronization validation. Then the host code is rebuilt
+# under AddressSanitizer + UndefinedBehaviorSanitizer and the unit tests run again.
+#   BUILD_DIR (default build-ci), WITNESS_DIR (default $BUILD_DIR/witness)
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+sh scripts/setup-debian.sh
+
+build=${BUILD_DIR:-build-ci}
+witness=${WITNESS_DIR:-$root/$build/witness}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DMOTIFCL_WERROR=ON -DMOTIFCL_REQUIRE_TOOLS=ON
+cmake --build "$build" -j "$jobs"
+
+rm -rf "$witness"
+mkdir -p "$witness"
+export MOTIFCL_REQUIRE_VULKAN_COMPUTE=1
+export MOTIFCL_VALIDATION=sync
+export MOTIFCL_WITNESS_DIR="$witness"
+log="$build/ctest-strict.log"
+set +e
+ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$jobs" 2>&1 | tee "$log"
+status=$?
+set -e
+[ "$status" -eq 0 ] || { echo "test.sh: strict suite failed"; exit 1; }
+# Strict means nothing skipped, and at least one device test really ran.
+if grep -q -E '\*\*\*Skipped|Not Run' "$log"; then
+  echo "test.sh: a test was skipped in strict mode"; exit 1
+fi
+ran=$(grep -c -E 'Test +#[0-9]+: test_[a-z_]+(\.polaris)? \.+ +Passed' "$log" || true)
+devices=$(ls "$witness" | grep -c -v '^test_core\|^test_allocator' || true)
+echo "test.sh: $ran suites passed; $devices device witness file(s) in $witness"
+[ "$devices" -ge 1 ] || { echo "test.sh: no device test wrote a witness"; exit 1; }
+if grep -l '"errors": [1-9]' "$witness"/*.json 2>/dev/null; then
+  echo "test.sh: validation errors recorded"; exit 1
+fi
+
+# Host code under the sanitizers: unit suites only (the Vulkan driver stack is not built
+# with ASan, and its allocations would drown the report).
+asan="$build-asan"
+cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMOTIFCL_WERROR=ON \
+  -DMOTIFCL_SANITIZE=ON -DMOTIFCL_BUILD_TOOLS=OFF -DMOTIFCL_BUILD_EXAMPLES=OFF
+cmake --build "$asan" -j "$jobs"
+MOTIFCL_WITNESS_DIR= ctest --test-dir "$asan" -L unit --output-on-failure --no-tests=error
+echo "test.sh: all passed"
