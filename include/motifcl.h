@@ -344,6 +344,35 @@ MCL_API size_t mcl_dtype_size(mcl_dtype dtype);
 MCL_API mcl_status mcl_tensor_create(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
                                      const int64_t *shape, mcl_tensor **out);
 
+/** How a tensor's memory is used; decides the pool it comes from and its residency priority
+ *  (VK_EXT_memory_priority, where present). */
+typedef enum mcl_memory_class {
+    /** Activations and other tensors of ordinary lifetime (the default). */
+    MCL_MEMORY_ACTIVATIONS = 0,
+    /** Weights: long-lived, evicted last under memory pressure. */
+    MCL_MEMORY_WEIGHTS = 1,
+    /** Scratch: bump-allocated; its memory is reclaimed all at once when the last scratch
+     *  tensor is destroyed (cheap to create, but nothing is reused before that). */
+    MCL_MEMORY_SCRATCH = 2,
+    MCL_MEMORY_CLASS_COUNT
+} mcl_memory_class;
+
+/** A tensor to create with mcl_tensor_create_ex(). Zero-initialise, set `size`. */
+typedef struct mcl_tensor_desc {
+    size_t size;                   /**< sizeof(mcl_tensor_desc). Required. */
+    mcl_dtype dtype;
+    uint32_t ndim;                 /**< 1..MCL_MAX_DIMS */
+    int64_t shape[MCL_MAX_DIMS];   /**< shape[0..ndim-1], each >= 1 */
+    mcl_memory_class memory_class; /**< 0: MCL_MEMORY_ACTIVATIONS */
+    uint32_t reserved0;
+    uint64_t reserved[4];          /**< must be zero */
+} mcl_tensor_desc;
+
+/** mcl_tensor_create() with a memory class. Same errors, plus MCL_ERROR_INVALID_ARGUMENT for
+ *  a bad descriptor. */
+MCL_API mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc,
+                                        mcl_tensor **out);
+
 /** Destroy a tensor. Safe while recorded work still uses it: its memory is kept until that
  *  work has finished. Accepts NULL. */
 MCL_API void mcl_tensor_destroy(mcl_tensor *tensor);
@@ -375,6 +404,40 @@ MCL_API int64_t mcl_tensor_numel(const mcl_tensor *tensor);
 
 /** Size of the tensor's data in bytes. */
 MCL_API uint64_t mcl_tensor_nbytes(const mcl_tensor *tensor);
+
+/* ---------------------------------------------------------------------------------------
+ * Memory statistics
+ * ------------------------------------------------------------------------------------- */
+
+/** The tensor allocator's state. Set `size` before the query. */
+typedef struct mcl_memory_stats {
+    size_t size;                     /**< sizeof(mcl_memory_stats) as the caller compiled it */
+    uint64_t bytes_allocated;        /**< bytes of live tensors */
+    uint64_t bytes_allocated_peak;   /**< the most bytes_allocated has been */
+    uint64_t bytes_reserved;         /**< device memory held for tensors (blocks, dedicated) */
+    uint64_t staging_bytes;          /**< host-visible staging memory held */
+    uint64_t allocation_count;       /**< live tensors' allocations */
+    uint64_t block_count;            /**< pooled blocks */
+    uint64_t dedicated_count;        /**< tensors with a memory allocation of their own */
+    uint64_t block_size;             /**< bytes per pooled block on this device */
+    uint64_t largest_free_range;     /**< largest free range inside the pooled blocks */
+    uint32_t tensor_memory_type;     /**< Vulkan memory type index of tensors */
+    uint32_t staging_memory_type;    /**< memory type of the staging ring */
+    uint32_t zero_copy;              /**< 1 when transfers map tensor memory directly */
+    uint32_t reserved0;
+    uint64_t heap_reserved[MCL_MAX_MEMORY_HEAPS]; /**< device memory held, per heap */
+    uint64_t reserved[8];
+} mcl_memory_stats;
+
+/** Fill `*stats`; the caller sets stats->size first. */
+MCL_API mcl_status mcl_context_memory_stats(const mcl_context *ctx, mcl_memory_stats *stats);
+
+/** The allocator's state as JSON (the statistics plus every block with its ranges), written
+ *  snprintf-style into `buffer` of `capacity` bytes (NUL-terminated when capacity > 0;
+ *  buffer may be NULL when capacity is 0). `*needed`, if not NULL, receives the full length
+ *  including the NUL. Returns MCL_ERROR_TOO_LARGE when the text was truncated. */
+MCL_API mcl_status mcl_context_memory_json(const mcl_context *ctx, char *buffer,
+                                           size_t capacity, size_t *needed);
 
 /* ---------------------------------------------------------------------------------------
  * Operations. Recorded on the context; they run at the next sync point.

@@ -9,6 +9,7 @@
 #include "motifcl.h"
 #include "../core/log.h"
 #include "spirv_modules.h"
+#include "tlsf.h"
 
 /* Descriptor sets a pool of the stream holds before another pool is chained. */
 #define MCL_DESCRIPTOR_POOL_SETS 256
@@ -27,20 +28,55 @@ typedef struct mcl_kernel {
     uint32_t local_size_x;
 } mcl_kernel;
 
-/* A device buffer with its memory. */
-typedef struct mcl_buffer {
-    VkBuffer buffer;
+/* Usages every block buffer carries: kernels bind tensors as storage buffers, transfers copy
+ * to and from them. */
+#define MCL_BUFFER_USAGE                                                                      \
+    (VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |                  \
+     VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+
+/* One VkDeviceMemory bound to one VkBuffer, sub-allocated by TLSF (ordinary tensors), by a
+ * bump allocator (scratch), or holding a single tensor (dedicated). */
+typedef struct mcl_block {
+    struct mcl_block *next;
     VkDeviceMemory memory;
+    VkBuffer buffer;
+    uint64_t size;        /* usable bytes */
+    uint64_t reserved;    /* bytes of device memory it holds (>= size) */
+    void *mapped;         /* host pointer when the memory type is host-visible */
+    uint32_t type;        /* memory type index */
+    mcl_memory_class cls;
+    int dedicated;
+    uint64_t live;        /* allocations in it */
+    mcl_tlsf *tlsf;
+    mcl_linear linear;
+} mcl_block;
+
+/* Where a tensor's bytes are: a range of a block's buffer. */
+typedef struct mcl_allocation {
+    mcl_block *block;
+    uint64_t offset;
     uint64_t size;
-    void *mapped;  /* host pointer for host-visible buffers, else NULL */
-} mcl_buffer;
+} mcl_allocation;
+
+typedef struct mcl_allocator {
+    uint32_t tensor_type, staging_type;
+    int tensor_mappable;          /* tensors are host-visible and coherent: zero-copy */
+    uint64_t block_size, alignment, ring_size;
+    mcl_block *pools[MCL_MEMORY_CLASS_COUNT];
+    mcl_block *dedicated;
+    mcl_block *ring;              /* staging ring, host-visible, mapped */
+    uint64_t ring_head;           /* bytes of the ring used by the open batch */
+    uint64_t heap_reserved[VK_MAX_MEMORY_HEAPS];
+    uint64_t bytes_reserved, bytes_allocated, bytes_allocated_peak;
+    uint64_t allocation_count, block_count, dedicated_count;
+} mcl_allocator;
 
 /* Something the GPU may still be using when the host lets go of it: released once the
  * batch it was last used in has finished. */
 typedef struct mcl_deferred {
     struct mcl_deferred *next;
     uint64_t batch;             /* serial of the batch that must finish first */
-    mcl_buffer buffer;
+    mcl_allocation alloc;
 } mcl_deferred;
 
 struct mcl_tensor {
@@ -50,7 +86,8 @@ struct mcl_tensor {
     uint32_t ndim;
     int64_t shape[MCL_MAX_DIMS];
     uint64_t nbytes;
-    mcl_buffer buffer;
+    mcl_memory_class cls;
+    mcl_allocation alloc;
     uint64_t last_batch;   /* serial of the last batch that used it */
     /* Hazard tracking inside the open batch: the barrier epoch of the last read and write. */
     uint64_t read_epoch;
@@ -69,9 +106,7 @@ typedef struct mcl_stream {
     VkDescriptorPool *desc_pools;  /* pools used by the open batch; reset when it finishes */
     uint32_t desc_pool_count, desc_pool_capacity;
     uint32_t desc_pool_current, desc_sets_in_current;
-    mcl_deferred *deferred;        /* resources to free when their batch has finished */
-    mcl_buffer *staging;           /* upload staging buffers of the open batch */
-    uint32_t staging_count, staging_capacity;
+    mcl_deferred *deferred;        /* allocations to free when their batch has finished */
 } mcl_stream;
 
 struct mcl_context {
@@ -87,6 +122,7 @@ struct mcl_context {
     mcl_device_info info;          /* filled at creation; budgets refreshed on query */
     uint64_t validation_errors;    /* counted by the debug messenger */
     mcl_stream stream;
+    mcl_allocator allocator;
     mcl_kernel kernels[MCL_KERNEL_COUNT];
     VkPipelineCache pipeline_cache;
     mcl_tensor *tensors;           /* live tensors, destroyed with the context */
@@ -105,9 +141,14 @@ void mcl_quirks_apply(mcl_context *ctx, const char *profile);
 mcl_status mcl_profile_validate(const char *profile);
 
 /* memory.c */
-mcl_status mcl_buffer_create(mcl_context *ctx, uint64_t size, int host_visible,
-                             mcl_buffer *out);
-void mcl_buffer_destroy(mcl_context *ctx, mcl_buffer *buffer);
+mcl_status mcl_memory_init(mcl_context *ctx);
+void mcl_memory_destroy(mcl_context *ctx);
+mcl_status mcl_alloc(mcl_context *ctx, uint64_t size, mcl_memory_class cls, mcl_allocation *out);
+/* Free at once: the caller knows the GPU no longer uses it (see mcl_stream_release). */
+void mcl_free(mcl_context *ctx, mcl_allocation *alloc);
+/* The staging ring, created on first use. */
+mcl_status mcl_staging_ring(mcl_context *ctx, mcl_block **out);
+void mcl_memory_stats_fill(const mcl_context *ctx, mcl_memory_stats *stats);
 
 /* pipeline.c */
 mcl_status mcl_kernel_get(mcl_context *ctx, mcl_kernel_id id, uint32_t binding_count,
@@ -124,12 +165,23 @@ mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
                                mcl_tensor *const *writes, uint32_t write_count,
                                const void *push, uint32_t groups_x, uint32_t groups_y,
                                uint32_t groups_z);
-mcl_status mcl_stream_upload(mcl_context *ctx, mcl_tensor *dst, uint64_t offset,
-                             const void *src, uint64_t bytes);
-mcl_status mcl_stream_download(mcl_context *ctx, mcl_tensor *src, uint64_t offset, void *dst,
-                               uint64_t bytes);
 mcl_status mcl_stream_finish(mcl_context *ctx);
-/* Free `buffer` once the work recorded so far no longer needs it. */
-void mcl_stream_release(mcl_context *ctx, mcl_buffer *buffer, uint64_t last_batch);
+/* Begin the open batch's command buffer if it is not yet recording. */
+mcl_status mcl_stream_begin(mcl_context *ctx);
+/* Emit a barrier if the next command conflicts with earlier ones, then mark its accesses. */
+void mcl_stream_track(mcl_context *ctx, mcl_tensor *const *reads, uint32_t read_count,
+                      mcl_tensor *const *writes, uint32_t write_count);
+/* A barrier making transfer and shader writes visible to the host. */
+void mcl_stream_barrier_to_host(mcl_context *ctx);
+/* Free `alloc` once the work recorded so far no longer needs it. */
+void mcl_stream_release(mcl_context *ctx, mcl_allocation *alloc, uint64_t last_batch);
+/* Whether recorded or submitted work that has not finished may use `t`. */
+int mcl_stream_pending(const mcl_context *ctx, const mcl_tensor *t);
+
+/* transfer.c */
+mcl_status mcl_transfer_upload(mcl_context *ctx, mcl_tensor *dst, uint64_t offset,
+                               const void *src, uint64_t bytes);
+mcl_status mcl_transfer_download(mcl_context *ctx, mcl_tensor *src, uint64_t offset, void *dst,
+                                 uint64_t bytes);
 
 #endif

@@ -671,6 +671,8 @@ mcl_status mcl_context_create(const mcl_context_desc *desc, mcl_context **out)
         status = mcl_vk_fail(ctx, result, "vkCreatePipelineCache");
         goto fail;
     }
+    if ((status = mcl_memory_init(ctx)) != MCL_SUCCESS)
+        goto fail;
     if ((status = mcl_stream_init(ctx)) != MCL_SUCCESS)
         goto fail;
 
@@ -695,6 +697,7 @@ void mcl_context_destroy(mcl_context *ctx)
         while (ctx->tensors)
             mcl_tensor_destroy(ctx->tensors);
         mcl_stream_destroy(ctx);
+        mcl_memory_destroy(ctx);
         mcl_kernels_destroy(ctx);
         if (ctx->pipeline_cache)
             ctx->vk.vkDestroyPipelineCache(ctx->device, ctx->pipeline_cache, NULL);

@@ -53,15 +53,13 @@ static void collect(mcl_context *ctx)
         mcl_deferred *d = *link;
         if (d->batch <= s->completed) {
             *link = d->next;
-            mcl_buffer_destroy(ctx, &d->buffer);
+            mcl_free(ctx, &d->alloc);
             free(d);
         } else {
             link = &d->next;
         }
     }
-    for (uint32_t i = 0; i < s->staging_count; i++)
-        mcl_buffer_destroy(ctx, &s->staging[i]);
-    s->staging_count = 0;
+    ctx->allocator.ring_head = 0;
     for (uint32_t i = 0; i < s->desc_pool_count; i++)
         ctx->vk.vkResetDescriptorPool(ctx->device, s->desc_pools[i], 0);
     s->desc_pool_current = 0;
@@ -76,7 +74,6 @@ void mcl_stream_destroy(mcl_context *ctx)
     for (uint32_t i = 0; i < s->desc_pool_count; i++)
         ctx->vk.vkDestroyDescriptorPool(ctx->device, s->desc_pools[i], NULL);
     free(s->desc_pools);
-    free(s->staging);
     if (s->fence)
         ctx->vk.vkDestroyFence(ctx->device, s->fence, NULL);
     if (s->pool)
@@ -84,7 +81,7 @@ void mcl_stream_destroy(mcl_context *ctx)
     memset(s, 0, sizeof *s);
 }
 
-static mcl_status begin(mcl_context *ctx)
+mcl_status mcl_stream_begin(mcl_context *ctx)
 {
     mcl_stream *s = &ctx->stream;
     if (s->recording)
@@ -114,8 +111,8 @@ static void barrier(mcl_context *ctx, VkPipelineStageFlags dst_stages, VkAccessF
 
 /* Emit a barrier if the command about to be recorded conflicts with an earlier one since the
  * last barrier, then mark its accesses. */
-static void track(mcl_context *ctx, mcl_tensor *const *reads, uint32_t read_count,
-                  mcl_tensor *const *writes, uint32_t write_count)
+void mcl_stream_track(mcl_context *ctx, mcl_tensor *const *reads, uint32_t read_count,
+                      mcl_tensor *const *writes, uint32_t write_count)
 {
     mcl_stream *s = &ctx->stream;
     int needed = 0;
@@ -195,7 +192,7 @@ mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
     if (read_count + write_count != kernel->binding_count)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "dispatch binds %u buffers, kernel has %u",
                         read_count + write_count, kernel->binding_count);
-    if ((status = begin(ctx)) != MCL_SUCCESS)
+    if ((status = mcl_stream_begin(ctx)) != MCL_SUCCESS)
         return status;
     VkDescriptorSet set;
     if ((status = allocate_set(ctx, kernel->set_layout, &set)) != MCL_SUCCESS)
@@ -206,8 +203,8 @@ mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
     for (uint32_t i = 0; i < kernel->binding_count; i++) {
         const mcl_tensor *t = i < read_count ? reads[i] : writes[i - read_count];
         buffers[i] = (VkDescriptorBufferInfo){
-            .buffer = t->buffer.buffer,
-            .offset = 0,
+            .buffer = t->alloc.block->buffer,
+            .offset = t->alloc.offset,
             .range = t->nbytes,
         };
         writes_info[i] = (VkWriteDescriptorSet){
@@ -221,7 +218,7 @@ mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
     }
     ctx->vk.vkUpdateDescriptorSets(ctx->device, kernel->binding_count, writes_info, 0, NULL);
 
-    track(ctx, reads, read_count, writes, write_count);
+    mcl_stream_track(ctx, reads, read_count, writes, write_count);
     ctx->vk.vkCmdBindPipeline(s->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kernel->pipeline);
     ctx->vk.vkCmdBindDescriptorSets(s->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kernel->layout, 0, 1,
                                     &set, 0, NULL);
@@ -232,62 +229,14 @@ mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
     return MCL_SUCCESS;
 }
 
-/* Keep `buffer` alive until the open batch has run. */
-static mcl_status keep_staging(mcl_context *ctx, const mcl_buffer *buffer)
+void mcl_stream_barrier_to_host(mcl_context *ctx)
 {
-    mcl_stream *s = &ctx->stream;
-    if (s->staging_count == s->staging_capacity) {
-        uint32_t capacity = s->staging_capacity ? 2 * s->staging_capacity : 8;
-        mcl_buffer *staging = realloc(s->staging, capacity * sizeof *staging);
-        if (!staging)
-            return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-        s->staging = staging;
-        s->staging_capacity = capacity;
-    }
-    s->staging[s->staging_count++] = *buffer;
-    return MCL_SUCCESS;
-}
-
-mcl_status mcl_stream_upload(mcl_context *ctx, mcl_tensor *dst, uint64_t offset,
-                             const void *src, uint64_t bytes)
-{
-    mcl_buffer staging;
-    mcl_status status = mcl_buffer_create(ctx, bytes, 1, &staging);
-    if (status != MCL_SUCCESS)
-        return status;
-    memcpy(staging.mapped, src, (size_t)bytes);
-    if ((status = keep_staging(ctx, &staging)) != MCL_SUCCESS) {
-        mcl_buffer_destroy(ctx, &staging);
-        return status;
-    }
-    if ((status = begin(ctx)) != MCL_SUCCESS)
-        return status;
-    track(ctx, NULL, 0, &dst, 1);
-    VkBufferCopy region = {.srcOffset = 0, .dstOffset = offset, .size = bytes};
-    ctx->vk.vkCmdCopyBuffer(ctx->stream.cmd, staging.buffer, dst->buffer.buffer, 1, &region);
-    return MCL_SUCCESS;
-}
-
-mcl_status mcl_stream_download(mcl_context *ctx, mcl_tensor *src, uint64_t offset, void *dst,
-                               uint64_t bytes)
-{
-    mcl_buffer staging;
-    mcl_status status = mcl_buffer_create(ctx, bytes, 1, &staging);
-    if (status != MCL_SUCCESS)
-        return status;
-    if ((status = begin(ctx)) != MCL_SUCCESS)
-        goto done;
-    track(ctx, &src, 1, NULL, 0);
-    VkBufferCopy region = {.srcOffset = offset, .dstOffset = 0, .size = bytes};
-    ctx->vk.vkCmdCopyBuffer(ctx->stream.cmd, src->buffer.buffer, staging.buffer, 1, &region);
-    /* Make the copy's writes visible to the host's reads after the fence wait. */
     barrier(ctx, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-    if ((status = mcl_stream_finish(ctx)) != MCL_SUCCESS)
-        goto done;
-    memcpy(dst, staging.mapped, (size_t)bytes);
-done:
-    mcl_buffer_destroy(ctx, &staging);
-    return status;
+}
+
+int mcl_stream_pending(const mcl_context *ctx, const mcl_tensor *t)
+{
+    return t->last_batch > ctx->stream.completed;
 }
 
 mcl_status mcl_stream_finish(mcl_context *ctx)
@@ -321,7 +270,7 @@ mcl_status mcl_stream_finish(mcl_context *ctx)
     return MCL_SUCCESS;
 }
 
-void mcl_stream_release(mcl_context *ctx, mcl_buffer *buffer, uint64_t last_batch)
+void mcl_stream_release(mcl_context *ctx, mcl_allocation *alloc, uint64_t last_batch)
 {
     mcl_stream *s = &ctx->stream;
     mcl_deferred *d = NULL;
@@ -331,12 +280,12 @@ void mcl_stream_release(mcl_context *ctx, mcl_buffer *buffer, uint64_t last_batc
         /* Either nothing pending uses it, or no memory to defer: then wait for the GPU. */
         if (last_batch > s->completed)
             mcl_stream_finish(ctx);
-        mcl_buffer_destroy(ctx, buffer);
+        mcl_free(ctx, alloc);
         return;
     }
     d->batch = last_batch;
-    d->buffer = *buffer;
+    d->alloc = *alloc;
     d->next = s->deferred;
     s->deferred = d;
-    *buffer = (mcl_buffer){0};
+    *alloc = (mcl_allocation){0};
 }

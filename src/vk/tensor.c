@@ -1,4 +1,5 @@
 /* Tensors: shape bookkeeping over a device buffer. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,30 +8,52 @@
 mcl_status mcl_tensor_create(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
                              const int64_t *shape, mcl_tensor **out)
 {
+    mcl_tensor_desc desc = {.size = sizeof desc, .dtype = dtype, .ndim = ndim};
     if (!out)
         return MCL_ERROR_INVALID_ARGUMENT;
     *out = NULL;
-    if (!ctx)
+    if (ndim == 0 || ndim > MCL_MAX_DIMS || !shape)
+        return ctx ? mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                              "a tensor has 1 to %d dimensions, not %u", MCL_MAX_DIMS, ndim)
+                   : MCL_ERROR_INVALID_ARGUMENT;
+    for (uint32_t i = 0; i < ndim; i++)
+        desc.shape[i] = shape[i];
+    return mcl_tensor_create_ex(ctx, &desc, out);
+}
+
+mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, mcl_tensor **out)
+{
+    if (!out)
         return MCL_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!ctx || !desc || desc->size < offsetof(mcl_tensor_desc, reserved))
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_dtype dtype = desc->dtype;
+    uint32_t ndim = desc->ndim;
     if (!mcl_dtype_name(dtype))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "unknown dtype %d", (int)dtype);
     if (mcl_dtype_size(dtype) == 0)
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "dtype %s is reserved in this version",
                         mcl_dtype_name(dtype));
-    if (ndim == 0 || ndim > MCL_MAX_DIMS || !shape)
+    if (ndim == 0 || ndim > MCL_MAX_DIMS)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "a tensor has 1 to %d dimensions, not %u", MCL_MAX_DIMS, ndim);
+    if ((unsigned)desc->memory_class >= MCL_MEMORY_CLASS_COUNT)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "unknown memory class %d",
+                        (int)desc->memory_class);
 
     /* Multiply with an overflow guard: the byte count must fit in 63 bits. */
     uint64_t bytes = mcl_dtype_size(dtype);
     for (uint32_t i = 0; i < ndim; i++) {
-        if (shape[i] < 1)
+        if (desc->shape[i] < 1)
             return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "dimension %u is %lld, not >= 1", i,
-                            (long long)shape[i]);
-        if ((uint64_t)shape[i] > (UINT64_MAX >> 1) / bytes)
+                            (long long)desc->shape[i]);
+        if ((uint64_t)desc->shape[i] > (UINT64_MAX >> 1) / bytes)
             return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "tensor size overflows 64 bits");
-        bytes *= (uint64_t)shape[i];
+        bytes *= (uint64_t)desc->shape[i];
     }
+    /* A kernel binds a tensor as one storage buffer range; none of today's kernels splits a
+     * tensor into several ranges, so a larger one is refused rather than truncated. */
     if (bytes > ctx->info.max_storage_buffer_range)
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
                         "tensor of %llu bytes exceeds the device's maxStorageBufferRange (%llu)",
@@ -40,7 +63,7 @@ mcl_status mcl_tensor_create(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
     mcl_tensor *t = calloc(1, sizeof *t);
     if (!t)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    mcl_status status = mcl_buffer_create(ctx, bytes, 0, &t->buffer);
+    mcl_status status = mcl_alloc(ctx, bytes, desc->memory_class, &t->alloc);
     if (status != MCL_SUCCESS) {
         free(t);
         return status;
@@ -49,8 +72,9 @@ mcl_status mcl_tensor_create(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
     t->dtype = dtype;
     t->ndim = ndim;
     for (uint32_t i = 0; i < ndim; i++)
-        t->shape[i] = shape[i];
+        t->shape[i] = desc->shape[i];
     t->nbytes = bytes;
+    t->cls = desc->memory_class;
     t->next = ctx->tensors;
     if (ctx->tensors)
         ctx->tensors->prev = t;
@@ -70,7 +94,7 @@ void mcl_tensor_destroy(mcl_tensor *t)
         ctx->tensors = t->next;
     if (t->next)
         t->next->prev = t->prev;
-    mcl_stream_release(ctx, &t->buffer, t->last_batch);
+    mcl_stream_release(ctx, &t->alloc, t->last_batch);
     free(t);
 }
 
@@ -96,7 +120,7 @@ mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, ui
     mcl_status status = check_range(t, offset, src, bytes);
     if (status != MCL_SUCCESS)
         return status;
-    return mcl_stream_upload(t->ctx, t, offset, src, bytes);
+    return mcl_transfer_upload(t->ctx, t, offset, src, bytes);
 }
 
 mcl_status mcl_tensor_download(mcl_tensor *t, uint64_t offset, void *dst, uint64_t bytes)
@@ -106,7 +130,7 @@ mcl_status mcl_tensor_download(mcl_tensor *t, uint64_t offset, void *dst, uint64
     mcl_status status = check_range(t, offset, dst, bytes);
     if (status != MCL_SUCCESS)
         return status;
-    return mcl_stream_download(t->ctx, t, offset, dst, bytes);
+    return mcl_transfer_download(t->ctx, t, offset, dst, bytes);
 }
 
 mcl_dtype mcl_tensor_dtype(const mcl_tensor *t)
