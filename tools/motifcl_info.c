@@ -46,7 +46,7 @@ static void json_string(const char *key, const char *value)
     printf("\",\n");
 }
 
-static void print_json(const mcl_device_info *d)
+static void print_json(const mcl_device_info *d, const char *memory_json)
 {
     printf("{\n");
     json_string("library_version", mcl_version_string());
@@ -82,10 +82,11 @@ static void print_json(const mcl_device_info *d)
                (unsigned long long)d->memory_heaps[i].budget,
                (unsigned long long)d->memory_heaps[i].usage,
                d->memory_heaps[i].device_local ? "true" : "false");
-    printf("\n  ],\n  \"validation\": %s\n}\n", d->validation ? "true" : "false");
+    printf("\n  ],\n  \"validation\": %s,\n  \"allocator\": %s}\n",
+           d->validation ? "true" : "false", memory_json ? memory_json : "null\n");
 }
 
-static void print_text(const mcl_device_info *d)
+static void print_text(const mcl_device_info *d, const mcl_memory_stats *m)
 {
     const double mib = 1024.0 * 1024.0;
     printf("MotifCL %s (commit %s)\n\n", mcl_version_string(), mcl_git_commit());
@@ -115,6 +116,13 @@ static void print_text(const mcl_device_info *d)
                d->memory_heaps[i].size / mib, d->memory_heaps[i].device_local ? " device-local" : "",
                d->memory_heaps[i].budget / mib, d->memory_heaps[i].usage / mib);
     printf("%-20s %s\n", "validation", d->validation ? "on" : "off");
+    printf("%-20s blocks of %.0f MiB, tensors in memory type %u, staging in type %u, %s\n",
+           "allocator", m->block_size / mib, m->tensor_memory_type, m->staging_memory_type,
+           m->zero_copy ? "zero-copy transfers" : "staged transfers");
+    printf("%-20s %.1f MiB in %llu tensors, %.1f MiB reserved in %llu blocks + %llu dedicated\n",
+           "allocated", m->bytes_allocated / mib, (unsigned long long)m->allocation_count,
+           m->bytes_reserved / mib, (unsigned long long)m->block_count,
+           (unsigned long long)m->dedicated_count);
 }
 
 int main(int argc, char **argv)
@@ -145,10 +153,21 @@ int main(int argc, char **argv)
     }
     mcl_device_info info = {.size = sizeof info};
     mcl_context_device_info(ctx, &info);
-    if (json)
-        print_json(&info);
-    else
-        print_text(&info);
+    mcl_memory_stats memory = {.size = sizeof memory};
+    mcl_context_memory_stats(ctx, &memory);
+    if (json) {
+        size_t needed = 0;
+        mcl_context_memory_json(ctx, NULL, 0, &needed);
+        char *memory_json = malloc(needed);
+        if (memory_json && mcl_context_memory_json(ctx, memory_json, needed, NULL) != MCL_SUCCESS) {
+            free(memory_json);
+            memory_json = NULL;
+        }
+        print_json(&info, memory_json);
+        free(memory_json);
+    } else {
+        print_text(&info, &memory);
+    }
     mcl_context_destroy(ctx);
     return 0;
 }

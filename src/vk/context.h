@@ -148,6 +148,9 @@ mcl_status mcl_alloc(mcl_context *ctx, uint64_t size, mcl_memory_class cls, mcl_
 void mcl_free(mcl_context *ctx, mcl_allocation *alloc);
 /* The staging ring, created on first use. */
 mcl_status mcl_staging_ring(mcl_context *ctx, mcl_block **out);
+/* A host-visible block of the staging memory type, outside the pools (benchmarks). */
+mcl_status mcl_host_block_create(mcl_context *ctx, uint64_t size, mcl_block **out);
+void mcl_host_block_destroy(mcl_context *ctx, mcl_block *block);
 void mcl_memory_stats_fill(const mcl_context *ctx, mcl_memory_stats *stats);
 
 /* pipeline.c */

@@ -19,7 +19,7 @@
 #define MCL_BLOCK_SIZE_MAX (256 * MIB)
 #define MCL_BLOCK_SIZE_MIN (16 * MIB)
 /* Tensors above this fraction of a block get their own allocation. */
-#define MCL_DEDICATED_FRACTION 2
+#define MCL_DEDICATED_FRACTION 4
 /* Tensor offsets: above minStorageBufferOffsetAlignment, so that rows start on a cache line
  * and wide loads stay aligned. */
 #define MCL_TENSOR_ALIGNMENT 256u
@@ -150,12 +150,35 @@ static int within_budget(mcl_context *ctx, uint32_t type, uint64_t size)
            ctx->memory_properties.memoryHeaps[heap].size;
 }
 
+static void block_destroy(mcl_context *ctx, mcl_block *b);
+static void unlink_block(mcl_block **list, mcl_block *b);
+
+/* Give the empty blocks kept for reuse back to the heap. */
+static void trim_empty_blocks(mcl_context *ctx)
+{
+    mcl_allocator *a = &ctx->allocator;
+    for (int c = 0; c < MCL_MEMORY_CLASS_COUNT; c++) {
+        mcl_block *b = a->pools[c];
+        while (b) {
+            mcl_block *next = b->next;
+            if (b->live == 0) {
+                unlink_block(&a->pools[c], b);
+                a->block_count--;
+                block_destroy(ctx, b);
+            }
+            b = next;
+        }
+    }
+}
+
 /* One VkDeviceMemory with a VkBuffer over all of it. */
 static mcl_status block_create(mcl_context *ctx, uint32_t type, uint64_t size, float priority,
                                mcl_block **out)
 {
     mcl_status status;
     VkResult result;
+    if (!within_budget(ctx, type, size))
+        trim_empty_blocks(ctx);
     if (!within_budget(ctx, type, size))
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_DEVICE_MEMORY,
                         "%llu more bytes would exceed the memory budget of heap %u",
@@ -375,6 +398,17 @@ mcl_status mcl_staging_ring(mcl_context *ctx, mcl_block **out)
     }
     *out = a->ring;
     return MCL_SUCCESS;
+}
+
+mcl_status mcl_host_block_create(mcl_context *ctx, uint64_t size, mcl_block **out)
+{
+    return block_create(ctx, ctx->allocator.staging_type, size, MCL_STAGING_PRIORITY, out);
+}
+
+void mcl_host_block_destroy(mcl_context *ctx, mcl_block *block)
+{
+    if (block)
+        block_destroy(ctx, block);
 }
 
 void mcl_memory_destroy(mcl_context *ctx)

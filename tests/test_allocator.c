@@ -1,0 +1,358 @@
+/* The tensor allocator on a device: no aliasing across a large pool, exhaustion and recovery,
+ * chunked and zero-copy transfers, statistics, memory classes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env.h"
+#include "harness.h"
+#include "ops/ops_internal.h"
+#include "ref/ref.h"
+#include "vk/context.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define GIB (UINT64_C(1) << 30)
+
+static mcl_context *ctx;
+static mcl_device_info info;
+
+static uint64_t largest_device_heap(void)
+{
+    uint64_t best = 0;
+    for (uint32_t i = 0; i < info.memory_heap_count; i++) {
+        if (info.memory_heaps[i].device_local && info.memory_heaps[i].size > best)
+            best = info.memory_heaps[i].size;
+    }
+    return best;
+}
+
+static mcl_tensor *make_u32(mcl_context *c, uint64_t bytes, mcl_memory_class cls)
+{
+    mcl_tensor_desc desc = {.size = sizeof desc, .dtype = MCL_DTYPE_I32, .ndim = 1,
+                            .shape = {(int64_t)(bytes / 4)}, .memory_class = cls};
+    mcl_tensor *t = NULL;
+    mcl_status s = mcl_tensor_create_ex(c, &desc, &t);
+    return s == MCL_SUCCESS ? t : NULL;
+}
+
+/* Words of `t` that differ from the pattern of `seed`. */
+static uint64_t pattern_mismatches(mcl_tensor *t, uint32_t seed, uint32_t *scratch,
+                                   uint64_t scratch_words)
+{
+    uint64_t words = mcl_tensor_nbytes(t) / 4, bad = 0;
+    for (uint64_t start = 0; start < words; start += scratch_words) {
+        uint64_t n = words - start < scratch_words ? words - start : scratch_words;
+        if (mcl_tensor_download(t, start * 4, scratch, n * 4) != MCL_SUCCESS)
+            return words;
+        for (uint64_t i = 0; i < n; i++)
+            bad += scratch[i] != ref_pattern(seed, (uint32_t)(start + i));
+    }
+    return bad;
+}
+
+static int ranges_overlap(const mcl_tensor *a, const mcl_tensor *b)
+{
+    if (a->alloc.block != b->alloc.block)
+        return 0;
+    return a->alloc.offset < b->alloc.offset + b->alloc.size &&
+           b->alloc.offset < a->alloc.offset + a->alloc.size;
+}
+
+/* Many tensors, several blocks and dedicated allocations; a distinct GPU-written pattern in
+ * each; every one read back. With a heap of 16 GiB or more the pool passes 4 GiB in total;
+ * on smaller heaps (Lavapipe: 2 GiB) it is scaled to 40% of the heap and says so. */
+static void no_aliasing_across_pool(void **state)
+{
+    (void)state;
+    uint64_t heap = largest_device_heap();
+    int full = heap >= 16 * GIB;
+    uint64_t target = full ? 4 * GIB + 640 * MIB : heap / 10 * 4;
+    uint64_t range = info.max_storage_buffer_range;
+    uint64_t big = (range < 300 * MIB ? range : 300 * MIB) / 4 * 4;
+    const uint64_t sizes[] = {64 * MIB, 3 * MIB + 12, 4100, big, 17 * MIB + 4, 256};
+    mcl_test_note("pool_scale", full ? "full: more than 4 GiB of tensors"
+                                     : "scaled to 40% of the device heap (heap under 16 GiB)");
+
+    size_t capacity = 4096, count = 0;
+    mcl_tensor **tensors = calloc(capacity, sizeof *tensors);
+    assert_non_null(tensors);
+    uint64_t total = 0;
+    while (total < target && count < capacity) {
+        uint64_t bytes = sizes[count % (sizeof sizes / sizeof sizes[0])];
+        if (total + bytes > target && bytes > 4096)
+            bytes = 4096;
+        tensors[count] = make_u32(ctx, bytes, count % 3 == 1 ? MCL_MEMORY_WEIGHTS
+                                                               : MCL_MEMORY_ACTIVATIONS);
+        assert_non_null(tensors[count]);
+        assert_mcl_ok(mcl_fill_pattern(ctx, tensors[count], (uint32_t)(count * 2654435761u + 1)));
+        total += bytes;
+        count++;
+    }
+    assert_mcl_ok(mcl_finish(ctx));
+
+    mcl_memory_stats stats = {.size = sizeof stats};
+    assert_mcl_ok(mcl_context_memory_stats(ctx, &stats));
+    printf("pool: %zu tensors, %.1f MiB, %llu blocks of %.0f MiB, %llu dedicated\n", count,
+           (double)total / MIB, (unsigned long long)stats.block_count,
+           (double)stats.block_size / MIB, (unsigned long long)stats.dedicated_count);
+    assert_true(stats.block_count >= 2);
+    assert_true(stats.dedicated_count >= 1);
+    assert_true(stats.bytes_allocated >= total);
+
+    /* The allocator's own view: no two tensors share a byte of a block. */
+    uint64_t overlaps = 0;
+    for (size_t i = 0; i < count; i++) {
+        for (size_t j = i + 1; j < count; j++)
+            overlaps += (uint64_t)ranges_overlap(tensors[i], tensors[j]);
+    }
+    mcl_test_record("allocator ranges overlapping", "count", (double)overlaps, 0.0);
+    assert_int_equal(overlaps, 0);
+
+    /* The device's view: every tensor still holds its own pattern. */
+    const uint64_t scratch_words = 16 * MIB / 4;
+    uint32_t *scratch = malloc(scratch_words * 4);
+    assert_non_null(scratch);
+    uint64_t bad = 0;
+    for (size_t i = 0; i < count; i++)
+        bad += pattern_mismatches(tensors[i], (uint32_t)(i * 2654435761u + 1), scratch,
+                                  scratch_words);
+    char name[128];
+    snprintf(name, sizeof name, "no aliasing: %zu tensors, %.0f MiB, words differing", count,
+             (double)total / MIB);
+    mcl_test_record(name, "count", (double)bad, 0.0);
+    assert_int_equal(bad, 0);
+
+    /* Negative control: a tensor that does share another's bytes is caught by the same check.
+     * A second handle on tensor 0's memory gets another pattern. */
+    mcl_tensor alias = *tensors[0];
+    alias.prev = alias.next = NULL;
+    assert_mcl_ok(mcl_fill_pattern(ctx, &alias, 0xdeadbeefu));
+    assert_mcl_ok(mcl_finish(ctx));
+    uint64_t caught = pattern_mismatches(tensors[0], 1, scratch, scratch_words);
+    mcl_test_record_bool("negative control: an aliased tensor is detected", caught > 0);
+    assert_true(caught > 0);
+    free(scratch);
+
+    for (size_t i = 0; i < count; i++)
+        mcl_tensor_destroy(tensors[i]);
+    free(tensors);
+    assert_mcl_ok(mcl_finish(ctx));
+    assert_mcl_ok(mcl_context_memory_stats(ctx, &stats));
+    assert_int_equal(stats.bytes_allocated, 0);
+    assert_int_equal(stats.dedicated_count, 0);
+    assert_true(stats.block_count <= MCL_MEMORY_CLASS_COUNT);
+
+    if (info.max_memory_allocation_size <= 4 * GIB)
+        mcl_test_note("single_buffer_past_4GiB",
+                      "capability skip: maxMemoryAllocationSize is at most 4 GiB, so no single "
+                      "buffer can hold bytes past 4 GiB on this device");
+}
+
+/* Allocate until refused, then free one and allocate again; a kernel still runs. */
+static void out_of_memory_and_recovery(void **state)
+{
+    (void)state;
+    uint64_t chunk = info.max_storage_buffer_range < 2 * GIB ? info.max_storage_buffer_range
+                                                              : 2 * GIB;
+    if (chunk > info.max_memory_allocation_size)
+        chunk = info.max_memory_allocation_size;
+    chunk = chunk / MIB * MIB;
+    size_t capacity = 1024, count = 0;
+    mcl_tensor **held = calloc(capacity, sizeof *held);
+    assert_non_null(held);
+    mcl_status status = MCL_SUCCESS;
+    while (count < capacity) {
+        mcl_tensor_desc desc = {.size = sizeof desc, .dtype = MCL_DTYPE_U8, .ndim = 1,
+                                .shape = {(int64_t)chunk}};
+        status = mcl_tensor_create_ex(ctx, &desc, &held[count]);
+        if (status != MCL_SUCCESS)
+            break;
+        count++;
+    }
+    printf("allocated %zu tensors of %.0f MiB before: %s (%s)\n", count, (double)chunk / MIB,
+           mcl_status_string(status), mcl_context_last_error(ctx));
+    char name[128];
+    snprintf(name, sizeof name, "exhaustion refused with out-of-device-memory after %zu x %.0f MiB",
+             count, (double)chunk / MIB);
+    mcl_test_record_bool(name, status == MCL_ERROR_OUT_OF_DEVICE_MEMORY);
+    assert_int_equal(status, MCL_ERROR_OUT_OF_DEVICE_MEMORY);
+    assert_true(count >= 1);
+
+    mcl_tensor_destroy(held[--count]);
+    mcl_tensor_desc desc = {.size = sizeof desc, .dtype = MCL_DTYPE_U8, .ndim = 1,
+                            .shape = {(int64_t)chunk}};
+    assert_mcl_ok(mcl_tensor_create_ex(ctx, &desc, &held[count]));
+    count++;
+    for (size_t i = 0; i < count; i++)
+        mcl_tensor_destroy(held[i]);
+    free(held);
+
+    /* The context works after the refusal. */
+    int64_t n = 1000;
+    mcl_tensor *a, *b;
+    assert_mcl_ok(mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &n, &a));
+    assert_mcl_ok(mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &n, &b));
+    float x[1000], y[1000];
+    mcl_fill_random(x, 1000, 3, -1, 1);
+    assert_mcl_ok(mcl_tensor_upload(a, 0, x, sizeof x));
+    assert_mcl_ok(mcl_add(ctx, a, a, b));
+    assert_mcl_ok(mcl_tensor_download(b, 0, y, sizeof y));
+    int ok = 1;
+    for (int i = 0; i < 1000; i++)
+        ok &= y[i] == x[i] + x[i];
+    mcl_test_record_bool("kernel runs after out-of-memory", ok);
+    assert_true(ok);
+    mcl_tensor_destroy(a);
+    mcl_tensor_destroy(b);
+}
+
+/* Transfers larger than the staging ring, at odd offsets, on the zero-copy path where the
+ * device has one and on the staged path (forced with MOTIFCL_TRANSFER=staging). */
+static void transfers_round_trip(mcl_context *c, const char *label)
+{
+    mcl_memory_stats stats = {.size = sizeof stats};
+    assert_mcl_ok(mcl_context_memory_stats(c, &stats));
+    uint64_t bytes = 100 * MIB + 12;
+    if (bytes > info.max_storage_buffer_range)
+        bytes = info.max_storage_buffer_range / 4 * 4;
+    unsigned char *src = malloc(bytes), *dst = malloc(bytes);
+    assert_true(src && dst);
+    mcl_fill_random((float *)src, bytes / 4, 42, -1, 1);
+    mcl_tensor_desc desc = {.size = sizeof desc, .dtype = MCL_DTYPE_U8, .ndim = 1,
+                            .shape = {(int64_t)bytes}};
+    mcl_tensor *t;
+    assert_mcl_ok(mcl_tensor_create_ex(c, &desc, &t));
+    assert_mcl_ok(mcl_tensor_upload(t, 0, src, bytes));
+    memset(dst, 0, bytes);
+    assert_mcl_ok(mcl_tensor_download(t, 0, dst, bytes));
+    int whole = memcmp(src, dst, bytes) == 0;
+
+    /* An odd-sized write at an odd offset, then an overlapping read. */
+    uint64_t off = 70 * MIB + 3, len = 9 * MIB + 5;
+    if (off + len > bytes) {
+        off = bytes / 3 + 1;
+        len = bytes / 5 + 3;
+    }
+    memset(src + off, 0x5a, len);
+    assert_mcl_ok(mcl_tensor_upload(t, off, src + off, len));
+    assert_mcl_ok(mcl_tensor_download(t, off - 1001, dst, len + 2002));
+    int window = memcmp(src + off - 1001, dst, len + 2002) == 0;
+    char name[128];
+    snprintf(name, sizeof name, "%s transfers of %.1f MiB (ring %.0f MiB) byte-exact", label,
+             (double)bytes / MIB, (double)stats.staging_bytes / MIB);
+    mcl_test_record_bool(name, whole && window);
+    assert_true(whole);
+    assert_true(window);
+    mcl_tensor_destroy(t);
+    free(src);
+    free(dst);
+}
+
+static void transfers_default_path(void **state)
+{
+    (void)state;
+    mcl_memory_stats stats = {.size = sizeof stats};
+    assert_mcl_ok(mcl_context_memory_stats(ctx, &stats));
+    transfers_round_trip(ctx, stats.zero_copy ? "zero-copy" : "staged");
+}
+
+static void transfers_staged_path(void **state)
+{
+    (void)state;
+    setenv("MOTIFCL_TRANSFER", "staging", 1);
+    mcl_context_desc desc = {.size = sizeof desc, .device_index = -1};
+    mcl_context *c = NULL;
+    mcl_status s = mcl_context_create(&desc, &c);
+    unsetenv("MOTIFCL_TRANSFER");
+    assert_int_equal(s, MCL_SUCCESS);
+    mcl_memory_stats stats = {.size = sizeof stats};
+    assert_mcl_ok(mcl_context_memory_stats(c, &stats));
+    assert_int_equal(stats.zero_copy, 0);
+    transfers_round_trip(c, "staged");
+    assert_mcl_ok(mcl_context_memory_stats(c, &stats));
+    assert_true(stats.staging_bytes > 0);
+    assert_int_equal(mcl_context_validation_errors(c), 0);
+    mcl_context_destroy(c);
+}
+
+static void statistics_and_json(void **state)
+{
+    (void)state;
+    mcl_memory_stats before = {.size = sizeof before}, during = {.size = sizeof during};
+    assert_mcl_ok(mcl_context_memory_stats(ctx, &before));
+    mcl_tensor *t[10];
+    uint64_t bytes = 0;
+    for (int i = 0; i < 10; i++) {
+        t[i] = make_u32(ctx, 4096 * (uint64_t)(i + 1), MCL_MEMORY_ACTIVATIONS);
+        assert_non_null(t[i]);
+        bytes += 4096 * (uint64_t)(i + 1);
+    }
+    assert_mcl_ok(mcl_context_memory_stats(ctx, &during));
+    assert_int_equal(during.bytes_allocated, before.bytes_allocated + bytes);
+    assert_int_equal(during.allocation_count, before.allocation_count + 10);
+    assert_true(during.bytes_allocated_peak >= during.bytes_allocated);
+    assert_true(during.bytes_reserved >= during.bytes_allocated);
+    assert_true(during.largest_free_range > 0 && during.largest_free_range < during.block_size);
+
+    size_t needed = 0;
+    assert_int_equal(mcl_context_memory_json(ctx, NULL, 0, &needed), MCL_ERROR_TOO_LARGE);
+    assert_true(needed > 100);
+    char *json = malloc(needed);
+    assert_mcl_ok(mcl_context_memory_json(ctx, json, needed, NULL));
+    assert_int_equal(strlen(json) + 1, needed);
+    assert_non_null(strstr(json, "\"blocks\""));
+    assert_non_null(strstr(json, "\"activations\""));
+    char small[32];
+    assert_int_equal(mcl_context_memory_json(ctx, small, sizeof small, NULL), MCL_ERROR_TOO_LARGE);
+    assert_int_equal(strlen(small), sizeof small - 1);
+    free(json);
+
+    for (int i = 0; i < 10; i++)
+        mcl_tensor_destroy(t[i]);
+    assert_mcl_ok(mcl_finish(ctx));
+    assert_mcl_ok(mcl_context_memory_stats(ctx, &during));
+    assert_int_equal(during.bytes_allocated, before.bytes_allocated);
+}
+
+/* Scratch tensors are bump-allocated and reclaimed together when the last one goes. */
+static void scratch_class_resets(void **state)
+{
+    (void)state;
+    mcl_tensor *t[4];
+    for (int i = 0; i < 4; i++) {
+        t[i] = make_u32(ctx, 1000 * 4, MCL_MEMORY_SCRATCH);
+        assert_non_null(t[i]);
+    }
+    assert_true(t[1]->alloc.offset > t[0]->alloc.offset);
+    assert_ptr_equal(t[0]->alloc.block, t[3]->alloc.block);
+    assert_mcl_ok(mcl_fill_pattern(ctx, t[2], 7));
+    for (int i = 0; i < 4; i++)
+        mcl_tensor_destroy(t[i]);
+    assert_mcl_ok(mcl_finish(ctx));
+    mcl_tensor *again = make_u32(ctx, 4000, MCL_MEMORY_SCRATCH);
+    assert_non_null(again);
+    assert_int_equal(again->alloc.offset, 0);
+    mcl_tensor_destroy(again);
+
+    mcl_tensor_desc bad = {.size = sizeof bad, .dtype = MCL_DTYPE_F32, .ndim = 1, .shape = {4},
+                           .memory_class = (mcl_memory_class)9};
+    mcl_tensor *none;
+    assert_int_equal(mcl_tensor_create_ex(ctx, &bad, &none), MCL_ERROR_INVALID_ARGUMENT);
+}
+
+int main(int argc, char **argv)
+{
+    mcl_test_begin(argc, argv);
+    ctx = mcl_test_device_context();
+    info.size = sizeof info;
+    mcl_context_device_info(ctx, &info);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(statistics_and_json),
+        cmocka_unit_test(scratch_class_resets),
+        cmocka_unit_test(transfers_default_path),
+        cmocka_unit_test(transfers_staged_path),
+        cmocka_unit_test(no_aliasing_across_pool),
+        cmocka_unit_test(out_of_memory_and_recovery),
+    };
+    return mcl_test_finish(cmocka_run_group_tests(tests, NULL, NULL));
+}
