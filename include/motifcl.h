@@ -232,7 +232,9 @@ enum {
     MCL_FEATURE_MEMORY_PRIORITY = 1u << 10,    /**< VK_EXT_memory_priority */
     MCL_FEATURE_BUFFER_DEVICE_ADDRESS = 1u << 11, /**< bufferDeviceAddress */
     MCL_FEATURE_SHADER_INT64 = 1u << 12,       /**< 64-bit integers in shaders */
-    MCL_FEATURE_TIMESTAMPS = 1u << 13          /**< timestamps on the compute queue */
+    MCL_FEATURE_TIMESTAMPS = 1u << 13,         /**< timestamps on the compute queue */
+    MCL_FEATURE_EXTERNAL_HOST_MEMORY = 1u << 14 /**< VK_EXT_external_memory_host: transfers
+                                                     read and write caller memory directly */
 };
 
 /** Paths the quirk table, the device profile or the environment may disable, as bits of

@@ -211,7 +211,6 @@ static void out_of_memory_and_recovery(void **state)
 static void transfers_round_trip(mcl_context *c, const char *label)
 {
     mcl_memory_stats stats = {.size = sizeof stats};
-    assert_mcl_ok(mcl_context_memory_stats(c, &stats));
     uint64_t bytes = 100 * MIB + 12;
     if (bytes > info.max_storage_buffer_range)
         bytes = info.max_storage_buffer_range / 4 * 4;
@@ -237,6 +236,7 @@ static void transfers_round_trip(mcl_context *c, const char *label)
     assert_mcl_ok(mcl_tensor_upload(t, off, src + off, len));
     assert_mcl_ok(mcl_tensor_download(t, off - 1001, dst, len + 2002));
     int window = memcmp(src + off - 1001, dst, len + 2002) == 0;
+    assert_mcl_ok(mcl_context_memory_stats(c, &stats));
     char name[128];
     snprintf(name, sizeof name, "%s transfers of %.1f MiB (ring %.0f MiB) byte-exact", label,
              (double)bytes / MIB, (double)stats.staging_bytes / MIB);
@@ -256,21 +256,48 @@ static void transfers_default_path(void **state)
     transfers_round_trip(ctx, stats.zero_copy ? "zero-copy" : "staged");
 }
 
-static void transfers_staged_path(void **state)
+/* A context whose transfers take one forced path. */
+static mcl_context *context_with_transfer(const char *mode)
 {
-    (void)state;
-    setenv("MOTIFCL_TRANSFER", "staging", 1);
+    setenv("MOTIFCL_TRANSFER", mode, 1);
     mcl_context_desc desc = {.size = sizeof desc, .device_index = -1};
     mcl_context *c = NULL;
     mcl_status s = mcl_context_create(&desc, &c);
     unsetenv("MOTIFCL_TRANSFER");
     assert_int_equal(s, MCL_SUCCESS);
+    return c;
+}
+
+/* Caller memory imported for the GPU to copy from and to, where the device can import it. */
+static void transfers_imported_path(void **state)
+{
+    (void)state;
+    if (!(info.features_enabled & MCL_FEATURE_EXTERNAL_HOST_MEMORY)) {
+        mcl_test_note("imported_transfers", "capability skip: no VK_EXT_external_memory_host");
+        skip();
+    }
+    mcl_context *c = context_with_transfer("import");
+    transfers_round_trip(c, "imported");
+    char name[96];
+    snprintf(name, sizeof name, "imported path ran (%llu imported copies)",
+             (unsigned long long)c->allocator.imported_transfers);
+    mcl_test_record_bool(name, c->allocator.imported_transfers >= 3);
+    assert_true(c->allocator.imported_transfers >= 3);
+    assert_int_equal(mcl_context_validation_errors(c), 0);
+    mcl_context_destroy(c);
+}
+
+static void transfers_staged_path(void **state)
+{
+    (void)state;
+    mcl_context *c = context_with_transfer("staging");
     mcl_memory_stats stats = {.size = sizeof stats};
     assert_mcl_ok(mcl_context_memory_stats(c, &stats));
     assert_int_equal(stats.zero_copy, 0);
     transfers_round_trip(c, "staged");
     assert_mcl_ok(mcl_context_memory_stats(c, &stats));
     assert_true(stats.staging_bytes > 0);
+    assert_int_equal(c->allocator.imported_transfers, 0);
     assert_int_equal(mcl_context_validation_errors(c), 0);
     mcl_context_destroy(c);
 }
@@ -351,6 +378,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(scratch_class_resets),
         cmocka_unit_test(transfers_default_path),
         cmocka_unit_test(transfers_staged_path),
+        cmocka_unit_test(transfers_imported_path),
         cmocka_unit_test(no_aliasing_across_pool),
         cmocka_unit_test(out_of_memory_and_recovery),
     };

@@ -65,7 +65,7 @@ static void dtypes(void **state)
 static void feature_and_quirk_names(void **state)
 {
     (void)state;
-    for (int bit = 0; bit <= 13; bit++)
+    for (int bit = 0; bit <= 14; bit++)
         assert_non_null(mcl_feature_name(UINT64_C(1) << bit));
     assert_null(mcl_feature_name(UINT64_C(1) << 40));
     assert_null(mcl_feature_name(MCL_FEATURE_STORAGE_8BIT | MCL_FEATURE_STORAGE_16BIT));

@@ -102,8 +102,17 @@ static int bench_transfer(bench *b)
     mcl_context *ctx = b->ctx;
     mcl_memory_stats stats = {.size = sizeof stats};
     mcl_context_memory_stats(ctx, &stats);
+    const char *path = stats.zero_copy ? "zero-copy"
+                       : ctx->allocator.transfer_mode == MCL_TRANSFER_STAGING
+                           ? "staged (ring)"
+                       : (ctx->info.features_enabled & MCL_FEATURE_EXTERNAL_HOST_MEMORY)
+                           ? (ctx->allocator.transfer_mode == MCL_TRANSFER_IMPORT
+                                  ? "imported caller memory"
+                                  : "imported caller memory from 4 MiB, staged below")
+                           : "staged (ring)";
+    mcl_witness_set_note(b->witness, "transfer_path", path);
     if (!b->json)
-        printf("transfer path: %s\n", stats.zero_copy ? "zero-copy" : "staged (ring)");
+        printf("transfer path: %s\n", path);
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         uint64_t bytes = sizes[k];
         if (bytes > ctx->info.max_storage_buffer_range)

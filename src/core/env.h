@@ -6,6 +6,7 @@
  *   MOTIFCL_VALIDATION          0|1|sync|gpu
  *   MOTIFCL_DISABLE             comma-separated feature names to switch off
  *   MOTIFCL_FORCE               comma-separated feature names to keep on despite quirks
+ *   MOTIFCL_TRANSFER            auto|staging|import: how uploads and downloads move bytes
  *   MOTIFCL_REQUIRE_VULKAN_COMPUTE  1: tests fail instead of skipping without a device
  */
 #ifndef MCL_CORE_ENV_H

@@ -34,6 +34,15 @@ typedef struct mcl_kernel {
     (VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |                  \
      VK_BUFFER_USAGE_TRANSFER_DST_BIT)
 
+/* How uploads and downloads move bytes (MOTIFCL_TRANSFER): auto picks zero-copy where tensor
+ * memory is mappable, imported caller memory for large transfers where the device can import
+ * it, else the staging ring. */
+typedef enum mcl_transfer_mode {
+    MCL_TRANSFER_AUTO = 0,
+    MCL_TRANSFER_STAGING,   /* the staging ring only */
+    MCL_TRANSFER_IMPORT,    /* import caller memory wherever possible, whatever the size */
+} mcl_transfer_mode;
+
 /* One VkDeviceMemory bound to one VkBuffer, sub-allocated by TLSF (ordinary tensors), by a
  * bump allocator (scratch), or holding a single tensor (dedicated). */
 typedef struct mcl_block {
@@ -61,6 +70,8 @@ typedef struct mcl_allocation {
 typedef struct mcl_allocator {
     uint32_t tensor_type, staging_type;
     int tensor_mappable;          /* tensors are host-visible and coherent: zero-copy */
+    mcl_transfer_mode transfer_mode;
+    uint64_t imported_transfers;  /* copies that went through imported host memory */
     uint64_t block_size, alignment, ring_size;
     mcl_block *pools[MCL_MEMORY_CLASS_COUNT];
     mcl_block *dedicated;
@@ -123,6 +134,7 @@ struct mcl_context {
     uint64_t validation_errors;    /* counted by the debug messenger */
     mcl_stream stream;
     mcl_allocator allocator;
+    uint64_t host_import_alignment; /* minImportedHostPointerAlignment, when enabled */
     mcl_kernel kernels[MCL_KERNEL_COUNT];
     VkPipelineCache pipeline_cache;
     mcl_tensor *tensors;           /* live tensors, destroyed with the context */

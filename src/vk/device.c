@@ -351,7 +351,8 @@ typedef struct device_caps {
     VkPhysicalDeviceVulkan12Properties p12;
     VkPhysicalDeviceSubgroupSizeControlProperties size_control_props;
     VkPhysicalDeviceShaderIntegerDotProductProperties int_dot_props;
-    int has_size_control, has_int_dot, has_budget, has_priority;
+    VkPhysicalDeviceExternalMemoryHostPropertiesEXT host_import_props;
+    int has_size_control, has_int_dot, has_budget, has_priority, has_host_import;
 } device_caps;
 
 static mcl_status query_caps(mcl_context *ctx, device_caps *caps, VkExtensionProperties *exts,
@@ -366,6 +367,8 @@ static mcl_status query_caps(mcl_context *ctx, device_caps *caps, VkExtensionPro
                                                VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
     caps->has_budget = has_extension(exts, ext_count, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     caps->has_priority = has_extension(exts, ext_count, VK_EXT_MEMORY_PRIORITY_EXTENSION_NAME);
+    caps->has_host_import =
+        has_extension(exts, ext_count, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
 
     caps->features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
     caps->v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
@@ -408,6 +411,12 @@ static mcl_status query_caps(mcl_context *ctx, device_caps *caps, VkExtensionPro
         *tail = &caps->int_dot_props;
         tail = &caps->int_dot_props.pNext;
     }
+    if (caps->has_host_import) {
+        caps->host_import_props.sType =
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT;
+        *tail = &caps->host_import_props;
+        tail = &caps->host_import_props.pNext;
+    }
     vkGetPhysicalDeviceProperties2(ctx->physical, &caps->props);
     return MCL_SUCCESS;
 }
@@ -449,6 +458,8 @@ static uint64_t available_features(const device_caps *caps, uint32_t timestamp_b
         f |= MCL_FEATURE_BUFFER_DEVICE_ADDRESS;
     if (timestamp_bits > 0)
         f |= MCL_FEATURE_TIMESTAMPS;
+    if (caps->has_host_import && caps->host_import_props.minImportedHostPointerAlignment > 0)
+        f |= MCL_FEATURE_EXTERNAL_HOST_MEMORY;
     return f;
 }
 
@@ -567,7 +578,7 @@ static mcl_status create_device(mcl_context *ctx)
     features.features.shaderInt64 = (on & MCL_FEATURE_SHADER_INT64) != 0;
     v11.pNext = &v12;
     void **tail = &v12.pNext;
-    const char *enabled_exts[4];
+    const char *enabled_exts[6];
     uint32_t enabled_ext_count = 0;
     if (on & MCL_FEATURE_SUBGROUP_SIZE_CONTROL) {
         *tail = &size_control;
@@ -588,6 +599,10 @@ static mcl_status create_device(mcl_context *ctx)
     }
     if (on & MCL_FEATURE_MEMORY_BUDGET)
         enabled_exts[enabled_ext_count++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+    if (on & MCL_FEATURE_EXTERNAL_HOST_MEMORY) {
+        enabled_exts[enabled_ext_count++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
+        ctx->host_import_alignment = caps.host_import_props.minImportedHostPointerAlignment;
+    }
     free(exts);
 
     float queue_priority = 1.0f;

@@ -111,6 +111,13 @@ mcl_status mcl_memory_init(mcl_context *ctx)
 
     const char *transfer = mcl_env("MOTIFCL_TRANSFER");
     if (transfer && strcmp(transfer, "staging") == 0)
+        a->transfer_mode = MCL_TRANSFER_STAGING;
+    else if (transfer && strcmp(transfer, "import") == 0)
+        a->transfer_mode = MCL_TRANSFER_IMPORT;
+    else if (transfer && strcmp(transfer, "auto") != 0)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "MOTIFCL_TRANSFER=\"%s\": expected auto, staging or import", transfer);
+    if (a->transfer_mode != MCL_TRANSFER_AUTO)
         a->tensor_mappable = 0;
 
     uint64_t heap = props->memoryHeaps[heap_of(ctx, a->tensor_type)].size;

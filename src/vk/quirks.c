@@ -27,6 +27,7 @@ static const struct {
     {MCL_FEATURE_BUFFER_DEVICE_ADDRESS, "buffer-device-address"},
     {MCL_FEATURE_SHADER_INT64, "int64"},
     {MCL_FEATURE_TIMESTAMPS, "timestamps"},
+    {MCL_FEATURE_EXTERNAL_HOST_MEMORY, "external-host-memory"},
 };
 
 static const struct {

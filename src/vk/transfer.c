@@ -1,13 +1,18 @@
 /* Uploads and downloads between host memory and tensors.
  *
- * Two paths:
+ * Three paths:
  *  - zero-copy, where tensors live in host-visible coherent memory (unified-memory devices:
  *    integrated GPUs, Lavapipe): a plain memcpy through the mapping, used only when no
  *    unfinished work touches the tensor, so the copy cannot overtake or be overtaken by it;
+ *  - imported, for large transfers where the device can import host memory
+ *    (VK_EXT_external_memory_host): the page-aligned middle of the caller's buffer becomes a
+ *    VkBuffer and the GPU copies straight from or to it, at the bus's speed rather than a CPU
+ *    memcpy's. The copy is submitted and waited for before the call returns, since the caller
+ *    owns that memory again afterwards. The unaligned ends go through the ring;
  *  - staged, everywhere else: the bytes pass through a persistent mapped staging ring and a
  *    vkCmdCopyBuffer recorded in the ordered stream. Transfers larger than the ring stream
  *    through it in chunks, submitting between chunks.
- * MOTIFCL_TRANSFER=staging forces the staged path (tests use it on unified-memory devices). */
+ * MOTIFCL_TRANSFER=staging or =import forces a path (the tests use both on every device). */
 #include <string.h>
 
 #include "context.h"
@@ -15,6 +20,8 @@
 /* The smallest chunk worth recording before the ring is recycled: below it, submitting and
  * starting over with an empty ring is cheaper than many tiny copies. */
 #define MCL_MIN_CHUNK (256u * 1024u)
+/* Below this, pinning caller pages costs more than a memcpy through the ring. */
+#define MCL_IMPORT_MIN (4u * 1024u * 1024u)
 
 static uint64_t align_up(uint64_t value, uint64_t alignment)
 {
@@ -49,15 +56,161 @@ static int zero_copy(const mcl_context *ctx, const mcl_tensor *t)
     return ctx->allocator.tensor_mappable && t->alloc.block->mapped;
 }
 
+/* Caller memory imported as a transfer buffer. */
+typedef struct imported {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+} imported;
+
+static void import_release(mcl_context *ctx, imported *im)
+{
+    if (im->buffer)
+        ctx->vk.vkDestroyBuffer(ctx->device, im->buffer, NULL);
+    if (im->memory)
+        ctx->vk.vkFreeMemory(ctx->device, im->memory, NULL);
+}
+
+/* Import [host, host + bytes), which is aligned to the import alignment. Returns 0 when the
+ * driver refuses (some mappings cannot be imported): the caller falls back to the ring. */
+static int import_host(mcl_context *ctx, void *host, uint64_t bytes, imported *im)
+{
+    *im = (imported){0};
+    VkMemoryHostPointerPropertiesEXT props = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT,
+    };
+    const VkExternalMemoryHandleTypeFlagBits type =
+        VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+    if (ctx->vk.vkGetMemoryHostPointerPropertiesEXT(ctx->device, type, host, &props) !=
+        VK_SUCCESS)
+        return 0;
+    VkExternalMemoryBufferCreateInfo external = {
+        .sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO,
+        .handleTypes = type,
+    };
+    VkBufferCreateInfo buffer_info = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .pNext = &external,
+        .size = bytes,
+        .usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+    };
+    if (ctx->vk.vkCreateBuffer(ctx->device, &buffer_info, NULL, &im->buffer) != VK_SUCCESS)
+        return 0;
+    VkMemoryRequirements req;
+    ctx->vk.vkGetBufferMemoryRequirements(ctx->device, im->buffer, &req);
+    uint32_t types = req.memoryTypeBits & props.memoryTypeBits, chosen = UINT32_MAX;
+    for (uint32_t i = 0; i < ctx->memory_properties.memoryTypeCount && chosen == UINT32_MAX; i++) {
+        if (types & (1u << i))
+            chosen = i;
+    }
+    VkImportMemoryHostPointerInfoEXT import_info = {
+        .sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT,
+        .handleType = type,
+        .pHostPointer = host,
+    };
+    VkMemoryAllocateInfo alloc_info = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+        .pNext = &import_info,
+        .allocationSize = bytes,
+        .memoryTypeIndex = chosen,
+    };
+    if (chosen == UINT32_MAX || req.size > bytes ||
+        ctx->vk.vkAllocateMemory(ctx->device, &alloc_info, NULL, &im->memory) != VK_SUCCESS ||
+        ctx->vk.vkBindBufferMemory(ctx->device, im->buffer, im->memory, 0) != VK_SUCCESS) {
+        import_release(ctx, im);
+        *im = (imported){0};
+        return 0;
+    }
+    return 1;
+}
+
+/* The part of [host, host + bytes) that can be imported: [*lo, *hi) relative to host. */
+static int import_span(const mcl_context *ctx, const void *host, uint64_t bytes, uint64_t *lo,
+                       uint64_t *hi)
+{
+    const mcl_allocator *a = &ctx->allocator;
+    uint64_t align = ctx->host_import_alignment;
+    if (!(ctx->info.features_enabled & MCL_FEATURE_EXTERNAL_HOST_MEMORY) || align == 0 ||
+        a->transfer_mode == MCL_TRANSFER_STAGING)
+        return 0;
+    uint64_t minimum = a->transfer_mode == MCL_TRANSFER_IMPORT ? align : MCL_IMPORT_MIN;
+    uint64_t start = (uint64_t)(uintptr_t)host;
+    uint64_t first = align_up(start, align), last = (start + bytes) / align * align;
+    if (last <= first || last - first < minimum)
+        return 0;
+    *lo = first - start;
+    *hi = last - start;
+    return 1;
+}
+
+/* One GPU copy between an imported host range and a tensor, submitted and waited for. */
+static mcl_status copy_imported(mcl_context *ctx, mcl_tensor *t, uint64_t offset, void *host,
+                                uint64_t bytes, int upload, int *done)
+{
+    imported im;
+    *done = 0;
+    if (!import_host(ctx, host, bytes, &im))
+        return MCL_SUCCESS;
+    mcl_status status = mcl_stream_begin(ctx);
+    if (status == MCL_SUCCESS) {
+        mcl_stream_track(ctx, upload ? NULL : &t, upload ? 0 : 1, upload ? &t : NULL,
+                         upload ? 1 : 0);
+        VkBufferCopy region = {
+            .srcOffset = upload ? 0 : t->alloc.offset + offset,
+            .dstOffset = upload ? t->alloc.offset + offset : 0,
+            .size = bytes,
+        };
+        ctx->vk.vkCmdCopyBuffer(ctx->stream.cmd, upload ? im.buffer : t->alloc.block->buffer,
+                                upload ? t->alloc.block->buffer : im.buffer, 1, &region);
+        if (!upload)
+            mcl_stream_barrier_to_host(ctx);
+        status = mcl_stream_finish(ctx);
+    }
+    /* Released only once the copy that used it cannot be running. */
+    if (status != MCL_SUCCESS)
+        ctx->vk.vkDeviceWaitIdle(ctx->device);
+    import_release(ctx, &im);
+    *done = status == MCL_SUCCESS;
+    if (*done)
+        ctx->allocator.imported_transfers++;
+    return status;
+}
+
+static mcl_status upload_staged(mcl_context *ctx, mcl_tensor *dst, uint64_t offset,
+                                const void *src, uint64_t bytes);
+static mcl_status download_staged(mcl_context *ctx, mcl_tensor *src, uint64_t offset,
+                                  void *dst, uint64_t bytes);
+
 mcl_status mcl_transfer_upload(mcl_context *ctx, mcl_tensor *dst, uint64_t offset,
                                const void *src, uint64_t bytes)
 {
     mcl_status status;
+    uint64_t lo, hi;
     if (zero_copy(ctx, dst) && !mcl_stream_pending(ctx, dst)) {
         /* Host writes before the next submit are visible to it (coherent memory). */
         memcpy((char *)dst->alloc.block->mapped + dst->alloc.offset + offset, src, (size_t)bytes);
         return MCL_SUCCESS;
     }
+    if (import_span(ctx, src, bytes, &lo, &hi)) {
+        /* Ends first, through the ring, so that one submit carries them with the middle. */
+        const char *from = src;
+        int done;
+        if ((status = upload_staged(ctx, dst, offset, from, lo)) != MCL_SUCCESS ||
+            (status = upload_staged(ctx, dst, offset + hi, from + hi, bytes - hi)) != MCL_SUCCESS)
+            return status;
+        status = copy_imported(ctx, dst, offset + lo, (void *)(uintptr_t)(from + lo), hi - lo, 1,
+                               &done);
+        if (status != MCL_SUCCESS || done)
+            return status;
+        return upload_staged(ctx, dst, offset + lo, from + lo, hi - lo);
+    }
+    return upload_staged(ctx, dst, offset, src, bytes);
+}
+
+static mcl_status upload_staged(mcl_context *ctx, mcl_tensor *dst, uint64_t offset,
+                                const void *src, uint64_t bytes)
+{
+    mcl_status status;
     const char *from = src;
     while (bytes > 0) {
         mcl_block *ring;
@@ -86,6 +239,7 @@ mcl_status mcl_transfer_download(mcl_context *ctx, mcl_tensor *src, uint64_t off
                                  uint64_t bytes)
 {
     mcl_status status;
+    uint64_t lo, hi;
     if (zero_copy(ctx, src)) {
         /* Wait for whatever may still write it; coherent memory needs no invalidation. */
         if (mcl_stream_pending(ctx, src) && (status = mcl_stream_finish(ctx)) != MCL_SUCCESS)
@@ -94,6 +248,26 @@ mcl_status mcl_transfer_download(mcl_context *ctx, mcl_tensor *src, uint64_t off
                (size_t)bytes);
         return MCL_SUCCESS;
     }
+    if (import_span(ctx, dst, bytes, &lo, &hi)) {
+        char *to = dst;
+        int done;
+        status = copy_imported(ctx, src, offset + lo, to + lo, hi - lo, 0, &done);
+        if (status != MCL_SUCCESS)
+            return status;
+        if (!done && (status = download_staged(ctx, src, offset + lo, to + lo, hi - lo)) !=
+                         MCL_SUCCESS)
+            return status;
+        if ((status = download_staged(ctx, src, offset, to, lo)) != MCL_SUCCESS)
+            return status;
+        return download_staged(ctx, src, offset + hi, to + hi, bytes - hi);
+    }
+    return download_staged(ctx, src, offset, dst, bytes);
+}
+
+static mcl_status download_staged(mcl_context *ctx, mcl_tensor *src, uint64_t offset,
+                                  void *dst, uint64_t bytes)
+{
+    mcl_status status;
     char *to = dst;
     while (bytes > 0) {
         mcl_block *ring;
