@@ -29,7 +29,7 @@ mcl_status mcl_add(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *b, m
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "mcl_add: more than 2^32-1 elements");
 
     const mcl_kernel *kernel;
-    mcl_status status = mcl_kernel_get(ctx, MCL_KERNEL_ADD_F32, 3, sizeof(add_push), &kernel);
+    mcl_status status = mcl_kernel_simple(ctx, MCL_KERNEL_ADD_F32, 3, sizeof(add_push), &kernel);
     if (status != MCL_SUCCESS)
         return status;
     add_push push = {.n = (uint32_t)n};

@@ -19,7 +19,7 @@ mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *t, uint32_t seed)
     if (mcl_dtype_size(t->dtype) != 4)
         return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_fill_pattern takes 4-byte elements");
     const mcl_kernel *kernel;
-    mcl_status status = mcl_kernel_get(ctx, MCL_KERNEL_FILL_PATTERN_U32, 1, sizeof(pattern_push),
+    mcl_status status = mcl_kernel_simple(ctx, MCL_KERNEL_FILL_PATTERN_U32, 1, sizeof(pattern_push),
                                        &kernel);
     if (status != MCL_SUCCESS)
         return status;

@@ -16,10 +16,26 @@
 /* Storage buffers one kernel binds at most. */
 #define MCL_MAX_BINDINGS 8
 
-/* A pipeline for one embedded kernel, created on first use and kept for the context's
- * lifetime, so that no call pays for pipeline creation twice. */
+/* Specialization constants a kernel variant may set besides the workgroup size. */
+#define MCL_MAX_SPEC 8
+
+/* Which pipeline an op wants: an embedded module, its interface, and its specialization.
+ * Constant 0 is the workgroup's x size (local_size_x_id = 0); spec[i] is constant i + 1. */
+typedef struct mcl_kernel_desc {
+    mcl_kernel_id id;
+    uint32_t binding_count;          /* storage buffers at bindings 0..binding_count-1 */
+    uint32_t push_size;              /* bytes of push constants */
+    uint32_t local_size_x;           /* 0: 256, clamped to the device's limit */
+    uint32_t spec_count;
+    uint32_t spec[MCL_MAX_SPEC];
+    uint32_t required_subgroup_size; /* 0: the driver's choice */
+} mcl_kernel_desc;
+
+/* A pipeline for one (kernel, specialization) pair, created on first use and kept for the
+ * context's lifetime, so that no call pays for pipeline creation twice. */
 typedef struct mcl_kernel {
-    VkShaderModule module;
+    struct mcl_kernel *next;         /* other variants of the same module */
+    mcl_kernel_desc desc;            /* with local_size_x resolved */
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout layout;
     VkPipeline pipeline;
@@ -135,7 +151,8 @@ struct mcl_context {
     mcl_stream stream;
     mcl_allocator allocator;
     uint64_t host_import_alignment; /* minImportedHostPointerAlignment, when enabled */
-    mcl_kernel kernels[MCL_KERNEL_COUNT];
+    mcl_kernel *kernels[MCL_KERNEL_COUNT];     /* variants, per module */
+    VkShaderModule modules[MCL_KERNEL_COUNT];  /* created on first use */
     VkPipelineCache pipeline_cache;
     mcl_tensor *tensors;           /* live tensors, destroyed with the context */
     char last_error[512];
@@ -166,8 +183,11 @@ void mcl_host_block_destroy(mcl_context *ctx, mcl_block *block);
 void mcl_memory_stats_fill(const mcl_context *ctx, mcl_memory_stats *stats);
 
 /* pipeline.c */
-mcl_status mcl_kernel_get(mcl_context *ctx, mcl_kernel_id id, uint32_t binding_count,
-                          uint32_t push_size, const mcl_kernel **out);
+mcl_status mcl_kernel_get(mcl_context *ctx, const mcl_kernel_desc *desc,
+                          const mcl_kernel **out);
+/* The common case: no specialization beyond the default workgroup size. */
+mcl_status mcl_kernel_simple(mcl_context *ctx, mcl_kernel_id id, uint32_t binding_count,
+                             uint32_t push_size, const mcl_kernel **out);
 void mcl_kernels_destroy(mcl_context *ctx);
 
 /* stream.c */

@@ -1,41 +1,82 @@
-/* Embedded SPIR-V -> shader modules and compute pipelines, created once per kernel and kept
- * for the context's lifetime. Nothing is read from disk: the modules are compiled into the
- * library (cmake/spirv-embed.cmake). */
+/* Embedded SPIR-V -> shader modules and compute pipelines, created once per (kernel,
+ * specialization) and kept for the context's lifetime. Nothing is read from disk: the modules
+ * are compiled into the library (cmake/spirv-embed.cmake). */
+#include <stdlib.h>
+#include <string.h>
+
 #include "context.h"
 
-/* Workgroup size for element-wise kernels: a multiple of every subgroup size in use (8 on
- * Lavapipe, 32 on NVIDIA, 64 on GCN). Vulkan guarantees only 128 invocations, so it is
- * clamped to the device's maxComputeWorkGroupInvocations. */
+/* Default workgroup size: a multiple of every subgroup size in use (8 on Lavapipe, 32 on
+ * NVIDIA, 64 on GCN). Vulkan guarantees only 128 invocations, so it is clamped to the
+ * device's maxComputeWorkGroupInvocations. */
 #define MCL_DEFAULT_LOCAL_SIZE 256u
 
-mcl_status mcl_kernel_get(mcl_context *ctx, mcl_kernel_id id, uint32_t binding_count,
-                          uint32_t push_size, const mcl_kernel **out)
+static int same_variant(const mcl_kernel_desc *a, const mcl_kernel_desc *b)
 {
-    mcl_kernel *k = &ctx->kernels[id];
+    if (a->local_size_x != b->local_size_x || a->spec_count != b->spec_count ||
+        a->required_subgroup_size != b->required_subgroup_size ||
+        a->binding_count != b->binding_count || a->push_size != b->push_size)
+        return 0;
+    return memcmp(a->spec, b->spec, a->spec_count * sizeof a->spec[0]) == 0;
+}
+
+static mcl_status module_get(mcl_context *ctx, mcl_kernel_id id, VkShaderModule *out)
+{
+    if (!ctx->modules[id]) {
+        const mcl_spirv_module *spv = &mcl_spirv_modules[id];
+        VkShaderModuleCreateInfo info = {
+            .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+            .codeSize = spv->word_count * sizeof(uint32_t),
+            .pCode = spv->words,
+        };
+        VkResult result = ctx->vk.vkCreateShaderModule(ctx->device, &info, NULL, &ctx->modules[id]);
+        if (result != VK_SUCCESS)
+            return mcl_vk_fail(ctx, result, "vkCreateShaderModule");
+    }
+    *out = ctx->modules[id];
+    return MCL_SUCCESS;
+}
+
+static void kernel_free(mcl_context *ctx, mcl_kernel *k)
+{
+    if (k->pipeline)
+        ctx->vk.vkDestroyPipeline(ctx->device, k->pipeline, NULL);
+    if (k->layout)
+        ctx->vk.vkDestroyPipelineLayout(ctx->device, k->layout, NULL);
+    if (k->set_layout)
+        ctx->vk.vkDestroyDescriptorSetLayout(ctx->device, k->set_layout, NULL);
+    free(k);
+}
+
+mcl_status mcl_kernel_get(mcl_context *ctx, const mcl_kernel_desc *request, const mcl_kernel **out)
+{
+    mcl_kernel_desc want = *request;
+    if (want.local_size_x == 0)
+        want.local_size_x = MCL_DEFAULT_LOCAL_SIZE;
+    if (want.local_size_x > ctx->info.max_compute_workgroup_invocations)
+        want.local_size_x = ctx->info.max_compute_workgroup_invocations;
+    if (want.binding_count > MCL_MAX_BINDINGS || want.spec_count > MCL_MAX_SPEC ||
+        want.id >= MCL_KERNEL_COUNT)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "bad kernel request");
+    for (mcl_kernel *k = ctx->kernels[want.id]; k; k = k->next) {
+        if (same_variant(&k->desc, &want)) {
+            *out = k;
+            return MCL_SUCCESS;
+        }
+    }
+
     mcl_status status;
     VkResult result;
-    if (k->pipeline) {
-        *out = k;
-        return MCL_SUCCESS;
-    }
-    if (binding_count > MCL_MAX_BINDINGS)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "kernel %s: too many bindings",
-                        mcl_spirv_modules[id].name);
-
-    const mcl_spirv_module *spv = &mcl_spirv_modules[id];
-    VkShaderModuleCreateInfo module_info = {
-        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-        .codeSize = spv->word_count * sizeof(uint32_t),
-        .pCode = spv->words,
-    };
-    result = ctx->vk.vkCreateShaderModule(ctx->device, &module_info, NULL, &k->module);
-    if (result != VK_SUCCESS) {
-        status = mcl_vk_fail(ctx, result, "vkCreateShaderModule");
-        goto fail;
-    }
+    VkShaderModule module = VK_NULL_HANDLE;
+    if ((status = module_get(ctx, want.id, &module)) != MCL_SUCCESS)
+        return status;
+    mcl_kernel *k = calloc(1, sizeof *k);
+    if (!k)
+        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    k->desc = want;
 
     VkDescriptorSetLayoutBinding bindings[MCL_MAX_BINDINGS];
-    for (uint32_t i = 0; i < binding_count; i++) {
+    for (uint32_t i = 0; i < want.binding_count; i++) {
         bindings[i] = (VkDescriptorSetLayoutBinding){
             .binding = i,
             .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
@@ -45,7 +86,7 @@ mcl_status mcl_kernel_get(mcl_context *ctx, mcl_kernel_id id, uint32_t binding_c
     }
     VkDescriptorSetLayoutCreateInfo set_info = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-        .bindingCount = binding_count,
+        .bindingCount = want.binding_count,
         .pBindings = bindings,
     };
     result = ctx->vk.vkCreateDescriptorSetLayout(ctx->device, &set_info, NULL, &k->set_layout);
@@ -53,17 +94,16 @@ mcl_status mcl_kernel_get(mcl_context *ctx, mcl_kernel_id id, uint32_t binding_c
         status = mcl_vk_fail(ctx, result, "vkCreateDescriptorSetLayout");
         goto fail;
     }
-
     VkPushConstantRange push_range = {
         .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
-        .size = push_size,
+        .size = want.push_size,
     };
     VkPipelineLayoutCreateInfo layout_info = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
         .setLayoutCount = 1,
         .pSetLayouts = &k->set_layout,
-        .pushConstantRangeCount = push_size ? 1 : 0,
-        .pPushConstantRanges = push_size ? &push_range : NULL,
+        .pushConstantRangeCount = want.push_size ? 1 : 0,
+        .pPushConstantRanges = want.push_size ? &push_range : NULL,
     };
     result = ctx->vk.vkCreatePipelineLayout(ctx->device, &layout_info, NULL, &k->layout);
     if (result != VK_SUCCESS) {
@@ -71,22 +111,40 @@ mcl_status mcl_kernel_get(mcl_context *ctx, mcl_kernel_id id, uint32_t binding_c
         goto fail;
     }
 
-    uint32_t local_size = MCL_DEFAULT_LOCAL_SIZE;
-    if (local_size > ctx->info.max_compute_workgroup_invocations)
-        local_size = ctx->info.max_compute_workgroup_invocations;
-    VkSpecializationMapEntry entry = {.constantID = 0, .offset = 0, .size = sizeof local_size};
+    uint32_t values[1 + MCL_MAX_SPEC];
+    VkSpecializationMapEntry entries[1 + MCL_MAX_SPEC];
+    values[0] = want.local_size_x;
+    for (uint32_t i = 0; i < want.spec_count; i++)
+        values[1 + i] = want.spec[i];
+    for (uint32_t i = 0; i <= want.spec_count; i++)
+        entries[i] = (VkSpecializationMapEntry){
+            .constantID = i, .offset = i * (uint32_t)sizeof(uint32_t), .size = sizeof(uint32_t)};
     VkSpecializationInfo spec = {
-        .mapEntryCount = 1,
-        .pMapEntries = &entry,
-        .dataSize = sizeof local_size,
-        .pData = &local_size,
+        .mapEntryCount = 1 + want.spec_count,
+        .pMapEntries = entries,
+        .dataSize = (1 + want.spec_count) * sizeof(uint32_t),
+        .pData = values,
     };
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
+        .requiredSubgroupSize = want.required_subgroup_size,
+    };
+    int fixed_subgroup = want.required_subgroup_size &&
+                         (ctx->info.features_enabled & MCL_FEATURE_SUBGROUP_SIZE_CONTROL);
+    if (want.required_subgroup_size && !fixed_subgroup) {
+        status = mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                          "kernel %s wants subgroup size %u but subgroup size control is off",
+                          mcl_spirv_modules[want.id].name, want.required_subgroup_size);
+        goto fail;
+    }
     VkComputePipelineCreateInfo pipeline_info = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {
             .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .pNext = fixed_subgroup ? &subgroup : NULL,
+            .flags = fixed_subgroup ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT : 0,
             .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-            .module = k->module,
+            .module = module,
             .pName = "main",
             .pSpecializationInfo = &spec,
         },
@@ -98,35 +156,36 @@ mcl_status mcl_kernel_get(mcl_context *ctx, mcl_kernel_id id, uint32_t binding_c
         status = mcl_vk_fail(ctx, result, "vkCreateComputePipelines");
         goto fail;
     }
-    k->binding_count = binding_count;
-    k->push_size = push_size;
-    k->local_size_x = local_size;
+    k->binding_count = want.binding_count;
+    k->push_size = want.push_size;
+    k->local_size_x = want.local_size_x;
+    k->next = ctx->kernels[want.id];
+    ctx->kernels[want.id] = k;
     *out = k;
     return MCL_SUCCESS;
 
 fail:
-    if (k->layout)
-        ctx->vk.vkDestroyPipelineLayout(ctx->device, k->layout, NULL);
-    if (k->set_layout)
-        ctx->vk.vkDestroyDescriptorSetLayout(ctx->device, k->set_layout, NULL);
-    if (k->module)
-        ctx->vk.vkDestroyShaderModule(ctx->device, k->module, NULL);
-    *k = (mcl_kernel){0};
+    kernel_free(ctx, k);
     return status;
+}
+
+mcl_status mcl_kernel_simple(mcl_context *ctx, mcl_kernel_id id, uint32_t binding_count,
+                             uint32_t push_size, const mcl_kernel **out)
+{
+    mcl_kernel_desc desc = {.id = id, .binding_count = binding_count, .push_size = push_size};
+    return mcl_kernel_get(ctx, &desc, out);
 }
 
 void mcl_kernels_destroy(mcl_context *ctx)
 {
     for (int i = 0; i < MCL_KERNEL_COUNT; i++) {
-        mcl_kernel *k = &ctx->kernels[i];
-        if (k->pipeline)
-            ctx->vk.vkDestroyPipeline(ctx->device, k->pipeline, NULL);
-        if (k->layout)
-            ctx->vk.vkDestroyPipelineLayout(ctx->device, k->layout, NULL);
-        if (k->set_layout)
-            ctx->vk.vkDestroyDescriptorSetLayout(ctx->device, k->set_layout, NULL);
-        if (k->module)
-            ctx->vk.vkDestroyShaderModule(ctx->device, k->module, NULL);
-        *k = (mcl_kernel){0};
+        while (ctx->kernels[i]) {
+            mcl_kernel *k = ctx->kernels[i];
+            ctx->kernels[i] = k->next;
+            kernel_free(ctx, k);
+        }
+        if (ctx->modules[i])
+            ctx->vk.vkDestroyShaderModule(ctx->device, ctx->modules[i], NULL);
+        ctx->modules[i] = VK_NULL_HANDLE;
     }
 }
