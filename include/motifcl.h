@@ -445,11 +445,191 @@ MCL_API mcl_status mcl_context_memory_json(const mcl_context *ctx, char *buffer,
  * Operations. Recorded on the context; they run at the next sync point.
  * ------------------------------------------------------------------------------------- */
 
-/** out = a + b, element-wise, f32. All three tensors have the same shape and belong to
- *  `ctx`; `out` may alias `a` or `b`. Errors: MCL_ERROR_SHAPE_MISMATCH,
- *  MCL_ERROR_DTYPE_MISMATCH, MCL_ERROR_WRONG_CONTEXT. */
+/* Conventions for every operation below, unless its comment says otherwise:
+ *  - tensors are f32 and belong to `ctx` (MCL_ERROR_DTYPE_MISMATCH, MCL_ERROR_WRONG_CONTEXT);
+ *  - "rows" are the last dimension; a tensor of shape [..., D] has numel / D rows;
+ *  - outputs are created by the caller with the documented shape (MCL_ERROR_SHAPE_MISMATCH
+ *    otherwise) and must not alias inputs unless the comment allows it;
+ *  - the call records work and returns; results are visible to the next download. */
+
+/* --- Element-wise -------------------------------------------------------------------- */
+
+typedef enum mcl_binary_op {
+    MCL_BINARY_ADD = 0,
+    MCL_BINARY_SUB = 1,
+    MCL_BINARY_MUL = 2,
+    MCL_BINARY_DIV = 3
+} mcl_binary_op;
+
+/** out = a (op) b, element-wise. `out` has a's shape; b broadcasts to it: aligned from the
+ *  last dimension, each of b's dimensions equals a's or is 1, and b may have fewer
+ *  dimensions (so a [T, D] plus a bias [D] adds the bias to every row). `out` may alias a or
+ *  b. */
+MCL_API mcl_status mcl_binary(mcl_context *ctx, mcl_binary_op op, const mcl_tensor *a,
+                              const mcl_tensor *b, mcl_tensor *out);
+
+/** out = a + b with mcl_binary()'s broadcasting. */
 MCL_API mcl_status mcl_add(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *b,
                            mcl_tensor *out);
+
+/** out = alpha * x + beta, element-wise; `out` may alias x. */
+MCL_API mcl_status mcl_scale(mcl_context *ctx, const mcl_tensor *x, float alpha, float beta,
+                             mcl_tensor *out);
+
+typedef enum mcl_activation {
+    MCL_ACTIVATION_RELU = 0,
+    MCL_ACTIVATION_GELU = 1, /**< tanh approximation: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) */
+    MCL_ACTIVATION_SILU = 2  /**< x * sigmoid(x) */
+} mcl_activation;
+
+/** out = act(x), element-wise; `out` may alias x. */
+MCL_API mcl_status mcl_activate(mcl_context *ctx, mcl_activation act, const mcl_tensor *x,
+                                mcl_tensor *out);
+
+/** out = silu(gate) * up, element-wise (the SwiGLU MLP's gating); all three the same shape;
+ *  `out` may alias gate or up. */
+MCL_API mcl_status mcl_swiglu(mcl_context *ctx, const mcl_tensor *gate, const mcl_tensor *up,
+                              mcl_tensor *out);
+
+/* --- Row operations ------------------------------------------------------------------ */
+
+/** out = softmax(scale * x) over each row. With `causal`, x is viewed as [..., Tq, Tk] and
+ *  element j of query row i is masked (excluded, output 0) when j > i + (Tk - Tq), so the
+ *  last query attends to every key. `out` has x's shape and may alias it. */
+MCL_API mcl_status mcl_softmax(mcl_context *ctx, const mcl_tensor *x, float scale, int causal,
+                               mcl_tensor *out);
+
+typedef enum mcl_reduce_op {
+    MCL_REDUCE_SUM = 0,
+    MCL_REDUCE_MEAN = 1,
+    MCL_REDUCE_MAX = 2
+} mcl_reduce_op;
+
+/** out[r] = reduce(x[r, :]) per row. `out` has x's shape without its last dimension (a 1-D x
+ *  gives out of shape [1]). */
+MCL_API mcl_status mcl_reduce_rows(mcl_context *ctx, mcl_reduce_op op, const mcl_tensor *x,
+                                   mcl_tensor *out);
+
+/** out = x / sqrt(mean(x^2) + eps) * weight per row; weight is [D] or NULL (ones). `out` has
+ *  x's shape and may alias it. */
+MCL_API mcl_status mcl_rmsnorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *weight,
+                               float eps, mcl_tensor *out);
+
+/** out = (x - mean) / sqrt(var + eps) * weight + bias per row (biased variance); weight and
+ *  bias are [D] or NULL (ones, zeros). `out` has x's shape and may alias it. */
+MCL_API mcl_status mcl_layernorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *weight,
+                                 const mcl_tensor *bias, float eps, mcl_tensor *out);
+
+/* --- Matrix products ----------------------------------------------------------------- */
+
+typedef enum mcl_transpose {
+    MCL_NO_TRANSPOSE = 0,
+    MCL_TRANSPOSE = 1
+} mcl_transpose;
+
+/** c = op(a) . op(b) (+ bias), f32, where op(a) is [..., M, K] and op(b) is [..., K, N]:
+ *  a is stored [..., M, K] (or [..., K, M] with ta = MCL_TRANSPOSE), b [..., K, N] (or
+ *  [..., N, K] with tb = MCL_TRANSPOSE: the usual [out, in] weight layout, y = x W^T).
+ *  Leading dimensions are batch dimensions: c and a share them; b either shares them or is
+ *  2-D and applies to every batch. bias is [N] or NULL. c is [..., M, N] and must not alias a,
+ *  b or bias. Both transposed (TT) is MCL_ERROR_UNSUPPORTED. Small M (decode: 1 to 8 rows)
+ *  takes a matrix-vector path. */
+MCL_API mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *a, mcl_transpose ta,
+                              const mcl_tensor *b, mcl_transpose tb, const mcl_tensor *bias,
+                              mcl_tensor *c);
+
+/* --- Layout -------------------------------------------------------------------------- */
+
+typedef enum mcl_rope_layout {
+    /** Pairs are adjacent elements (2i, 2i+1) of each head (GPT-J, the original llama). */
+    MCL_ROPE_INTERLEAVED = 0,
+    /** Pairs are (i, i + D/2): the first and second half of each head (GPT-NeoX, HF llama). */
+    MCL_ROPE_SPLIT_HALF = 1
+} mcl_rope_layout;
+
+/** Rotary position embedding. x is [B, T, H, Dh] with Dh even; position of token t is
+ *  position_offset + t (the KV cache's length during decode); pair i of a head rotates by
+ *  angle position * theta_base^(-2i/Dh). `out` has x's shape and may alias it. */
+MCL_API mcl_status mcl_rope(mcl_context *ctx, const mcl_tensor *x, mcl_rope_layout layout,
+                            float theta_base, int64_t position_offset, mcl_tensor *out);
+
+/** out[..., :] = table[ids[...], :]. table is [V, D] f32, ids is i32 of any shape, out is
+ *  ids' shape plus [D]. An id outside [0, V) yields a row of zeros (never a read out of
+ *  bounds). */
+MCL_API mcl_status mcl_embedding(mcl_context *ctx, const mcl_tensor *table,
+                                 const mcl_tensor *ids, mcl_tensor *out);
+
+/** dst = src for tensors of the same number of elements and element size (shapes may differ:
+ *  a reshape). */
+MCL_API mcl_status mcl_copy(mcl_context *ctx, const mcl_tensor *src, mcl_tensor *dst);
+
+/** dst = src with its axes permuted: dst dimension i is src dimension perm[i], for the
+ *  first ndim entries of perm (a permutation of 0..ndim-1). Any 4-byte dtype. */
+MCL_API mcl_status mcl_permute(mcl_context *ctx, const mcl_tensor *src, const uint32_t *perm,
+                               mcl_tensor *dst);
+
+/** out = a and b joined along `axis`; all other dimensions equal. Any 4-byte dtype. */
+MCL_API mcl_status mcl_concat(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *b,
+                              uint32_t axis, mcl_tensor *out);
+
+/* --- Attention ----------------------------------------------------------------------- */
+
+/** Options of mcl_attention(). Zero-initialise, set `size`. */
+typedef struct mcl_attention_desc {
+    size_t size;         /**< sizeof(mcl_attention_desc). Required. */
+    float scale;         /**< score scale; 0 means 1/sqrt(D) */
+    int32_t causal;      /**< 1: query t sees keys up to t + (kv_length - T) */
+    int64_t kv_length;   /**< keys in use (a KV cache's fill); 0 means all S */
+    uint64_t reserved[4];
+} mcl_attention_desc;
+
+/** Multi-head attention, out = softmax(scale q k^T [+ causal mask]) v per head, computed in
+ *  tiles without materialising the T x S score matrix. q is [B, T, Hq, D]; k and v are
+ *  [B, S, Hkv, D] with Hq a multiple of Hkv (grouped-query; Hkv = 1 is multi-query); only the
+ *  first kv_length positions of k and v are read. out is [B, T, Hq, D]. T = 1 against a long
+ *  cache (decode) takes a path split over the keys. desc may be NULL for defaults. */
+MCL_API mcl_status mcl_attention(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
+                                 const mcl_tensor *v, const mcl_attention_desc *desc,
+                                 mcl_tensor *out);
+
+/* --- Loss ---------------------------------------------------------------------------- */
+
+/** Softmax cross-entropy: loss[0] = mean, over the rows r whose target lies in [0, V), of
+ *  logsumexp(logits[r]) - logits[r, targets[r]]. logits is [N, V] f32, targets [N] i32 (a
+ *  target outside [0, V), such as -1 for padding, excludes its row), loss [1] (0 when every
+ *  row is excluded). lse, if not NULL, is [N] and receives each row's logsumexp, which the
+ *  backward pass needs. */
+MCL_API mcl_status mcl_cross_entropy(mcl_context *ctx, const mcl_tensor *logits,
+                                     const mcl_tensor *targets, mcl_tensor *loss,
+                                     mcl_tensor *lse);
+
+/* ---------------------------------------------------------------------------------------
+ * Recorded sequences (replay). Capture a sequence of operations once, then submit it again
+ * and again with the same tensors: one submit instead of one recording per op.
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct mcl_graph mcl_graph;
+
+/** Start capturing: until mcl_graph_end(), operations on ctx are recorded into a graph
+ *  instead of the stream and do not run. Uploads, downloads and mcl_finish() during a
+ *  capture return MCL_ERROR_INVALID_ARGUMENT. Work recorded before the call is submitted. */
+MCL_API mcl_status mcl_graph_begin(mcl_context *ctx);
+
+/** End the capture and return the graph (owned by the caller; destroy with
+ *  mcl_graph_destroy()). Tensors the graph uses are kept alive until the graph is
+ *  destroyed, even if the caller destroys their handles. */
+MCL_API mcl_status mcl_graph_end(mcl_context *ctx, mcl_graph **out);
+
+/** Submit the graph's work, ordered after everything recorded before and before everything
+ *  recorded after. Returns without waiting; the next sync point waits. The tensors' current
+ *  contents are used: upload new inputs, replay, download outputs. */
+MCL_API mcl_status mcl_graph_replay(mcl_context *ctx, mcl_graph *graph);
+
+/** Number of dispatches the graph holds. */
+MCL_API uint32_t mcl_graph_dispatch_count(const mcl_graph *graph);
+
+/** Destroy a graph (waits for its last replay). Accepts NULL. */
+MCL_API void mcl_graph_destroy(mcl_graph *graph);
 
 #ifdef __cplusplus
 }

@@ -90,7 +90,7 @@ static double raw_copy_seconds(mcl_context *ctx, VkBuffer src, VkBuffer dst, uin
     mcl_stream_begin(ctx);
     VkBufferCopy region = {.size = bytes};
     double start = now_seconds();
-    ctx->vk.vkCmdCopyBuffer(ctx->stream.cmd, src, dst, 1, &region);
+    ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), src, dst, 1, &region);
     mcl_stream_barrier_to_host(ctx);
     mcl_stream_finish(ctx);
     return now_seconds() - start;

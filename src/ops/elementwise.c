@@ -39,3 +39,36 @@ mcl_status mcl_add(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *b, m
     mcl_tensor *reads[2] = {(mcl_tensor *)a, (mcl_tensor *)b};
     return mcl_stream_dispatch(ctx, kernel, reads, 2, &out, 1, &push, (uint32_t)groups, 1, 1);
 }
+
+mcl_status mcl_binary(mcl_context *ctx, mcl_binary_op op, const mcl_tensor *a,
+                      const mcl_tensor *b, mcl_tensor *out)
+{
+    if (op == MCL_BINARY_ADD)
+        return mcl_add(ctx, a, b, out);
+    return ctx ? mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "mcl_binary is not implemented yet")
+               : MCL_ERROR_INVALID_ARGUMENT;
+}
+
+mcl_status mcl_scale(mcl_context *ctx, const mcl_tensor *x, float alpha, float beta,
+                     mcl_tensor *out)
+{
+    (void)x, (void)alpha, (void)beta, (void)out;
+    return ctx ? mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "mcl_scale is not implemented yet")
+               : MCL_ERROR_INVALID_ARGUMENT;
+}
+
+mcl_status mcl_activate(mcl_context *ctx, mcl_activation act, const mcl_tensor *x,
+                        mcl_tensor *out)
+{
+    (void)act, (void)x, (void)out;
+    return ctx ? mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "mcl_activate is not implemented yet")
+               : MCL_ERROR_INVALID_ARGUMENT;
+}
+
+mcl_status mcl_swiglu(mcl_context *ctx, const mcl_tensor *gate, const mcl_tensor *up,
+                      mcl_tensor *out)
+{
+    (void)gate, (void)up, (void)out;
+    return ctx ? mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "mcl_swiglu is not implemented yet")
+               : MCL_ERROR_INVALID_ARGUMENT;
+}

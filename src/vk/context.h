@@ -116,24 +116,44 @@ struct mcl_tensor {
     mcl_memory_class cls;
     mcl_allocation alloc;
     uint64_t last_batch;   /* serial of the last batch that used it */
+    uint32_t graph_refs;   /* graphs that use it: its memory outlives its handle until 0 */
+    int orphaned;          /* destroyed by the caller while graphs still used it */
     /* Hazard tracking inside the open batch: the barrier epoch of the last read and write. */
     uint64_t read_epoch;
     uint64_t write_epoch;
 };
 
-/* The open batch: one command buffer that ops append to until a sync point submits it. */
-typedef struct mcl_stream {
-    VkCommandPool pool;
+/* Descriptor pools of one batch or graph: chained as they fill, reset together. */
+typedef struct mcl_desc_pools {
+    VkDescriptorPool *pools;
+    uint32_t count, capacity;
+    uint32_t current, sets_in_current;
+} mcl_desc_pools;
+
+/* Batches rotate through a few slots, so that one can be recorded while earlier ones run. */
+#define MCL_STREAM_SLOTS 2
+
+typedef struct mcl_slot {
     VkCommandBuffer cmd;
     VkFence fence;
-    int recording;                 /* cmd is begun and holds commands */
+    uint64_t serial;           /* batch submitted from this slot, while in_flight */
+    int in_flight;
+    mcl_desc_pools desc;       /* descriptor sets of that batch */
+} mcl_slot;
+
+/* The ordered stream of work: ops append to the current slot's command buffer until a sync
+ * point (or a replay) submits it. */
+typedef struct mcl_stream {
+    VkCommandPool pool;
+    mcl_slot slots[MCL_STREAM_SLOTS];
+    uint32_t current;              /* slot being recorded */
+    int recording;                 /* its command buffer is begun */
     uint64_t serial;               /* serial of the batch being recorded */
-    uint64_t completed;            /* serial of the last batch known finished */
+    uint64_t completed;            /* every batch up to this serial has finished */
     uint64_t epoch;                /* bumped by each barrier; starts above every tensor's */
-    VkDescriptorPool *desc_pools;  /* pools used by the open batch; reset when it finishes */
-    uint32_t desc_pool_count, desc_pool_capacity;
-    uint32_t desc_pool_current, desc_sets_in_current;
     mcl_deferred *deferred;        /* allocations to free when their batch has finished */
+    struct mcl_graph *capture;     /* the graph being captured, or NULL */
+    int barrier_pending;           /* the next batch starts with a full barrier */
 } mcl_stream;
 
 struct mcl_context {
@@ -155,6 +175,7 @@ struct mcl_context {
     VkShaderModule modules[MCL_KERNEL_COUNT];  /* created on first use */
     VkPipelineCache pipeline_cache;
     mcl_tensor *tensors;           /* live tensors, destroyed with the context */
+    struct mcl_graph *graphs;      /* live graphs, destroyed with the context */
     char last_error[512];
 };
 
@@ -203,6 +224,20 @@ mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
 mcl_status mcl_stream_finish(mcl_context *ctx);
 /* Begin the open batch's command buffer if it is not yet recording. */
 mcl_status mcl_stream_begin(mcl_context *ctx);
+/* The command buffer commands go to: the capture's while capturing, else the open batch's
+ * (begun by mcl_stream_begin). */
+VkCommandBuffer mcl_stream_cmd(const mcl_context *ctx);
+/* Submit the open batch without waiting; `extra`, if not VK_NULL_HANDLE, is submitted right
+ * after it in the same vkQueueSubmit. Returns the serial the submission carries. */
+mcl_status mcl_stream_flush(mcl_context *ctx, VkCommandBuffer extra, uint64_t *serial);
+/* A full barrier between everything before and everything after, in the current buffer. */
+void mcl_stream_full_barrier(mcl_context *ctx);
+/* Descriptor sets from a pool chain. */
+mcl_status mcl_desc_allocate(mcl_context *ctx, mcl_desc_pools *pools,
+                             VkDescriptorSetLayout layout, VkDescriptorSet *out);
+void mcl_desc_pools_destroy(mcl_context *ctx, mcl_desc_pools *pools);
+/* Free a tensor's memory once no batch or graph can use it. */
+void mcl_tensor_release(mcl_tensor *t);
 /* Emit a barrier if the next command conflicts with earlier ones, then mark its accesses. */
 void mcl_stream_track(mcl_context *ctx, mcl_tensor *const *reads, uint32_t read_count,
                       mcl_tensor *const *writes, uint32_t write_count);

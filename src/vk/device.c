@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "context.h"
+#include "graph.h"
 #include "../core/env.h"
 
 #if defined(_WIN32)
@@ -709,6 +710,7 @@ void mcl_context_destroy(mcl_context *ctx)
         return;
     if (ctx->device) {
         ctx->vk.vkDeviceWaitIdle(ctx->device);
+        mcl_graphs_destroy_all(ctx);
         while (ctx->tensors)
             mcl_tensor_destroy(ctx->tensors);
         mcl_stream_destroy(ctx);
@@ -729,6 +731,8 @@ mcl_status mcl_finish(mcl_context *ctx)
 {
     if (!ctx)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (ctx->stream.capture)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_finish during a graph capture");
     return mcl_stream_finish(ctx);
 }
 

@@ -1,17 +1,24 @@
-/* The ordered stream of work: dispatches, uploads and downloads append to one command buffer,
- * which is submitted at a sync point (mcl_finish, a download). Transfers and dispatches share
- * the stream, so an upload can never overtake work recorded before it.
+/* The ordered stream of work: dispatches, uploads and downloads append to the current slot's
+ * command buffer, which is submitted at a sync point (mcl_finish, a download) or by a replay.
+ * Transfers and dispatches share the stream, so an upload can never overtake work recorded
+ * before it. Slots rotate: a batch can be recorded while the previous one runs.
  *
- * Barriers: each tensor remembers the barrier epoch of its last read and last write in the
- * open batch. A command that reads something written since the last barrier (read after
- * write), or writes something read or written since then (write after read/write), gets one
- * global memory barrier first; independent commands run without one. */
+ * Barriers: each tensor remembers the barrier epoch of its last read and last write. A
+ * command that reads something written since the last barrier (read after write), or writes
+ * something read or written since then (write after read/write), gets one global memory
+ * barrier first; independent commands run without one. The epoch is not reset between
+ * batches: a fence signal makes a batch's writes available, not visible to the next batch, so
+ * a tensor written in one batch and read in the next still gets its barrier. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "context.h"
+#include "graph.h"
 
 #define MCL_STAGES (VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT)
+#define MCL_ACCESS_ALL                                                                     \
+    (VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |  \
+     VK_ACCESS_TRANSFER_WRITE_BIT)
 
 mcl_status mcl_stream_init(mcl_context *ctx)
 {
@@ -25,22 +32,86 @@ mcl_status mcl_stream_init(mcl_context *ctx)
     result = ctx->vk.vkCreateCommandPool(ctx->device, &pool_info, NULL, &s->pool);
     if (result != VK_SUCCESS)
         return mcl_vk_fail(ctx, result, "vkCreateCommandPool");
-    VkCommandBufferAllocateInfo cmd_info = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-        .commandPool = s->pool,
-        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-        .commandBufferCount = 1,
-    };
-    result = ctx->vk.vkAllocateCommandBuffers(ctx->device, &cmd_info, &s->cmd);
-    if (result != VK_SUCCESS)
-        return mcl_vk_fail(ctx, result, "vkAllocateCommandBuffers");
-    VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    result = ctx->vk.vkCreateFence(ctx->device, &fence_info, NULL, &s->fence);
-    if (result != VK_SUCCESS)
-        return mcl_vk_fail(ctx, result, "vkCreateFence");
+    for (int i = 0; i < MCL_STREAM_SLOTS; i++) {
+        VkCommandBufferAllocateInfo cmd_info = {
+            .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+            .commandPool = s->pool,
+            .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+            .commandBufferCount = 1,
+        };
+        result = ctx->vk.vkAllocateCommandBuffers(ctx->device, &cmd_info, &s->slots[i].cmd);
+        if (result != VK_SUCCESS)
+            return mcl_vk_fail(ctx, result, "vkAllocateCommandBuffers");
+        VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        result = ctx->vk.vkCreateFence(ctx->device, &fence_info, NULL, &s->slots[i].fence);
+        if (result != VK_SUCCESS)
+            return mcl_vk_fail(ctx, result, "vkCreateFence");
+    }
     s->serial = 1;
     s->completed = 0;
     s->epoch = 1;
+    return MCL_SUCCESS;
+}
+
+static void desc_pools_reset(mcl_context *ctx, mcl_desc_pools *p)
+{
+    for (uint32_t i = 0; i < p->count; i++)
+        ctx->vk.vkResetDescriptorPool(ctx->device, p->pools[i], 0);
+    p->current = 0;
+    p->sets_in_current = 0;
+}
+
+void mcl_desc_pools_destroy(mcl_context *ctx, mcl_desc_pools *p)
+{
+    for (uint32_t i = 0; i < p->count; i++)
+        ctx->vk.vkDestroyDescriptorPool(ctx->device, p->pools[i], NULL);
+    free(p->pools);
+    memset(p, 0, sizeof *p);
+}
+
+mcl_status mcl_desc_allocate(mcl_context *ctx, mcl_desc_pools *p, VkDescriptorSetLayout layout,
+                             VkDescriptorSet *out)
+{
+    if (p->count == 0 || p->sets_in_current == MCL_DESCRIPTOR_POOL_SETS) {
+        if (p->count > 0)
+            p->current++;
+        p->sets_in_current = 0;
+        if (p->current >= p->count) {
+            if (p->count == p->capacity) {
+                uint32_t capacity = p->capacity ? 2 * p->capacity : 4;
+                VkDescriptorPool *pools = realloc(p->pools, capacity * sizeof *pools);
+                if (!pools)
+                    return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+                p->pools = pools;
+                p->capacity = capacity;
+            }
+            VkDescriptorPoolSize size = {
+                .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                .descriptorCount = MCL_DESCRIPTOR_POOL_SETS * MCL_MAX_BINDINGS,
+            };
+            VkDescriptorPoolCreateInfo info = {
+                .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                .maxSets = MCL_DESCRIPTOR_POOL_SETS,
+                .poolSizeCount = 1,
+                .pPoolSizes = &size,
+            };
+            VkResult result =
+                ctx->vk.vkCreateDescriptorPool(ctx->device, &info, NULL, &p->pools[p->count]);
+            if (result != VK_SUCCESS)
+                return mcl_vk_fail(ctx, result, "vkCreateDescriptorPool");
+            p->current = p->count++;
+        }
+    }
+    VkDescriptorSetAllocateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+        .descriptorPool = p->pools[p->current],
+        .descriptorSetCount = 1,
+        .pSetLayouts = &layout,
+    };
+    VkResult result = ctx->vk.vkAllocateDescriptorSets(ctx->device, &info, out);
+    if (result != VK_SUCCESS)
+        return mcl_vk_fail(ctx, result, "vkAllocateDescriptorSets");
+    p->sets_in_current++;
     return MCL_SUCCESS;
 }
 
@@ -59,11 +130,25 @@ static void collect(mcl_context *ctx)
             link = &d->next;
         }
     }
-    ctx->allocator.ring_head = 0;
-    for (uint32_t i = 0; i < s->desc_pool_count; i++)
-        ctx->vk.vkResetDescriptorPool(ctx->device, s->desc_pools[i], 0);
-    s->desc_pool_current = 0;
-    s->desc_sets_in_current = 0;
+}
+
+/* Wait for a slot's batch and recycle what it held. */
+static mcl_status slot_wait(mcl_context *ctx, mcl_slot *slot)
+{
+    mcl_stream *s = &ctx->stream;
+    if (!slot->in_flight)
+        return MCL_SUCCESS;
+    VkResult result = ctx->vk.vkWaitForFences(ctx->device, 1, &slot->fence, VK_TRUE, UINT64_MAX);
+    if (result != VK_SUCCESS)
+        return mcl_vk_fail(ctx, result, "vkWaitForFences");
+    ctx->vk.vkResetFences(ctx->device, 1, &slot->fence);
+    slot->in_flight = 0;
+    /* A fence's signal covers every batch submitted to the queue before it. */
+    if (slot->serial > s->completed)
+        s->completed = slot->serial;
+    desc_pools_reset(ctx, &slot->desc);
+    collect(ctx);
+    return MCL_SUCCESS;
 }
 
 void mcl_stream_destroy(mcl_context *ctx)
@@ -71,11 +156,11 @@ void mcl_stream_destroy(mcl_context *ctx)
     mcl_stream *s = &ctx->stream;
     s->completed = UINT64_MAX;  /* the device is idle: everything has finished */
     collect(ctx);
-    for (uint32_t i = 0; i < s->desc_pool_count; i++)
-        ctx->vk.vkDestroyDescriptorPool(ctx->device, s->desc_pools[i], NULL);
-    free(s->desc_pools);
-    if (s->fence)
-        ctx->vk.vkDestroyFence(ctx->device, s->fence, NULL);
+    for (int i = 0; i < MCL_STREAM_SLOTS; i++) {
+        mcl_desc_pools_destroy(ctx, &s->slots[i].desc);
+        if (s->slots[i].fence)
+            ctx->vk.vkDestroyFence(ctx->device, s->slots[i].fence, NULL);
+    }
     if (s->pool)
         ctx->vk.vkDestroyCommandPool(ctx->device, s->pool, NULL);
     memset(s, 0, sizeof *s);
@@ -84,17 +169,32 @@ void mcl_stream_destroy(mcl_context *ctx)
 mcl_status mcl_stream_begin(mcl_context *ctx)
 {
     mcl_stream *s = &ctx->stream;
-    if (s->recording)
+    if (s->capture || s->recording)
         return MCL_SUCCESS;
+    mcl_slot *slot = &s->slots[s->current];
+    mcl_status status = slot_wait(ctx, slot);
+    if (status != MCL_SUCCESS)
+        return status;
+    ctx->vk.vkResetCommandBuffer(slot->cmd, 0);
     VkCommandBufferBeginInfo info = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
         .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
     };
-    VkResult result = ctx->vk.vkBeginCommandBuffer(s->cmd, &info);
+    VkResult result = ctx->vk.vkBeginCommandBuffer(slot->cmd, &info);
     if (result != VK_SUCCESS)
         return mcl_vk_fail(ctx, result, "vkBeginCommandBuffer");
     s->recording = 1;
+    if (s->barrier_pending) {
+        s->barrier_pending = 0;
+        mcl_stream_full_barrier(ctx);
+    }
     return MCL_SUCCESS;
+}
+
+VkCommandBuffer mcl_stream_cmd(const mcl_context *ctx)
+{
+    const mcl_stream *s = &ctx->stream;
+    return s->capture ? mcl_graph_cmd(s->capture) : s->slots[s->current].cmd;
 }
 
 static void barrier(mcl_context *ctx, VkPipelineStageFlags dst_stages, VkAccessFlags dst_access)
@@ -104,13 +204,21 @@ static void barrier(mcl_context *ctx, VkPipelineStageFlags dst_stages, VkAccessF
         .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
         .dstAccessMask = dst_access,
     };
-    ctx->vk.vkCmdPipelineBarrier(ctx->stream.cmd, MCL_STAGES, dst_stages, 0, 1, &mb, 0, NULL, 0,
-                                 NULL);
+    ctx->vk.vkCmdPipelineBarrier(mcl_stream_cmd(ctx), MCL_STAGES, dst_stages, 0, 1, &mb, 0, NULL,
+                                 0, NULL);
     ctx->stream.epoch++;
 }
 
-/* Emit a barrier if the command about to be recorded conflicts with an earlier one since the
- * last barrier, then mark its accesses. */
+void mcl_stream_full_barrier(mcl_context *ctx)
+{
+    barrier(ctx, MCL_STAGES, MCL_ACCESS_ALL);
+}
+
+void mcl_stream_barrier_to_host(mcl_context *ctx)
+{
+    barrier(ctx, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+}
+
 void mcl_stream_track(mcl_context *ctx, mcl_tensor *const *reads, uint32_t read_count,
                       mcl_tensor *const *writes, uint32_t write_count)
 {
@@ -121,64 +229,23 @@ void mcl_stream_track(mcl_context *ctx, mcl_tensor *const *reads, uint32_t read_
     for (uint32_t i = 0; i < write_count && !needed; i++)
         needed = writes[i]->write_epoch == s->epoch || writes[i]->read_epoch == s->epoch;
     if (needed)
-        barrier(ctx, MCL_STAGES,
-                VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                    VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+        mcl_stream_full_barrier(ctx);
+    /* While capturing, the batch that will use a tensor is the replay's, set then. */
+    uint64_t batch = s->capture ? 0 : s->serial;
     for (uint32_t i = 0; i < read_count; i++) {
         reads[i]->read_epoch = s->epoch;
-        reads[i]->last_batch = s->serial;
+        if (batch)
+            reads[i]->last_batch = batch;
     }
     for (uint32_t i = 0; i < write_count; i++) {
         writes[i]->write_epoch = s->epoch;
-        writes[i]->last_batch = s->serial;
+        if (batch)
+            writes[i]->last_batch = batch;
     }
-}
-
-static mcl_status allocate_set(mcl_context *ctx, VkDescriptorSetLayout layout,
-                               VkDescriptorSet *out)
-{
-    mcl_stream *s = &ctx->stream;
-    if (s->desc_pool_count == 0 || s->desc_sets_in_current == MCL_DESCRIPTOR_POOL_SETS) {
-        if (s->desc_pool_count > 0)
-            s->desc_pool_current++;
-        s->desc_sets_in_current = 0;
-        if (s->desc_pool_current >= s->desc_pool_count) {
-            if (s->desc_pool_count == s->desc_pool_capacity) {
-                uint32_t capacity = s->desc_pool_capacity ? 2 * s->desc_pool_capacity : 4;
-                VkDescriptorPool *pools = realloc(s->desc_pools, capacity * sizeof *pools);
-                if (!pools)
-                    return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-                s->desc_pools = pools;
-                s->desc_pool_capacity = capacity;
-            }
-            VkDescriptorPoolSize size = {
-                .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                .descriptorCount = MCL_DESCRIPTOR_POOL_SETS * MCL_MAX_BINDINGS,
-            };
-            VkDescriptorPoolCreateInfo info = {
-                .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                .maxSets = MCL_DESCRIPTOR_POOL_SETS,
-                .poolSizeCount = 1,
-                .pPoolSizes = &size,
-            };
-            VkResult result = ctx->vk.vkCreateDescriptorPool(ctx->device, &info, NULL,
-                                                             &s->desc_pools[s->desc_pool_count]);
-            if (result != VK_SUCCESS)
-                return mcl_vk_fail(ctx, result, "vkCreateDescriptorPool");
-            s->desc_pool_current = s->desc_pool_count++;
-        }
+    if (s->capture) {
+        mcl_graph_use(s->capture, reads, read_count);
+        mcl_graph_use(s->capture, writes, write_count);
     }
-    VkDescriptorSetAllocateInfo info = {
-        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-        .descriptorPool = s->desc_pools[s->desc_pool_current],
-        .descriptorSetCount = 1,
-        .pSetLayouts = &layout,
-    };
-    VkResult result = ctx->vk.vkAllocateDescriptorSets(ctx->device, &info, out);
-    if (result != VK_SUCCESS)
-        return mcl_vk_fail(ctx, result, "vkAllocateDescriptorSets");
-    s->desc_sets_in_current++;
-    return MCL_SUCCESS;
 }
 
 mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
@@ -195,7 +262,9 @@ mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
     if ((status = mcl_stream_begin(ctx)) != MCL_SUCCESS)
         return status;
     VkDescriptorSet set;
-    if ((status = allocate_set(ctx, kernel->set_layout, &set)) != MCL_SUCCESS)
+    mcl_desc_pools *pools = s->capture ? mcl_graph_desc_pools(s->capture)
+                                       : &s->slots[s->current].desc;
+    if ((status = mcl_desc_allocate(ctx, pools, kernel->set_layout, &set)) != MCL_SUCCESS)
         return status;
 
     VkDescriptorBufferInfo buffers[MCL_MAX_BINDINGS];
@@ -219,19 +288,17 @@ mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
     ctx->vk.vkUpdateDescriptorSets(ctx->device, kernel->binding_count, writes_info, 0, NULL);
 
     mcl_stream_track(ctx, reads, read_count, writes, write_count);
-    ctx->vk.vkCmdBindPipeline(s->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kernel->pipeline);
-    ctx->vk.vkCmdBindDescriptorSets(s->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kernel->layout, 0, 1,
+    VkCommandBuffer cmd = mcl_stream_cmd(ctx);
+    ctx->vk.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kernel->pipeline);
+    ctx->vk.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kernel->layout, 0, 1,
                                     &set, 0, NULL);
     if (kernel->push_size)
-        ctx->vk.vkCmdPushConstants(s->cmd, kernel->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+        ctx->vk.vkCmdPushConstants(cmd, kernel->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                                    kernel->push_size, push);
-    ctx->vk.vkCmdDispatch(s->cmd, groups_x, groups_y, groups_z);
+    ctx->vk.vkCmdDispatch(cmd, groups_x, groups_y, groups_z);
+    if (s->capture)
+        mcl_graph_count_dispatch(s->capture);
     return MCL_SUCCESS;
-}
-
-void mcl_stream_barrier_to_host(mcl_context *ctx)
-{
-    barrier(ctx, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
 }
 
 int mcl_stream_pending(const mcl_context *ctx, const mcl_tensor *t)
@@ -239,34 +306,57 @@ int mcl_stream_pending(const mcl_context *ctx, const mcl_tensor *t)
     return t->last_batch > ctx->stream.completed;
 }
 
+mcl_status mcl_stream_flush(mcl_context *ctx, VkCommandBuffer extra, uint64_t *serial_out)
+{
+    mcl_stream *s = &ctx->stream;
+    mcl_slot *slot = &s->slots[s->current];
+    VkCommandBuffer cmds[2];
+    uint32_t count = 0;
+    VkResult result;
+    if (!s->recording && !extra)
+        return MCL_SUCCESS;
+    if (s->recording) {
+        s->recording = 0;
+        result = ctx->vk.vkEndCommandBuffer(slot->cmd);
+        if (result != VK_SUCCESS)
+            return mcl_vk_fail(ctx, result, "vkEndCommandBuffer");
+        cmds[count++] = slot->cmd;
+    } else {
+        mcl_status status = slot_wait(ctx, slot);
+        if (status != MCL_SUCCESS)
+            return status;
+    }
+    if (extra)
+        cmds[count++] = extra;
+    VkSubmitInfo submit = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .commandBufferCount = count,
+        .pCommandBuffers = cmds,
+    };
+    result = ctx->vk.vkQueueSubmit(ctx->queue, 1, &submit, slot->fence);
+    if (result != VK_SUCCESS)
+        return mcl_vk_fail(ctx, result, "vkQueueSubmit");
+    slot->in_flight = 1;
+    slot->serial = s->serial;
+    if (serial_out)
+        *serial_out = s->serial;
+    s->serial++;
+    s->current = (s->current + 1) % MCL_STREAM_SLOTS;
+    return MCL_SUCCESS;
+}
+
 mcl_status mcl_stream_finish(mcl_context *ctx)
 {
     mcl_stream *s = &ctx->stream;
-    VkResult result;
-    if (!s->recording)
-        return MCL_SUCCESS;
-    s->recording = 0;
-    result = ctx->vk.vkEndCommandBuffer(s->cmd);
-    if (result != VK_SUCCESS)
-        return mcl_vk_fail(ctx, result, "vkEndCommandBuffer");
-    VkSubmitInfo submit = {
-        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-        .commandBufferCount = 1,
-        .pCommandBuffers = &s->cmd,
-    };
-    result = ctx->vk.vkQueueSubmit(ctx->queue, 1, &submit, s->fence);
-    if (result != VK_SUCCESS)
-        return mcl_vk_fail(ctx, result, "vkQueueSubmit");
-    result = ctx->vk.vkWaitForFences(ctx->device, 1, &s->fence, VK_TRUE, UINT64_MAX);
-    if (result != VK_SUCCESS)
-        return mcl_vk_fail(ctx, result, "vkWaitForFences");
-    ctx->vk.vkResetFences(ctx->device, 1, &s->fence);
-    ctx->vk.vkResetCommandBuffer(s->cmd, 0);
-    s->completed = s->serial++;
-    /* The epoch carries over: a fence signal makes the batch's writes available but does not
-     * make them visible to the next batch, so a tensor written last batch and read in the
-     * next still gets a barrier. */
-    collect(ctx);
+    mcl_status status = mcl_stream_flush(ctx, VK_NULL_HANDLE, NULL);
+    if (status != MCL_SUCCESS)
+        return status;
+    for (int i = 0; i < MCL_STREAM_SLOTS; i++) {
+        if ((status = slot_wait(ctx, &s->slots[i])) != MCL_SUCCESS)
+            return status;
+    }
+    /* Nothing recorded or running: the staging ring is free again. */
+    ctx->allocator.ring_head = 0;
     return MCL_SUCCESS;
 }
 

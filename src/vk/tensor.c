@@ -83,6 +83,12 @@ mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, m
     return MCL_SUCCESS;
 }
 
+void mcl_tensor_release(mcl_tensor *t)
+{
+    mcl_stream_release(t->ctx, &t->alloc, t->last_batch);
+    free(t);
+}
+
 void mcl_tensor_destroy(mcl_tensor *t)
 {
     if (!t)
@@ -94,8 +100,13 @@ void mcl_tensor_destroy(mcl_tensor *t)
         ctx->tensors = t->next;
     if (t->next)
         t->next->prev = t->prev;
-    mcl_stream_release(ctx, &t->alloc, t->last_batch);
-    free(t);
+    t->prev = t->next = NULL;
+    /* A graph still records this tensor's memory: the graph releases it. */
+    if (t->graph_refs > 0) {
+        t->orphaned = 1;
+        return;
+    }
+    mcl_tensor_release(t);
 }
 
 static mcl_status check_range(const mcl_tensor *t, uint64_t offset, const void *ptr,
@@ -113,10 +124,17 @@ static mcl_status check_range(const mcl_tensor *t, uint64_t offset, const void *
     return MCL_SUCCESS;
 }
 
+static mcl_status refuse_while_capturing(const mcl_tensor *t, const char *what)
+{
+    return mcl_fail(t->ctx, MCL_ERROR_INVALID_ARGUMENT, "%s during a graph capture", what);
+}
+
 mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, uint64_t bytes)
 {
     if (!t)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (t->ctx->stream.capture)
+        return refuse_while_capturing(t, "upload");
     mcl_status status = check_range(t, offset, src, bytes);
     if (status != MCL_SUCCESS)
         return status;
@@ -127,6 +145,8 @@ mcl_status mcl_tensor_download(mcl_tensor *t, uint64_t offset, void *dst, uint64
 {
     if (!t)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (t->ctx->stream.capture)
+        return refuse_while_capturing(t, "download");
     mcl_status status = check_range(t, offset, dst, bytes);
     if (status != MCL_SUCCESS)
         return status;

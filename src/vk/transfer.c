@@ -160,7 +160,7 @@ static mcl_status copy_imported(mcl_context *ctx, mcl_tensor *t, uint64_t offset
             .dstOffset = upload ? t->alloc.offset + offset : 0,
             .size = bytes,
         };
-        ctx->vk.vkCmdCopyBuffer(ctx->stream.cmd, upload ? im.buffer : t->alloc.block->buffer,
+        ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), upload ? im.buffer : t->alloc.block->buffer,
                                 upload ? t->alloc.block->buffer : im.buffer, 1, &region);
         if (!upload)
             mcl_stream_barrier_to_host(ctx);
@@ -226,7 +226,7 @@ static mcl_status upload_staged(mcl_context *ctx, mcl_tensor *dst, uint64_t offs
             .dstOffset = dst->alloc.offset + offset,
             .size = chunk,
         };
-        ctx->vk.vkCmdCopyBuffer(ctx->stream.cmd, ring->buffer, dst->alloc.block->buffer, 1,
+        ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), ring->buffer, dst->alloc.block->buffer, 1,
                                 &region);
         from += chunk;
         offset += chunk;
@@ -282,7 +282,7 @@ static mcl_status download_staged(mcl_context *ctx, mcl_tensor *src, uint64_t of
             .dstOffset = ring_offset,
             .size = chunk,
         };
-        ctx->vk.vkCmdCopyBuffer(ctx->stream.cmd, src->alloc.block->buffer, ring->buffer, 1,
+        ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), src->alloc.block->buffer, ring->buffer, 1,
                                 &region);
         mcl_stream_barrier_to_host(ctx);
         if ((status = mcl_stream_finish(ctx)) != MCL_SUCCESS)
