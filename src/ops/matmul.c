@@ -1,11 +1,171 @@
-/* Matrix products: a matrix-vector path for few rows and a tiled GEMM. */
+/* Matrix products: a matrix-vector kernel for a few rows against a [N, K] weight (decode),
+ * and a tiled GEMM for everything else (prefill, training). */
 #include "../vk/context.h"
+#include "ops_internal.h"
 
-mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *a, mcl_transpose ta,
-                      const mcl_tensor *b, mcl_transpose tb, const mcl_tensor *bias,
+typedef struct gemm_push {
+    uint32_t m, n, k;
+    uint32_t stride_a, stride_b, stride_c;
+    uint32_t has_bias;
+} gemm_push;
+
+typedef struct gemv_push {
+    uint32_t n, k;
+    uint32_t has_bias;
+} gemv_push;
+
+/* The matrix-vector kernel handles up to this many rows of x (its accumulators are
+ * registers, unrolled per row). */
+#define MCL_GEMV_MAX_ROWS 8
+/* Vulkan guarantees 65535 workgroups per dimension. */
+#define MCL_MAX_GROUPS 65535u
+
+static int64_t dim_from_end(const mcl_tensor *t, uint32_t i)
+{
+    return t->shape[t->ndim - 1 - i];
+}
+
+/* Tile shape for a problem: 128 x 128 tiles of 8 x 8 per invocation keep the most operands in
+ * registers; a problem that would fill too few workgroups gets 64 x 64 tiles instead. */
+static void gemm_tiles(const mcl_context *ctx, uint64_t m, uint64_t n, uint64_t batch,
+                       mcl_gemm_config *cfg)
+{
+    (void)ctx;
+    uint64_t big_tiles = ((m + 127) / 128) * ((n + 127) / 128) * batch;
+    if (big_tiles >= 96) {
+        *cfg = (mcl_gemm_config){.bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8};
+    } else {
+        *cfg = (mcl_gemm_config){.bm = 64, .bn = 64, .bk = 8, .tm = 4, .tn = 4};
+    }
+}
+
+mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_tensor *a,
+                             int ta, mcl_tensor *b, int tb, mcl_tensor *bias, mcl_tensor *c,
+                             uint32_t m, uint32_t n, uint32_t k, uint32_t batch,
+                             uint32_t stride_a, uint32_t stride_b)
+{
+    uint32_t stored_a_cols = ta ? m : k, stored_b_cols = tb ? k : n;
+    mcl_kernel_desc desc = {
+        .id = MCL_KERNEL_GEMM_F32,
+        .binding_count = 4,
+        .push_size = sizeof(gemm_push),
+        .local_size_x = (cfg->bm / cfg->tm) * (cfg->bn / cfg->tn),
+        .spec_count = 9,
+        .spec = {cfg->bm, cfg->bn, cfg->bk, cfg->tm, cfg->tn, (uint32_t)ta, (uint32_t)tb,
+                 stored_a_cols % 4 == 0, stored_b_cols % 4 == 0},
+    };
+    const mcl_kernel *kernel;
+    mcl_status status = mcl_kernel_get(ctx, &desc, &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    if (kernel->local_size_x != desc.local_size_x)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "GEMM tile needs %u invocations per group",
+                        desc.local_size_x);
+    gemm_push push = {
+        .m = m, .n = n, .k = k,
+        .stride_a = stride_a, .stride_b = stride_b, .stride_c = m * n,
+        .has_bias = bias != NULL,
+    };
+    uint32_t groups_x = (n + cfg->bn - 1) / cfg->bn, groups_y = (m + cfg->bm - 1) / cfg->bm;
+    if (groups_x > MCL_MAX_GROUPS || groups_y > MCL_MAX_GROUPS || batch > MCL_MAX_GROUPS)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
+    mcl_tensor *reads[3] = {a, b, bias ? bias : a};
+    return mcl_stream_dispatch(ctx, kernel, reads, 3, &c, 1, &push, groups_x, groups_y, batch);
+}
+
+static mcl_status gemv_dispatch(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *bias,
+                                mcl_tensor *y, uint32_t rows, uint32_t n, uint32_t k)
+{
+    /* Four rows of w per workgroup (64 invocations each) keeps a 4096-row matrix spread over
+     * 1024 workgroups: enough to fill a large GPU with loads in flight. */
+    const uint32_t rows_per_group = 4;
+    mcl_kernel_desc desc = {
+        .id = MCL_KERNEL_GEMV_NT_F32,
+        .binding_count = 4,
+        .push_size = sizeof(gemv_push),
+        .local_size_x = 256,
+        .spec_count = 3,
+        .spec = {rows_per_group, rows, k % 4 == 0},
+    };
+    const mcl_kernel *kernel;
+    mcl_status status = mcl_kernel_get(ctx, &desc, &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    if (kernel->local_size_x != 256)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "GEMV needs 256 invocations per group");
+    gemv_push push = {.n = n, .k = k, .has_bias = bias != NULL};
+    uint32_t groups = (n + rows_per_group - 1) / rows_per_group;
+    if (groups > MCL_MAX_GROUPS)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
+    mcl_tensor *reads[3] = {x, w, bias ? bias : x};
+    return mcl_stream_dispatch(ctx, kernel, reads, 3, &y, 1, &push, groups, 1, 1);
+}
+
+mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *ca, mcl_transpose ta,
+                      const mcl_tensor *cb, mcl_transpose tb, const mcl_tensor *cbias,
                       mcl_tensor *c)
 {
-    (void)a, (void)ta, (void)b, (void)tb, (void)bias, (void)c;
-    return ctx ? mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "mcl_matmul is not implemented yet")
-               : MCL_ERROR_INVALID_ARGUMENT;
+    mcl_tensor *a = (mcl_tensor *)ca, *b = (mcl_tensor *)cb, *bias = (mcl_tensor *)cbias;
+    if (!ctx || !a || !b || !c)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (a->ctx != ctx || b->ctx != ctx || c->ctx != ctx || (bias && bias->ctx != ctx))
+        return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_matmul: tensor of another context");
+    if (a->dtype != MCL_DTYPE_F32 || b->dtype != MCL_DTYPE_F32 || c->dtype != MCL_DTYPE_F32 ||
+        (bias && bias->dtype != MCL_DTYPE_F32))
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_matmul takes f32 tensors");
+    if ((ta != MCL_NO_TRANSPOSE && ta != MCL_TRANSPOSE) ||
+        (tb != MCL_NO_TRANSPOSE && tb != MCL_TRANSPOSE))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_matmul: bad transpose flag");
+    if (ta == MCL_TRANSPOSE && tb == MCL_TRANSPOSE)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "mcl_matmul: both operands transposed");
+    if (c == a || c == b || (bias && c == bias))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_matmul: c aliases an input");
+    if (a->ndim < 2 || b->ndim < 2 || c->ndim != a->ndim)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_matmul: a and c need the same rank >= 2, b rank >= 2");
+
+    int64_t m = ta ? dim_from_end(a, 0) : dim_from_end(a, 1);
+    int64_t k = ta ? dim_from_end(a, 1) : dim_from_end(a, 0);
+    int64_t kb = tb ? dim_from_end(b, 0) : dim_from_end(b, 1);
+    int64_t n = tb ? dim_from_end(b, 1) : dim_from_end(b, 0);
+    if (k != kb || dim_from_end(c, 1) != m || dim_from_end(c, 0) != n)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_matmul: op(a) is %lld x %lld, op(b) %lld x %lld, c %lld x %lld",
+                        (long long)m, (long long)k, (long long)kb, (long long)n,
+                        (long long)dim_from_end(c, 1), (long long)dim_from_end(c, 0));
+    int64_t batch = 1;
+    for (uint32_t i = 0; i + 2 < a->ndim; i++) {
+        if (a->shape[i] != c->shape[i])
+            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_matmul: a and c batches differ");
+        batch *= a->shape[i];
+    }
+    int shared_b = b->ndim == 2;
+    if (!shared_b) {
+        if (b->ndim != a->ndim)
+            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                            "mcl_matmul: b is 2-D or has a's batch dimensions");
+        for (uint32_t i = 0; i + 2 < b->ndim; i++) {
+            if (b->shape[i] != a->shape[i])
+                return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_matmul: a and b batches differ");
+        }
+    }
+    if (bias && mcl_tensor_numel(bias) != n)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_matmul: bias has %lld elements, not %lld",
+                        (long long)mcl_tensor_numel(bias), (long long)n);
+
+    /* Decode: a few rows of x against a shared [N, K] weight, read once at full bandwidth.
+     * Batches of a 2-D weight fold into rows since a is contiguous. */
+    if (!ta && tb && shared_b && batch * m <= MCL_GEMV_MAX_ROWS)
+        return gemv_dispatch(ctx, a, b, bias, c, (uint32_t)(batch * m), (uint32_t)n, (uint32_t)k);
+
+    mcl_gemm_config cfg;
+    if (shared_b && !ta) {
+        /* A 2-D b applies to every batch: fold the batches into the rows of a and c. */
+        m *= batch;
+        batch = 1;
+    }
+    gemm_tiles(ctx, (uint64_t)m, (uint64_t)n, (uint64_t)batch, &cfg);
+    return mcl_gemm_dispatch(ctx, &cfg, a, ta, b, tb, bias, c, (uint32_t)m, (uint32_t)n,
+                             (uint32_t)k, (uint32_t)batch, (uint32_t)(m * k),
+                             shared_b ? 0u : (uint32_t)(k * n));
 }

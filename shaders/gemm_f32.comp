@@ -1,0 +1,221 @@
+#version 450
+// gemm_f32: C[b] = op(A[b]) * op(B[b]) (+ bias), FP32, tiled with register blocking.
+//
+// A workgroup computes a BM x BN tile of C; each invocation a TM x TN block of it, held in
+// registers. K advances in steps of BK through shared memory: As holds the A tile transposed
+// (k-major) and Bs the B tile (k-major), so that the inner loop reads contiguous vec4s for an
+// invocation's TM rows and TN columns. The next K step's tile is loaded into registers while
+// the current one is multiplied.
+//
+// An invocation's TM rows are two groups of TM/2 rows, BM/2 apart (likewise its columns), so
+// that neighbouring invocations read neighbouring vec4s of shared memory (no bank conflicts)
+// and write neighbouring vec4s of C (coalesced).
+//
+//   specialization constants: 0 workgroup size (= (BM/TM) * (BN/TN)), 1 BM, 2 BN, 3 BK,
+//     4 TM, 5 TN (TM, TN multiples of 8: two groups of 4), 6 TRANS_A (A stored [K, M]),
+//     7 TRANS_B (B stored [N, K]), 8 VEC_A / 9 VEC_B (the stored row length is a multiple
+//     of 4, so tiles load as vec4)
+//   set 0: 0 A, 1 B, 2 bias (bound to any buffer when unused), 3 C
+//   push constants: M, N, K, batch strides of A, B (0: shared by all batches), C, has_bias
+#extension GL_EXT_control_flow_attributes : enable
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint BM = 128;
+layout(constant_id = 2) const uint BN = 128;
+layout(constant_id = 3) const uint BK = 8;
+layout(constant_id = 4) const uint TM = 8;
+layout(constant_id = 5) const uint TN = 8;
+layout(constant_id = 6) const bool TRANS_A = false;
+layout(constant_id = 7) const bool TRANS_B = false;
+layout(constant_id = 8) const bool VEC_A = true;
+layout(constant_id = 9) const bool VEC_B = true;
+
+layout(std430, set = 0, binding = 0) readonly buffer BufA { float a[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufA4 { vec4 a4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB { float b[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB4 { vec4 b4[]; };
+layout(std430, set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer BufC { float c[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer BufC4 { vec4 c4[]; };
+
+layout(push_constant) uniform Push {
+    uint M, N, K;
+    uint stride_a, stride_b, stride_c;
+    uint has_bias;
+} pc;
+
+const uint THREADS_N = BN / TN;
+const uint THREADS = (BM / TM) * (BN / TN);
+// Shared tiles, k-major: As[k * BM + m], Bs[k * BN + n].
+shared vec4 As[BK * BM / 4];
+shared vec4 Bs[BK * BN / 4];
+
+// Global -> register staging: each invocation loads LA vec4s of the A tile and LB of B.
+const uint LA = (BM * BK / 4 + THREADS - 1) / THREADS;
+const uint LB = (BN * BK / 4 + THREADS - 1) / THREADS;
+
+// Element (row, col) of the stored matrix X with `cols` columns, zero outside [rows, cols).
+float load_a(uint base, uint row, uint col, uint rows, uint cols) {
+    return (row < rows && col < cols) ? a[base + row * cols + col] : 0.0;
+}
+float load_b(uint base, uint row, uint col, uint rows, uint cols) {
+    return (row < rows && col < cols) ? b[base + row * cols + col] : 0.0;
+}
+
+// A vec4 of 4 consecutive columns of stored row `row` starting at `col` (a multiple of 4;
+// cols a multiple of 4 when VEC_*, so the vec4 is all in or all out).
+vec4 load_a4(uint base, uint row, uint col, uint rows, uint cols) {
+    if (VEC_A) {
+        return (row < rows && col < cols) ? a4[(base + row * cols + col) / 4] : vec4(0.0);
+    }
+    return vec4(load_a(base, row, col, rows, cols), load_a(base, row, col + 1, rows, cols),
+                load_a(base, row, col + 2, rows, cols), load_a(base, row, col + 3, rows, cols));
+}
+vec4 load_b4(uint base, uint row, uint col, uint rows, uint cols) {
+    if (VEC_B) {
+        return (row < rows && col < cols) ? b4[(base + row * cols + col) / 4] : vec4(0.0);
+    }
+    return vec4(load_b(base, row, col, rows, cols), load_b(base, row, col + 1, rows, cols),
+                load_b(base, row, col + 2, rows, cols), load_b(base, row, col + 3, rows, cols));
+}
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint tx = tid % THREADS_N;      // column group of this invocation
+    const uint ty = tid / THREADS_N;      // row group
+    const uint m0 = gl_WorkGroupID.y * BM;
+    const uint n0 = gl_WorkGroupID.x * BN;
+    const uint batch = gl_WorkGroupID.z;
+    const uint base_a = batch * pc.stride_a;
+    const uint base_b = batch * pc.stride_b;
+    const uint base_c = batch * pc.stride_c;
+    const uint M = pc.M, N = pc.N, K = pc.K;
+
+    float acc[TM][TN];
+    [[unroll]] for (uint i = 0; i < TM; i++) {
+        [[unroll]] for (uint j = 0; j < TN; j++) {
+            acc[i][j] = 0.0;
+        }
+    }
+
+    vec4 ra[LA];
+    vec4 rb[LB];
+
+    // Tile loads. A's tile is BM x BK of op(A): stored [M, K] (rows m, vec4 along k) or, when
+    // transposed, [K, M] (rows k, vec4 along m). Likewise B: [K, N] or, transposed, [N, K].
+    // Index v enumerates the tile's vec4s in storage order.
+    #define LOAD_TILES(k0)                                                                    \
+        [[unroll]] for (uint l = 0; l < LA; l++) {                                            \
+            uint v = tid + l * THREADS;                                                       \
+            if (TRANS_A) {                                                                    \
+                uint kk = v / (BM / 4), mm = (v % (BM / 4)) * 4;                              \
+                ra[l] = v < BM * BK / 4 ? load_a4(base_a, (k0) + kk, m0 + mm, K, M) : vec4(0.0); \
+            } else {                                                                          \
+                uint mm = v / (BK / 4), kk = (v % (BK / 4)) * 4;                              \
+                ra[l] = v < BM * BK / 4 ? load_a4(base_a, m0 + mm, (k0) + kk, M, K) : vec4(0.0); \
+            }                                                                                 \
+        }                                                                                     \
+        [[unroll]] for (uint l = 0; l < LB; l++) {                                            \
+            uint v = tid + l * THREADS;                                                       \
+            if (TRANS_B) {                                                                    \
+                uint nn = v / (BK / 4), kk = (v % (BK / 4)) * 4;                              \
+                rb[l] = v < BN * BK / 4 ? load_b4(base_b, n0 + nn, (k0) + kk, N, K) : vec4(0.0); \
+            } else {                                                                          \
+                uint kk = v / (BN / 4), nn = (v % (BN / 4)) * 4;                              \
+                rb[l] = v < BN * BK / 4 ? load_b4(base_b, (k0) + kk, n0 + nn, K, N) : vec4(0.0); \
+            }                                                                                 \
+        }
+
+    LOAD_TILES(0u)
+
+    for (uint k0 = 0; k0 < K; k0 += BK) {
+        // Registers -> shared memory, k-major.
+        [[unroll]] for (uint l = 0; l < LA; l++) {
+            uint v = tid + l * THREADS;
+            if (v < BM * BK / 4) {
+                if (TRANS_A) {
+                    uint kk = v / (BM / 4), mm = (v % (BM / 4)) * 4;
+                    As[(kk * BM + mm) / 4] = ra[l];
+                } else {
+                    uint mm = v / (BK / 4), kk = (v % (BK / 4)) * 4;
+                    // Four k values of one row: scatter into four k-rows of As.
+                    [[unroll]] for (uint q = 0; q < 4; q++) {
+                        uint idx = (kk + q) * BM + mm;
+                        As[idx / 4][idx % 4] = ra[l][q];
+                    }
+                }
+            }
+        }
+        [[unroll]] for (uint l = 0; l < LB; l++) {
+            uint v = tid + l * THREADS;
+            if (v < BN * BK / 4) {
+                if (TRANS_B) {
+                    uint nn = v / (BK / 4), kk = (v % (BK / 4)) * 4;
+                    [[unroll]] for (uint q = 0; q < 4; q++) {
+                        uint idx = (kk + q) * BN + nn;
+                        Bs[idx / 4][idx % 4] = rb[l][q];
+                    }
+                } else {
+                    uint kk = v / (BN / 4), nn = (v % (BN / 4)) * 4;
+                    Bs[(kk * BN + nn) / 4] = rb[l];
+                }
+            }
+        }
+        barrier();
+
+        // Start fetching the next tile while this one is multiplied.
+        if (k0 + BK < K) {
+            LOAD_TILES(k0 + BK)
+        }
+
+        [[unroll]] for (uint k = 0; k < BK; k++) {
+            float ar[TM];
+            float br[TN];
+            [[unroll]] for (uint g = 0; g < TM / 4; g++) {
+                vec4 t = As[(k * BM + g * (BM / (TM / 4)) + ty * 4) / 4];
+                ar[g * 4 + 0] = t.x; ar[g * 4 + 1] = t.y; ar[g * 4 + 2] = t.z; ar[g * 4 + 3] = t.w;
+            }
+            [[unroll]] for (uint g = 0; g < TN / 4; g++) {
+                vec4 t = Bs[(k * BN + g * (BN / (TN / 4)) + tx * 4) / 4];
+                br[g * 4 + 0] = t.x; br[g * 4 + 1] = t.y; br[g * 4 + 2] = t.z; br[g * 4 + 3] = t.w;
+            }
+            [[unroll]] for (uint i = 0; i < TM; i++) {
+                [[unroll]] for (uint j = 0; j < TN; j++) {
+                    acc[i][j] = fma(ar[i], br[j], acc[i][j]);
+                }
+            }
+        }
+        barrier();
+    }
+
+    // Write back: row group g of TM/4 at m0 + g * BM/(TM/4) + ty*4 + r; likewise columns.
+    [[unroll]] for (uint gi = 0; gi < TM / 4; gi++) {
+        [[unroll]] for (uint r = 0; r < 4; r++) {
+            uint m = m0 + gi * (BM / (TM / 4)) + ty * 4 + r;
+            if (m >= M) {
+                continue;
+            }
+            [[unroll]] for (uint gj = 0; gj < TN / 4; gj++) {
+                uint n = n0 + gj * (BN / (TN / 4)) + tx * 4;
+                vec4 v = vec4(acc[gi * 4 + r][gj * 4 + 0], acc[gi * 4 + r][gj * 4 + 1],
+                              acc[gi * 4 + r][gj * 4 + 2], acc[gi * 4 + r][gj * 4 + 3]);
+                if (pc.has_bias != 0u) {
+                    [[unroll]] for (uint q = 0; q < 4; q++) {
+                        if (n + q < N) {
+                            v[q] += bias[n + q];
+                        }
+                    }
+                }
+                if ((N % 4u) == 0u && n < N) {
+                    c4[(base_c + m * N + n) / 4] = v;
+                } else {
+                    [[unroll]] for (uint q = 0; q < 4; q++) {
+                        if (n + q < N) {
+                            c[base_c + m * N + n + q] = v[q];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

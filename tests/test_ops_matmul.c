@@ -1,0 +1,180 @@
+/* mcl_matmul against a double-precision CPU reference: the matrix-vector path (1 to 8 rows
+ * against a [N, K] weight) and the tiled GEMM in its NN, NT and TN forms, batched and not,
+ * with and without bias, on shapes that cross every tile boundary (64 and 128 wide tiles, 8
+ * deep K steps) and take both the vec4 and the scalar load paths.
+ *
+ * Tolerance: each output is a K-term FP32 sum whose rounding error grows like eps*sqrt(K)
+ * relative to the terms (the GEMV's tree reduction and the GEMM's fma chain both do); for
+ * K <= 4099 that is about 1e-5 relative, so NMSE (a squared relative error) of 1e-9 leaves
+ * an order of magnitude of margin, and any indexing or tiling mistake gives NMSE near 1. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "ref/ref.h"
+#include "vk/context.h"
+
+#define TOLERANCE 1e-9
+
+static mcl_context *ctx;
+
+typedef struct problem {
+    int64_t batch, m, n, k;
+    int ta, tb, shared_b, bias;
+} problem;
+
+static mcl_tensor *make(const float *data, uint32_t ndim, const int64_t *shape)
+{
+    mcl_tensor *t = NULL;
+    assert_mcl_ok(mcl_tensor_create(ctx, MCL_DTYPE_F32, ndim, shape, &t));
+    if (data)
+        assert_mcl_ok(mcl_tensor_upload(t, 0, data, mcl_tensor_nbytes(t)));
+    return t;
+}
+
+/* Run one problem; returns its NMSE (and records it). `wrong_tb` computes the reference with
+ * b's transpose flag flipped: the negative control. */
+static double run(const problem *p, int wrong_tb)
+{
+    int64_t sa = p->batch * p->m * p->k, sb = (p->shared_b ? 1 : p->batch) * p->k * p->n;
+    int64_t sc = p->batch * p->m * p->n;
+    float *a = malloc((size_t)sa * 4), *b = malloc((size_t)sb * 4), *bias = malloc((size_t)p->n * 4);
+    float *got = malloc((size_t)sc * 4), *want = malloc((size_t)sc * 4);
+    assert_true(a && b && bias && got && want);
+    mcl_fill_random(a, (size_t)sa, 11, -1, 1);
+    mcl_fill_random(b, (size_t)sb, 12, -1, 1);
+    mcl_fill_random(bias, (size_t)p->n, 13, -1, 1);
+
+    int64_t shape_a[3] = {p->batch, p->ta ? p->k : p->m, p->ta ? p->m : p->k};
+    int64_t shape_b[3] = {p->batch, p->tb ? p->n : p->k, p->tb ? p->k : p->n};
+    int64_t shape_c[3] = {p->batch, p->m, p->n};
+    int batched = p->batch > 1;
+    mcl_tensor *ta = make(a, batched ? 3 : 2, batched ? shape_a : shape_a + 1);
+    mcl_tensor *tb = make(b, batched && !p->shared_b ? 3 : 2,
+                          batched && !p->shared_b ? shape_b : shape_b + 1);
+    mcl_tensor *tc = make(NULL, batched ? 3 : 2, batched ? shape_c : shape_c + 1);
+    mcl_tensor *tbias = p->bias ? make(bias, 1, &p->n) : NULL;
+    assert_mcl_ok(mcl_matmul(ctx, ta, p->ta ? MCL_TRANSPOSE : MCL_NO_TRANSPOSE, tb,
+                             p->tb ? MCL_TRANSPOSE : MCL_NO_TRANSPOSE, tbias, tc));
+    assert_mcl_ok(mcl_tensor_download(tc, 0, got, (uint64_t)sc * 4));
+    int ref_tb = wrong_tb ? !p->tb : p->tb;
+    ref_matmul_f32(a, p->ta, b, ref_tb, p->bias ? bias : NULL, want, p->batch, p->m, p->n, p->k,
+                   p->shared_b);
+    double nmse = mcl_nmse(got, want, (size_t)sc);
+    mcl_tensor_destroy(ta);
+    mcl_tensor_destroy(tb);
+    mcl_tensor_destroy(tc);
+    mcl_tensor_destroy(tbias);
+    free(a);
+    free(b);
+    free(bias);
+    free(got);
+    free(want);
+    return nmse;
+}
+
+static void check(const problem *p, const char *path)
+{
+    double nmse = run(p, 0);
+    char name[160];
+    snprintf(name, sizeof name, "%s %s%s batch=%lld m=%lld n=%lld k=%lld%s%s", path,
+             p->ta ? "T" : "N", p->tb ? "T" : "N", (long long)p->batch, (long long)p->m,
+             (long long)p->n, (long long)p->k, p->bias ? " bias" : "",
+             p->shared_b && p->batch > 1 ? " shared-b" : "");
+    printf("%-70s nmse %.3g\n", name, nmse);
+    int passed = mcl_test_record(name, "nmse", nmse, TOLERANCE);
+    if (!passed)
+        fail_msg("%s: nmse %g above %g", name, nmse, TOLERANCE);
+}
+
+static void gemv_path(void **state)
+{
+    (void)state;
+    static const problem cases[] = {
+        {1, 1, 1, 1, 0, 1, 1, 0},
+        {1, 1, 1031, 4096, 0, 1, 1, 1},   /* vec4 loads, four per step, and a tail */
+        {1, 3, 37, 4099, 0, 1, 1, 0},     /* K not a multiple of 4: scalar loads */
+        {1, 8, 257, 515, 0, 1, 1, 1},     /* the most rows the path takes */
+        {2, 3, 129, 64, 0, 1, 1, 1},      /* batches of a 2-D weight fold into 6 rows */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check(&cases[i], "gemv");
+}
+
+static void gemm_path(void **state)
+{
+    (void)state;
+    static const problem cases[] = {
+        {1, 9, 1, 1, 0, 0, 1, 0},
+        {1, 7, 13, 5, 0, 0, 1, 1},        /* smaller than one tile, scalar loads */
+        {1, 129, 131, 67, 0, 0, 1, 1},    /* NN: three tiles each way, K steps with a tail */
+        {1, 129, 131, 67, 0, 1, 1, 0},    /* NT */
+        {1, 129, 131, 67, 1, 0, 1, 1},    /* TN */
+        {1, 256, 192, 64, 0, 0, 1, 0},    /* exact multiples, vec4 everywhere */
+        {1, 256, 192, 64, 1, 0, 1, 0},
+        {1, 9, 300, 128, 0, 1, 1, 1},     /* 9 rows: just past the matrix-vector path */
+        {3, 65, 33, 17, 0, 0, 0, 1},      /* batched a and b */
+        {3, 65, 33, 17, 1, 0, 1, 0},      /* batched TN with a shared b */
+        {2, 40, 70, 24, 0, 1, 0, 0},      /* batched NT */
+        {1, 1300, 1290, 96, 0, 0, 1, 1},  /* enough tiles for the 128 x 128 shape */
+        {1, 1300, 1290, 96, 0, 1, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check(&cases[i], "gemm");
+}
+
+/* The same comparison with a wrong reference must fail, or passing it means nothing. */
+static void negative_control(void **state)
+{
+    (void)state;
+    problem p = {1, 64, 64, 64, 0, 1, 1, 0};
+    double nmse = run(&p, 1);
+    int caught = nmse > TOLERANCE;
+    mcl_test_record_bool("negative control: reference with b's transpose flipped is caught",
+                         caught);
+    assert_true(caught);
+}
+
+static void bad_arguments(void **state)
+{
+    (void)state;
+    int64_t s23[2] = {2, 3}, s34[2] = {3, 4}, s24[2] = {2, 4}, s25[2] = {2, 5}, s5[1] = {5};
+    mcl_tensor *a = make(NULL, 2, s23), *b = make(NULL, 2, s34), *c = make(NULL, 2, s24);
+    mcl_tensor *wrong = make(NULL, 2, s25), *bias5 = make(NULL, 1, s5), *i32;
+    assert_mcl_ok(mcl_tensor_create(ctx, MCL_DTYPE_I32, 2, s34, &i32));
+    assert_mcl_ok(mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, b, MCL_NO_TRANSPOSE, NULL, c));
+    assert_int_equal(mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, b, MCL_NO_TRANSPOSE, NULL, wrong),
+                     MCL_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, b, MCL_TRANSPOSE, NULL, c),
+                     MCL_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(mcl_matmul(ctx, a, MCL_TRANSPOSE, b, MCL_TRANSPOSE, NULL, c),
+                     MCL_ERROR_UNSUPPORTED);
+    assert_int_equal(mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, b, MCL_NO_TRANSPOSE, bias5, c),
+                     MCL_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, i32, MCL_NO_TRANSPOSE, NULL, c),
+                     MCL_ERROR_DTYPE_MISMATCH);
+    assert_int_equal(mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, b, MCL_NO_TRANSPOSE, NULL, a),
+                     MCL_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(mcl_matmul(ctx, a, (mcl_transpose)7, b, MCL_NO_TRANSPOSE, NULL, c),
+                     MCL_ERROR_INVALID_ARGUMENT);
+    mcl_tensor_destroy(a);
+    mcl_tensor_destroy(b);
+    mcl_tensor_destroy(c);
+    mcl_tensor_destroy(wrong);
+    mcl_tensor_destroy(bias5);
+    mcl_tensor_destroy(i32);
+}
+
+int main(int argc, char **argv)
+{
+    mcl_test_begin(argc, argv);
+    ctx = mcl_test_device_context();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(gemv_path),
+        cmocka_unit_test(gemm_path),
+        cmocka_unit_test(negative_control),
+        cmocka_unit_test(bad_arguments),
+    };
+    return mcl_test_finish(cmocka_run_group_tests(tests, NULL, NULL));
+}

@@ -1,0 +1,52 @@
+/* motifcl-bench internals: the shared harness of every benchmark. Figures are measured in
+ * the run that prints them; GPU times come from timestamps, converted with the device's
+ * timestampPeriod and masked to timestampValidBits. */
+#ifndef MCL_BENCH_H
+#define MCL_BENCH_H
+
+#include <stdint.h>
+
+#include "motifcl.h"
+#include "vk/context.h"
+#include "witness.h"
+
+#define MIB (UINT64_C(1) << 20)
+
+typedef struct bench {
+    mcl_context *ctx;
+    mcl_witness *witness;
+    int json, first_figure, repeat, hot;
+    double peak_tflops;        /* FP32 peak for compute-bound ops; 0: unknown */
+    double stream_read_gbs;    /* measured by bench_stream in this run; 0 before */
+    double stream_copy_gbs;
+    VkQueryPool queries;
+    uint32_t query_count;
+    const char *args[16];      /* key=value options after the benchmark's name */
+    int arg_count;
+} bench;
+
+/* Print and record a measured figure. */
+void bench_figure(bench *b, const char *name, double value, const char *unit);
+/* Print and record a figure derived from a table or datasheet, not measured here. */
+void bench_modeled(bench *b, const char *name, double value, const char *unit);
+/* A numeric option "key=value" from the command line, or `fallback`. */
+double bench_arg(const bench *b, const char *key, double fallback);
+
+double bench_now(void);
+double bench_median(double *values, int n);
+
+/* GPU timing: record `fn(user)` `reps` times, each between two timestamps and after a full
+ * barrier, submit, and return the median GPU time of one run in seconds (negative on
+ * failure). */
+double bench_gpu_time(bench *b, int reps, mcl_status (*fn)(bench *, void *, int), void *user);
+
+/* Benchmarks. Each returns 0 on success. */
+int bench_stream(bench *b);
+int bench_gemv(bench *b);
+int bench_gemm(bench *b);
+int bench_rows(bench *b);
+int bench_replay(bench *b);
+int bench_memory(bench *b);
+int bench_transfer(bench *b);
+
+#endif

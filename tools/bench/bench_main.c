@@ -1,0 +1,235 @@
+/* motifcl-bench: figures with a witness. Benchmarks are programs, never timed assertions in
+ * tests; every figure printed is measured in the run that prints it, or labelled modeled.
+ *
+ *   motifcl-bench stream              streaming read and copy bandwidth (the memory limit)
+ *   motifcl-bench gemv [n= k= rows=]  matrix-vector products against the streaming limit
+ *   motifcl-bench gemm [m= n= k=]     matrix products against the FP32 peak
+ *   motifcl-bench rows [rows= cols=]  softmax, RMSNorm, element-wise against the copy limit
+ *   motifcl-bench replay              CPU cost per dispatch of a replayed sequence
+ *   motifcl-bench memory              CPU cost of tensor create+destroy pairs
+ *   motifcl-bench transfer            upload/download GB/s against a plain vkCmdCopyBuffer
+ *   motifcl-bench all                 stream, gemv, gemm, rows, replay
+ * Options: --json, --witness-dir DIR (default: MOTIFCL_WITNESS_DIR, else .), --repeat N,
+ * --hot (cached operands: no rotation through copies larger than the last-level cache),
+ * --peak TFLOPS (FP32 peak; default from a table of known devices). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+
+/* FP32 (non-tensor) peaks from vendors' datasheets, used only to express GEMM figures as a
+ * fraction of the device; they are modeled, not measured. */
+static const struct {
+    const char *name;
+    double tflops;
+} fp32_peaks[] = {
+    {"H200", 67.0},
+    {"H100", 67.0},
+    {"RX 580", 6.17},
+    {"Radeon RX 580", 6.17},
+};
+
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, compare_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void emit(bench *b, const char *name, double value, const char *unit, const char *label)
+{
+    mcl_witness_add_figure(b->witness, name, value, unit, label);
+    if (b->json)
+        printf("%s\n    {\"name\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", \"label\": \"%s\"}",
+               b->first_figure ? "" : ",", name, value, unit, label);
+    else
+        printf("%-58s %12.5g %-8s (%s)\n", name, value, unit, label);
+    fflush(stdout);
+    b->first_figure = 0;
+}
+
+void bench_figure(bench *b, const char *name, double value, const char *unit)
+{
+    emit(b, name, value, unit, "measured");
+}
+
+void bench_modeled(bench *b, const char *name, double value, const char *unit)
+{
+    emit(b, name, value, unit, "modeled");
+}
+
+double bench_arg(const bench *b, const char *key, double fallback)
+{
+    size_t len = strlen(key);
+    for (int i = 0; i < b->arg_count; i++) {
+        if (strncmp(b->args[i], key, len) == 0 && b->args[i][len] == '=')
+            return atof(b->args[i] + len + 1);
+    }
+    return fallback;
+}
+
+double bench_gpu_time(bench *b, int reps, mcl_status (*fn)(bench *, void *, int), void *user)
+{
+    mcl_context *ctx = b->ctx;
+    if (!(ctx->info.features_enabled & MCL_FEATURE_TIMESTAMPS))
+        return -1.0;
+    uint32_t needed = 2 * (uint32_t)reps;
+    if (b->query_count < needed) {
+        if (b->queries)
+            ctx->vk.vkDestroyQueryPool(ctx->device, b->queries, NULL);
+        VkQueryPoolCreateInfo info = {
+            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            .queryType = VK_QUERY_TYPE_TIMESTAMP,
+            .queryCount = needed,
+        };
+        if (ctx->vk.vkCreateQueryPool(ctx->device, &info, NULL, &b->queries) != VK_SUCCESS)
+            return -1.0;
+        b->query_count = needed;
+    }
+    if (mcl_stream_finish(ctx) != MCL_SUCCESS || mcl_stream_begin(ctx) != MCL_SUCCESS)
+        return -1.0;
+    ctx->vk.vkCmdResetQueryPool(mcl_stream_cmd(ctx), b->queries, 0, needed);
+    for (int r = 0; r < reps; r++) {
+        mcl_stream_begin(ctx);
+        mcl_stream_full_barrier(ctx);
+        ctx->vk.vkCmdWriteTimestamp(mcl_stream_cmd(ctx), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+                                    b->queries, 2 * (uint32_t)r);
+        if (fn(b, user, r) != MCL_SUCCESS)
+            return -1.0;
+        mcl_stream_begin(ctx);
+        ctx->vk.vkCmdWriteTimestamp(mcl_stream_cmd(ctx), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
+                                    b->queries, 2 * (uint32_t)r + 1);
+    }
+    if (mcl_stream_finish(ctx) != MCL_SUCCESS)
+        return -1.0;
+    uint64_t *ticks = calloc(needed, sizeof *ticks);
+    double *seconds = calloc((size_t)reps, sizeof *seconds);
+    if (!ticks || !seconds)
+        return -1.0;
+    VkResult result = ctx->vk.vkGetQueryPoolResults(
+        ctx->device, b->queries, 0, needed, needed * sizeof *ticks, ticks, sizeof *ticks,
+        VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    uint32_t bits = ctx->info.timestamp_valid_bits;
+    uint64_t mask = bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+    for (int r = 0; r < reps; r++) {
+        uint64_t delta = ((ticks[2 * r + 1] & mask) - (ticks[2 * r] & mask)) & mask;
+        seconds[r] = (double)delta * ctx->info.timestamp_period_ns * 1e-9;
+    }
+    double result_seconds = result == VK_SUCCESS ? bench_median(seconds, reps) : -1.0;
+    free(ticks);
+    free(seconds);
+    return result_seconds;
+}
+
+static double table_peak(const char *device)
+{
+    for (size_t i = 0; i < sizeof fp32_peaks / sizeof fp32_peaks[0]; i++) {
+        if (strstr(device, fp32_peaks[i].name))
+            return fp32_peaks[i].tflops;
+    }
+    return 0.0;
+}
+
+int main(int argc, char **argv)
+{
+    bench b = {.first_figure = 1, .repeat = 20};
+    const char *what = NULL, *dir = getenv("MOTIFCL_WITNESS_DIR");
+    double peak = 0.0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            b.json = 1;
+        else if (strcmp(argv[i], "--hot") == 0)
+            b.hot = 1;
+        else if (strcmp(argv[i], "--witness-dir") == 0 && i + 1 < argc)
+            dir = argv[++i];
+        else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc)
+            b.repeat = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--peak") == 0 && i + 1 < argc)
+            peak = atof(argv[++i]);
+        else if (strchr(argv[i], '=') && b.arg_count < 16)
+            b.args[b.arg_count++] = argv[i];
+        else if (!what && argv[i][0] != '-')
+            what = argv[i];
+        else
+            what = "help";
+    }
+    if (!what || strcmp(what, "help") == 0 || b.repeat < 1 || b.repeat > 1000) {
+        fprintf(stderr, "usage: %s stream|gemv|gemm|rows|replay|memory|transfer|all "
+                        "[key=value ...] [--json] [--hot] [--repeat N] [--peak TFLOPS] "
+                        "[--witness-dir DIR]\n", argv[0]);
+        return 1;
+    }
+    mcl_context_desc desc = {.size = sizeof desc, .device_index = -1};
+    mcl_status status = mcl_context_create(&desc, &b.ctx);
+    if (status != MCL_SUCCESS) {
+        fprintf(stderr, "motifcl-bench: no context: %s\n", mcl_status_string(status));
+        return 2;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "motifcl-bench-%s", what);
+    b.witness = mcl_witness_create("bench", name, argc, argv);
+    b.peak_tflops = peak > 0 ? peak : table_peak(b.ctx->info.name);
+    mcl_witness_set_note(b.witness, "operands", b.hot ? "hot (cached)" : "cold (rotated copies)");
+    if (b.json)
+        printf("{\n  \"device\": \"%s\",\n  \"figures\": [", b.ctx->info.name);
+    else
+        printf("device: %s (%s), operands %s\n", b.ctx->info.name, b.ctx->info.driver_info,
+               b.hot ? "hot (cached)" : "cold (rotated through copies beyond the cache)");
+    if (b.peak_tflops > 0)
+        bench_modeled(&b, "FP32 peak (datasheet or --peak)", b.peak_tflops, "TFLOP/s");
+
+    int all = strcmp(what, "all") == 0, rc = 0, known = all;
+    if (all || strcmp(what, "stream") == 0 || strcmp(what, "gemv") == 0 ||
+        strcmp(what, "rows") == 0) {
+        rc |= bench_stream(&b);
+        known = 1;
+    }
+    if (all || strcmp(what, "gemv") == 0)
+        rc |= bench_gemv(&b);
+    if (all || strcmp(what, "gemm") == 0) {
+        rc |= bench_gemm(&b);
+        known = 1;
+    }
+    if (all || strcmp(what, "rows") == 0)
+        rc |= bench_rows(&b);
+    if (all || strcmp(what, "replay") == 0) {
+        rc |= bench_replay(&b);
+        known = 1;
+    }
+    if (strcmp(what, "memory") == 0) {
+        rc |= bench_memory(&b);
+        known = 1;
+    }
+    if (strcmp(what, "transfer") == 0) {
+        rc |= bench_transfer(&b);
+        known = 1;
+    }
+    if (!known) {
+        fprintf(stderr, "motifcl-bench: unknown benchmark \"%s\"\n", what);
+        rc = 1;
+    }
+    if (b.json)
+        printf("\n  ]\n}\n");
+    mcl_witness_set_device(b.witness, b.ctx);
+    if (mcl_witness_write(b.witness, dir ? dir : ".", rc ? "failed" : "passed") != 0)
+        fprintf(stderr, "motifcl-bench: could not write the witness into %s\n", dir ? dir : ".");
+    mcl_witness_destroy(b.witness);
+    if (b.queries)
+        b.ctx->vk.vkDestroyQueryPool(b.ctx->device, b.queries, NULL);
+    mcl_context_destroy(b.ctx);
+    return rc;
+}

@@ -1,0 +1,130 @@
+/* Allocator and transfer benchmarks: CPU cost of tensor create+destroy pairs, and upload /
+ * download rates against a plain vkCmdCopyBuffer between the same kinds of memory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+/* A plain vkCmdCopyBuffer of `bytes` from `src` to `dst` buffers, submit and wait: the
+ * reference the transfers are measured against. */
+static double raw_copy_seconds(mcl_context *ctx, VkBuffer src, VkBuffer dst, uint64_t bytes)
+{
+    mcl_stream_finish(ctx);
+    mcl_stream_begin(ctx);
+    VkBufferCopy region = {.size = bytes};
+    double start = bench_now();
+    ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), src, dst, 1, &region);
+    mcl_stream_barrier_to_host(ctx);
+    mcl_stream_finish(ctx);
+    return bench_now() - start;
+}
+
+/* Median CPU time of a tensor create+destroy pair, with a few hundred live tensors around. */
+int bench_memory(bench *b)
+{
+    enum { LIVE = 300, BATCH = 20000, ROUNDS = 15 };
+    mcl_tensor *live[LIVE];
+    for (int i = 0; i < LIVE; i++) {
+        int64_t n = 1024 * (1 + i % 17);
+        if (mcl_tensor_create(b->ctx, MCL_DTYPE_F32, 1, &n, &live[i]) != MCL_SUCCESS)
+            return 1;
+    }
+    double per_round[ROUNDS];
+    int64_t n = 65536; /* 256 KiB */
+    for (int r = 0; r < ROUNDS; r++) {
+        double start = bench_now();
+        for (int i = 0; i < BATCH; i++) {
+            mcl_tensor *t;
+            if (mcl_tensor_create(b->ctx, MCL_DTYPE_F32, 1, &n, &t) != MCL_SUCCESS)
+                return 1;
+            mcl_tensor_destroy(t);
+        }
+        per_round[r] = (bench_now() - start) / BATCH;
+    }
+    bench_figure(b, "tensor create+destroy pair, 256 KiB, 300 live (median)",
+           bench_median(per_round, ROUNDS) * 1e9, "ns");
+    for (int i = 0; i < LIVE; i++)
+        mcl_tensor_destroy(live[i]);
+    return 0;
+}
+
+int bench_transfer(bench *b)
+{
+    static const uint64_t sizes[] = {1 * MIB, 64 * MIB, 1024 * MIB};
+    mcl_context *ctx = b->ctx;
+    mcl_memory_stats stats = {.size = sizeof stats};
+    mcl_context_memory_stats(ctx, &stats);
+    const char *path = stats.zero_copy ? "zero-copy"
+                       : ctx->allocator.transfer_mode == MCL_TRANSFER_STAGING
+                           ? "staged (ring)"
+                       : (ctx->info.features_enabled & MCL_FEATURE_EXTERNAL_HOST_MEMORY)
+                           ? (ctx->allocator.transfer_mode == MCL_TRANSFER_IMPORT
+                                  ? "imported caller memory"
+                                  : "imported caller memory from 4 MiB, staged below")
+                           : "staged (ring)";
+    mcl_witness_set_note(b->witness, "transfer_path", path);
+    if (!b->json)
+        printf("transfer path: %s\n", path);
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        uint64_t bytes = sizes[k];
+        if (bytes > ctx->info.max_storage_buffer_range)
+            continue;
+        char *host = malloc(bytes);
+        if (!host)
+            return 1;
+        memset(host, 1, bytes);
+        mcl_tensor_desc desc = {.size = sizeof desc, .dtype = MCL_DTYPE_U8, .ndim = 1,
+                                .shape = {(int64_t)bytes}};
+        mcl_tensor *t;
+        if (mcl_tensor_create_ex(ctx, &desc, &t) != MCL_SUCCESS) {
+            free(host);
+            continue;
+        }
+        double up[32], down[32], raw_up[32], raw_down[32];
+        int reps = b->repeat < 32 ? b->repeat : 32;
+        for (int r = 0; r < reps; r++) {
+            double start = bench_now();
+            mcl_tensor_upload(t, 0, host, bytes);
+            mcl_finish(ctx);
+            up[r] = bench_now() - start;
+            start = bench_now();
+            mcl_tensor_download(t, 0, host, bytes);
+            down[r] = bench_now() - start;
+        }
+        /* The reference: the whole transfer as one vkCmdCopyBuffer between the tensor and a
+         * host-visible buffer of the staging ring's memory type, data already in place. */
+        mcl_block *raw = NULL;
+        int have_raw = mcl_host_block_create(ctx, bytes, &raw) == MCL_SUCCESS;
+        for (int r = 0; have_raw && r < reps; r++) {
+            raw_up[r] = raw_copy_seconds(ctx, raw->buffer, t->alloc.block->buffer, bytes);
+            raw_down[r] = raw_copy_seconds(ctx, t->alloc.block->buffer, raw->buffer, bytes);
+        }
+        const double gb = (double)bytes / 1e9;
+        char name[128];
+        snprintf(name, sizeof name, "upload %llu MiB", (unsigned long long)(bytes / MIB));
+        bench_figure(b, name, gb / bench_median(up, reps), "GB/s");
+        snprintf(name, sizeof name, "download %llu MiB", (unsigned long long)(bytes / MIB));
+        bench_figure(b, name, gb / bench_median(down, reps), "GB/s");
+        if (have_raw) {
+            double ru = gb / bench_median(raw_up, reps), rd = gb / bench_median(raw_down, reps);
+            snprintf(name, sizeof name, "plain vkCmdCopyBuffer host->device %llu MiB",
+                     (unsigned long long)(bytes / MIB));
+            bench_figure(b, name, ru, "GB/s");
+            snprintf(name, sizeof name, "plain vkCmdCopyBuffer device->host %llu MiB",
+                     (unsigned long long)(bytes / MIB));
+            bench_figure(b, name, rd, "GB/s");
+            snprintf(name, sizeof name, "upload %llu MiB vs plain copy",
+                     (unsigned long long)(bytes / MIB));
+            bench_figure(b, name, 100.0 * (gb / bench_median(up, reps)) / ru, "%");
+            snprintf(name, sizeof name, "download %llu MiB vs plain copy",
+                     (unsigned long long)(bytes / MIB));
+            bench_figure(b, name, 100.0 * (gb / bench_median(down, reps)) / rd, "%");
+            mcl_host_block_destroy(ctx, raw);
+        }
+        mcl_tensor_destroy(t);
+        free(host);
+    }
+    return 0;
+}
+

@@ -1,0 +1,319 @@
+/* Kernel benchmarks: the streaming limit, GEMV, GEMM, row operations. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "ops/ops_internal.h"
+
+/* Operands rotate through enough copies to exceed the last-level cache several times over,
+ * so that a figure is a memory figure (60 MB on an H200; llc= overrides, in MiB). */
+static int copies_for(const bench *b, uint64_t bytes)
+{
+    if (b->hot)
+        return 1;
+    double llc = bench_arg(b, "llc", 64.0) * (double)MIB;
+    int copies = (int)(4.0 * llc / (double)bytes) + 1;
+    return copies > 16 ? 16 : copies;
+}
+
+static mcl_tensor *tensor_f32(bench *b, uint32_t ndim, const int64_t *shape, float value)
+{
+    mcl_tensor *t = NULL;
+    mcl_tensor_desc desc = {.size = sizeof desc, .dtype = MCL_DTYPE_F32, .ndim = ndim};
+    for (uint32_t i = 0; i < ndim; i++)
+        desc.shape[i] = shape[i];
+    if (mcl_tensor_create_ex(b->ctx, &desc, &t) != MCL_SUCCESS)
+        return NULL;
+    /* A GPU-written pattern is cheaper than an upload of gigabytes; as floats these are
+     * arbitrary finite-or-not values, so fill with a constant through mcl_scale where it
+     * matters (the rows benchmarks), and accept any bits for pure streaming. */
+    (void)value;
+    mcl_fill_pattern(b->ctx, t, 12345u);
+    return t;
+}
+
+/* --- streaming -------------------------------------------------------------------------- */
+
+typedef struct stream_run {
+    const mcl_kernel *kernel;
+    mcl_tensor *x, *y;
+    uint32_t n4, groups;
+} stream_run;
+
+static mcl_status stream_once(bench *b, void *user, int rep)
+{
+    (void)rep;
+    stream_run *s = user;
+    return mcl_stream_dispatch(b->ctx, s->kernel, &s->x, 1, &s->y, 1, &s->n4, s->groups, 1, 1);
+}
+
+int bench_stream(bench *b)
+{
+    if (b->stream_read_gbs > 0)
+        return 0;
+    mcl_context *ctx = b->ctx;
+    uint64_t bytes = 1024 * MIB;
+    if (bytes > ctx->info.max_storage_buffer_range)
+        bytes = ctx->info.max_storage_buffer_range / 256 * 256;
+    int64_t n = (int64_t)(bytes / 4);
+    stream_run s = {.n4 = (uint32_t)(bytes / 16)};
+    s.x = tensor_f32(b, 1, &n, 1.0f);
+    int64_t half = n / 2;
+    mcl_tensor *y_small = tensor_f32(b, 1, &n, 0.0f);
+    if (!s.x || !y_small)
+        return 1;
+    s.groups = 65535u < s.n4 / 256 / 8 ? 65535u : s.n4 / 256 / 8;
+    if (s.groups == 0)
+        s.groups = 1;
+
+    mcl_kernel_desc desc = {.id = MCL_KERNEL_BENCH_STREAM_F32, .binding_count = 2,
+                            .push_size = 4, .local_size_x = 256, .spec_count = 1, .spec = {0}};
+    if (mcl_kernel_get(ctx, &desc, &s.kernel) != MCL_SUCCESS)
+        return 1;
+    s.y = y_small;
+    double t = bench_gpu_time(b, b->repeat, stream_once, &s);
+    if (t <= 0)
+        return 1;
+    b->stream_read_gbs = (double)bytes / t / 1e9;
+    char name[96];
+    snprintf(name, sizeof name, "stream read %llu MiB (compute shader)",
+             (unsigned long long)(bytes / MIB));
+    bench_figure(b, name, b->stream_read_gbs, "GB/s");
+
+    /* Copy: half the buffer into the other tensor's first half. */
+    desc.spec[0] = 1;
+    if (mcl_kernel_get(ctx, &desc, &s.kernel) != MCL_SUCCESS)
+        return 1;
+    s.n4 = (uint32_t)(half / 4);
+    t = bench_gpu_time(b, b->repeat, stream_once, &s);
+    if (t <= 0)
+        return 1;
+    b->stream_copy_gbs = 2.0 * (double)half * 4.0 / t / 1e9;
+    snprintf(name, sizeof name, "stream copy %llu MiB -> %llu MiB (read + write)",
+             (unsigned long long)(bytes / 2 / MIB), (unsigned long long)(bytes / 2 / MIB));
+    bench_figure(b, name, b->stream_copy_gbs, "GB/s");
+    mcl_tensor_destroy(s.x);
+    mcl_tensor_destroy(y_small);
+    return 0;
+}
+
+/* --- GEMV ------------------------------------------------------------------------------- */
+
+typedef struct mm_run {
+    mcl_tensor *a[16], *b[16], *c;
+    int copies;
+    mcl_transpose ta, tb;
+} mm_run;
+
+static mcl_status matmul_once(bench *b, void *user, int rep)
+{
+    mm_run *r = user;
+    int i = rep % r->copies;
+    return mcl_matmul(b->ctx, r->a[i], r->ta, r->b[i], r->tb, NULL, r->c);
+}
+
+static void mm_free(mm_run *r)
+{
+    for (int i = 0; i < r->copies; i++) {
+        mcl_tensor_destroy(r->a[i]);
+        mcl_tensor_destroy(r->b[i]);
+    }
+    mcl_tensor_destroy(r->c);
+}
+
+static int gemv_case(bench *b, int64_t n, int64_t k, int64_t rows)
+{
+    mm_run r = {.ta = MCL_NO_TRANSPOSE, .tb = MCL_TRANSPOSE};
+    uint64_t weight_bytes = (uint64_t)n * (uint64_t)k * 4;
+    r.copies = copies_for(b, weight_bytes);
+    int64_t sx[2] = {rows, k}, sw[2] = {n, k}, sy[2] = {rows, n};
+    for (int i = 0; i < r.copies; i++) {
+        r.a[i] = tensor_f32(b, 2, sx, 0.5f);
+        r.b[i] = tensor_f32(b, 2, sw, 0.5f);
+        if (!r.a[i] || !r.b[i]) {
+            r.copies = i + 1;
+            mm_free(&r);
+            return 1;
+        }
+    }
+    r.c = tensor_f32(b, 2, sy, 0.0f);
+    double t = bench_gpu_time(b, b->repeat, matmul_once, &r);
+    mm_free(&r);
+    if (t <= 0)
+        return 1;
+    double gbs = (double)weight_bytes / t / 1e9;
+    char name[128];
+    snprintf(name, sizeof name, "gemv f32 %lldx%lld, %lld row%s: time", (long long)n,
+             (long long)k, (long long)rows, rows > 1 ? "s" : "");
+    bench_figure(b, name, t * 1e6, "us");
+    snprintf(name, sizeof name, "gemv f32 %lldx%lld, %lld row%s: weights", (long long)n,
+             (long long)k, (long long)rows, rows > 1 ? "s" : "");
+    bench_figure(b, name, gbs, "GB/s");
+    snprintf(name, sizeof name, "gemv f32 %lldx%lld, %lld row%s: of stream read", (long long)n,
+             (long long)k, (long long)rows, rows > 1 ? "s" : "");
+    bench_figure(b, name, 100.0 * gbs / b->stream_read_gbs, "%");
+    return 0;
+}
+
+int bench_gemv(bench *b)
+{
+    int64_t n = (int64_t)bench_arg(b, "n", 0), k = (int64_t)bench_arg(b, "k", 0);
+    int64_t rows = (int64_t)bench_arg(b, "rows", 0);
+    if (n > 0 && k > 0)
+        return gemv_case(b, n, k, rows > 0 ? rows : 1);
+    static const int64_t shapes[2][2] = {{14336, 4096}, {4096, 14336}};
+    int rc = 0;
+    for (int s = 0; s < 2; s++) {
+        rc |= gemv_case(b, shapes[s][0], shapes[s][1], 1);
+        rc |= gemv_case(b, shapes[s][0], shapes[s][1], 8);
+    }
+    return rc;
+}
+
+/* --- GEMM ------------------------------------------------------------------------------- */
+
+typedef struct gemm_cfg_run {
+    mcl_tensor *a, *b, *c;
+    mcl_gemm_config cfg;
+    uint32_t m, n, k;
+    int tb;
+} gemm_cfg_run;
+
+static mcl_status gemm_cfg_once(bench *b, void *user, int rep)
+{
+    (void)rep;
+    gemm_cfg_run *g = user;
+    return mcl_gemm_dispatch(b->ctx, &g->cfg, g->a, 0, g->b, g->tb, NULL, g->c, g->m, g->n, g->k,
+                             1, 0, 0);
+}
+
+static int gemm_case(bench *b, int64_t m, int64_t n, int64_t k, int tb, int sweep)
+{
+    mm_run r = {.ta = MCL_NO_TRANSPOSE, .tb = tb ? MCL_TRANSPOSE : MCL_NO_TRANSPOSE, .copies = 1};
+    int64_t sa[2] = {m, k}, sb[2] = {tb ? n : k, tb ? k : n}, sc[2] = {m, n};
+    r.a[0] = tensor_f32(b, 2, sa, 0.5f);
+    r.b[0] = tensor_f32(b, 2, sb, 0.5f);
+    r.c = tensor_f32(b, 2, sc, 0.0f);
+    if (!r.a[0] || !r.b[0] || !r.c) {
+        mm_free(&r);
+        return 1;
+    }
+    /* Compute-bound: operands stay hot; the first run warms them. */
+    int reps = b->repeat < 10 ? b->repeat : 10;
+    double t = bench_gpu_time(b, reps, matmul_once, &r);
+    double flops = 2.0 * (double)m * (double)n * (double)k;
+    char name[128];
+    snprintf(name, sizeof name, "gemm f32 %s %lldx%lld * %lldx%lld", tb ? "NT" : "NN",
+             (long long)m, (long long)k, (long long)k, (long long)n);
+    if (t > 0) {
+        char line[160];
+        snprintf(line, sizeof line, "%s: time", name);
+        bench_figure(b, line, t * 1e6, "us");
+        snprintf(line, sizeof line, "%s: rate", name);
+        bench_figure(b, line, flops / t / 1e12, "TFLOP/s");
+        if (b->peak_tflops > 0) {
+            snprintf(line, sizeof line, "%s: of FP32 peak", name);
+            bench_figure(b, line, 100.0 * flops / t / 1e12 / b->peak_tflops, "%");
+        }
+    }
+    if (sweep) {
+        static const mcl_gemm_config configs[] = {
+            {128, 128, 8, 8, 8}, {128, 128, 16, 8, 8}, {64, 128, 8, 4, 8},
+            {128, 64, 8, 8, 4}, {64, 64, 8, 4, 4}, {64, 64, 16, 4, 4},
+        };
+        gemm_cfg_run g = {.a = r.a[0], .b = r.b[0], .c = r.c, .m = (uint32_t)m,
+                          .n = (uint32_t)n, .k = (uint32_t)k, .tb = tb};
+        for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+            g.cfg = configs[i];
+            double tc = bench_gpu_time(b, reps, gemm_cfg_once, &g);
+            char line[200];
+            snprintf(line, sizeof line, "%s: tile %ux%ux%u/%ux%u", name, g.cfg.bm, g.cfg.bn,
+                     g.cfg.bk, g.cfg.tm, g.cfg.tn);
+            if (tc > 0)
+                bench_figure(b, line, flops / tc / 1e12, "TFLOP/s");
+        }
+    }
+    mm_free(&r);
+    return t > 0 ? 0 : 1;
+}
+
+int bench_gemm(bench *b)
+{
+    int64_t m = (int64_t)bench_arg(b, "m", 0), n = (int64_t)bench_arg(b, "n", 0);
+    int64_t k = (int64_t)bench_arg(b, "k", 0);
+    int sweep = (int)bench_arg(b, "sweep", 0);
+    if (m > 0 && n > 0 && k > 0)
+        return gemm_case(b, m, n, k, (int)bench_arg(b, "tb", 0), sweep);
+    int rc = 0;
+    rc |= gemm_case(b, 4096, 512, 14336, 0, sweep);
+    rc |= gemm_case(b, 4096, 512, 14336, 1, sweep);
+    rc |= gemm_case(b, 4096, 4096, 4096, 0, sweep);
+    return rc;
+}
+
+/* --- row operations --------------------------------------------------------------------- */
+
+typedef struct rows_run {
+    mcl_tensor *x[16], *y[16], *w;
+    int copies, op;
+} rows_run;
+
+static mcl_status rows_once(bench *b, void *user, int rep)
+{
+    rows_run *r = user;
+    int i = rep % r->copies;
+    switch (r->op) {
+    case 0: return mcl_softmax(b->ctx, r->x[i], 1.0f, 0, r->y[i]);
+    case 1: return mcl_rmsnorm(b->ctx, r->x[i], r->w, 1e-5f, r->y[i]);
+    case 2: return mcl_add(b->ctx, r->x[i], r->y[i], r->y[i]);
+    default: return mcl_scale(b->ctx, r->x[i], 0.5f, 1.0f, r->y[i]);
+    }
+}
+
+int bench_rows(bench *b)
+{
+    static const char *const names[] = {"softmax", "rmsnorm", "add (y += x)", "scale"};
+    /* Bytes each op must move at least: read x (and y for add), write y. */
+    static const double traffic[] = {2.0, 2.0, 3.0, 2.0};
+    int64_t rows = (int64_t)bench_arg(b, "rows", 4096), cols = (int64_t)bench_arg(b, "cols", 4096);
+    int64_t shape[2] = {rows, cols};
+    uint64_t bytes = (uint64_t)rows * (uint64_t)cols * 4;
+    rows_run r = {.copies = copies_for(b, 2 * bytes)};
+    for (int i = 0; i < r.copies; i++) {
+        r.x[i] = tensor_f32(b, 2, shape, 1.0f);
+        r.y[i] = tensor_f32(b, 2, shape, 0.0f);
+        if (!r.x[i] || !r.y[i])
+            return 1;
+        /* Bounded, finite inputs: the hash pattern's bits are not all valid floats. */
+        mcl_scale(b->ctx, r.x[i], 0.0f, 0.25f, r.x[i]);
+        mcl_scale(b->ctx, r.y[i], 0.0f, 0.5f, r.y[i]);
+    }
+    r.w = tensor_f32(b, 1, &cols, 1.0f);
+    mcl_scale(b->ctx, r.w, 0.0f, 1.0f, r.w);
+    int rc = 0;
+    for (r.op = 0; r.op < 4; r.op++) {
+        double t = bench_gpu_time(b, b->repeat, rows_once, &r);
+        char name[128];
+        snprintf(name, sizeof name, "%s %lldx%lld", names[r.op], (long long)rows, (long long)cols);
+        if (t <= 0) {
+            printf("%-58s unavailable: %s\n", name, mcl_context_last_error(b->ctx));
+            rc = 1;
+            continue;
+        }
+        double gbs = traffic[r.op] * (double)bytes / t / 1e9;
+        char line[160];
+        snprintf(line, sizeof line, "%s: time", name);
+        bench_figure(b, line, t * 1e6, "us");
+        snprintf(line, sizeof line, "%s: bytes read + written", name);
+        bench_figure(b, line, gbs, "GB/s");
+        snprintf(line, sizeof line, "%s: of stream copy", name);
+        bench_figure(b, line, 100.0 * gbs / b->stream_copy_gbs, "%");
+    }
+    for (int i = 0; i < r.copies; i++) {
+        mcl_tensor_destroy(r.x[i]);
+        mcl_tensor_destroy(r.y[i]);
+    }
+    mcl_tensor_destroy(r.w);
+    return rc;
+}
