@@ -12,11 +12,16 @@
 // and write neighbouring vec4s of C (coalesced).
 //
 //   specialization constants: 0 workgroup size (= (BM/TM) * (BN/TN)), 1 BM, 2 BN, 3 BK,
-//     4 TM, 5 TN (TM, TN multiples of 8: two groups of 4), 6 TRANS_A (A stored [K, M]),
+//     4 TM, 5 TN (4 or 8: one or two groups of 4), 6 TRANS_A (A stored [K, M]),
 //     7 TRANS_B (B stored [N, K]), 8 VEC_A / 9 VEC_B (the stored row length is a multiple
 //     of 4, so tiles load as vec4)
 //   set 0: 0 A, 1 B, 2 bias (bound to any buffer when unused), 3 C
-//   push constants: M, N, K, batch strides of A, B (0: shared by all batches), C, has_bias
+//   push constants: M, N, K, batch strides of A, B (0: shared by all batches), C, has_bias,
+//     batches, k_chunk
+//
+// Split K: when a problem has too few output tiles to fill the GPU, workgroup z also selects a
+// slice of k_chunk values of K; each slice writes its partial tile to C at slice * batches *
+// stride_c (C is then a scratch buffer) and gemm_reduce_f32 sums the slices and adds the bias.
 #extension GL_EXT_control_flow_attributes : enable
 
 layout(local_size_x_id = 0) in;
@@ -42,6 +47,8 @@ layout(push_constant) uniform Push {
     uint M, N, K;
     uint stride_a, stride_b, stride_c;
     uint has_bias;
+    uint batches;
+    uint k_chunk;
 } pc;
 
 const uint THREADS_N = BN / TN;
@@ -54,29 +61,35 @@ shared vec4 Bs[BK * BN / 4];
 const uint LA = (BM * BK / 4 + THREADS - 1) / THREADS;
 const uint LB = (BN * BK / 4 + THREADS - 1) / THREADS;
 
-// Element (row, col) of the stored matrix X with `cols` columns, zero outside [rows, cols).
-float load_a(uint base, uint row, uint col, uint rows, uint cols) {
-    return (row < rows && col < cols) ? a[base + row * cols + col] : 0.0;
+// Element (row, col) of a stored matrix whose rows are `stride` long, zero outside
+// [0, rows) x [0, cols) (cols <= stride: a K slice ends before the row does).
+float load_a(uint base, uint row, uint col, uint rows, uint cols, uint stride) {
+    return (row < rows && col < cols) ? a[base + row * stride + col] : 0.0;
 }
-float load_b(uint base, uint row, uint col, uint rows, uint cols) {
-    return (row < rows && col < cols) ? b[base + row * cols + col] : 0.0;
+float load_b(uint base, uint row, uint col, uint rows, uint cols, uint stride) {
+    return (row < rows && col < cols) ? b[base + row * stride + col] : 0.0;
 }
 
-// A vec4 of 4 consecutive columns of stored row `row` starting at `col` (a multiple of 4;
-// cols a multiple of 4 when VEC_*, so the vec4 is all in or all out).
-vec4 load_a4(uint base, uint row, uint col, uint rows, uint cols) {
+// A vec4 of 4 consecutive columns of stored row `row` starting at `col` (a multiple of 4).
+// With VEC_*, stride and every slice boundary are multiples of 4, so the vec4 is all in or
+// all out.
+vec4 load_a4(uint base, uint row, uint col, uint rows, uint cols, uint stride) {
     if (VEC_A) {
-        return (row < rows && col < cols) ? a4[(base + row * cols + col) / 4] : vec4(0.0);
+        return (row < rows && col < cols) ? a4[(base + row * stride + col) / 4] : vec4(0.0);
     }
-    return vec4(load_a(base, row, col, rows, cols), load_a(base, row, col + 1, rows, cols),
-                load_a(base, row, col + 2, rows, cols), load_a(base, row, col + 3, rows, cols));
+    return vec4(load_a(base, row, col, rows, cols, stride),
+                load_a(base, row, col + 1, rows, cols, stride),
+                load_a(base, row, col + 2, rows, cols, stride),
+                load_a(base, row, col + 3, rows, cols, stride));
 }
-vec4 load_b4(uint base, uint row, uint col, uint rows, uint cols) {
+vec4 load_b4(uint base, uint row, uint col, uint rows, uint cols, uint stride) {
     if (VEC_B) {
-        return (row < rows && col < cols) ? b4[(base + row * cols + col) / 4] : vec4(0.0);
+        return (row < rows && col < cols) ? b4[(base + row * stride + col) / 4] : vec4(0.0);
     }
-    return vec4(load_b(base, row, col, rows, cols), load_b(base, row, col + 1, rows, cols),
-                load_b(base, row, col + 2, rows, cols), load_b(base, row, col + 3, rows, cols));
+    return vec4(load_b(base, row, col, rows, cols, stride),
+                load_b(base, row, col + 1, rows, cols, stride),
+                load_b(base, row, col + 2, rows, cols, stride),
+                load_b(base, row, col + 3, rows, cols, stride));
 }
 
 void main() {
@@ -85,11 +98,16 @@ void main() {
     const uint ty = tid / THREADS_N;      // row group
     const uint m0 = gl_WorkGroupID.y * BM;
     const uint n0 = gl_WorkGroupID.x * BN;
-    const uint batch = gl_WorkGroupID.z;
+    const uint batch = gl_WorkGroupID.z % pc.batches;
+    const uint slice = gl_WorkGroupID.z / pc.batches;
     const uint base_a = batch * pc.stride_a;
     const uint base_b = batch * pc.stride_b;
-    const uint base_c = batch * pc.stride_c;
-    const uint M = pc.M, N = pc.N, K = pc.K;
+    const uint base_c = gl_WorkGroupID.z * pc.stride_c;
+    const uint M = pc.M, N = pc.N;
+    // This slice's K range; loads treat K as ending at k_end, so the tail is zero-filled.
+    const uint k_begin = slice * pc.k_chunk;
+    const uint K = min(pc.K, k_begin + pc.k_chunk);
+    const uint KS = pc.K;  // the stored row length along K
 
     float acc[TM][TN];
     [[unroll]] for (uint i = 0; i < TM; i++) {
@@ -109,26 +127,26 @@ void main() {
             uint v = tid + l * THREADS;                                                       \
             if (TRANS_A) {                                                                    \
                 uint kk = v / (BM / 4), mm = (v % (BM / 4)) * 4;                              \
-                ra[l] = v < BM * BK / 4 ? load_a4(base_a, (k0) + kk, m0 + mm, K, M) : vec4(0.0); \
+                ra[l] = v < BM * BK / 4 ? load_a4(base_a, (k0) + kk, m0 + mm, K, M, M) : vec4(0.0); \
             } else {                                                                          \
                 uint mm = v / (BK / 4), kk = (v % (BK / 4)) * 4;                              \
-                ra[l] = v < BM * BK / 4 ? load_a4(base_a, m0 + mm, (k0) + kk, M, K) : vec4(0.0); \
+                ra[l] = v < BM * BK / 4 ? load_a4(base_a, m0 + mm, (k0) + kk, M, K, KS) : vec4(0.0); \
             }                                                                                 \
         }                                                                                     \
         [[unroll]] for (uint l = 0; l < LB; l++) {                                            \
             uint v = tid + l * THREADS;                                                       \
             if (TRANS_B) {                                                                    \
                 uint nn = v / (BK / 4), kk = (v % (BK / 4)) * 4;                              \
-                rb[l] = v < BN * BK / 4 ? load_b4(base_b, n0 + nn, (k0) + kk, N, K) : vec4(0.0); \
+                rb[l] = v < BN * BK / 4 ? load_b4(base_b, n0 + nn, (k0) + kk, N, K, KS) : vec4(0.0); \
             } else {                                                                          \
                 uint kk = v / (BN / 4), nn = (v % (BN / 4)) * 4;                              \
-                rb[l] = v < BN * BK / 4 ? load_b4(base_b, (k0) + kk, n0 + nn, K, N) : vec4(0.0); \
+                rb[l] = v < BN * BK / 4 ? load_b4(base_b, (k0) + kk, n0 + nn, K, N, N) : vec4(0.0); \
             }                                                                                 \
         }
 
-    LOAD_TILES(0u)
+    LOAD_TILES(k_begin)
 
-    for (uint k0 = 0; k0 < K; k0 += BK) {
+    for (uint k0 = k_begin; k0 < K; k0 += BK) {
         // Registers -> shared memory, k-major.
         [[unroll]] for (uint l = 0; l < LA; l++) {
             uint v = tid + l * THREADS;

@@ -1,7 +1,8 @@
 /* mcl_matmul against a double-precision CPU reference: the matrix-vector path (1 to 8 rows
  * against a [N, K] weight) and the tiled GEMM in its NN, NT and TN forms, batched and not,
- * with and without bias, on shapes that cross every tile boundary (64 and 128 wide tiles, 8
- * deep K steps) and take both the vec4 and the scalar load paths.
+ * with and without bias, on shapes that cross every tile boundary (64 and 128 wide tiles, 16
+ * deep K steps), that split K into slices summed by a second pass, and that take both the
+ * vec4 and the scalar load paths.
  *
  * Tolerance: each output is a K-term FP32 sum whose rounding error grows like eps*sqrt(K)
  * relative to the terms (the GEMV's tree reduction and the GEMM's fma chain both do); for
@@ -117,6 +118,10 @@ static void gemm_path(void **state)
         {3, 65, 33, 17, 0, 0, 0, 1},      /* batched a and b */
         {3, 65, 33, 17, 1, 0, 1, 0},      /* batched TN with a shared b */
         {2, 40, 70, 24, 0, 1, 0, 0},      /* batched NT */
+        {1, 100, 70, 2050, 0, 0, 1, 1},   /* few tiles, long K: split into 8 K slices */
+        {1, 100, 70, 2050, 0, 1, 1, 0},   /* split NT */
+        {1, 100, 70, 2051, 1, 0, 1, 1},   /* split TN, K not a multiple of 4 */
+        {2, 33, 65, 1030, 0, 0, 0, 1},    /* split, batched */
         {1, 1300, 1290, 96, 0, 0, 1, 1},  /* enough tiles for the 128 x 128 shape */
         {1, 1300, 1290, 96, 0, 1, 1, 0},
     };

@@ -17,7 +17,7 @@
 #define MCL_MAX_BINDINGS 8
 
 /* Specialization constants a kernel variant may set besides the workgroup size. */
-#define MCL_MAX_SPEC 8
+#define MCL_MAX_SPEC 12
 
 /* Which pipeline an op wants: an embedded module, its interface, and its specialization.
  * Constant 0 is the workgroup's x size (local_size_x_id = 0); spec[i] is constant i + 1. */
