@@ -320,8 +320,10 @@ typedef enum mcl_dtype {
     MCL_DTYPE_F16 = 1,
     MCL_DTYPE_I32 = 2,
     MCL_DTYPE_U8 = 3,
-    /* Block-quantised types (GGUF layouts); reserved: creating them returns
-     * MCL_ERROR_UNSUPPORTED in this version. */
+    /* Block-quantised types, byte for byte GGUF's layouts (docs/quant-formats.md). A tensor of
+     * these types has its last dimension a multiple of the block's weight count (32 for
+     * Q8_0 and Q4_0, 256 for the K types); each row is stored as its blocks, as in a GGUF
+     * file, so a GGUF tensor's bytes upload unchanged. */
     MCL_DTYPE_Q8_0 = 16,
     MCL_DTYPE_Q4_0 = 17,
     MCL_DTYPE_Q4_K = 18,
@@ -336,6 +338,25 @@ MCL_API const char *mcl_dtype_name(mcl_dtype dtype);
 
 /** Bytes per element of a non-block dtype (4 for f32), or 0 for block and unknown types. */
 MCL_API size_t mcl_dtype_size(mcl_dtype dtype);
+
+/** Weights per block: 32 for Q8_0 and Q4_0, 256 for Q4_K, Q5_K and Q6_K, 1 for the plain
+ *  types, 0 for unknown values. */
+MCL_API int64_t mcl_dtype_block_weights(mcl_dtype dtype);
+
+/** Bytes per block (34 for Q8_0, 18 for Q4_0, 144 / 176 / 210 for Q4_K / Q5_K / Q6_K; the
+ *  element size for plain types; 0 for unknown values). */
+MCL_API size_t mcl_dtype_block_bytes(mcl_dtype dtype);
+
+/** Quantize n floats (a multiple of the block's weight count) into blocks of `dtype` on the
+ *  host, as a GGUF writer would lay them out (Q8_0 and Q4_0 byte for byte as ggml's reference
+ *  quantizer; the K types by a simpler min-max method in the same format). `blocks` receives
+ *  n / mcl_dtype_block_weights(dtype) * mcl_dtype_block_bytes(dtype) bytes. Errors:
+ *  MCL_ERROR_INVALID_ARGUMENT (NULL, n not a multiple, non-finite input or one whose scale
+ *  would overflow fp16), MCL_ERROR_UNSUPPORTED (not a block type). */
+MCL_API mcl_status mcl_quantize(mcl_dtype dtype, const float *x, void *blocks, int64_t n);
+
+/** Dequantize n weights of `dtype` blocks on the host (the reference the GPU matches). */
+MCL_API mcl_status mcl_dequantize(mcl_dtype dtype, const void *blocks, float *y, int64_t n);
 
 /** Create a tensor of `ndim` (1..MCL_MAX_DIMS) dimensions `shape[0..ndim-1]` (each >= 1)
  *  and type `dtype`. Its contents are undefined until written. Errors:
@@ -537,6 +558,14 @@ typedef enum mcl_transpose {
 MCL_API mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *a, mcl_transpose ta,
                               const mcl_tensor *b, mcl_transpose tb, const mcl_tensor *bias,
                               mcl_tensor *c);
+
+/* b of a block-quantised type (a weight matrix as stored in a GGUF file) is accepted by
+ * mcl_matmul() as the 2-D [N, K] operand with tb = MCL_TRANSPOSE: c = a W^T, a f32
+ * [..., M, K], dequantized in the shader (or, where integer dot products are fast and safe,
+ * with a quantized to 8 bits on the GPU). */
+
+/** out = the f32 values of the block-quantised tensor q (same shape). */
+MCL_API mcl_status mcl_dequantize_tensor(mcl_context *ctx, const mcl_tensor *q, mcl_tensor *out);
 
 /* --- Layout -------------------------------------------------------------------------- */
 

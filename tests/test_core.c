@@ -59,6 +59,24 @@ static void dtypes(void **state)
     assert_int_equal(mcl_dtype_size(MCL_DTYPE_U8), 1);
     assert_int_equal(mcl_dtype_size(MCL_DTYPE_Q4_K), 0);
     assert_string_equal(mcl_dtype_name(MCL_DTYPE_Q4_0), "q4_0");
+    assert_int_equal(mcl_dtype_block_weights(MCL_DTYPE_Q8_0), 32);
+    assert_int_equal(mcl_dtype_block_weights(MCL_DTYPE_Q5_K), 256);
+    assert_int_equal(mcl_dtype_block_weights(MCL_DTYPE_F32), 1);
+    assert_int_equal(mcl_dtype_block_weights((mcl_dtype)77), 0);
+    assert_int_equal(mcl_dtype_block_bytes(MCL_DTYPE_Q4_K), 144);
+    assert_int_equal(mcl_dtype_block_bytes(MCL_DTYPE_Q6_K), 210);
+    assert_int_equal(mcl_dtype_block_bytes(MCL_DTYPE_U8), 1);
+    /* The public host quantizer round-trips and refuses a partial block. */
+    float x[32], y[32];
+    unsigned char q[34];
+    for (int i = 0; i < 32; i++)
+        x[i] = (float)(i - 16) / 8.0f;
+    assert_int_equal(mcl_quantize(MCL_DTYPE_Q8_0, x, q, 32), MCL_SUCCESS);
+    assert_int_equal(mcl_dequantize(MCL_DTYPE_Q8_0, q, y, 32), MCL_SUCCESS);
+    for (int i = 0; i < 32; i++)
+        assert_true(y[i] - x[i] < 0.02f && x[i] - y[i] < 0.02f);
+    assert_int_equal(mcl_quantize(MCL_DTYPE_Q8_0, x, q, 31), MCL_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(mcl_quantize(MCL_DTYPE_F32, x, q, 32), MCL_ERROR_UNSUPPORTED);
     assert_null(mcl_dtype_name((mcl_dtype)77));
 }
 

@@ -38,7 +38,16 @@ static void bad_arguments_are_refused(void **state)
     assert_int_equal(mcl_tensor_create(ctx, MCL_DTYPE_F32, 2, zero, &t), MCL_ERROR_INVALID_ARGUMENT);
     int64_t negative[1] = {-3};
     assert_int_equal(mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, negative, &t), MCL_ERROR_INVALID_ARGUMENT);
-    assert_int_equal(mcl_tensor_create(ctx, MCL_DTYPE_Q4_0, 1, shape, &t), MCL_ERROR_UNSUPPORTED);
+    /* A block type's last dimension is a whole number of blocks. */
+    assert_int_equal(mcl_tensor_create(ctx, MCL_DTYPE_Q4_0, 1, shape, &t), MCL_ERROR_INVALID_ARGUMENT);
+    int64_t blocks[2] = {3, 64};
+    assert_mcl_ok(mcl_tensor_create(ctx, MCL_DTYPE_Q4_0, 2, blocks, &t));
+    assert_int_equal(mcl_tensor_nbytes(t), 3 * 2 * 18);
+    mcl_tensor_destroy(t);
+    int64_t super[2] = {2, 512};
+    assert_mcl_ok(mcl_tensor_create(ctx, MCL_DTYPE_Q6_K, 2, super, &t));
+    assert_int_equal(mcl_tensor_nbytes(t), 2 * 2 * 210);
+    mcl_tensor_destroy(t);
     assert_int_equal(mcl_tensor_create(ctx, (mcl_dtype)99, 1, shape, &t), MCL_ERROR_INVALID_ARGUMENT);
     /* Larger than any buffer the device can address: refused, never truncated. */
     int64_t huge[2] = {INT64_C(1) << 31, INT64_C(1) << 20};

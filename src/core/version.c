@@ -70,6 +70,30 @@ size_t mcl_dtype_size(mcl_dtype dtype)
     }
 }
 
+int64_t mcl_dtype_block_weights(mcl_dtype dtype)
+{
+    switch (dtype) {
+    case MCL_DTYPE_Q8_0:
+    case MCL_DTYPE_Q4_0: return 32;
+    case MCL_DTYPE_Q4_K:
+    case MCL_DTYPE_Q5_K:
+    case MCL_DTYPE_Q6_K: return 256;
+    default: return mcl_dtype_size(dtype) ? 1 : 0;
+    }
+}
+
+size_t mcl_dtype_block_bytes(mcl_dtype dtype)
+{
+    switch (dtype) {
+    case MCL_DTYPE_Q8_0: return 34;
+    case MCL_DTYPE_Q4_0: return 18;
+    case MCL_DTYPE_Q4_K: return 144;
+    case MCL_DTYPE_Q5_K: return 176;
+    case MCL_DTYPE_Q6_K: return 210;
+    default: return mcl_dtype_size(dtype);
+    }
+}
+
 const char *mcl_device_type_name(mcl_device_type type)
 {
     switch (type) {

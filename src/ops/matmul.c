@@ -186,6 +186,8 @@ mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *ca, mcl_transpose ta,
     mcl_tensor *a = (mcl_tensor *)ca, *b = (mcl_tensor *)cb, *bias = (mcl_tensor *)cbias;
     if (!ctx || !a || !b || !c)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (mcl_dtype_block_weights(b->dtype) > 1)
+        return mcl_matmul_quant(ctx, a, ta, b, tb, bias, c);
     if (a->ctx != ctx || b->ctx != ctx || c->ctx != ctx || (bias && bias->ctx != ctx))
         return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_matmul: tensor of another context");
     if (a->dtype != MCL_DTYPE_F32 || b->dtype != MCL_DTYPE_F32 || c->dtype != MCL_DTYPE_F32 ||

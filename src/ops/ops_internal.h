@@ -26,4 +26,8 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
  * or with the portable shared-memory tree (0) on this context. */
 int mcl_rows_use_subgroup(const mcl_context *ctx);
 
+/* mcl_matmul with a block-quantised b (matmul_quant.c). */
+mcl_status mcl_matmul_quant(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
+                            mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c);
+
 #endif

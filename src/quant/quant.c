@@ -99,3 +99,13 @@ int mcl_dequantize_row(mcl_dtype type, const void *blocks, float *y, int64_t n)
     f->dequantize(blocks, y, n / f->block_elems);
     return MCL_SUCCESS;
 }
+
+mcl_status mcl_quantize(mcl_dtype dtype, const float *x, void *blocks, int64_t n)
+{
+    return (mcl_status)mcl_quantize_row(dtype, x, blocks, n);
+}
+
+mcl_status mcl_dequantize(mcl_dtype dtype, const void *blocks, float *y, int64_t n)
+{
+    return (mcl_status)mcl_dequantize_row(dtype, blocks, y, n);
+}

@@ -32,9 +32,6 @@ mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, m
     uint32_t ndim = desc->ndim;
     if (!mcl_dtype_name(dtype))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "unknown dtype %d", (int)dtype);
-    if (mcl_dtype_size(dtype) == 0)
-        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "dtype %s is reserved in this version",
-                        mcl_dtype_name(dtype));
     if (ndim == 0 || ndim > MCL_MAX_DIMS)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "a tensor has 1 to %d dimensions, not %u", MCL_MAX_DIMS, ndim);
@@ -42,15 +39,25 @@ mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, m
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "unknown memory class %d",
                         (int)desc->memory_class);
 
-    /* Multiply with an overflow guard: the byte count must fit in 63 bits. */
-    uint64_t bytes = mcl_dtype_size(dtype);
+    /* Multiply with an overflow guard: the byte count must fit in 63 bits. A block type
+     * counts in blocks along the last dimension. */
+    int64_t per_block = mcl_dtype_block_weights(dtype);
+    uint64_t bytes = mcl_dtype_block_bytes(dtype);
     for (uint32_t i = 0; i < ndim; i++) {
-        if (desc->shape[i] < 1)
+        int64_t extent = desc->shape[i];
+        if (extent < 1)
             return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "dimension %u is %lld, not >= 1", i,
-                            (long long)desc->shape[i]);
-        if ((uint64_t)desc->shape[i] > (UINT64_MAX >> 1) / bytes)
+                            (long long)extent);
+        if (i == ndim - 1 && per_block > 1) {
+            if (extent % per_block != 0)
+                return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                                "the last dimension of a %s tensor is a multiple of %lld, not %lld",
+                                mcl_dtype_name(dtype), (long long)per_block, (long long)extent);
+            extent /= per_block;
+        }
+        if ((uint64_t)extent > (UINT64_MAX >> 1) / bytes)
             return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "tensor size overflows 64 bits");
-        bytes *= (uint64_t)desc->shape[i];
+        bytes *= (uint64_t)extent;
     }
     /* A kernel binds a tensor as one storage buffer range; none of today's kernels splits a
      * tensor into several ranges, so a larger one is refused rather than truncated. */
