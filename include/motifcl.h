@@ -413,6 +413,19 @@ MCL_API mcl_status mcl_tensor_upload(mcl_tensor *tensor, uint64_t offset, const 
 MCL_API mcl_status mcl_tensor_download(mcl_tensor *tensor, uint64_t offset, void *dst,
                                        uint64_t bytes);
 
+/** Allocate `bytes` of pinned host memory that the device reads and writes directly. Uploads
+ *  from it and downloads into it run at the bus's speed with no CPU copy (ordinary memory
+ *  costs a memcpy through a staging buffer, or page pinning, which is several times slower
+ *  on large transfers). `*out` receives a pointer aligned to 256 bytes; free it with
+ *  mcl_host_free() before the context is destroyed (or the context frees it). Errors:
+ *  MCL_ERROR_INVALID_ARGUMENT (bytes 0), MCL_ERROR_OUT_OF_DEVICE_MEMORY (the host-visible heap
+ *  or its budget is exhausted). */
+MCL_API mcl_status mcl_host_alloc(mcl_context *ctx, uint64_t bytes, void **out);
+
+/** Free memory from mcl_host_alloc(). Waits for transfers that use it. Accepts NULL; a
+ *  pointer that did not come from mcl_host_alloc() on ctx is ignored. */
+MCL_API void mcl_host_free(mcl_context *ctx, void *ptr);
+
 /** The tensor's type. */
 MCL_API mcl_dtype mcl_tensor_dtype(const mcl_tensor *tensor);
 

@@ -287,6 +287,49 @@ static void transfers_imported_path(void **state)
     mcl_context_destroy(c);
 }
 
+/* Memory from mcl_host_alloc is copied from and to directly, at any offset and size. */
+static void transfers_pinned_path(void **state)
+{
+    (void)state;
+    mcl_context *c = context_with_transfer("import");
+    uint64_t bytes = 48 * MIB + 20;
+    if (bytes > info.max_storage_buffer_range)
+        bytes = info.max_storage_buffer_range / 4 * 4;
+    unsigned char *pinned = NULL, *back = NULL;
+    assert_mcl_ok(mcl_host_alloc(c, bytes, (void **)&pinned));
+    assert_mcl_ok(mcl_host_alloc(c, bytes, (void **)&back));
+    assert_int_equal((uintptr_t)pinned % 256, 0);
+    mcl_fill_random((float *)pinned, bytes / 4, 77, -1, 1);
+    mcl_tensor_desc desc = {.size = sizeof desc, .dtype = MCL_DTYPE_U8, .ndim = 1,
+                            .shape = {(int64_t)bytes}};
+    mcl_tensor *t;
+    assert_mcl_ok(mcl_tensor_create_ex(c, &desc, &t));
+    assert_mcl_ok(mcl_tensor_upload(t, 0, pinned, bytes));
+    memset(back, 0, bytes);
+    assert_mcl_ok(mcl_tensor_download(t, 0, back, bytes));
+    int whole = memcmp(pinned, back, bytes) == 0;
+    /* A sub-range inside the pinned allocation, at odd offsets on both sides. */
+    assert_mcl_ok(mcl_tensor_upload(t, 7, pinned + 1001, 4099));
+    assert_mcl_ok(mcl_tensor_download(t, 7, back + 3, 4099));
+    int part = memcmp(pinned + 1001, back + 3, 4099) == 0;
+    char name[96];
+    snprintf(name, sizeof name, "pinned transfers byte-exact (%llu pinned copies)",
+             (unsigned long long)c->allocator.pinned_transfers);
+    mcl_test_record_bool(name, whole && part && c->allocator.pinned_transfers == 4);
+    assert_true(whole && part);
+    assert_int_equal(c->allocator.pinned_transfers, 4);
+
+    assert_int_equal(mcl_host_alloc(c, 0, (void **)&back), MCL_ERROR_INVALID_ARGUMENT);
+    assert_null(back);
+    int not_ours = 0;
+    mcl_host_free(c, &not_ours);
+    mcl_host_free(c, NULL);
+    mcl_tensor_destroy(t);
+    mcl_host_free(c, pinned);
+    assert_int_equal(mcl_context_validation_errors(c), 0);
+    mcl_context_destroy(c);   /* frees the second allocation */
+}
+
 static void transfers_staged_path(void **state)
 {
     (void)state;
@@ -379,6 +422,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(transfers_default_path),
         cmocka_unit_test(transfers_staged_path),
         cmocka_unit_test(transfers_imported_path),
+        cmocka_unit_test(transfers_pinned_path),
         cmocka_unit_test(no_aliasing_across_pool),
         cmocka_unit_test(out_of_memory_and_recovery),
     };

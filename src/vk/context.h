@@ -88,10 +88,12 @@ typedef struct mcl_allocator {
     int tensor_mappable;          /* tensors are host-visible and coherent: zero-copy */
     mcl_transfer_mode transfer_mode;
     uint64_t imported_transfers;  /* copies that went through imported host memory */
+    uint64_t pinned_transfers;    /* copies straight from or to mcl_host_alloc memory */
     uint64_t block_size, alignment, ring_size;
     mcl_block *pools[MCL_MEMORY_CLASS_COUNT];
     mcl_block *dedicated;
     mcl_block *ring;              /* staging ring, host-visible, mapped */
+    mcl_block *host_blocks;       /* pinned memory handed out by mcl_host_alloc */
     uint64_t ring_head;           /* bytes of the ring used by the open batch */
     uint64_t heap_reserved[VK_MAX_MEMORY_HEAPS];
     uint64_t bytes_reserved, bytes_allocated, bytes_allocated_peak;
@@ -201,6 +203,9 @@ mcl_status mcl_staging_ring(mcl_context *ctx, mcl_block **out);
 /* A host-visible block of the staging memory type, outside the pools (benchmarks). */
 mcl_status mcl_host_block_create(mcl_context *ctx, uint64_t size, mcl_block **out);
 void mcl_host_block_destroy(mcl_context *ctx, mcl_block *block);
+/* The mcl_host_alloc block holding [ptr, ptr + bytes), with ptr's offset in it, or NULL. */
+mcl_block *mcl_host_block_find(const mcl_context *ctx, const void *ptr, uint64_t bytes,
+                               uint64_t *offset);
 void mcl_memory_stats_fill(const mcl_context *ctx, mcl_memory_stats *stats);
 
 /* pipeline.c */

@@ -418,9 +418,70 @@ void mcl_host_block_destroy(mcl_context *ctx, mcl_block *block)
         block_destroy(ctx, block);
 }
 
+mcl_status mcl_host_alloc(mcl_context *ctx, uint64_t bytes, void **out)
+{
+    if (!out)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!ctx)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (bytes == 0)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_host_alloc of 0 bytes");
+    if (bytes > ctx->info.max_memory_allocation_size)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "mcl_host_alloc beyond maxMemoryAllocationSize");
+    mcl_block *b;
+    mcl_status status = mcl_host_block_create(ctx, bytes, &b);
+    if (status != MCL_SUCCESS)
+        return status;
+    if (!b->mapped) {
+        mcl_host_block_destroy(ctx, b);
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "host-visible memory cannot be mapped");
+    }
+    b->next = ctx->allocator.host_blocks;
+    ctx->allocator.host_blocks = b;
+    *out = b->mapped;
+    return MCL_SUCCESS;
+}
+
+void mcl_host_free(mcl_context *ctx, void *ptr)
+{
+    if (!ctx || !ptr)
+        return;
+    for (mcl_block **link = &ctx->allocator.host_blocks; *link; link = &(*link)->next) {
+        mcl_block *b = *link;
+        if (b->mapped == ptr) {
+            /* Transfers through it are waited for before they return, but a failed one may
+             * have left work behind: make sure nothing runs. */
+            mcl_stream_finish(ctx);
+            *link = b->next;
+            block_destroy(ctx, b);
+            return;
+        }
+    }
+}
+
+mcl_block *mcl_host_block_find(const mcl_context *ctx, const void *ptr, uint64_t bytes,
+                               uint64_t *offset)
+{
+    const char *p = ptr;
+    for (mcl_block *b = ctx->allocator.host_blocks; b; b = b->next) {
+        const char *base = b->mapped;
+        if (p >= base && (uint64_t)(p - base) <= b->size && bytes <= b->size - (uint64_t)(p - base)) {
+            *offset = (uint64_t)(p - base);
+            return b;
+        }
+    }
+    return NULL;
+}
+
 void mcl_memory_destroy(mcl_context *ctx)
 {
     mcl_allocator *a = &ctx->allocator;
+    while (a->host_blocks) {
+        mcl_block *b = a->host_blocks;
+        a->host_blocks = b->next;
+        block_destroy(ctx, b);
+    }
     for (int c = 0; c < MCL_MEMORY_CLASS_COUNT; c++) {
         while (a->pools[c]) {
             mcl_block *b = a->pools[c];

@@ -9,6 +9,8 @@
  *    VkBuffer and the GPU copies straight from or to it, at the bus's speed rather than a CPU
  *    memcpy's. The copy is submitted and waited for before the call returns, since the caller
  *    owns that memory again afterwards. The unaligned ends go through the ring;
+ *  - pinned, when the caller's memory came from mcl_host_alloc(): one GPU copy straight from
+ *    or to it (uploads wait for it, since the caller may reuse the memory on return);
  *  - staged, everywhere else: the bytes pass through a persistent mapped staging ring and a
  *    vkCmdCopyBuffer recorded in the ordered stream. Transfers larger than the ring stream
  *    through it in chunks, submitting between chunks.
@@ -181,6 +183,29 @@ static mcl_status upload_staged(mcl_context *ctx, mcl_tensor *dst, uint64_t offs
 static mcl_status download_staged(mcl_context *ctx, mcl_tensor *src, uint64_t offset,
                                   void *dst, uint64_t bytes);
 
+/* One GPU copy between pinned host memory and a tensor, submitted and waited for. */
+static mcl_status copy_pinned(mcl_context *ctx, mcl_tensor *t, uint64_t offset, mcl_block *host,
+                              uint64_t host_offset, uint64_t bytes, int upload)
+{
+    mcl_status status = mcl_stream_begin(ctx);
+    if (status != MCL_SUCCESS)
+        return status;
+    mcl_stream_track(ctx, upload ? NULL : &t, upload ? 0 : 1, upload ? &t : NULL, upload ? 1 : 0);
+    VkBufferCopy region = {
+        .srcOffset = upload ? host_offset : t->alloc.offset + offset,
+        .dstOffset = upload ? t->alloc.offset + offset : host_offset,
+        .size = bytes,
+    };
+    ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), upload ? host->buffer : t->alloc.block->buffer,
+                            upload ? t->alloc.block->buffer : host->buffer, 1, &region);
+    if (!upload)
+        mcl_stream_barrier_to_host(ctx);
+    status = mcl_stream_finish(ctx);
+    if (status == MCL_SUCCESS)
+        ctx->allocator.pinned_transfers++;
+    return status;
+}
+
 mcl_status mcl_transfer_upload(mcl_context *ctx, mcl_tensor *dst, uint64_t offset,
                                const void *src, uint64_t bytes)
 {
@@ -191,6 +216,11 @@ mcl_status mcl_transfer_upload(mcl_context *ctx, mcl_tensor *dst, uint64_t offse
         memcpy((char *)dst->alloc.block->mapped + dst->alloc.offset + offset, src, (size_t)bytes);
         return MCL_SUCCESS;
     }
+    mcl_block *host;
+    uint64_t host_offset;
+    if (ctx->allocator.transfer_mode != MCL_TRANSFER_STAGING &&
+        (host = mcl_host_block_find(ctx, src, bytes, &host_offset)) != NULL)
+        return copy_pinned(ctx, dst, offset, host, host_offset, bytes, 1);
     if (import_span(ctx, src, bytes, &lo, &hi)) {
         /* Ends first, through the ring, so that one submit carries them with the middle. */
         const char *from = src;
@@ -248,6 +278,11 @@ mcl_status mcl_transfer_download(mcl_context *ctx, mcl_tensor *src, uint64_t off
                (size_t)bytes);
         return MCL_SUCCESS;
     }
+    mcl_block *host;
+    uint64_t host_offset;
+    if (ctx->allocator.transfer_mode != MCL_TRANSFER_STAGING &&
+        (host = mcl_host_block_find(ctx, dst, bytes, &host_offset)) != NULL)
+        return copy_pinned(ctx, src, offset, host, host_offset, bytes, 0);
     if (import_span(ctx, dst, bytes, &lo, &hi)) {
         char *to = dst;
         int done;

@@ -100,12 +100,41 @@ int bench_transfer(bench *b)
             raw_up[r] = raw_copy_seconds(ctx, raw->buffer, t->alloc.block->buffer, bytes);
             raw_down[r] = raw_copy_seconds(ctx, t->alloc.block->buffer, raw->buffer, bytes);
         }
+        /* From and into pinned memory (mcl_host_alloc): no CPU copy, no page pinning. */
+        double pin_up[32], pin_down[32];
+        void *pinned = NULL;
+        int have_pinned = mcl_host_alloc(ctx, bytes, &pinned) == MCL_SUCCESS;
+        for (int r = 0; have_pinned && r < reps; r++) {
+            double start = bench_now();
+            mcl_tensor_upload(t, 0, pinned, bytes);
+            pin_up[r] = bench_now() - start;
+            start = bench_now();
+            mcl_tensor_download(t, 0, pinned, bytes);
+            pin_down[r] = bench_now() - start;
+        }
+        mcl_host_free(ctx, pinned);
         const double gb = (double)bytes / 1e9;
         char name[128];
         snprintf(name, sizeof name, "upload %llu MiB", (unsigned long long)(bytes / MIB));
         bench_figure(b, name, gb / bench_median(up, reps), "GB/s");
         snprintf(name, sizeof name, "download %llu MiB", (unsigned long long)(bytes / MIB));
         bench_figure(b, name, gb / bench_median(down, reps), "GB/s");
+        if (have_raw && have_pinned) {
+            double ru = gb / bench_median(raw_up, reps), rd = gb / bench_median(raw_down, reps);
+            double pu = gb / bench_median(pin_up, reps), pd = gb / bench_median(pin_down, reps);
+            snprintf(name, sizeof name, "upload %llu MiB from mcl_host_alloc memory",
+                     (unsigned long long)(bytes / MIB));
+            bench_figure(b, name, pu, "GB/s");
+            snprintf(name, sizeof name, "download %llu MiB into mcl_host_alloc memory",
+                     (unsigned long long)(bytes / MIB));
+            bench_figure(b, name, pd, "GB/s");
+            snprintf(name, sizeof name, "pinned upload %llu MiB vs plain copy",
+                     (unsigned long long)(bytes / MIB));
+            bench_figure(b, name, 100.0 * pu / ru, "%");
+            snprintf(name, sizeof name, "pinned download %llu MiB vs plain copy",
+                     (unsigned long long)(bytes / MIB));
+            bench_figure(b, name, 100.0 * pd / rd, "%");
+        }
         if (have_raw) {
             double ru = gb / bench_median(raw_up, reps), rd = gb / bench_median(raw_down, reps);
             snprintf(name, sizeof name, "plain vkCmdCopyBuffer host->device %llu MiB",
