@@ -484,7 +484,9 @@ MCL_API mcl_status mcl_context_memory_json(const mcl_context *ctx, char *buffer,
  *  - "rows" are the last dimension; a tensor of shape [..., D] has numel / D rows;
  *  - outputs are created by the caller with the documented shape (MCL_ERROR_SHAPE_MISMATCH
  *    otherwise) and must not alias inputs unless the comment allows it;
- *  - the call records work and returns; results are visible to the next download. */
+ *  - the call records work and returns; results are visible to the next download;
+ *  - an unknown enum value (op, activation, layout) is MCL_ERROR_INVALID_ARGUMENT, and more
+ *    than 2^32 - 1 elements in one operand is MCL_ERROR_TOO_LARGE. */
 
 /* --- Element-wise -------------------------------------------------------------------- */
 
@@ -502,7 +504,9 @@ typedef enum mcl_binary_op {
 MCL_API mcl_status mcl_binary(mcl_context *ctx, mcl_binary_op op, const mcl_tensor *a,
                               const mcl_tensor *b, mcl_tensor *out);
 
-/** out = a + b with mcl_binary()'s broadcasting. */
+/** out = a + b with mcl_binary()'s broadcasting. Errors: MCL_ERROR_SHAPE_MISMATCH (b does not
+ *  broadcast to a, or out's shape is not a's), MCL_ERROR_DTYPE_MISMATCH,
+ *  MCL_ERROR_WRONG_CONTEXT, MCL_ERROR_INVALID_ARGUMENT (NULL). */
 MCL_API mcl_status mcl_add(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *b,
                            mcl_tensor *out);
 
@@ -527,9 +531,11 @@ MCL_API mcl_status mcl_swiglu(mcl_context *ctx, const mcl_tensor *gate, const mc
 
 /* --- Row operations ------------------------------------------------------------------ */
 
-/** out = softmax(scale * x) over each row. With `causal`, x is viewed as [..., Tq, Tk] and
- *  element j of query row i is masked (excluded, output 0) when j > i + (Tk - Tq), so the
- *  last query attends to every key. `out` has x's shape and may alias it. */
+/** out = softmax(scale * x) over each row. With `causal`, x is viewed as [..., Tq, Tk] (a
+ *  1-D x counts as Tq = 1) and element j of query row i is masked (excluded, output 0) when
+ *  j > i + (Tk - Tq), so the last query attends to every key. A row with nothing visible
+ *  (Tq > Tk) or whose visible inputs are all -inf comes out as zeros, not NaN. `out` has x's
+ *  shape and may alias it. */
 MCL_API mcl_status mcl_softmax(mcl_context *ctx, const mcl_tensor *x, float scale, int causal,
                                mcl_tensor *out);
 
@@ -540,17 +546,18 @@ typedef enum mcl_reduce_op {
 } mcl_reduce_op;
 
 /** out[r] = reduce(x[r, :]) per row. `out` has x's shape without its last dimension (a 1-D x
- *  gives out of shape [1]). */
+ *  gives out of shape [1]) and must not alias x. */
 MCL_API mcl_status mcl_reduce_rows(mcl_context *ctx, mcl_reduce_op op, const mcl_tensor *x,
                                    mcl_tensor *out);
 
-/** out = x / sqrt(mean(x^2) + eps) * weight per row; weight is [D] or NULL (ones). `out` has
- *  x's shape and may alias it. */
+/** out = x / sqrt(mean(x^2) + eps) * weight per row; weight is 1-D [D] or NULL (ones). `out`
+ *  has x's shape and may alias x, not weight. */
 MCL_API mcl_status mcl_rmsnorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *weight,
                                float eps, mcl_tensor *out);
 
 /** out = (x - mean) / sqrt(var + eps) * weight + bias per row (biased variance); weight and
- *  bias are [D] or NULL (ones, zeros). `out` has x's shape and may alias it. */
+ *  bias are 1-D [D] or NULL (ones, zeros). `out` has x's shape and may alias x, not weight or
+ *  bias. */
 MCL_API mcl_status mcl_layernorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *weight,
                                  const mcl_tensor *bias, float eps, mcl_tensor *out);
 
