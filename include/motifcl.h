@@ -596,28 +596,32 @@ typedef enum mcl_rope_layout {
     MCL_ROPE_SPLIT_HALF = 1
 } mcl_rope_layout;
 
-/** Rotary position embedding. x is [B, T, H, Dh] with Dh even; position of token t is
- *  position_offset + t (the KV cache's length during decode); pair i of a head rotates by
- *  angle position * theta_base^(-2i/Dh). `out` has x's shape and may alias it. */
+/** Rotary position embedding. x is [B, T, H, Dh] with Dh even and at most 512; position of
+ *  token t is position_offset + t (the KV cache's length during decode), in [0, 2^24); pair
+ *  i of a head rotates by angle position * theta_base^(-2i/Dh), computed in f32. `out` has
+ *  x's shape and may alias it. */
 MCL_API mcl_status mcl_rope(mcl_context *ctx, const mcl_tensor *x, mcl_rope_layout layout,
                             float theta_base, int64_t position_offset, mcl_tensor *out);
 
-/** out[..., :] = table[ids[...], :]. table is [V, D] f32, ids is i32 of any shape, out is
- *  ids' shape plus [D]. An id outside [0, V) yields a row of zeros (never a read out of
- *  bounds). */
+/** out[..., :] = table[ids[...], :]. table is [V, D] f32, ids is i32 of up to 3 dimensions,
+ *  out is ids' shape plus [D]. An id outside [0, V) yields a row of zeros (never a read out
+ *  of bounds). */
 MCL_API mcl_status mcl_embedding(mcl_context *ctx, const mcl_tensor *table,
                                  const mcl_tensor *ids, mcl_tensor *out);
 
-/** dst = src for tensors of the same number of elements and element size (shapes may differ:
- *  a reshape). */
+/** dst = src, bit for bit, for tensors of the same number of elements and element size
+ *  (shapes and dtypes may differ: a reshape or a reinterpretation) whose byte count is a
+ *  multiple of 4 (else MCL_ERROR_UNSUPPORTED). src == dst does nothing. */
 MCL_API mcl_status mcl_copy(mcl_context *ctx, const mcl_tensor *src, mcl_tensor *dst);
 
 /** dst = src with its axes permuted: dst dimension i is src dimension perm[i], for the
- *  first ndim entries of perm (a permutation of 0..ndim-1). Any 4-byte dtype. */
+ *  first ndim entries of perm (a permutation of 0..ndim-1). Any 4-byte dtype; dst must not
+ *  alias src. */
 MCL_API mcl_status mcl_permute(mcl_context *ctx, const mcl_tensor *src, const uint32_t *perm,
                                mcl_tensor *dst);
 
-/** out = a and b joined along `axis`; all other dimensions equal. Any 4-byte dtype. */
+/** out = a and b joined along `axis`; all other dimensions equal. Any 4-byte dtype; out must
+ *  not alias a or b. */
 MCL_API mcl_status mcl_concat(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *b,
                               uint32_t axis, mcl_tensor *out);
 
@@ -635,8 +639,11 @@ typedef struct mcl_attention_desc {
 /** Multi-head attention, out = softmax(scale q k^T [+ causal mask]) v per head, computed in
  *  tiles without materialising the T x S score matrix. q is [B, T, Hq, D]; k and v are
  *  [B, S, Hkv, D] with Hq a multiple of Hkv (grouped-query; Hkv = 1 is multi-query); only the
- *  first kv_length positions of k and v are read. out is [B, T, Hq, D]. T = 1 against a long
- *  cache (decode) takes a path split over the keys. desc may be NULL for defaults. */
+ *  first kv_length positions of k and v are read. out is [B, T, Hq, D] and must not alias q,
+ *  k or v. D is at most 256 (else MCL_ERROR_UNSUPPORTED). A query that sees no key (causal
+ *  with T > kv_length) gets zeros. kv_length outside [0, S] or a non-finite scale is
+ *  MCL_ERROR_INVALID_ARGUMENT. T = 1 against a long cache (decode) takes a path split over
+ *  the keys. desc may be NULL for defaults. */
 MCL_API mcl_status mcl_attention(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
                                  const mcl_tensor *v, const mcl_attention_desc *desc,
                                  mcl_tensor *out);
@@ -647,7 +654,7 @@ MCL_API mcl_status mcl_attention(mcl_context *ctx, const mcl_tensor *q, const mc
  *  logsumexp(logits[r]) - logits[r, targets[r]]. logits is [N, V] f32, targets [N] i32 (a
  *  target outside [0, V), such as -1 for padding, excludes its row), loss [1] (0 when every
  *  row is excluded). lse, if not NULL, is [N] and receives each row's logsumexp, which the
- *  backward pass needs. */
+ *  backward pass needs. loss and lse must not alias logits. */
 MCL_API mcl_status mcl_cross_entropy(mcl_context *ctx, const mcl_tensor *logits,
                                      const mcl_tensor *targets, mcl_tensor *loss,
                                      mcl_tensor *lse);

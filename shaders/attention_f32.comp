@@ -19,12 +19,19 @@ void main() {
     const uint hkv = gl_WorkGroupID.y;
     const uint b = gl_WorkGroupID.z;
     attend(b, hkv, row0, 0u, pc.kv_len);
-    for (uint j = 0u; j < ACC; j++) {
+    [[unroll]] for (uint j = 0u; j < ACC; j++) {
         const uint e = tid + j * WG;
-        const uint r = e / D;
-        if (e < BQ * D && row0 + r < pc.rows) {
+        const uint r = e / D4;
+        if (e < BQ * D4 && row0 + r < pc.rows) {
             const float l = row_l[r];
-            dst[q_index(b, hkv, row0 + r, e - r * D)] = l > 0.0 ? acc[j] / l : 0.0;
+            const vec4 o = l > 0.0 ? acc[j] / l : vec4(0.0);
+            const uint base = q_base(b, hkv, row0 + r);
+            const uint d = (e - r * D4) * 4u;
+            [[unroll]] for (uint i = 0u; i < 4u; i++) {
+                if (d + i < D) {
+                    dst[base + d + i] = o[i];
+                }
+            }
         }
     }
 }

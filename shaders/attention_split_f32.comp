@@ -29,11 +29,17 @@ void main() {
 
     // Slot of (batch, split, kv head): rows are contiguous inside it.
     const uint slot = (b * pc.splits + split) * pc.heads_kv + hkv;
-    for (uint j = 0u; j < ACC; j++) {
+    [[unroll]] for (uint j = 0u; j < ACC; j++) {
         const uint e = tid + j * WG;
-        const uint r = e / D;
-        if (e < BQ * D && row0 + r < pc.rows) {
-            part_o[(slot * pc.rows + row0 + r) * D + (e - r * D)] = acc[j];
+        const uint r = e / D4;
+        if (e < BQ * D4 && row0 + r < pc.rows) {
+            const uint base = (slot * pc.rows + row0 + r) * D;
+            const uint d = (e - r * D4) * 4u;
+            [[unroll]] for (uint i = 0u; i < 4u; i++) {
+                if (d + i < D) {
+                    part_o[base + d + i] = acc[j][i];
+                }
+            }
         }
     }
     if (tid < BQ && row0 + tid < pc.rows) {

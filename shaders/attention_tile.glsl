@@ -4,9 +4,10 @@
 //
 // A workgroup owns BQ query rows of one (batch, kv head) and walks the keys in tiles of BK:
 // rows are (t, g) pairs, g in [0, G) the query heads that share the kv head (grouped-query),
-// so a K/V tile loaded once serves all of them. Per key tile:
-//   1. K tile -> shared memory (rows padded to D + 1 floats: the score loop reads one column
-//      across rows, which would otherwise hit one bank);
+// so a K/V tile loaded once serves all of them. Head vectors live in shared memory as vec4s
+// (D4 = ceil(D / 4), zero-padded): one 128-bit shared load feeds four FMAs. Per key tile:
+//   1. K tile -> shared memory (rows padded by one vec4: the score loop reads one column
+//      across rows, which would otherwise hit the same banks);
 //   2. scores S = Q K^T (Q was pre-scaled by scale * log2(e), so exp2 replaces exp), masked
 //      keys set to NEG;
 //   3. V tile -> the same shared buffer, while each row's max and sum are reduced by a tree
@@ -18,10 +19,12 @@
 // Specialization constants (constant 0 is the workgroup size WG):
 //   1: D   head dimension (exact)     2: BQ  query rows per workgroup, a power of 2 <= WG
 //   3: BK  keys per tile
-// Shared memory: 4 * (BQ * D + BK * (D + 1) + BQ * BK + 2 * WG + 4 * BQ) bytes; the host
-// picks BQ and BK to fit the device's maxComputeSharedMemorySize.
+// Shared memory: 16 * (BQ * D4 + BK * (D4 + 1)) + 4 * (BQ * BK + 2 * WG + 4 * BQ) bytes; the
+// host picks BQ and BK to fit the device's maxComputeSharedMemorySize.
 #ifndef ATTENTION_TILE_GLSL
 #define ATTENTION_TILE_GLSL
+
+#extension GL_EXT_control_flow_attributes : require
 
 layout(local_size_x_id = 0, local_size_x = 64) in;
 layout(constant_id = 1) const uint D = 64;
@@ -29,9 +32,10 @@ layout(constant_id = 2) const uint BQ = 16;
 layout(constant_id = 3) const uint BK = 32;
 
 const uint WG = gl_WorkGroupSize.x;
-const uint TPR = WG / BQ;                  // threads per row in the softmax reductions
-const uint KSTRIDE = D + 1u;
-const uint ACC = (BQ * D + WG - 1u) / WG;  // output elements each invocation accumulates
+const uint TPR = WG / BQ;                   // threads per row in the softmax reductions
+const uint D4 = (D + 3u) / 4u;              // vec4s per head vector
+const uint KSTRIDE = D4 + 1u;               // vec4s per shared K/V row
+const uint ACC = (BQ * D4 + WG - 1u) / WG;  // output vec4s each invocation accumulates
 
 // A masked score, and the running max of a row that has seen no key yet. Finite, so that no
 // step depends on how a driver treats infinities.
@@ -55,8 +59,8 @@ layout(push_constant) uniform Push {
     uint splits;
 } pc;
 
-shared float q_tile[BQ * D];
-shared float kv_tile[BK * KSTRIDE];
+shared vec4 q_tile[BQ * D4];
+shared vec4 kv_tile[BK * KSTRIDE];
 shared float p_tile[BQ * BK];
 shared float red_max[WG];
 shared float red_sum[WG];
@@ -65,17 +69,49 @@ shared float row_l[BQ];      // running sum of exp2(score - row_m)
 shared float row_alpha[BQ];  // rescale of this tile
 shared uint row_limit[BQ];   // keys < row_limit are visible to the row
 
-float acc[ACC];
+// Indexed only in unrolled loops, so that it stays in registers.
+vec4 acc[ACC];
 
-// The q element (row rho of kv head hkv, batch b, column d) as an index into q and out.
-uint q_index(uint b, uint hkv, uint rho, uint d) {
+// Index of element 0 of row rho's head vector (kv head hkv, batch b) in q and out.
+uint q_base(uint b, uint hkv, uint rho) {
     const uint t = rho / pc.group;
     const uint hq = hkv * pc.group + (rho - t * pc.group);
-    return ((b * pc.seq_q + t) * pc.heads_q + hq) * D + d;
+    return ((b * pc.seq_q + t) * pc.heads_q + hq) * D;
 }
 
-uint kv_index(uint b, uint hkv, uint s, uint d) {
-    return ((b * pc.seq_kv + s) * pc.heads_kv + hkv) * D + d;
+uint kv_base(uint b, uint hkv, uint s) {
+    return ((b * pc.seq_kv + s) * pc.heads_kv + hkv) * D;
+}
+
+// Elements d4 * 4 .. d4 * 4 + 3 of a head vector, zero past D.
+vec4 load_q(uint base, uint d4) {
+    vec4 r = vec4(0.0);
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        if (d4 * 4u + i < D) {
+            r[i] = q[base + d4 * 4u + i];
+        }
+    }
+    return r;
+}
+
+vec4 load_k(uint base, uint d4) {
+    vec4 r = vec4(0.0);
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        if (d4 * 4u + i < D) {
+            r[i] = k[base + d4 * 4u + i];
+        }
+    }
+    return r;
+}
+
+vec4 load_v(uint base, uint d4) {
+    vec4 r = vec4(0.0);
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        if (d4 * 4u + i < D) {
+            r[i] = v[base + d4 * 4u + i];
+        }
+    }
+    return r;
 }
 
 // Keys visible to row rho: all kv_len, or with the causal mask those up to its position
@@ -110,16 +146,18 @@ void reduce_rows_sum(uint tid, uint lane) {
 }
 
 // Run the online softmax of query rows [row0, row0 + BQ) over keys [key_begin, key_end).
-// On return acc[] holds the unnormalised output (element tid + j * WG of the BQ x D tile),
-// and row_m / row_l each row's max and sum.
+// On return acc[] holds the unnormalised output (vec4 tid + j * WG of the BQ x D4 tile), and
+// row_m / row_l each row's max and sum.
 void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
     const uint tid = gl_LocalInvocationID.x;
     const uint my_row = tid / TPR;
     const uint lane = tid - my_row * TPR;
 
-    for (uint e = tid; e < BQ * D; e += WG) {
-        const uint rho = row0 + e / D;
-        q_tile[e] = rho < pc.rows ? q[q_index(b, hkv, rho, e % D)] * pc.scale_log2 : 0.0;
+    for (uint e = tid; e < BQ * D4; e += WG) {
+        const uint r = e / D4;
+        const uint rho = row0 + r;
+        q_tile[e] = rho < pc.rows ? load_q(q_base(b, hkv, rho), e - r * D4) * pc.scale_log2
+                                  : vec4(0.0);
     }
     if (tid < BQ) {
         const uint rho = row0 + tid;
@@ -127,8 +165,8 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
         row_l[tid] = 0.0;
         row_limit[tid] = rho < pc.rows ? min(visible_keys(rho), key_end) : 0u;
     }
-    for (uint j = 0u; j < ACC; j++) {
-        acc[j] = 0.0;
+    [[unroll]] for (uint j = 0u; j < ACC; j++) {
+        acc[j] = vec4(0.0);
     }
     // The last row of the tile sees the most keys: no tile past its limit is needed.
     const uint last_row = min(row0 + BQ, pc.rows) - 1u;
@@ -136,10 +174,11 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
     barrier();
 
     for (uint kt = key_begin; kt < key_stop; kt += BK) {
-        for (uint e = tid; e < BK * D; e += WG) {
-            const uint c = e / D;
-            const uint d = e - c * D;
-            kv_tile[c * KSTRIDE + d] = kt + c < key_stop ? k[kv_index(b, hkv, kt + c, d)] : 0.0;
+        for (uint e = tid; e < BK * D4; e += WG) {
+            const uint c = e / D4;
+            const uint d4 = e - c * D4;
+            kv_tile[c * KSTRIDE + d4] =
+                kt + c < key_stop ? load_k(kv_base(b, hkv, kt + c), d4) : vec4(0.0);
         }
         barrier();
 
@@ -147,17 +186,18 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
             const uint r = e / BK;
             const uint c = e - r * BK;
             float s = 0.0;
-            for (uint d = 0u; d < D; d++) {
-                s += q_tile[r * D + d] * kv_tile[c * KSTRIDE + d];
+            for (uint d4 = 0u; d4 < D4; d4++) {
+                s += dot(q_tile[r * D4 + d4], kv_tile[c * KSTRIDE + d4]);
             }
             p_tile[e] = kt + c < row_limit[r] ? s : NEG;
         }
         barrier();
 
-        for (uint e = tid; e < BK * D; e += WG) {
-            const uint c = e / D;
-            const uint d = e - c * D;
-            kv_tile[c * KSTRIDE + d] = kt + c < key_stop ? v[kv_index(b, hkv, kt + c, d)] : 0.0;
+        for (uint e = tid; e < BK * D4; e += WG) {
+            const uint c = e / D4;
+            const uint d4 = e - c * D4;
+            kv_tile[c * KSTRIDE + d4] =
+                kt + c < key_stop ? load_v(kv_base(b, hkv, kt + c), d4) : vec4(0.0);
         }
         float local_max = NEG;
         for (uint c = lane; c < BK; c += TPR) {
@@ -189,16 +229,21 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
         }
         barrier();
 
-        for (uint j = 0u; j < ACC; j++) {
+        [[unroll]] for (uint j = 0u; j < ACC; j++) {
             const uint e = tid + j * WG;
-            if (e < BQ * D) {
-                const uint r = e / D;
-                const uint d = e - r * D;
-                float o = acc[j] * row_alpha[r];
-                for (uint c = 0u; c < BK; c++) {
-                    o += p_tile[r * BK + c] * kv_tile[c * KSTRIDE + d];
+            if (e < BQ * D4) {
+                acc[j] *= row_alpha[e / D4];
+            }
+        }
+        // Not unrolled: each pass is already ACC vec4 FMAs wide, and unrolling BK more times
+        // made Lavapipe's compile of one variant take 5 s instead of 0.5.
+        [[dont_unroll]] for (uint c = 0u; c < BK; c++) {
+            [[unroll]] for (uint j = 0u; j < ACC; j++) {
+                const uint e = tid + j * WG;
+                if (e < BQ * D4) {
+                    const uint r = e / D4;
+                    acc[j] += p_tile[r * BK + c] * kv_tile[c * KSTRIDE + (e - r * D4)];
                 }
-                acc[j] = o;
             }
         }
         barrier();

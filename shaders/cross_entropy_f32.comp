@@ -13,7 +13,7 @@
 //   set 0 binding 1: targets (readonly  int[],   [N])
 //   set 0 binding 2: rows    (writeonly float[], [2, N]: loss, then valid as 1.0 / 0.0)
 //   set 0 binding 3: lse     (writeonly float[], [N]); written only when has_lse != 0 (the
-//                    host binds the rows buffer here when the caller wants no lse)
+//                    host binds some other tensor here when the caller wants no lse)
 //   push constants : { uint rows; uint vocab; uint has_lse; }
 layout(local_size_x_id = 0, local_size_x = 256) in;
 

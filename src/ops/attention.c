@@ -1,10 +1,286 @@
-/* Multi-head attention: tiled prefill and split-key decode. */
+/* Multi-head attention: a tiled flash-style kernel, and a split-key path for decode.
+ *
+ * Both run attention_tile.glsl: a workgroup owns BQ query rows of one (batch, kv head), the
+ * rows being (t, g) pairs over the G query heads that share the kv head, so grouped-query
+ * attention reads each K/V tile once for all of them. It walks key tiles of BK with an online
+ * softmax; no T x S score matrix exists anywhere.
+ *
+ * That grid has ceil(T G / BQ) x Hkv x B workgroups: plenty for a prefill, but a single
+ * decode token (T = 1) gives Hkv of them, a handful, each walking the whole cache. The split
+ * path then cuts the keys into slices, one workgroup per (rows, kv head, slice), writing each
+ * slice's unnormalised output with its max and sum into scratch tensors; a combine kernel
+ * merges the slices. The split count is chosen to fill the device, never giving a slice fewer
+ * than MCL_ATTN_MIN_SPLIT_KEYS keys (below that the combine costs more than it saves). */
+#include <math.h>
+
 #include "../vk/context.h"
+
+/* Head dims the kernels accept: the per-invocation accumulator is BQ * D / WG floats. */
+#define MCL_ATTN_MAX_HEAD_DIM 256u
+/* Query rows per workgroup: 16 rows amortise a K/V tile; fewer when there are fewer rows. */
+#define MCL_ATTN_MAX_ROWS 16u
+/* Keys per tile, before shrinking to fit shared memory. */
+#define MCL_ATTN_KEYS 32u
+#define MCL_ATTN_MIN_KEYS 8u
+/* Workgroup sizes: multiples of every subgroup size in use (8, 32, 64), within the 128
+ * invocations Vulkan guarantees. A full 16-row tile gets 128, smaller ones 64. */
+#define MCL_ATTN_WG_FULL 128u
+#define MCL_ATTN_WG_SMALL 64u
+/* Split heuristics. The target is a few workgroups per compute unit on the GPUs in view
+ * (RX 580: 36 CUs; large NVIDIA parts: ~130 SMs); Vulkan does not report the count. */
+#define MCL_ATTN_TARGET_GROUPS 256u
+#define MCL_ATTN_MIN_SPLIT_KEYS 128u
+#define MCL_ATTN_MAX_SPLITS 64u
+/* maxComputeWorkGroupCount: the minimum Vulkan guarantees in each dimension. */
+#define MCL_MAX_GROUPS 65535u
+#define MCL_LOG2E 1.442695040888963407360
+
+/* Push constants of attention_f32.comp and attention_split_f32.comp (attention_tile.glsl). */
+typedef struct attention_push {
+    uint32_t seq_q, seq_kv, kv_len, heads_q, heads_kv, group, rows, causal;
+    float scale_log2;
+    uint32_t keys_per_split, splits;
+} attention_push;
+
+typedef struct combine_push {
+    uint32_t n, dim, seq_q, heads_q, heads_kv, group, splits;
+} combine_push;
+
+typedef struct attention_plan {
+    uint32_t wg, rows_per_group, keys_per_tile;
+    uint32_t row_tiles;
+    uint32_t splits, keys_per_split;
+} attention_plan;
+
+
+static uint64_t div_up(uint64_t a, uint64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* Bytes of shared memory attention_tile.glsl declares: Q and K/V tiles of vec4s (head
+ * vectors padded to whole vec4s, K/V rows by one more), scores, reductions, row state. */
+static uint64_t tile_shared_bytes(uint32_t wg, uint32_t d, uint32_t bq, uint32_t bk)
+{
+    uint64_t d4 = (d + 3) / 4;
+    return 16u * ((uint64_t)bq * d4 + (uint64_t)bk * (d4 + 1)) +
+           4u * ((uint64_t)bq * bk + 2u * wg + 4u * bq);
+}
+
+static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_t kv_len,
+                            uint32_t heads_kv, uint32_t batch, uint32_t force_splits,
+                            attention_plan *plan)
+{
+    uint32_t bq = 1;
+    while (bq < rows && bq < MCL_ATTN_MAX_ROWS)
+        bq *= 2;
+    uint32_t wg = bq == MCL_ATTN_MAX_ROWS ? MCL_ATTN_WG_FULL : MCL_ATTN_WG_SMALL;
+    uint32_t bk = MCL_ATTN_KEYS;
+    /* Vulkan guarantees only 16 KiB of shared memory; large head dims shrink the key tile
+     * first (it costs more barriers, not more loads), then the query tile. */
+    while (tile_shared_bytes(wg, d, bq, bk) > ctx->info.max_compute_shared_memory_size) {
+        if (bk > MCL_ATTN_MIN_KEYS)
+            bk /= 2;
+        else if (bq > 1)
+            bq /= 2;
+        else
+            return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                            "mcl_attention: head dim %u does not fit %u bytes of shared memory",
+                            d, ctx->info.max_compute_shared_memory_size);
+    }
+    uint64_t row_tiles = div_up(rows, bq);
+    if (row_tiles > MCL_MAX_GROUPS || heads_kv > MCL_MAX_GROUPS || batch > MCL_MAX_GROUPS)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
+                        "mcl_attention: %llu row tiles x %u kv heads x %u batches exceed the "
+                        "65535 workgroups per dimension", (unsigned long long)row_tiles,
+                        heads_kv, batch);
+
+    uint64_t splits = force_splits;
+    if (splits == 0) {
+        uint64_t groups = row_tiles * heads_kv * batch;
+        splits = div_up(MCL_ATTN_TARGET_GROUPS, groups);
+        if (splits > div_up(kv_len, MCL_ATTN_MIN_SPLIT_KEYS))
+            splits = div_up(kv_len, MCL_ATTN_MIN_SPLIT_KEYS);
+        if (splits > MCL_ATTN_MAX_SPLITS)
+            splits = MCL_ATTN_MAX_SPLITS;
+    }
+    /* A slice holds at least one key tile, and batch x slices fits the z dimension. */
+    if (splits > div_up(kv_len, bk))
+        splits = div_up(kv_len, bk);
+    if (splits > MCL_MAX_GROUPS / batch)
+        splits = MCL_MAX_GROUPS / batch;
+    uint64_t keys_per_split = kv_len;
+    if (splits > 1) {
+        keys_per_split = div_up(div_up(kv_len, splits), bk) * bk;
+        splits = div_up(kv_len, keys_per_split);  /* no empty slice at the end */
+    }
+    *plan = (attention_plan){
+        .wg = wg,
+        .rows_per_group = bq,
+        .keys_per_tile = bk,
+        .row_tiles = (uint32_t)row_tiles,
+        .splits = splits < 1 ? 1 : (uint32_t)splits,
+        .keys_per_split = (uint32_t)keys_per_split,
+    };
+    return MCL_SUCCESS;
+}
+
+static mcl_status tile_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindings,
+                              const attention_plan *plan, uint32_t d, const mcl_kernel **out)
+{
+    mcl_kernel_desc desc = {
+        .id = id,
+        .binding_count = bindings,
+        .push_size = sizeof(attention_push),
+        .local_size_x = plan->wg,
+        .spec_count = 3,
+        .spec = {d, plan->rows_per_group, plan->keys_per_tile},
+    };
+    mcl_status status = mcl_kernel_get(ctx, &desc, out);
+    /* The shader's row reductions assume exactly wg invocations. */
+    if (status == MCL_SUCCESS && (*out)->local_size_x != plan->wg)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                        "mcl_attention: the device allows fewer than %u invocations per "
+                        "workgroup", plan->wg);
+    return status;
+}
+
+/* The split path: slices of the keys into scratch tensors, then the combine. */
+static mcl_status attend_split(mcl_context *ctx, mcl_tensor *const *qkv, mcl_tensor *out,
+                               const attention_plan *plan, const attention_push *push,
+                               uint32_t batch, uint32_t d)
+{
+    const mcl_kernel *split_kernel, *combine_kernel;
+    mcl_status status;
+    if ((status = tile_kernel(ctx, MCL_KERNEL_ATTENTION_SPLIT_F32, 5, plan, d, &split_kernel)) !=
+            MCL_SUCCESS ||
+        (status = mcl_kernel_simple(ctx, MCL_KERNEL_ATTENTION_COMBINE_F32, 3,
+                                    sizeof(combine_push), &combine_kernel)) != MCL_SUCCESS)
+        return status;
+
+    int64_t slots = (int64_t)batch * plan->splits * push->heads_kv;
+    int64_t part_o_shape[3] = {slots, push->rows, d};
+    int64_t part_ml_shape[3] = {slots, push->rows, 2};
+    if (slots * push->rows * (int64_t)d > (int64_t)UINT32_MAX)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
+                        "mcl_attention: split partials exceed 2^32-1 elements");
+    mcl_tensor *parts[2] = {NULL, NULL};
+    if ((status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 3, part_o_shape, &parts[0])) !=
+            MCL_SUCCESS ||
+        (status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 3, part_ml_shape, &parts[1])) !=
+            MCL_SUCCESS)
+        goto done;
+
+    status = mcl_stream_dispatch(ctx, split_kernel, qkv, 3, parts, 2, push, plan->row_tiles,
+                                 push->heads_kv, batch * plan->splits);
+    if (status != MCL_SUCCESS)
+        goto done;
+
+    int64_t n = mcl_tensor_numel(out);
+    combine_push cpush = {
+        .n = (uint32_t)n,
+        .dim = d,
+        .seq_q = push->seq_q,
+        .heads_q = push->heads_q,
+        .heads_kv = push->heads_kv,
+        .group = push->group,
+        .splits = plan->splits,
+    };
+    uint64_t groups = div_up((uint64_t)n, combine_kernel->local_size_x);
+    if (groups > MCL_MAX_GROUPS)
+        groups = MCL_MAX_GROUPS;
+    status = mcl_stream_dispatch(ctx, combine_kernel, parts, 2, &out, 1, &cpush,
+                                 (uint32_t)groups, 1, 1);
+done:
+    /* Safe with the dispatches still recorded: the memory is held until they have run. */
+    mcl_tensor_destroy(parts[0]);
+    mcl_tensor_destroy(parts[1]);
+    return status;
+}
+
+mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
+                            const mcl_tensor *v, const mcl_attention_desc *desc,
+                            uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out)
+{
+    if (!ctx)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (!q || !k || !v || !out)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_attention: NULL tensor");
+    if (q->ctx != ctx || k->ctx != ctx || v->ctx != ctx || out->ctx != ctx)
+        return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_attention: tensor of another context");
+    if (q->dtype != MCL_DTYPE_F32 || k->dtype != MCL_DTYPE_F32 || v->dtype != MCL_DTYPE_F32 ||
+        out->dtype != MCL_DTYPE_F32)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_attention takes f32 tensors");
+    if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || out->ndim != 4)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_attention: q, out are [B, T, Hq, D], k, v [B, S, Hkv, D]");
+    for (uint32_t i = 0; i < 4; i++) {
+        if (k->shape[i] != v->shape[i] || out->shape[i] != q->shape[i])
+            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                            "mcl_attention: k and v, q and out must have equal shapes");
+    }
+    int64_t batch = q->shape[0], seq_q = q->shape[1], heads_q = q->shape[2], d = q->shape[3];
+    int64_t seq_kv = k->shape[1], heads_kv = k->shape[2];
+    if (k->shape[0] != batch || k->shape[3] != d || heads_q % heads_kv != 0)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_attention: batch and head dim must agree and Hq (%lld) be a "
+                        "multiple of Hkv (%lld)", (long long)heads_q, (long long)heads_kv);
+    if (desc && desc->size < offsetof(mcl_attention_desc, reserved))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_attention: desc->size is not set (sizeof(mcl_attention_desc))");
+    float scale = desc ? desc->scale : 0.0f;
+    int64_t kv_len = desc && desc->kv_length ? desc->kv_length : seq_kv;
+    if (!isfinite(scale))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_attention: scale is not finite");
+    if (kv_len < 0 || kv_len > seq_kv)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_attention: kv_length %lld outside [0, S = %lld]",
+                        (long long)kv_len, (long long)seq_kv);
+    if (d > (int64_t)MCL_ATTN_MAX_HEAD_DIM)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "mcl_attention: head dim %lld above %u",
+                        (long long)d, MCL_ATTN_MAX_HEAD_DIM);
+    if (out == q || out == k || out == v)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_attention: out aliases an input");
+    if (mcl_tensor_numel(q) > (int64_t)UINT32_MAX || mcl_tensor_numel(k) > (int64_t)UINT32_MAX)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "mcl_attention: more than 2^32-1 elements");
+    if (scale == 0.0f)
+        scale = (float)(1.0 / sqrt((double)d));
+
+    int64_t group = heads_q / heads_kv;
+    attention_push push = {
+        .seq_q = (uint32_t)seq_q,
+        .seq_kv = (uint32_t)seq_kv,
+        .kv_len = (uint32_t)kv_len,
+        .heads_q = (uint32_t)heads_q,
+        .heads_kv = (uint32_t)heads_kv,
+        .group = (uint32_t)group,
+        .rows = (uint32_t)(seq_q * group),
+        .causal = desc && desc->causal,
+        .scale_log2 = (float)((double)scale * MCL_LOG2E),
+    };
+    attention_plan plan;
+    mcl_status status = make_plan(ctx, push.rows, (uint32_t)d, push.kv_len, push.heads_kv,
+                                  (uint32_t)batch, force_splits, &plan);
+    if (status != MCL_SUCCESS)
+        return status;
+    push.keys_per_split = plan.keys_per_split;
+    push.splits = plan.splits;
+    if (splits_used)
+        *splits_used = plan.splits;
+
+    mcl_tensor *qkv[3] = {(mcl_tensor *)q, (mcl_tensor *)k, (mcl_tensor *)v};
+    if (plan.splits > 1)
+        return attend_split(ctx, qkv, out, &plan, &push, (uint32_t)batch, (uint32_t)d);
+    const mcl_kernel *kernel;
+    if ((status = tile_kernel(ctx, MCL_KERNEL_ATTENTION_F32, 4, &plan, (uint32_t)d, &kernel)) !=
+        MCL_SUCCESS)
+        return status;
+    return mcl_stream_dispatch(ctx, kernel, qkv, 3, &out, 1, &push, plan.row_tiles,
+                               push.heads_kv, (uint32_t)batch);
+}
 
 mcl_status mcl_attention(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
                          const mcl_tensor *v, const mcl_attention_desc *desc, mcl_tensor *out)
 {
-    (void)q, (void)k, (void)v, (void)desc, (void)out;
-    return ctx ? mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "mcl_attention is not implemented yet")
-               : MCL_ERROR_INVALID_ARGUMENT;
+    return mcl_attention_ex(ctx, q, k, v, desc, 0, NULL, out);
 }

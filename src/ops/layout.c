@@ -1,40 +1,307 @@
-/* Layout operations: RoPE, embedding gather, copy, permute, concat. */
+/* Layout operations: RoPE, embedding gather, copy, permute, concat.
+ *
+ * None of them combines elements, so each is one grid-stride kernel over its output: an
+ * invocation owns output elements (writes never race) and reads the one input element that
+ * lands there. Copy, permute and concat move 32-bit words whatever they mean, so one kernel
+ * serves every 4-byte dtype. */
+#include <math.h>
+
 #include "../vk/context.h"
 
-#define MCL_STUB(name) \
-    return ctx ? mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, name " is not implemented yet") \
-               : MCL_ERROR_INVALID_ARGUMENT
+/* A grid-stride loop covers any size; more workgroups than this add nothing, and it is the
+ * smallest maxComputeWorkGroupCount[0] that Vulkan allows. */
+#define MCL_MAX_LAYOUT_GROUPS 65535u
+
+/* rope_f32.comp builds a pair's frequency from this many bits of the pair index. */
+#define MCL_ROPE_FREQ_BITS 8
+#define MCL_ROPE_MAX_HEAD_DIM (2u << MCL_ROPE_FREQ_BITS)
+/* Positions are converted to float in the shader: exact below 2^24. */
+#define MCL_ROPE_MAX_POSITION (1ll << 24)
+/* M_PI is not in strict C11. */
+#define MCL_TWO_PI 6.283185307179586476925
+
+typedef struct copy_push {
+    uint32_t n;
+} copy_push;
+
+typedef struct permute_push {
+    uint32_t n;
+    uint32_t shape[3];   /* destination dims 1..3 */
+    uint32_t stride[4];  /* per destination axis: the source stride of the axis it came from */
+} permute_push;
+
+typedef struct concat_push {
+    uint32_t n, inner, na, nb;
+} concat_push;
+
+typedef struct embedding_push {
+    uint32_t n, dim, vocab;
+} embedding_push;
+
+typedef struct rope_push {
+    uint32_t npairs, half_dim, heads, seq, pos0, split_half;
+    float c0;
+    float r[MCL_ROPE_FREQ_BITS];
+} rope_push;
+
+static int owned(const mcl_context *ctx, const mcl_tensor *t)
+{
+    return t->ctx == ctx;
+}
+
+static int same_shape(const mcl_tensor *a, const mcl_tensor *b)
+{
+    if (a->ndim != b->ndim)
+        return 0;
+    for (uint32_t i = 0; i < a->ndim; i++) {
+        if (a->shape[i] != b->shape[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* Record the kernel `desc` asks for over n output elements, one invocation each, the grid
+ * capped. */
+static mcl_status dispatch_grid(mcl_context *ctx, const mcl_kernel_desc *desc, uint64_t n,
+                                mcl_tensor *const *reads, uint32_t read_count,
+                                mcl_tensor *const *writes, uint32_t write_count,
+                                const void *push)
+{
+    const mcl_kernel *kernel;
+    mcl_status status = mcl_kernel_get(ctx, desc, &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    uint64_t groups = (n + kernel->local_size_x - 1) / kernel->local_size_x;
+    if (groups > MCL_MAX_LAYOUT_GROUPS)
+        groups = MCL_MAX_LAYOUT_GROUPS;
+    return mcl_stream_dispatch(ctx, kernel, reads, read_count, writes, write_count, push,
+                               (uint32_t)groups, 1, 1);
+}
+
+/* dispatch_grid() for a kernel with no specialization. */
+static mcl_status dispatch_simple(mcl_context *ctx, mcl_kernel_id id, uint64_t n,
+                                  mcl_tensor *const *reads, uint32_t read_count,
+                                  mcl_tensor *const *writes, uint32_t write_count,
+                                  const void *push, uint32_t push_size)
+{
+    mcl_kernel_desc desc = {
+        .id = id,
+        .binding_count = read_count + write_count,
+        .push_size = push_size,
+    };
+    return dispatch_grid(ctx, &desc, n, reads, read_count, writes, write_count, push);
+}
 
 mcl_status mcl_rope(mcl_context *ctx, const mcl_tensor *x, mcl_rope_layout layout,
                     float theta_base, int64_t position_offset, mcl_tensor *out)
 {
-    (void)x, (void)layout, (void)theta_base, (void)position_offset, (void)out;
-    MCL_STUB("mcl_rope");
+    if (!ctx || !x || !out)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (!owned(ctx, x) || !owned(ctx, out))
+        return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_rope: tensor of another context");
+    if (x->dtype != MCL_DTYPE_F32 || out->dtype != MCL_DTYPE_F32)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_rope takes f32 tensors");
+    if (x->ndim != 4 || !same_shape(x, out))
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_rope: x must be [B, T, H, Dh] and out the same shape");
+    int64_t head_dim = x->shape[3];
+    if (head_dim % 2 != 0)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_rope: head dim %lld is odd",
+                        (long long)head_dim);
+    if (head_dim > (int64_t)MCL_ROPE_MAX_HEAD_DIM)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "mcl_rope: head dim %lld above %u",
+                        (long long)head_dim, MCL_ROPE_MAX_HEAD_DIM);
+    if (layout != MCL_ROPE_INTERLEAVED && layout != MCL_ROPE_SPLIT_HALF)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_rope: unknown layout %d",
+                        (int)layout);
+    if (!(theta_base > 0.0f) || !isfinite(theta_base))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_rope: theta_base must be positive and finite");
+    if (position_offset < 0 || position_offset > MCL_ROPE_MAX_POSITION - x->shape[1])
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_rope: positions must lie in [0, 2^24) (offset %lld, T %lld)",
+                        (long long)position_offset, (long long)x->shape[1]);
+    int64_t npairs = mcl_tensor_numel(x) / 2;
+    if (npairs > (int64_t)UINT32_MAX)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "mcl_rope: more than 2^32-1 pairs");
+
+    /* Frequencies in turns per position, f_i = c0 * prod r[b] over the set bits b of i: the
+     * shader needs only float products, which every driver rounds the same way. */
+    rope_push push = {
+        .npairs = (uint32_t)npairs,
+        .half_dim = (uint32_t)(head_dim / 2),
+        .heads = (uint32_t)x->shape[2],
+        .seq = (uint32_t)x->shape[1],
+        .pos0 = (uint32_t)position_offset,
+        .split_half = layout == MCL_ROPE_SPLIT_HALF,
+        .c0 = (float)(1.0 / MCL_TWO_PI),
+    };
+    for (int b = 0; b < MCL_ROPE_FREQ_BITS; b++)
+        push.r[b] = (float)pow((double)theta_base, -2.0 * (double)(1u << b) / (double)head_dim);
+    /* In place, the kernel's variant reads through the output binding: reading one buffer
+     * through a readonly binding while writing it through another is undefined. */
+    mcl_kernel_desc desc = {
+        .id = MCL_KERNEL_ROPE_F32,
+        .binding_count = 2,
+        .push_size = sizeof push,
+        .spec_count = 1,
+        .spec = {x == out},
+    };
+    mcl_tensor *reads[1] = {(mcl_tensor *)x};
+    return dispatch_grid(ctx, &desc, (uint64_t)npairs, reads, 1, &out, 1, &push);
 }
 
 mcl_status mcl_embedding(mcl_context *ctx, const mcl_tensor *table, const mcl_tensor *ids,
                          mcl_tensor *out)
 {
-    (void)table, (void)ids, (void)out;
-    MCL_STUB("mcl_embedding");
+    if (!ctx || !table || !ids || !out)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (!owned(ctx, table) || !owned(ctx, ids) || !owned(ctx, out))
+        return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_embedding: tensor of another context");
+    if (table->dtype != MCL_DTYPE_F32 || out->dtype != MCL_DTYPE_F32 ||
+        ids->dtype != MCL_DTYPE_I32)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
+                        "mcl_embedding: table and out are f32, ids i32");
+    if (table->ndim != 2 || out->ndim != ids->ndim + 1)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_embedding: table is [V, D] and out is ids' shape plus [D]");
+    for (uint32_t i = 0; i < ids->ndim; i++) {
+        if (out->shape[i] != ids->shape[i])
+            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                            "mcl_embedding: out is ids' shape plus [D]");
+    }
+    if (out->shape[ids->ndim] != table->shape[1])
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_embedding: out's last dimension is the table's D");
+    if (out == table)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_embedding: out aliases the table");
+    int64_t n = mcl_tensor_numel(out);
+    if (n > (int64_t)UINT32_MAX || mcl_tensor_numel(table) > (int64_t)UINT32_MAX)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "mcl_embedding: more than 2^32-1 elements");
+
+    embedding_push push = {
+        .n = (uint32_t)n,
+        .dim = (uint32_t)table->shape[1],
+        .vocab = (uint32_t)table->shape[0],
+    };
+    mcl_tensor *reads[2] = {(mcl_tensor *)table, (mcl_tensor *)ids};
+    return dispatch_simple(ctx, MCL_KERNEL_EMBEDDING_F32, (uint64_t)n, reads, 2, &out, 1, &push,
+                           sizeof push);
 }
 
 mcl_status mcl_copy(mcl_context *ctx, const mcl_tensor *src, mcl_tensor *dst)
 {
-    (void)src, (void)dst;
-    MCL_STUB("mcl_copy");
+    if (!ctx || !src || !dst)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (!owned(ctx, src) || !owned(ctx, dst))
+        return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_copy: tensor of another context");
+    if (mcl_dtype_size(src->dtype) != mcl_dtype_size(dst->dtype))
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_copy: element sizes differ");
+    if (mcl_tensor_numel(src) != mcl_tensor_numel(dst))
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_copy: element counts differ");
+    /* The kernel moves whole words; a trailing partial word would need byte stores, which
+     * Vulkan does not guarantee (8/16-bit storage is optional). */
+    if (src->nbytes % 4 != 0)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                        "mcl_copy: %llu bytes is not a whole number of 32-bit words",
+                        (unsigned long long)src->nbytes);
+    if (src->nbytes / 4 > UINT32_MAX)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "mcl_copy: more than 2^32-1 words");
+    if (src == dst)
+        return MCL_SUCCESS;
+    copy_push push = {.n = (uint32_t)(src->nbytes / 4)};
+    mcl_tensor *reads[1] = {(mcl_tensor *)src};
+    return dispatch_simple(ctx, MCL_KERNEL_COPY_U32, push.n, reads, 1, &dst, 1, &push,
+                           sizeof push);
 }
 
 mcl_status mcl_permute(mcl_context *ctx, const mcl_tensor *src, const uint32_t *perm,
                        mcl_tensor *dst)
 {
-    (void)src, (void)perm, (void)dst;
-    MCL_STUB("mcl_permute");
+    if (!ctx || !src || !perm || !dst)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (!owned(ctx, src) || !owned(ctx, dst))
+        return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_permute: tensor of another context");
+    if (mcl_dtype_size(src->dtype) != 4 || dst->dtype != src->dtype)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
+                        "mcl_permute takes one 4-byte dtype for src and dst");
+    uint32_t ndim = src->ndim;
+    if (dst->ndim != ndim)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_permute: ranks differ");
+    uint32_t seen = 0;
+    for (uint32_t i = 0; i < ndim; i++) {
+        if (perm[i] >= ndim || (seen & (1u << perm[i])))
+            return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                            "mcl_permute: perm is not a permutation of 0..%u", ndim - 1);
+        seen |= 1u << perm[i];
+    }
+    for (uint32_t i = 0; i < ndim; i++) {
+        if (dst->shape[i] != src->shape[perm[i]])
+            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                            "mcl_permute: dst dimension %u must be src dimension %u", i, perm[i]);
+    }
+    if (src == dst)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_permute: dst aliases src");
+    int64_t n = mcl_tensor_numel(src);
+    if (n > (int64_t)UINT32_MAX)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "mcl_permute: more than 2^32-1 elements");
+
+    /* Pad to four dimensions with leading size-1 axes (stride 0: they never move). */
+    uint64_t src_stride[MCL_MAX_DIMS];
+    uint64_t step = 1;
+    for (uint32_t i = ndim; i-- > 0;) {
+        src_stride[i] = step;
+        step *= (uint64_t)src->shape[i];
+    }
+    uint32_t pad = MCL_MAX_DIMS - ndim;
+    permute_push push = {.n = (uint32_t)n, .shape = {1, 1, 1}};
+    for (uint32_t i = 0; i < ndim; i++) {
+        if (pad + i > 0)
+            push.shape[pad + i - 1] = (uint32_t)dst->shape[i];
+        push.stride[pad + i] = (uint32_t)src_stride[perm[i]];
+    }
+    mcl_tensor *reads[1] = {(mcl_tensor *)src};
+    return dispatch_simple(ctx, MCL_KERNEL_PERMUTE_U32, (uint64_t)n, reads, 1, &dst, 1, &push,
+                           sizeof push);
 }
 
 mcl_status mcl_concat(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *b, uint32_t axis,
                       mcl_tensor *out)
 {
-    (void)a, (void)b, (void)axis, (void)out;
-    MCL_STUB("mcl_concat");
+    if (!ctx || !a || !b || !out)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (!owned(ctx, a) || !owned(ctx, b) || !owned(ctx, out))
+        return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_concat: tensor of another context");
+    if (mcl_dtype_size(a->dtype) != 4 || b->dtype != a->dtype || out->dtype != a->dtype)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
+                        "mcl_concat takes one 4-byte dtype for a, b and out");
+    if (axis >= a->ndim)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_concat: axis %u of a %u-D tensor",
+                        axis, a->ndim);
+    if (b->ndim != a->ndim || out->ndim != a->ndim)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_concat: ranks differ");
+    for (uint32_t i = 0; i < a->ndim; i++) {
+        int64_t want = i == axis ? a->shape[i] + b->shape[i] : a->shape[i];
+        if ((i != axis && b->shape[i] != a->shape[i]) || out->shape[i] != want)
+            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                            "mcl_concat: dimension %u does not fit a concat on axis %u", i, axis);
+    }
+    if (out == a || out == b)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_concat: out aliases an input");
+    int64_t n = mcl_tensor_numel(out);
+    if (n > (int64_t)UINT32_MAX)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "mcl_concat: more than 2^32-1 elements");
+
+    int64_t inner = 1;
+    for (uint32_t i = axis + 1; i < a->ndim; i++)
+        inner *= a->shape[i];
+    concat_push push = {
+        .n = (uint32_t)n,
+        .inner = (uint32_t)inner,
+        .na = (uint32_t)a->shape[axis],
+        .nb = (uint32_t)b->shape[axis],
+    };
+    mcl_tensor *reads[2] = {(mcl_tensor *)a, (mcl_tensor *)b};
+    return dispatch_simple(ctx, MCL_KERNEL_CONCAT_U32, (uint64_t)n, reads, 2, &out, 1, &push,
+                           sizeof push);
 }

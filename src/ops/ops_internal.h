@@ -26,8 +26,51 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
  * or with the portable shared-memory tree (0) on this context. */
 int mcl_rows_use_subgroup(const mcl_context *ctx);
 
+/* mcl_attention with the key split forced (0: the library chooses, 1: never split) and the
+ * split count that ran reported: the test suite covers both paths on every shape. */
+mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
+                            const mcl_tensor *v, const mcl_attention_desc *desc,
+                            uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out);
+
 /* mcl_matmul with a block-quantised b (matmul_quant.c). */
 mcl_status mcl_matmul_quant(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
                             mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c);
+
+/* Quantized matmul (matmul_quant.c): which path multiplies a block-quantised weight. */
+typedef enum mcl_quant_path {
+    MCL_QUANT_PATH_AUTO = 0,  /* mcl_quant_path_select()'s choice */
+    MCL_QUANT_PATH_FLOAT = 1, /* weights dequantized in the shader, f32 arithmetic (any format) */
+    MCL_QUANT_PATH_DOT = 2    /* a quantized to 8 bits, packed int8 dot products (Q8_0, Q4_0) */
+} mcl_quant_path;
+
+/* The path mcl_matmul takes for a weight of `dtype` on ctx: DOT for Q8_0 and Q4_0 where
+ * integer dot product is enabled (not masked by the profile, the quirk table or
+ * MOTIFCL_DISABLE) and either accelerated, or asked for by MOTIFCL_QUANT_PATH=dot or
+ * MOTIFCL_FORCE naming integer-dot; MOTIFCL_QUANT_PATH=float forces FLOAT. Else FLOAT. */
+mcl_quant_path mcl_quant_path_select(const mcl_context *ctx, mcl_dtype dtype);
+
+/* mcl_attention with the key split forced (0: the library chooses, 1: never split) and the
+ * split count that ran reported: the test suite covers both paths on every shape. */
+mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
+                            const mcl_tensor *v, const mcl_attention_desc *desc,
+                            uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out);
+
+/* mcl_matmul with a block-quantised b along `path` (AUTO: mcl_quant_path_select). `ran`, if
+ * not NULL, receives the path recorded. DOT where it cannot run is MCL_ERROR_UNSUPPORTED. */
+mcl_status mcl_matmul_quant_ex(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
+                               mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c,
+                               mcl_quant_path path, mcl_quant_path *ran);
+
+/* mcl_dequantize_tensor with the GEMV's decoder (by_lane = 1, the default) or the GEMM's
+ * (by_lane = 0), so that a test can hold each to the CPU reference. */
+mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *q, mcl_tensor *out,
+                                    int by_lane);
+
+/* The integer-dot path's first step: the first `rows` rows of K values of a (f32, K a multiple
+ * of 32) quantized per 32 values into act (4-byte elements, at least rows * K / 32 * 10 of
+ * them): all codes (8 words of 4 signed bytes per block), then the f32 scales, then the i32
+ * code sums (shaders/qdot.glsl). */
+mcl_status mcl_quantize_activations(mcl_context *ctx, mcl_tensor *a, uint32_t rows, uint32_t k,
+                                    mcl_tensor *act);
 
 #endif

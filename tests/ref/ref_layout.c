@@ -32,10 +32,10 @@ void ref_rope_f32(const float *x, float *y, int64_t batch, int64_t seq, int64_t 
                 const float *xr = x + ((b * seq + t) * heads + h) * head_dim;
                 float *yr = y + ((b * seq + t) * heads + h) * head_dim;
                 for (int64_t i = 0; i < half; i++) {
-                    double angle =
-                        exact_angle
-                            ? (double)pos * pow((double)theta_base, -2.0 * (double)i / (double)head_dim)
-                            : (double)ref_rope_angle(theta_base, head_dim, i, pos);
+                    double exponent = -2.0 * (double)i / (double)head_dim;
+                    double angle = exact_angle
+                                       ? (double)pos * pow((double)theta_base, exponent)
+                                       : (double)ref_rope_angle(theta_base, head_dim, i, pos);
                     int64_t i0 = split_half ? i : 2 * i;
                     int64_t i1 = split_half ? i + half : 2 * i + 1;
                     double x0 = xr[i0], x1 = xr[i1];

@@ -1,0 +1,490 @@
+/* Layout operations against their CPU references: copy, permute, concat, embedding, RoPE.
+ *
+ * Tolerances:
+ *  - copy, permute, concat, embedding move words without arithmetic: results must be
+ *    bit-identical (0 mismatched words).
+ *  - RoPE, against ref_rope_angle() (the shader's float angle steps, which use only correctly
+ *    rounded add/subtract/multiply and so give the same bits on any conformant driver), with
+ *    sin, cos and the rotation in double: what is left is the driver's sin/cos on [-pi, pi]
+ *    and the float rotation. NMSE <= 1e-12, an RMS error of 1e-6 relative (~8 ulp of 1.0):
+ *    Lavapipe's sin/cos are within a few ulp and NVIDIA's sin.approx within 2^-20.9
+ *    absolute. (Vulkan itself promises only 2^-11 absolute on [-pi, pi]; a driver that poor
+ *    would fail here, rightly so for RoPE.)
+ *  - RoPE against the definition (angle = pos * theta^(-2i/Dh) in double): the float angle
+ *    is off by up to ~10 ulp of itself (the frequency's rounded factors and products, then
+ *    position * frequency), so element errors reach 10 * 2^-24 * angle. The limit is
+ *    (16 * 2^-24 * max_position)^2, scaled to the largest position in the case; it catches a
+ *    wrong frequency, pairing or offset, which give NMSE of order 1.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "ref/ref.h"
+
+static mcl_context *ctx;
+
+static mcl_tensor *make(mcl_dtype dtype, uint32_t ndim, const int64_t *shape, const void *data)
+{
+    mcl_tensor *t = NULL;
+    assert_mcl_ok(mcl_tensor_create(ctx, dtype, ndim, shape, &t));
+    if (data)
+        assert_mcl_ok(mcl_tensor_upload(t, 0, data, mcl_tensor_nbytes(t)));
+    return t;
+}
+
+static int64_t numel(const int64_t *shape, uint32_t ndim)
+{
+    int64_t n = 1;
+    for (uint32_t i = 0; i < ndim; i++)
+        n *= shape[i];
+    return n;
+}
+
+static double mismatches(const void *got, const void *want, size_t words)
+{
+    const uint32_t *g = got, *w = want;
+    size_t bad = 0;
+    for (size_t i = 0; i < words; i++)
+        bad += g[i] != w[i];
+    return (double)bad;
+}
+
+static uint32_t *random_words(size_t n, uint32_t seed)
+{
+    float *data = malloc(n * sizeof *data);
+    assert_non_null(data);
+    mcl_fill_random(data, n, seed, -8.0f, 8.0f);
+    return (uint32_t *)data;
+}
+
+/* --- copy ------------------------------------------------------------------------------ */
+
+static void copy_matches_source(void **state)
+{
+    (void)state;
+    /* 1, primes, several 256-wide workgroups with a ragged end, and more words than 65535
+     * workgroups of 256 cover (the grid-stride loop of grid_loop.glsl takes a second lap). */
+    static const int64_t sizes[] = {1, 7, 4099, 65536 * 3 + 5, 65535 * 256 + 4099};
+    for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+        int64_t n = sizes[c];
+        uint32_t *src = random_words((size_t)n, (uint32_t)c + 3);
+        uint32_t *got = calloc((size_t)n, 4);
+        /* Reshape on the way: [n] -> [1, n] (f32), and i32 the same way. */
+        int64_t dst_shape[2] = {1, n};
+        mcl_dtype dtype = c % 2 ? MCL_DTYPE_I32 : MCL_DTYPE_F32;
+        mcl_tensor *ts = make(dtype, 1, &n, src), *td = make(dtype, 2, dst_shape, NULL);
+        assert_mcl_ok(mcl_copy(ctx, ts, td));
+        assert_mcl_ok(mcl_tensor_download(td, 0, got, (uint64_t)n * 4));
+        char name[64];
+        snprintf(name, sizeof name, "copy %s n=%lld", mcl_dtype_name(dtype), (long long)n);
+        int passed = mcl_test_record(name, "mismatched words", mismatches(got, src, (size_t)n), 0);
+        mcl_tensor_destroy(ts);
+        mcl_tensor_destroy(td);
+        free(src);
+        free(got);
+        assert_true(passed);
+    }
+}
+
+/* --- permute --------------------------------------------------------------------------- */
+
+/* Permute x of `shape` by `perm` on the device and count words that differ from `want`. */
+static double permute_mismatches(const uint32_t *x, const int64_t *shape, uint32_t ndim,
+                                 const uint32_t *perm, const uint32_t *want)
+{
+    int64_t n = numel(shape, ndim), dst_shape[4];
+    for (uint32_t i = 0; i < ndim; i++)
+        dst_shape[i] = shape[perm[i]];
+    mcl_tensor *ts = make(MCL_DTYPE_F32, ndim, shape, x);
+    mcl_tensor *td = make(MCL_DTYPE_F32, ndim, dst_shape, NULL);
+    uint32_t *got = calloc((size_t)n, 4);
+    assert_non_null(got);
+    assert_mcl_ok(mcl_permute(ctx, ts, perm, td));
+    assert_mcl_ok(mcl_tensor_download(td, 0, got, (uint64_t)n * 4));
+    double bad = mismatches(got, want, (size_t)n);
+    mcl_tensor_destroy(ts);
+    mcl_tensor_destroy(td);
+    free(got);
+    return bad;
+}
+
+static void permute_all_24_of_4d(void **state)
+{
+    (void)state;
+    const int64_t shape[4] = {2, 3, 5, 7};
+    const size_t n = 210;
+    uint32_t *x = random_words(n, 11);
+    uint32_t want[210];
+    int failed = 0, count = 0;
+    for (uint32_t a = 0; a < 4; a++)
+        for (uint32_t b = 0; b < 4; b++)
+            for (uint32_t c = 0; c < 4; c++) {
+                uint32_t d = 6 - a - b - c;
+                if (a == b || a == c || b == c || d > 3 || d == a || d == b || d == c)
+                    continue;
+                uint32_t perm[4] = {a, b, c, d};
+                ref_permute_u32(x, shape, 4, perm, want);
+                char name[64];
+                snprintf(name, sizeof name, "permute [2,3,5,7] by (%u,%u,%u,%u)", a, b, c, d);
+                failed += !mcl_test_record(name, "mismatched words",
+                                           permute_mismatches(x, shape, 4, perm, want), 0);
+                count++;
+            }
+    free(x);
+    assert_int_equal(count, 24);
+    assert_int_equal(failed, 0);
+}
+
+static void permute_other_ranks(void **state)
+{
+    (void)state;
+    /* A transpose across more than one 256-wide workgroup, a 3-D rotation, the identity. */
+    static const struct {
+        uint32_t ndim;
+        int64_t shape[4];
+        uint32_t perm[4];
+    } cases[] = {
+        {2, {129, 67}, {1, 0}},
+        {3, {67, 3, 5}, {2, 0, 1}},
+        {3, {4, 33, 64}, {1, 0, 2}},
+        {1, {1}, {0}},
+        {4, {1, 1, 1, 1}, {3, 2, 1, 0}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t n = numel(cases[c].shape, cases[c].ndim);
+        uint32_t *x = random_words((size_t)n, (uint32_t)c + 40);
+        uint32_t *want = malloc((size_t)n * 4);
+        assert_non_null(want);
+        ref_permute_u32(x, cases[c].shape, cases[c].ndim, cases[c].perm, want);
+        char name[64];
+        snprintf(name, sizeof name, "permute %u-D case %zu", cases[c].ndim, c);
+        int passed = mcl_test_record(name, "mismatched words",
+                                     permute_mismatches(x, cases[c].shape, cases[c].ndim,
+                                                        cases[c].perm, want), 0);
+        free(x);
+        free(want);
+        assert_true(passed);
+    }
+}
+
+/* --- concat ---------------------------------------------------------------------------- */
+
+static void concat_each_axis(void **state)
+{
+    (void)state;
+    const int64_t base[4] = {2, 3, 5, 7};
+    for (uint32_t ndim = 1; ndim <= 4; ndim++) {
+        for (uint32_t axis = 0; axis < ndim; axis++) {
+            int64_t a_shape[4], b_shape[4], o_shape[4];
+            for (uint32_t i = 0; i < ndim; i++)
+                a_shape[i] = b_shape[i] = base[4 - ndim + i];
+            b_shape[axis] = 4 + axis;  /* the two sides differ along the axis */
+            for (uint32_t i = 0; i < ndim; i++)
+                o_shape[i] = i == axis ? a_shape[i] + b_shape[i] : a_shape[i];
+            int64_t na = numel(a_shape, ndim), nb = numel(b_shape, ndim), no = na + nb;
+            uint32_t *a = random_words((size_t)na, 100 + axis);
+            uint32_t *b = random_words((size_t)nb, 200 + axis);
+            uint32_t *want = malloc((size_t)no * 4), *got = calloc((size_t)no, 4);
+            assert_true(want && got);
+            ref_concat_u32(a, a_shape, b, b_shape, ndim, axis, want);
+            mcl_dtype dtype = axis % 2 ? MCL_DTYPE_I32 : MCL_DTYPE_F32;
+            mcl_tensor *ta = make(dtype, ndim, a_shape, a), *tb = make(dtype, ndim, b_shape, b);
+            mcl_tensor *to = make(dtype, ndim, o_shape, NULL);
+            assert_mcl_ok(mcl_concat(ctx, ta, tb, axis, to));
+            assert_mcl_ok(mcl_tensor_download(to, 0, got, (uint64_t)no * 4));
+            char name[64];
+            snprintf(name, sizeof name, "concat %u-D on axis %u", ndim, axis);
+            int passed = mcl_test_record(name, "mismatched words",
+                                         mismatches(got, want, (size_t)no), 0);
+            mcl_tensor_destroy(ta);
+            mcl_tensor_destroy(tb);
+            mcl_tensor_destroy(to);
+            free(a);
+            free(b);
+            free(want);
+            free(got);
+            assert_true(passed);
+        }
+    }
+}
+
+/* --- embedding ------------------------------------------------------------------------- */
+
+/* Gather with ids of `ids_shape`, checking against `reference` (the real one, or a wrong one
+ * for the negative control). The output starts as NaN, so a zero row must have been written. */
+static double embedding_mismatches(const int32_t *ids, const int64_t *ids_shape, uint32_t ids_ndim,
+                                   int64_t vocab, int64_t dim, int clamp_reference)
+{
+    int64_t rows = numel(ids_shape, ids_ndim), t_shape[2] = {vocab, dim}, o_shape[4];
+    for (uint32_t i = 0; i < ids_ndim; i++)
+        o_shape[i] = ids_shape[i];
+    o_shape[ids_ndim] = dim;
+    float *table = malloc((size_t)(vocab * dim) * 4);
+    float *want = malloc((size_t)(rows * dim) * 4), *got = malloc((size_t)(rows * dim) * 4);
+    assert_true(table && want && got);
+    mcl_fill_random(table, (size_t)(vocab * dim), 77, -1.0f, 1.0f);
+    if (clamp_reference) {
+        /* Wrong on purpose: clamps bad ids into range instead of giving zeros. */
+        int32_t *clamped = malloc((size_t)rows * sizeof *clamped);
+        assert_non_null(clamped);
+        for (int64_t r = 0; r < rows; r++)
+            clamped[r] = ids[r] < 0 ? 0 : ids[r] >= vocab ? (int32_t)(vocab - 1) : ids[r];
+        ref_embedding_f32(table, vocab, dim, clamped, rows, want);
+        free(clamped);
+    } else {
+        ref_embedding_f32(table, vocab, dim, ids, rows, want);
+    }
+    for (int64_t i = 0; i < rows * dim; i++)
+        got[i] = NAN;
+    mcl_tensor *tt = make(MCL_DTYPE_F32, 2, t_shape, table);
+    mcl_tensor *ti = make(MCL_DTYPE_I32, ids_ndim, ids_shape, ids);
+    mcl_tensor *to = make(MCL_DTYPE_F32, ids_ndim + 1, o_shape, got);
+    assert_mcl_ok(mcl_embedding(ctx, tt, ti, to));
+    assert_mcl_ok(mcl_tensor_download(to, 0, got, (uint64_t)(rows * dim) * 4));
+    double bad = mismatches(got, want, (size_t)(rows * dim));
+    mcl_tensor_destroy(tt);
+    mcl_tensor_destroy(ti);
+    mcl_tensor_destroy(to);
+    free(table);
+    free(want);
+    free(got);
+    return bad;
+}
+
+/* 123 ids over a vocabulary of 37: valid ones, and every kind of bad one. */
+static void make_ids(int32_t *ids, int64_t n, int64_t vocab)
+{
+    static const int32_t bad[] = {-1, INT32_MIN, INT32_MAX, 37, 38, 1 << 20, -37};
+    for (int64_t i = 0; i < n; i++)
+        ids[i] = i % 5 == 3 ? bad[(i / 5) % 7] : (int32_t)((i * 7 + 3) % vocab);
+}
+
+static void embedding_gathers_and_zeroes_bad_ids(void **state)
+{
+    (void)state;
+    const int64_t vocab = 37;
+    int32_t ids[123];
+    make_ids(ids, 123, vocab);
+    const int64_t shape1[1] = {1}, shape2[2] = {3, 41}, shape3[3] = {3, 1, 41};
+    int passed = mcl_test_record("embedding one id, D=1", "mismatched words",
+                                 embedding_mismatches(ids, shape1, 1, vocab, 1, 0), 0);
+    passed &= mcl_test_record("embedding ids [3,41] with bad ids, D=67", "mismatched words",
+                              embedding_mismatches(ids, shape2, 2, vocab, 67, 0), 0);
+    passed &= mcl_test_record("embedding ids [3,1,41] with bad ids, D=300", "mismatched words",
+                              embedding_mismatches(ids, shape3, 3, vocab, 300, 0), 0);
+    int32_t bad_only[2] = {-1, (int32_t)vocab};
+    const int64_t shape_bad[1] = {2};
+    passed &= mcl_test_record("embedding only bad ids", "mismatched words",
+                              embedding_mismatches(bad_only, shape_bad, 1, vocab, 5, 0), 0);
+    assert_true(passed);
+}
+
+/* --- RoPE ------------------------------------------------------------------------------ */
+
+typedef struct rope_case {
+    int64_t shape[4];
+    mcl_rope_layout layout;
+    float theta;
+    int64_t offset;
+} rope_case;
+
+/* Run RoPE on the device (in place when `in_place`), return NMSE against the reference with
+ * the given layout, offset and angle mode. */
+static double rope_nmse(const rope_case *c, int in_place, mcl_rope_layout ref_layout,
+                        int64_t ref_offset, int exact_angle)
+{
+    int64_t n = numel(c->shape, 4);
+    float *x = malloc((size_t)n * 4), *want = malloc((size_t)n * 4), *got = malloc((size_t)n * 4);
+    assert_true(x && want && got);
+    mcl_fill_random(x, (size_t)n, (uint32_t)(n + c->offset), -2.0f, 2.0f);
+    ref_rope_f32(x, want, c->shape[0], c->shape[1], c->shape[2], c->shape[3],
+                 ref_layout == MCL_ROPE_SPLIT_HALF, c->theta, ref_offset, exact_angle);
+    mcl_tensor *tx = make(MCL_DTYPE_F32, 4, c->shape, x);
+    mcl_tensor *ty = in_place ? tx : make(MCL_DTYPE_F32, 4, c->shape, NULL);
+    assert_mcl_ok(mcl_rope(ctx, tx, c->layout, c->theta, c->offset, ty));
+    assert_mcl_ok(mcl_tensor_download(ty, 0, got, (uint64_t)n * 4));
+    double nmse = mcl_nmse(got, want, (size_t)n);
+    if (!in_place)
+        mcl_tensor_destroy(ty);
+    mcl_tensor_destroy(tx);
+    free(x);
+    free(want);
+    free(got);
+    return nmse;
+}
+
+static const rope_case rope_cases[] = {
+    {{1, 1, 1, 2}, MCL_ROPE_INTERLEAVED, 10000.0f, 0},
+    {{2, 67, 3, 64}, MCL_ROPE_INTERLEAVED, 10000.0f, 0},
+    {{2, 67, 3, 64}, MCL_ROPE_SPLIT_HALF, 10000.0f, 13},
+    {{1, 5, 2, 80}, MCL_ROPE_SPLIT_HALF, 500000.0f, 4091},
+    {{1, 3, 4, 128}, MCL_ROPE_INTERLEAVED, 10000.0f, 100003},
+    {{1, 2, 1, 256}, MCL_ROPE_SPLIT_HALF, 1000000.0f, (1 << 24) - 2},
+    {{3, 7, 5, 6}, MCL_ROPE_INTERLEAVED, 100.0f, 1},
+};
+
+static void rope_matches_reference(void **state)
+{
+    (void)state;
+    int failed = 0;
+    for (size_t c = 0; c < sizeof rope_cases / sizeof rope_cases[0]; c++) {
+        const rope_case *rc = &rope_cases[c];
+        char name[128];
+        snprintf(name, sizeof name, "rope %s [%lld,%lld,%lld,%lld] offset %lld",
+                 rc->layout == MCL_ROPE_SPLIT_HALF ? "split-half" : "interleaved",
+                 (long long)rc->shape[0], (long long)rc->shape[1], (long long)rc->shape[2],
+                 (long long)rc->shape[3], (long long)rc->offset);
+        double mirrored = rope_nmse(rc, (int)(c % 2), rc->layout, rc->offset, 0);
+        printf("%s: nmse %.3g (float angle)\n", name, mirrored);
+        failed += !mcl_test_record(name, "nmse", mirrored, 1e-12);
+
+        /* Far out, a float angle is coarse whatever computes it (ulp(1e5) ~ 0.008 rad):
+         * there the definition check would admit anything, so it is left out. */
+        double max_pos = (double)(rc->offset + rc->shape[1] - 1);
+        double limit = pow(16.0 * ldexp(1.0, -24) * (max_pos > 1.0 ? max_pos : 1.0), 2.0);
+        if (limit > 1e-4)
+            continue;
+        double exact = rope_nmse(rc, 0, rc->layout, rc->offset, 1);
+        printf("%s: nmse %.3g against the exact angle (limit %.3g)\n", name, exact, limit);
+        strcat(name, " vs exact angle");
+        failed += !mcl_test_record(name, "nmse", exact, limit);
+    }
+    assert_int_equal(failed, 0);
+}
+
+/* --- negative controls ----------------------------------------------------------------- */
+
+static void negative_controls(void **state)
+{
+    (void)state;
+    /* Permute: the reference of another permutation. */
+    const int64_t shape[4] = {2, 3, 5, 7};
+    uint32_t *x = random_words(210, 11);
+    uint32_t want[210];
+    const uint32_t perm[4] = {0, 2, 1, 3}, other[4] = {0, 1, 2, 3};
+    ref_permute_u32(x, shape, 4, other, want);
+    int caught = permute_mismatches(x, shape, 4, perm, want) > 0;
+    free(x);
+
+    /* Embedding: a reference that clamps bad ids instead of zeroing their rows. */
+    int32_t ids[123];
+    make_ids(ids, 123, 37);
+    const int64_t ids_shape[2] = {3, 41};
+    caught &= embedding_mismatches(ids, ids_shape, 2, 37, 67, 1) > 0;
+
+    /* RoPE: the other layout, and a position offset off by one. */
+    const rope_case *rc = &rope_cases[2];
+    double wrong_layout = rope_nmse(rc, 0, MCL_ROPE_INTERLEAVED, rc->offset, 0);
+    double wrong_offset = rope_nmse(rc, 0, rc->layout, rc->offset + 1, 0);
+    printf("negative controls: rope wrong layout nmse %.3g, offset off by one %.3g\n",
+           wrong_layout, wrong_offset);
+    caught &= wrong_layout > 1e-12 && wrong_offset > 1e-12;
+    mcl_test_record_bool("negative control: wrong permutation, clamped ids, wrong RoPE layout "
+                         "and offset are all detected", caught);
+    assert_true(caught);
+}
+
+/* Short names for the statuses the bad-argument checks expect. */
+#define INVALID MCL_ERROR_INVALID_ARGUMENT
+#define SHAPE MCL_ERROR_SHAPE_MISMATCH
+#define DTYPE MCL_ERROR_DTYPE_MISMATCH
+#define UNSUPPORTED MCL_ERROR_UNSUPPORTED
+
+/* Count a call whose status is not the expected one (printed), for one recorded check. */
+static int wrong_statuses;
+#define EXPECT_STATUS(call, want) expect_status(#call, (call), (want))
+static void expect_status(const char *what, mcl_status got, mcl_status want)
+{
+    if (got != want) {
+        printf("%s -> %s, want %s\n", what, mcl_status_string(got), mcl_status_string(want));
+        wrong_statuses++;
+    }
+}
+
+/* --- bad arguments --------------------------------------------------------------------- */
+
+static void bad_arguments(void **state)
+{
+    (void)state;
+    const mcl_rope_layout IL = MCL_ROPE_INTERLEAVED;
+    const int64_t s4[4] = {1, 2, 3, 4}, s4_odd[4] = {1, 2, 3, 5}, s2[2] = {6, 4}, s1[1] = {24};
+    const int64_t s4p[4] = {1, 3, 2, 4}, s_table[2] = {10, 4}, s_ids[1] = {6};
+    const int64_t s_big[4] = {1, 2, 3, 1024}, s23[2] = {2, 3}, s33[2] = {3, 3}, s53[2] = {5, 3};
+    mcl_tensor *x = make(MCL_DTYPE_F32, 4, s4, NULL), *y = make(MCL_DTYPE_F32, 4, s4, NULL);
+    mcl_tensor *odd = make(MCL_DTYPE_F32, 4, s4_odd, NULL), *m2 = make(MCL_DTYPE_F32, 2, s2, NULL);
+    mcl_tensor *v1 = make(MCL_DTYPE_F32, 1, s1, NULL), *i1 = make(MCL_DTYPE_I32, 1, s1, NULL);
+    mcl_tensor *xp = make(MCL_DTYPE_F32, 4, s4p, NULL), *big = make(MCL_DTYPE_F32, 4, s_big, NULL);
+    mcl_tensor *table = make(MCL_DTYPE_F32, 2, s_table, NULL);
+    mcl_tensor *ids = make(MCL_DTYPE_I32, 1, s_ids, NULL);
+    mcl_tensor *f16 = make(MCL_DTYPE_F16, 1, s1, NULL), *u8 = make(MCL_DTYPE_U8, 1, s_ids, NULL);
+    mcl_tensor *u8b = make(MCL_DTYPE_U8, 2, s23, NULL);
+    mcl_tensor *c23 = make(MCL_DTYPE_F32, 2, s23, NULL), *c33 = make(MCL_DTYPE_F32, 2, s33, NULL);
+    mcl_tensor *c53 = make(MCL_DTYPE_F32, 2, s53, NULL);
+
+    /* RoPE */
+    EXPECT_STATUS(mcl_rope(NULL, x, IL, 1e4f, 0, y), INVALID);
+    EXPECT_STATUS(mcl_rope(ctx, NULL, IL, 1e4f, 0, y), INVALID);
+    EXPECT_STATUS(mcl_rope(ctx, odd, IL, 1e4f, 0, odd), SHAPE);
+    EXPECT_STATUS(mcl_rope(ctx, x, IL, 1e4f, 0, xp), SHAPE);
+    EXPECT_STATUS(mcl_rope(ctx, m2, IL, 1e4f, 0, m2), SHAPE);
+    EXPECT_STATUS(mcl_rope(ctx, x, (mcl_rope_layout)7, 1e4f, 0, y), INVALID);
+    EXPECT_STATUS(mcl_rope(ctx, x, IL, 0.0f, 0, y), INVALID);
+    EXPECT_STATUS(mcl_rope(ctx, x, IL, NAN, 0, y), INVALID);
+    EXPECT_STATUS(mcl_rope(ctx, x, IL, 1e4f, -1, y), INVALID);
+    EXPECT_STATUS(mcl_rope(ctx, x, IL, 1e4f, (1 << 24) - 1, y),
+                     INVALID);  /* T = 2: the last position is 2^24 */
+    EXPECT_STATUS(mcl_rope(ctx, big, IL, 1e4f, 0, big), UNSUPPORTED);
+    /* Embedding */
+    EXPECT_STATUS(mcl_embedding(ctx, table, x, y), DTYPE);
+    EXPECT_STATUS(mcl_embedding(ctx, table, ids, y), SHAPE);
+    EXPECT_STATUS(mcl_embedding(ctx, x, ids, m2), SHAPE);
+    EXPECT_STATUS(mcl_embedding(ctx, table, ids, NULL), INVALID);
+    /* Copy */
+    EXPECT_STATUS(mcl_copy(ctx, x, odd), SHAPE);
+    EXPECT_STATUS(mcl_copy(ctx, x, f16), DTYPE);
+    EXPECT_STATUS(mcl_copy(ctx, u8, u8b), UNSUPPORTED);  /* 6 bytes: not whole words */
+    EXPECT_STATUS(mcl_copy(ctx, NULL, y), INVALID);
+    /* Permute */
+    const uint32_t p_ok[4] = {0, 2, 1, 3}, p_dup[4] = {0, 1, 1, 3}, p_range[4] = {0, 1, 2, 4};
+    EXPECT_STATUS(mcl_permute(ctx, x, p_dup, xp), INVALID);
+    EXPECT_STATUS(mcl_permute(ctx, x, p_range, xp), INVALID);
+    EXPECT_STATUS(mcl_permute(ctx, x, NULL, xp), INVALID);
+    EXPECT_STATUS(mcl_permute(ctx, x, p_ok, y), SHAPE);
+    EXPECT_STATUS(mcl_permute(ctx, x, p_ok, m2), SHAPE);
+    EXPECT_STATUS(mcl_permute(ctx, f16, p_ok, f16), DTYPE);
+    EXPECT_STATUS(mcl_permute(ctx, v1, p_ok, i1), DTYPE);
+    /* Concat */
+    EXPECT_STATUS(mcl_concat(ctx, c23, c33, 0, c33), SHAPE);
+    EXPECT_STATUS(mcl_concat(ctx, c23, c33, 1, c53), SHAPE);
+    EXPECT_STATUS(mcl_concat(ctx, c23, c33, 2, c53), INVALID);
+    EXPECT_STATUS(mcl_concat(ctx, c23, c23, 0, c23), SHAPE);
+    EXPECT_STATUS(mcl_concat(ctx, c23, v1, 0, c53), SHAPE);
+    EXPECT_STATUS(mcl_concat(ctx, f16, f16, 0, f16), DTYPE);
+
+    mcl_tensor *all[] = {x, y, odd, m2, v1, i1, xp, big, table, ids, f16, u8, u8b, c23, c33, c53};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+    int passed = mcl_test_record("layout: bad arguments give the documented statuses",
+                                 "wrong statuses", wrong_statuses, 0);
+    assert_true(passed);
+}
+
+int main(int argc, char **argv)
+{
+    mcl_test_begin(argc, argv);
+    ctx = mcl_test_device_context();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(copy_matches_source),
+        cmocka_unit_test(permute_all_24_of_4d),
+        cmocka_unit_test(permute_other_ranks),
+        cmocka_unit_test(concat_each_axis),
+        cmocka_unit_test(embedding_gathers_and_zeroes_bad_ids),
+        cmocka_unit_test(rope_matches_reference),
+        cmocka_unit_test(negative_controls),
+        cmocka_unit_test(bad_arguments),
+    };
+    return mcl_test_finish(cmocka_run_group_tests(tests, NULL, NULL));
+}
