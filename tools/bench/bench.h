@@ -44,6 +44,7 @@ double bench_gpu_time(bench *b, int reps, mcl_status (*fn)(bench *, void *, int)
 int bench_stream(bench *b);
 int bench_gemv(bench *b);
 int bench_gemm(bench *b);
+int bench_qgemv(bench *b);
 int bench_rows(bench *b);
 int bench_replay(bench *b);
 int bench_memory(bench *b);

@@ -5,6 +5,7 @@
  *   motifcl-bench gemv [n= k= rows=]  matrix-vector products against the streaming limit
  *   motifcl-bench gemm [m= n= k=]     matrix products against the FP32 peak
  *   motifcl-bench rows [rows= cols=]  softmax, RMSNorm, element-wise against the copy limit
+ *   motifcl-bench quant               GEMV with Q8_0/Q4_0/K-quant weights, Q4_0/Q8_0 GEMM
  *   motifcl-bench replay              CPU cost per dispatch of a replayed sequence
  *   motifcl-bench memory              CPU cost of tensor create+destroy pairs
  *   motifcl-bench transfer            upload/download GB/s against a plain vkCmdCopyBuffer
@@ -168,7 +169,7 @@ int main(int argc, char **argv)
             what = "help";
     }
     if (!what || strcmp(what, "help") == 0 || b.repeat < 1 || b.repeat > 1000) {
-        fprintf(stderr, "usage: %s stream|gemv|gemm|rows|replay|memory|transfer|all "
+        fprintf(stderr, "usage: %s stream|gemv|gemm|rows|quant|replay|memory|transfer|all "
                         "[key=value ...] [--json] [--hot] [--repeat N] [--peak TFLOPS] "
                         "[--witness-dir DIR]\n", argv[0]);
         return 1;
@@ -194,7 +195,7 @@ int main(int argc, char **argv)
 
     int all = strcmp(what, "all") == 0, rc = 0, known = all;
     if (all || strcmp(what, "stream") == 0 || strcmp(what, "gemv") == 0 ||
-        strcmp(what, "rows") == 0) {
+        strcmp(what, "rows") == 0 || strcmp(what, "quant") == 0) {
         rc |= bench_stream(&b);
         known = 1;
     }
@@ -206,6 +207,8 @@ int main(int argc, char **argv)
     }
     if (all || strcmp(what, "rows") == 0)
         rc |= bench_rows(&b);
+    if (all || strcmp(what, "quant") == 0)
+        rc |= bench_qgemv(&b);
     if (all || strcmp(what, "replay") == 0) {
         rc |= bench_replay(&b);
         known = 1;

@@ -353,3 +353,136 @@ int bench_rows(bench *b)
     mcl_tensor_destroy(r.w);
     return rc;
 }
+
+/* --- quantized GEMV / GEMM -------------------------------------------------------------- */
+
+/* Weights of `dtype` [n, k], quantized on the host from random values, so that the kernels
+ * decode realistic scales. */
+static mcl_tensor *quant_weights(bench *b, mcl_dtype dtype, int64_t n, int64_t k)
+{
+    int64_t shape[2] = {n, k};
+    mcl_tensor *t = NULL;
+    mcl_tensor_desc desc = {.size = sizeof desc, .dtype = dtype, .ndim = 2,
+                            .shape = {shape[0], shape[1]}, .memory_class = MCL_MEMORY_WEIGHTS};
+    if (mcl_tensor_create_ex(b->ctx, &desc, &t) != MCL_SUCCESS)
+        return NULL;
+    uint64_t row_bytes = (uint64_t)(k / mcl_dtype_block_weights(dtype)) * mcl_dtype_block_bytes(dtype);
+    float *row = malloc((size_t)k * sizeof *row);
+    unsigned char *blocks = malloc((size_t)(row_bytes * (uint64_t)n));
+    if (!row || !blocks) {
+        free(row);
+        free(blocks);
+        mcl_tensor_destroy(t);
+        return NULL;
+    }
+    uint32_t x = 12345;
+    for (int64_t i = 0; i < n; i++) {
+        for (int64_t j = 0; j < k; j++) {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            row[j] = (float)(x >> 8) * (2.0f / 16777216.0f) - 1.0f;
+        }
+        mcl_quantize(dtype, row, blocks + (uint64_t)i * row_bytes, k);
+    }
+    mcl_status status = mcl_tensor_upload(t, 0, blocks, row_bytes * (uint64_t)n);
+    free(row);
+    free(blocks);
+    if (status != MCL_SUCCESS) {
+        mcl_tensor_destroy(t);
+        return NULL;
+    }
+    return t;
+}
+
+static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t rows)
+{
+    mm_run r = {.ta = MCL_NO_TRANSPOSE, .tb = MCL_TRANSPOSE};
+    uint64_t weight_bytes = (uint64_t)(n * k / mcl_dtype_block_weights(dtype)) *
+                            mcl_dtype_block_bytes(dtype);
+    r.copies = copies_for(b, weight_bytes);
+    int64_t sx[2] = {rows, k}, sy[2] = {rows, n};
+    r.b[0] = quant_weights(b, dtype, n, k);
+    r.a[0] = tensor_f32(b, 2, sx, 0.5f);
+    if (!r.b[0] || !r.a[0] || upload_random(r.a[0], 5)) {
+        r.copies = 1;
+        mm_free(&r);
+        return 1;
+    }
+    /* Further copies of the same weights, device to device. */
+    for (int i = 1; i < r.copies; i++) {
+        mcl_tensor_desc desc = {.size = sizeof desc, .dtype = dtype, .ndim = 2,
+                                .shape = {n, k}, .memory_class = MCL_MEMORY_WEIGHTS};
+        r.a[i] = r.a[0];
+        r.b[i] = NULL;
+        if (mcl_tensor_create_ex(b->ctx, &desc, &r.b[i]) != MCL_SUCCESS ||
+            mcl_copy(b->ctx, r.b[0], r.b[i]) != MCL_SUCCESS) {
+            mcl_tensor_destroy(r.b[i]);
+            r.copies = i;
+            break;
+        }
+    }
+    r.c = tensor_f32(b, 2, sy, 0.0f);
+    double t = bench_gpu_time(b, b->repeat, matmul_once, &r);
+    for (int i = 1; i < r.copies; i++)
+        r.a[i] = NULL;
+    mm_free(&r);
+    char name[128];
+    snprintf(name, sizeof name, "gemv %s %lldx%lld, %lld row%s", mcl_dtype_name(dtype),
+             (long long)n, (long long)k, (long long)rows, rows > 1 ? "s" : "");
+    if (t <= 0) {
+        printf("%-58s unavailable: %s\n", name, mcl_context_last_error(b->ctx));
+        return 1;
+    }
+    double gbs = (double)weight_bytes / t / 1e9, share = gbs / b->stream_read_gbs;
+    char line[160];
+    snprintf(line, sizeof line, "%s: time", name);
+    bench_figure(b, line, t * 1e6, "us");
+    snprintf(line, sizeof line, "%s: weights", name);
+    bench_figure(b, line, gbs, "GB/s");
+    snprintf(line, sizeof line, "%s: of stream read", name);
+    bench_figure(b, line, 100.0 * share, "%");
+    /* The RX 580 streams 256 GB/s; at the same efficiency, its decode would read weights at
+     * this rate. Modeled: no RX 580 ran. */
+    snprintf(line, sizeof line, "%s: RX 580 at this efficiency", name);
+    bench_modeled(b, line, 256.0 * share, "GB/s");
+    return 0;
+}
+
+int bench_qgemv(bench *b)
+{
+    static const mcl_dtype types[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DTYPE_Q4_K,
+                                      MCL_DTYPE_Q5_K, MCL_DTYPE_Q6_K};
+    static const int64_t shapes[2][2] = {{14336, 4096}, {4096, 14336}};
+    int rc = 0;
+    for (size_t f = 0; f < sizeof types / sizeof types[0]; f++) {
+        for (int s = 0; s < 2; s++) {
+            rc |= qgemv_case(b, types[f], shapes[s][0], shapes[s][1], 1);
+            rc |= qgemv_case(b, types[f], shapes[s][0], shapes[s][1], 8);
+        }
+    }
+    /* Prefill: 512 rows against the 4096 x 14336 weight (FLOP rate). */
+    static const mcl_dtype gemm_types[] = {MCL_DTYPE_Q4_0, MCL_DTYPE_Q8_0};
+    for (size_t f = 0; f < 2; f++) {
+        mm_run r = {.ta = MCL_NO_TRANSPOSE, .tb = MCL_TRANSPOSE, .copies = 1};
+        int64_t sx[2] = {512, 14336}, sy[2] = {512, 4096};
+        r.b[0] = quant_weights(b, gemm_types[f], 4096, 14336);
+        r.a[0] = tensor_f32(b, 2, sx, 0.5f);
+        r.c = tensor_f32(b, 2, sy, 0.0f);
+        if (!r.b[0] || !r.a[0] || !r.c || upload_random(r.a[0], 6)) {
+            mm_free(&r);
+            rc = 1;
+            continue;
+        }
+        double t = bench_gpu_time(b, b->repeat < 10 ? b->repeat : 10, matmul_once, &r);
+        mm_free(&r);
+        char line[160];
+        snprintf(line, sizeof line, "gemm %s 512x14336 * (4096x14336)^T: rate",
+                 mcl_dtype_name(gemm_types[f]));
+        if (t > 0)
+            bench_figure(b, line, 2.0 * 512 * 4096 * 14336 / t / 1e12, "TFLOP/s");
+        else
+            printf("%-58s unavailable: %s\n", line, mcl_context_last_error(b->ctx));
+    }
+    return rc;
+}
