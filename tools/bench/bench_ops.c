@@ -237,9 +237,10 @@ static int gemm_case(bench *b, int64_t m, int64_t n, int64_t k, int tb, int swee
         }
     }
     if (sweep) {
+        /* 16-wide invocation tiles are left out: on an H200 their pipelines took minutes to
+         * compile. */
         static const mcl_gemm_config configs[] = {
-            {128, 128, 16, 8, 8}, {128, 128, 32, 8, 8}, {128, 256, 16, 8, 16},
-            {256, 128, 16, 16, 8}, {64, 128, 16, 4, 8}, {64, 64, 16, 4, 4},
+            {128, 128, 16, 8, 8}, {128, 128, 32, 8, 8}, {64, 128, 16, 4, 8}, {64, 64, 16, 4, 4},
         };
         gemm_cfg_run g = {.a = r.a[0], .b = r.b[0], .c = r.c, .m = (uint32_t)m,
                           .n = (uint32_t)n, .k = (uint32_t)k, .tb = tb};
