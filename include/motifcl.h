@@ -360,7 +360,8 @@ MCL_API mcl_status mcl_dequantize(mcl_dtype dtype, const void *blocks, float *y,
 
 /** Create a tensor of `ndim` (1..MCL_MAX_DIMS) dimensions `shape[0..ndim-1]` (each >= 1)
  *  and type `dtype`. Its contents are undefined until written. Errors:
- *  MCL_ERROR_INVALID_ARGUMENT (bad shape), MCL_ERROR_UNSUPPORTED (block types),
+ *  MCL_ERROR_INVALID_ARGUMENT (bad shape, or a block type whose last dimension is not a
+ *  multiple of its block's weight count),
  *  MCL_ERROR_TOO_LARGE (more bytes than the device can address in one buffer),
  *  MCL_ERROR_OUT_OF_DEVICE_MEMORY. The tensor must be destroyed before its context, or is
  *  destroyed with it. */
@@ -580,11 +581,20 @@ MCL_API mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *a, mcl_transpo
                               mcl_tensor *c);
 
 /* b of a block-quantised type (a weight matrix as stored in a GGUF file) is accepted by
- * mcl_matmul() as the 2-D [N, K] operand with tb = MCL_TRANSPOSE: c = a W^T, a f32
- * [..., M, K], dequantized in the shader (or, where integer dot products are fast and safe,
- * with a quantized to 8 bits on the GPU). */
+ * mcl_matmul() as the 2-D [N, K] operand with tb = MCL_TRANSPOSE and a not transposed
+ * (otherwise MCL_ERROR_UNSUPPORTED): c = a W^T, a f32 [..., M, K] whose batch dimensions fold
+ * into rows, K matching (else MCL_ERROR_SHAPE_MISMATCH). Two paths:
+ *  - float: W is dequantized in the shader; the result equals an f32 matmul with
+ *    mcl_dequantize()'d weights up to the order of summation. Every device runs it, and it is
+ *    the only path under the polaris profile and for the K types;
+ *  - integer dot (Q8_0 and Q4_0, where the device's packed 8-bit dot product is accelerated
+ *    and no quirk disables it): a is quantized on the GPU to 8 bits per 32 values (about 0.4%
+ *    RMS error on the activations), so results differ slightly between devices and paths.
+ * MOTIFCL_QUANT_PATH=float|dot or MOTIFCL_DISABLE / MOTIFCL_FORCE=integer-dot choose. */
 
-/** out = the f32 values of the block-quantised tensor q (same shape). */
+/** out = the f32 values of the block-quantised tensor q (same shape), bit-identical to
+ *  mcl_dequantize() (NaN payloads aside). Errors: MCL_ERROR_DTYPE_MISMATCH (q not a block type
+ *  or out not f32), MCL_ERROR_SHAPE_MISMATCH. */
 MCL_API mcl_status mcl_dequantize_tensor(mcl_context *ctx, const mcl_tensor *q, mcl_tensor *out);
 
 /* --- Layout -------------------------------------------------------------------------- */

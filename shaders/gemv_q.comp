@@ -5,20 +5,25 @@
 //
 // A workgroup has GROUPS row groups of T = THREADS / GROUPS invocations; a row group owns NR
 // consecutive rows n of W and its invocations stride over the row's lanes (quant.glsl: lane j
-// of block b is 32 weights): unit u is lane u % LANES of block u / LANES, so neighbouring
-// invocations read neighbouring bytes of the row (coalesced 32-bit / 128-bit loads).
+// of block b is 32 weights): unit u is lane u % LANES of block u / LANES.
 //
-// Each step first issues the loads of UNROLL units for each of the NR rows (bytes in flight),
-// then decodes one group of 4 weights of every row at a time and meets it with the same 4
+// Loads, coalesced either way: Q4_K and Q5_K (16-byte blocks) load each lane's uvec4s
+// straight from memory, neighbouring invocations reading neighbouring uvec4s, UNROLL units of
+// each of the NR rows issued before any is decoded (bytes in flight). Q8_0, Q4_0 and Q6_K
+// (blocks at 2-aligned offsets) go through shared memory (gemv_stage.glsl): the row group
+// copies the bytes of its rows' next T units with word-per-invocation loads, then each
+// invocation takes its lane's words from there.
+//
+// Arithmetic: one group of 4 weights of every row is decoded at a time and meets the same 4
 // elements of each row of x: one load of x serves NR rows of W, one decoded weight serves M
 // rows of x. Codes are multiplied as small integers held in floats; a segment's scale is
 // applied once to its dot products, and a Q4_K / Q5_K min once to the sum of x over the
-// segment (shared by the NR rows). The M x NR partial sums meet in shared memory (no subgroup
-// size assumed).
+// segment (shared by the NR rows). The M x NR partial sums of every invocation meet in shared
+// memory and are summed by a tree (no subgroup size assumed; T must be a power of two).
 //
 //   specialization constants: 0 workgroup size, 1 FORMAT (quant.glsl), 2 TAIL, 3 M (rows of
 //     x, 1..8), 4 NR (rows of W per row group), 5 GROUPS (row groups per workgroup),
-//     6 UNROLL (units per row in flight)
+//     6 UNROLL (units per row in flight, direct loads)
 //   set 0: 0 x [M, K] f32, 1 W blocks, 2 tail word (any buffer when unused), 3 bias [N] (any
 //     buffer when unused), 4 y [M, N]
 //   push constants: N, K, has_bias. The workgroup index is x + y * (groups in x): a grid
@@ -51,7 +56,19 @@ layout(push_constant) uniform Push {
 const uint THREADS = gl_WorkGroupSize.x;
 const uint T = THREADS / GROUPS;  // invocations per row group
 const uint ROWS = GROUPS * NR;    // rows of W per workgroup
-shared float partial[M * NR * THREADS];
+// Units of each row an invocation takes per step: staged formats one (the copy through
+// shared memory keeps the bytes in flight), others UNROLL.
+const uint STEP = QUANT_WORD_LOADS ? 1u : UNROLL;
+// Staged formats: T units of a row are T / LANES whole blocks; their words, at either
+// alignment, fit in STAGE_WORDS.
+const uint STAGE_BLOCKS = T / LANES;
+const uint STAGE_WORDS = STAGE_BLOCKS * BLOCK_BYTES / 4u + 2u;
+const uint STAGE_SIZE = QUANT_WORD_LOADS ? GROUPS * NR * STAGE_WORDS : 1u;
+const uint PARTIAL_SIZE = M * NR * THREADS;
+// The staged copies during the loop, the partial sums (as float bits) after it.
+shared uint smem[STAGE_SIZE > PARTIAL_SIZE ? STAGE_SIZE : PARTIAL_SIZE];
+
+#include "gemv_stage.glsl"
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -75,17 +92,36 @@ void main() {
         row_block[r] = min(n0 + r, pc.N - 1u) * nb;
     }
 
-    for (uint u = t; u < units; u += UNROLL * T) {
-        QuantRaw raw[UNROLL][NR];
-        [[unroll]] for (uint v = 0u; v < UNROLL; v++) {
-            // A unit past the row's end loads the last one again (in bounds), unused.
-            const uint uc = min(u + v * T, units - 1u);
+    // Every invocation runs the same number of steps (the rows have equal length), so the
+    // barriers of the staged path are reached uniformly.
+    for (uint u0 = 0u; u0 < units; u0 += STEP * T) {
+        QuantRaw raw[STEP][NR];
+        if (QUANT_WORD_LOADS) {
+            const uint b0 = u0 / LANES;
+            const uint count = min(STAGE_BLOCKS, nb - b0);
+            barrier();  // the last step's reads of smem are done
             [[unroll]] for (uint r = 0u; r < NR; r++) {
-                raw[v][r] = quant_load((row_block[r] + uc / LANES) * BLOCK_BYTES, uc % LANES);
+                stage_copy(g * NR + r, (row_block[r] + b0) * BLOCK_BYTES, count * BLOCK_BYTES, t);
+            }
+            barrier();
+            const uint uc = min(u0 + t, units - 1u);  // past the row's end: unused
+            [[unroll]] for (uint r = 0u; r < NR; r++) {
+                raw[0][r] = quant_load_staged(g * NR + r, (row_block[r] + b0) * BLOCK_BYTES,
+                                              (row_block[r] + uc / LANES) * BLOCK_BYTES,
+                                              uc % LANES);
+            }
+        } else {
+            [[unroll]] for (uint v = 0u; v < STEP; v++) {
+                // A unit past the row's end loads the last one again (in bounds), unused.
+                const uint uc = min(u0 + t + v * T, units - 1u);
+                [[unroll]] for (uint r = 0u; r < NR; r++) {
+                    raw[v][r] = quant_load((row_block[r] + uc / LANES) * BLOCK_BYTES,
+                                           uc % LANES);
+                }
             }
         }
-        [[unroll]] for (uint v = 0u; v < UNROLL; v++) {
-            const uint uc = u + v * T;
+        [[unroll]] for (uint v = 0u; v < STEP; v++) {
+            const uint uc = u0 + t + v * T;
             if (uc < units) {
                 const uint b = uc / LANES, j = uc % LANES;
                 vec4 scale[NR], minv[NR];
@@ -134,24 +170,31 @@ void main() {
         }
     }
 
+    // Partial sums meet in shared memory: series (m, r, row group) holds T values, which a
+    // tree halves log2(T) times (T is a power of two), all invocations helping at each level,
+    // so that no invocation sums a whole series alone.
+    barrier();  // the staged path's last reads of smem are done
     [[unroll]] for (uint m = 0u; m < M; m++) {
         [[unroll]] for (uint r = 0u; r < NR; r++) {
-            partial[(m * NR + r) * THREADS + tid] = acc[m][r];
+            smem[(m * NR + r) * THREADS + tid] = floatBitsToUint(acc[m][r]);
+        }
+    }
+    for (uint w = T / 2u; w > 0u; w /= 2u) {
+        barrier();
+        for (uint i = tid; i < M * NR * GROUPS * w; i += THREADS) {
+            const uint base = (i / w) * T + i % w;
+            smem[base] = floatBitsToUint(uintBitsToFloat(smem[base]) +
+                                         uintBitsToFloat(smem[base + w]));
         }
     }
     barrier();
-    // One invocation per output sums its row group's T partials.
     for (uint o = tid; o < M * ROWS; o += THREADS) {
         const uint m = o / ROWS, row = o % ROWS;
         const uint og = row / NR, r = row % NR;
         const uint n = wg * ROWS + row;
         if (n < pc.N) {
-            float sum = pc.has_bias != 0u ? bias[n] : 0.0;
-            const uint base = (m * NR + r) * THREADS + og * T;
-            for (uint i = 0u; i < T; i++) {
-                sum += partial[base + i];
-            }
-            y[m * pc.N + n] = sum;
+            const float sum = uintBitsToFloat(smem[((m * NR + r) * GROUPS + og) * T]);
+            y[m * pc.N + n] = pc.has_bias != 0u ? sum + bias[n] : sum;
         }
     }
 }

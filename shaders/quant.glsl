@@ -17,8 +17,9 @@
 //                   4 consecutive elements, with codes, scales and mins kept apart so that a
 //                   GEMV applies a scale once per segment of dot products. quant_load only
 //                   issues the loads, so that a kernel can start the loads of several blocks
-//                   before it decodes any of them; quant_group decodes one group at a time,
-//                   which keeps few decoded values live.
+//                   before it decodes any of them (gemv_stage.glsl has a variant that reads
+//                   a copy in shared memory); quant_group decodes one group at a time, which
+//                   keeps few decoded values live.
 //
 // The including shader declares, before including this file:
 //   layout(constant_id = ...) const uint FORMAT;   one of the FMT_* values below
@@ -43,8 +44,9 @@ const uint BLOCK_BYTES = FORMAT == FMT_Q8_0 ? 34u
                        : 210u;
 // Lanes per block: each lane decodes 32 weights.
 const uint LANES = QK / 32u;
-// Scale segments per lane: the 8 groups of a lane share 1 (Q8_0, Q4_0), 2 (Q4_K, Q5_K: two
-// sub-blocks of 16 lanes' elements each) or 4 (Q6_K: four quarters) scales.
+// Scale segments per lane: the 8 groups of a lane share 1 scale (Q8_0, Q4_0), 2 (Q4_K, Q5_K:
+// its 16 low-nibble and 16 high-nibble weights lie in two sub-blocks) or 4 (Q6_K: 8 weights
+// in each quarter of a half, each quarter with its own scale).
 const uint SEGS = FORMAT <= FMT_Q4_0 ? 1u : FORMAT == FMT_Q6_K ? 4u : 2u;
 const uint GROUPS_PER_SEG = 8u / SEGS;
 // Q4_K and Q5_K subtract a min per sub-block (y = d*sc*q - dmin*m).
@@ -56,9 +58,10 @@ const bool HAS_MIN = FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K;
 const float MAGIC = 8388608.0;
 const uint MAGIC_BITS = 0x4B000000u;
 
-// The four bytes of w as floats, minus `offset` (exact: every value is an integer < 2^24).
-vec4 quant_bytes(uint w, float offset) {
-    uvec4 b = (uvec4(w) >> uvec4(0u, 8u, 16u, 24u)) & 0xFFu;
+// The four bytes of w, each and-ed with `mask`, as floats minus `offset` (exact: every value
+// is an integer < 2^24). The mask lets nibble codes skip a separate masking step.
+vec4 quant_bytes(uint w, uint mask, float offset) {
+    uvec4 b = (uvec4(w) >> uvec4(0u, 8u, 16u, 24u)) & mask;
     return uintBitsToFloat(b | MAGIC_BITS) - (MAGIC + offset);
 }
 
@@ -124,6 +127,24 @@ uvec2 kscale_min(uvec3 s, uint j) {
                  (lo >> 4) | ((kscale_byte(s, j) >> 6) << 4));
 }
 
+// The scales and mins of sub-blocks 2c and 2c + 1 as (sc[2c], sc[2c+1], m[2c], m[2c+1]):
+// kscale_min for a pair at once. The pair's bytes sit at the same position p = 16 (c & 1) of
+// each of the three words, so both come out of one shift per word.
+uvec4 kscale_pair(uvec3 s, uint c) {
+    uint p = 16u * (c & 1u);
+    uint a = s.x >> p, b = s.y >> p, w = s.z >> p;
+    uint sc, m;
+    if (c < 2u) {
+        sc = a & 0x3F3Fu;
+        m = b & 0x3F3Fu;
+    } else {
+        // Low 4 bits from bytes 8..11, top 2 bits from bits 6-7 of bytes 0..3 / 4..7.
+        sc = (w & 0x0F0Fu) | ((a >> 2) & 0x3030u);
+        m = ((w >> 4) & 0x0F0Fu) | ((b >> 2) & 0x3030u);
+    }
+    return uvec4(sc & 0xFFu, (sc >> 8) & 0xFFu, m & 0xFFu, (m >> 8) & 0xFFu);
+}
+
 // ------------------------------------------------------------------------------------------
 // quant_decode4: weights e4 .. e4 + 3 (e4 a multiple of 4) of the block at byte offset s,
 // dequantized. Reads each field where it lies, so it suits scattered access (a GEMM tile).
@@ -131,12 +152,12 @@ uvec2 kscale_min(uvec3 s, uint j) {
 vec4 quant_decode4(uint s, uint e4) {
     if (FORMAT == FMT_Q8_0) {
         float d = quant_half(quant_read16(s));
-        return d * quant_bytes(quant_read32(s + 2u + e4) ^ 0x80808080u, 128.0);
+        return d * quant_bytes(quant_read32(s + 2u + e4) ^ 0x80808080u, 0xFFu, 128.0);
     }
     if (FORMAT == FMT_Q4_0) {
         float d = quant_half(quant_read16(s));
         uint w = quant_read32(s + 2u + (e4 & 15u)) >> (e4 >= 16u ? 4u : 0u);
-        return d * quant_bytes(w & 0x0F0F0F0Fu, 8.0);
+        return d * quant_bytes(w, 0x0Fu, 8.0);
     }
     if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
         // Q4_K and Q5_K blocks are 16-byte multiples: every field below is word-aligned.
@@ -151,7 +172,7 @@ vec4 quant_decode4(uint s, uint e4) {
         if (FORMAT == FMT_Q5_K) {
             q |= ((wq[(s + 16u + l) >> 2] >> sb) & 0x01010101u) << 4;
         }
-        return step * quant_bytes(q, 0.0) - offset;
+        return step * quant_bytes(q, 0xFFu, 0.0) - offset;
     }
     // Q6_K: half h, quarter k, position l (docs/quant-formats.md's table).
     uint h = e4 / 128u, k = (e4 % 128u) / 32u, l = e4 % 32u;
@@ -160,7 +181,7 @@ vec4 quant_decode4(uint s, uint e4) {
     uint code = (ql & 0x0F0F0F0Fu) | ((qh & 0x03030303u) << 4);
     int sc = bitfieldExtract(int(quant_read8(s + 192u + e4 / 16u)), 0, 8);
     float d = quant_half(quant_read16(s + 208u));
-    return (d * float(sc)) * quant_bytes(code, 32.0);
+    return (d * float(sc)) * quant_bytes(code, 0xFFu, 32.0);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -176,38 +197,44 @@ uint raw_word(QuantRaw r, uint i) {
     return r.v[i >> 2][i & 3u];
 }
 
+// The 2-aligned formats (Q8_0, Q4_0, Q6_K) load scalar words: raw word i of lane j is the word
+// that holds block byte quant_raw_rel(j, i). Q8_0 and Q4_0 take the 9 / 5 words that hold the
+// whole block, whichever its alignment; Q6_K lane j (half h = j / 4, positions l0 .. l0 + 7
+// of each quarter) takes the 3 words that cover each of its four 8-byte fields (ql, ql + 32,
+// qh, scales) and the word of d. Q4_K and Q5_K (16-byte blocks) load uvec4s instead.
+const bool QUANT_WORD_LOADS = FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0 || FORMAT == FMT_Q6_K;
+const uint RAW_WORDS = FORMAT == FMT_Q8_0 ? 9u : FORMAT == FMT_Q4_0 ? 5u : 13u;
+
+uint quant_raw_rel(uint j, uint i) {
+    if (FORMAT != FMT_Q6_K) {
+        return 4u * i;
+    }
+    if (i == 12u) {
+        return 208u;  // d
+    }
+    uint h = j >> 2, l0 = 8u * (j & 3u), f = i / 3u;
+    uint at = f == 0u ? 64u * h + l0
+            : f == 1u ? 64u * h + 32u + l0
+            : f == 2u ? 128u + 32u * h + l0
+            : 192u + 8u * h;
+    return at + 4u * (i % 3u);
+}
+
 // Issue the loads of lane j of the block at byte offset s.
 QuantRaw quant_load(uint s, uint j) {
     QuantRaw r;
     r.v[0] = uvec4(0u); r.v[1] = uvec4(0u); r.v[2] = uvec4(0u); r.v[3] = uvec4(0u);
-    if (FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0) {
-        // The 9 (Q8_0) or 5 (Q4_0) words that hold the block, whichever its alignment.
-        const uint n = FORMAT == FMT_Q8_0 ? 9u : 5u;
-        uint i0 = s >> 2;
-        [[unroll]] for (uint i = 0u; i < n; i++) {
-            r.v[i >> 2][i & 3u] = quant_word(i0 + i);
+    if (QUANT_WORD_LOADS) {
+        [[unroll]] for (uint i = 0u; i < RAW_WORDS; i++) {
+            r.v[i >> 2][i & 3u] = quant_word((s + quant_raw_rel(j, i)) >> 2);
         }
     } else if (FORMAT == FMT_Q4_K) {
         r.v[0] = wq4[s >> 4];                // d, dmin, scales
         r.v[1] = wq4[(s >> 4) + 1u + j];     // qs[16j .. 16j + 15]
-    } else if (FORMAT == FMT_Q5_K) {
-        r.v[0] = wq4[s >> 4];
+    } else {
+        r.v[0] = wq4[s >> 4];                    // Q5_K: d, dmin, scales
         r.v[1] = wq4[(s >> 4) + 1u + (j & 1u)];  // qh[16(j&1) .. +15]
         r.v[2] = wq4[(s >> 4) + 3u + j];         // qs[16j .. 16j + 15]
-    } else {
-        // Q6_K lane j: half h = j / 4, positions l0 .. l0 + 7 of every quarter of the half.
-        // Each 8-byte field is read as the 3 words that cover it at either alignment.
-        uint h = j >> 2, l0 = 8u * (j & 3u);
-        // ql, ql + 32, qh, scales
-        uint off[4] = uint[4](64u * h + l0, 64u * h + 32u + l0, 128u + 32u * h + l0,
-                              192u + 8u * h);
-        [[unroll]] for (uint f = 0u; f < 4u; f++) {
-            uint i0 = (s + off[f]) >> 2;
-            [[unroll]] for (uint i = 0u; i < 3u; i++) {
-                r.v[(3u * f + i) >> 2][(3u * f + i) & 3u] = quant_word(i0 + i);
-            }
-        }
-        r.v[3][0] = quant_word((s + 208u) >> 2);  // d
     }
     return r;
 }
@@ -240,9 +267,9 @@ void quant_scales(QuantRaw r, uint s, uint j, out vec4 scale, out vec4 minv) {
         uvec4 hd = r.v[0];
         uint c = j >> 1;
         float d = quant_half(hd.x & 0xFFFFu), dmin = quant_half(hd.x >> 16);
-        uvec2 lo = kscale_min(hd.yzw, 2u * c), hi = kscale_min(hd.yzw, 2u * c + 1u);
-        scale.xy = vec2(d * float(lo.x), d * float(hi.x));
-        minv.xy = vec2(dmin * float(lo.y), dmin * float(hi.y));
+        vec4 scm = vec4(kscale_pair(hd.yzw, c));
+        scale.xy = d * scm.xy;
+        minv.xy = dmin * scm.zw;
     } else {
         // Q6_K: quarter k's scale is scales[8h + (l0 >= 16) + 2k], a signed byte; the two
         // words of scales[8h .. 8h + 7] are raw words 9..11.
@@ -267,19 +294,19 @@ vec4 quant_group(QuantRaw r, uint s, uint j, uint g) {
         uint k = FORMAT == FMT_Q8_0 ? g : g & 3u;
         uint w = shifted ? raw_word(r, k + 1u) : funnel16(raw_word(r, k), raw_word(r, k + 1u));
         if (FORMAT == FMT_Q8_0) {
-            return quant_bytes(w ^ 0x80808080u, 128.0);  // signed bytes, + 128
+            return quant_bytes(w ^ 0x80808080u, 0xFFu, 128.0);  // signed bytes, + 128
         }
-        return quant_bytes((w >> (g >= 4u ? 4u : 0u)) & 0x0F0F0F0Fu, 8.0);
+        return quant_bytes(w >> (g >= 4u ? 4u : 0u), 0x0Fu, 8.0);
     }
     if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
         uint k = g & 3u, high = g >> 2;  // high: the odd sub-block, in the high nibbles
-        uvec4 qs = FORMAT == FMT_Q4_K ? r.v[1] : r.v[2];
-        uint q = (qs[k] >> (4u * high)) & 0x0F0F0F0Fu;
-        if (FORMAT == FMT_Q5_K) {
-            // The fifth bit of element l of sub-block sb is bit sb of qh[l].
-            q |= ((r.v[1][k] >> (2u * (j >> 1) + high)) & 0x01010101u) << 4;
+        if (FORMAT == FMT_Q4_K) {
+            return quant_bytes(r.v[1][k] >> (4u * high), 0x0Fu, 0.0);
         }
-        return quant_bytes(q, 0.0);
+        // Q5_K: the fifth bit of element l of sub-block sb is bit sb of qh[l].
+        uint q = ((r.v[2][k] >> (4u * high)) & 0x0F0F0F0Fu) |
+                 (((r.v[1][k] >> (2u * (j >> 1) + high)) & 0x01010101u) << 4);
+        return quant_bytes(q, 0xFFu, 0.0);
     }
     // Q6_K: quarter k = g / 2, word i = g % 2 of each 8-byte field (raw words 3f .. 3f + 2).
     uint k = g >> 1, i = g & 1u;
@@ -288,7 +315,7 @@ vec4 quant_group(QuantRaw r, uint s, uint j, uint g) {
                      : raw_word(r, 3u * f + i);
     uint h = shifted ? funnel16(raw_word(r, 6u + i), raw_word(r, 7u + i)) : raw_word(r, 6u + i);
     uint code = ((a >> (4u * (k >> 1))) & 0x0F0F0F0Fu) | (((h >> (2u * k)) & 0x03030303u) << 4);
-    return quant_bytes(code, 32.0);
+    return quant_bytes(code, 0xFFu, 32.0);
 }
 
 #endif

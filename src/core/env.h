@@ -7,6 +7,7 @@
  *   MOTIFCL_DISABLE             comma-separated feature names to switch off
  *   MOTIFCL_FORCE               comma-separated feature names to keep on despite quirks
  *   MOTIFCL_TRANSFER            auto|staging|import: how uploads and downloads move bytes
+ *   MOTIFCL_QUANT_PATH          float|dot: force a path of the quantized matmul
  *   MOTIFCL_REQUIRE_VULKAN_COMPUTE  1: tests fail instead of skipping without a device
  */
 #ifndef MCL_CORE_ENV_H

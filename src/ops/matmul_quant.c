@@ -1,17 +1,408 @@
-/* Matrix products with block-quantised weights, and GPU dequantization. */
+/* Matrix products with a block-quantised weight (c = a W^T, W [N, K] as stored in a GGUF
+ * file), and GPU dequantization.
+ *
+ * Two paths:
+ *  - float (every format): the weights are dequantized in the shader and multiplied in f32.
+ *    gemv_q for 1..8 rows of a (decode), gemm_q with W's tiles dequantized into shared
+ *    memory for more. The path an RX 580 runs (it has no packed 8-bit dot product).
+ *  - integer dot (Q8_0, Q4_0): quantize_q8_1 quantizes a to 8 bits per 32 values, then
+ *    gemv_q_dot / gemm_q_dot multiply packed int8 codes. Taken where the device's integer dot
+ *    product is enabled and accelerated, or where it is enabled and asked for (see
+ *    mcl_quant_path_select).
+ *
+ * Weights are bound as 32-bit words. A tensor of 2 mod 4 bytes ends in half a word that such a
+ * binding cannot reach; its last bytes are copied into a one-word scratch tensor first (the
+ * kernels' TAIL specialization). */
+#include "../core/env.h"
 #include "../vk/context.h"
 #include "ops_internal.h"
+
+/* The block formats, in the order of quant.glsl's FMT_* constants. */
+static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DTYPE_Q4_K,
+                                          MCL_DTYPE_Q5_K, MCL_DTYPE_Q6_K};
+#define FMT_Q8_0 0u
+#define FMT_Q4_0 1u
+
+/* Weights per lane of the shaders' decoder (quant.glsl), and per block of quantized
+ * activations (qdot.glsl). */
+#define QUANT_LANE_WEIGHTS 32u
+/* Words per 32 quantized activations: 8 of codes, a scale, a sum (qdot.glsl). */
+#define ACT_WORDS_PER_BLOCK 10u
+
+/* The GEMV kernels take up to this many rows of a (their accumulators are registers). */
+#define QUANT_GEMV_MAX_ROWS 8u
+/* GEMV workgroups: 2 row groups of 64 invocations, 2 rows of W each, so a workgroup owns 4
+ * rows and a 4096-row weight spreads over 1024 workgroups. Q4_K / Q5_K invocations load 2
+ * lanes of each of their rows before decoding any (UNROLL); the 2-aligned formats copy 64
+ * lanes of each row through shared memory instead (gemv_stage.glsl: at most 8.7 KiB with the
+ * partial sums, within the 16 KiB every Vulkan device has). */
+#define QUANT_GEMV_THREADS 128u
+#define QUANT_GEMV_GROUPS 2u
+#define QUANT_GEMV_NR 2u
+#define QUANT_GEMV_UNROLL 2u
+_Static_assert(((QUANT_GEMV_THREADS / QUANT_GEMV_GROUPS) &
+                (QUANT_GEMV_THREADS / QUANT_GEMV_GROUPS - 1)) == 0,
+               "the GEMV kernels sum a row group's partials by a tree: a power of two");
+/* gemm_q_dot's fixed tile: 64 x 64 outputs, 256 invocations. */
+#define QUANT_DOT_TILE 64u
+#define QUANT_DOT_THREADS 256u
+/* Element-wise kernels: invocations per workgroup. */
+#define QUANT_THREADS 256u
+/* Vulkan guarantees 65535 workgroups per dimension. */
+#define QUANT_MAX_GROUPS 65535u
+
+typedef struct gemv_push {
+    uint32_t n, k, has_bias;
+} gemv_push;
+
+typedef struct gemm_push {
+    uint32_t m, n, k, has_bias;
+} gemm_push;
+
+typedef struct blocks_push {
+    uint32_t blocks;
+} blocks_push;
+
+static int format_index(mcl_dtype dtype)
+{
+    for (int i = 0; i < (int)(sizeof quant_formats / sizeof quant_formats[0]); i++) {
+        if (quant_formats[i] == dtype)
+            return i;
+    }
+    return -1;
+}
+
+static uint32_t ceil_div(uint64_t a, uint64_t b)
+{
+    return (uint32_t)((a + b - 1) / b);
+}
+
+/* A grid of `count` workgroups for kernels that index them as x + y * (groups in x). */
+static void grid_2d(uint32_t count, uint32_t *gx, uint32_t *gy)
+{
+    *gx = count < QUANT_MAX_GROUPS ? count : QUANT_MAX_GROUPS;
+    *gy = ceil_div(count, *gx);
+}
+
+mcl_quant_path mcl_quant_path_select(const mcl_context *ctx, mcl_dtype dtype)
+{
+    if (!ctx || (dtype != MCL_DTYPE_Q8_0 && dtype != MCL_DTYPE_Q4_0))
+        return MCL_QUANT_PATH_FLOAT;
+    uint64_t features = ctx->info.features_enabled;
+    if (!(features & MCL_FEATURE_INTEGER_DOT_PRODUCT))
+        return MCL_QUANT_PATH_FLOAT;
+    const char *want = mcl_env("MOTIFCL_QUANT_PATH");
+    if (want && mcl_list_contains(want, "float"))
+        return MCL_QUANT_PATH_FLOAT;
+    if (want && mcl_list_contains(want, "dot"))
+        return MCL_QUANT_PATH_DOT;
+    if (features & MCL_FEATURE_INTEGER_DOT_ACCELERATED)
+        return MCL_QUANT_PATH_DOT;
+    /* MOTIFCL_FORCE=integer-dot keeps the feature on despite the quirk table, but on a device
+     * that has it unaccelerated (Lavapipe) that leaves features_enabled unchanged: the
+     * request is read here so that it means "use the integer-dot path". */
+    if (mcl_list_contains(mcl_env("MOTIFCL_FORCE"), "integer-dot"))
+        return MCL_QUANT_PATH_DOT;
+    return MCL_QUANT_PATH_FLOAT;
+}
+
+/* When w's size is not a multiple of 4, copy its last partial word into a new one-word scratch
+ * tensor (*tail); otherwise *tail = NULL. Ordered like a dispatch that reads w. */
+static mcl_status tail_word(mcl_context *ctx, mcl_tensor *w, mcl_tensor **tail)
+{
+    *tail = NULL;
+    uint64_t partial = w->nbytes % 4;
+    if (partial == 0)
+        return MCL_SUCCESS;
+    mcl_tensor_desc desc = {.size = sizeof desc, .dtype = MCL_DTYPE_I32, .ndim = 1,
+                            .shape = {1}, .memory_class = MCL_MEMORY_SCRATCH};
+    mcl_status status = mcl_tensor_create_ex(ctx, &desc, tail);
+    if (status != MCL_SUCCESS)
+        return status;
+    if ((status = mcl_stream_begin(ctx)) != MCL_SUCCESS) {
+        mcl_tensor_destroy(*tail);
+        *tail = NULL;
+        return status;
+    }
+    mcl_stream_track(ctx, &w, 1, tail, 1);
+    VkBufferCopy region = {
+        .srcOffset = w->alloc.offset + w->nbytes - partial,
+        .dstOffset = (*tail)->alloc.offset,
+        .size = partial,
+    };
+    ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), w->alloc.block->buffer,
+                            (*tail)->alloc.block->buffer, 1, &region);
+    return MCL_SUCCESS;
+}
+
+/* Get a kernel and check that the device gave it the workgroup size its tiles assume. */
+static mcl_status kernel_exact(mcl_context *ctx, const mcl_kernel_desc *desc,
+                               const mcl_kernel **out)
+{
+    mcl_status status = mcl_kernel_get(ctx, desc, out);
+    if (status == MCL_SUCCESS && (*out)->local_size_x != desc->local_size_x)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "quantized matmul needs %u invocations per "
+                        "workgroup", desc->local_size_x);
+    return status;
+}
+
+/* The GEMV (float or integer dot): `x` is a (float) or its quantized form (dot). */
+static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_tensor *x,
+                                mcl_tensor *w, mcl_tensor *tail, mcl_tensor *bias,
+                                mcl_tensor *y, uint32_t rows, uint32_t n, uint32_t k)
+{
+    mcl_kernel_desc desc = {
+        .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
+        .binding_count = 5,
+        .push_size = sizeof(gemv_push),
+        .local_size_x = QUANT_GEMV_THREADS,
+        .spec_count = 6,
+        .spec = {fmt, tail != NULL, rows, QUANT_GEMV_NR, QUANT_GEMV_GROUPS, QUANT_GEMV_UNROLL},
+    };
+    const mcl_kernel *kernel;
+    mcl_status status = kernel_exact(ctx, &desc, &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    gemv_push push = {.n = n, .k = k, .has_bias = bias != NULL};
+    uint32_t gx, gy;
+    grid_2d(ceil_div(n, QUANT_GEMV_GROUPS * QUANT_GEMV_NR), &gx, &gy);
+    mcl_tensor *reads[4] = {x, w, tail ? tail : w, bias ? bias : x};
+    return mcl_stream_dispatch(ctx, kernel, reads, 4, &y, 1, &push, gx, gy, 1);
+}
+
+/* The float GEMM: gemm_f32's tile shapes, 128 x 128 where there are enough tiles. */
+static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, mcl_tensor *w,
+                             mcl_tensor *tail, mcl_tensor *bias, mcl_tensor *c, uint32_t m,
+                             uint32_t n, uint32_t k)
+{
+    uint32_t bm = 64, tm = 4;
+    if ((uint64_t)ceil_div(m, 128) * ceil_div(n, 128) >= 96) {
+        bm = 128;
+        tm = 8;
+    }
+    mcl_kernel_desc desc = {
+        .id = MCL_KERNEL_GEMM_Q,
+        .binding_count = 5,
+        .push_size = sizeof(gemm_push),
+        .local_size_x = (bm / tm) * (bm / tm),
+        .spec_count = 6,
+        .spec = {fmt, tail != NULL, bm, bm, tm, tm},
+    };
+    const mcl_kernel *kernel;
+    mcl_status status = kernel_exact(ctx, &desc, &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    uint32_t gx = ceil_div(n, bm), gy = ceil_div(m, bm);
+    if (gx > QUANT_MAX_GROUPS || gy > QUANT_MAX_GROUPS)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
+    gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL};
+    mcl_tensor *reads[4] = {a, w, tail ? tail : w, bias ? bias : a};
+    return mcl_stream_dispatch(ctx, kernel, reads, 4, &c, 1, &push, gx, gy, 1);
+}
+
+static mcl_status gemm_dot(mcl_context *ctx, uint32_t fmt, mcl_tensor *act, mcl_tensor *w,
+                           mcl_tensor *tail, mcl_tensor *bias, mcl_tensor *c, uint32_t m,
+                           uint32_t n, uint32_t k)
+{
+    mcl_kernel_desc desc = {
+        .id = MCL_KERNEL_GEMM_Q_DOT,
+        .binding_count = 5,
+        .push_size = sizeof(gemm_push),
+        .local_size_x = QUANT_DOT_THREADS,
+        .spec_count = 2,
+        .spec = {fmt, tail != NULL},
+    };
+    const mcl_kernel *kernel;
+    mcl_status status = kernel_exact(ctx, &desc, &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    uint32_t gx = ceil_div(n, QUANT_DOT_TILE), gy = ceil_div(m, QUANT_DOT_TILE);
+    if (gx > QUANT_MAX_GROUPS || gy > QUANT_MAX_GROUPS)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
+    gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL};
+    mcl_tensor *reads[4] = {act, w, tail ? tail : w, bias ? bias : act};
+    return mcl_stream_dispatch(ctx, kernel, reads, 4, &c, 1, &push, gx, gy, 1);
+}
+
+mcl_status mcl_quantize_activations(mcl_context *ctx, mcl_tensor *a, uint32_t rows, uint32_t k,
+                                    mcl_tensor *act)
+{
+    uint64_t blocks = (uint64_t)rows * (k / QUANT_LANE_WEIGHTS);
+    if (!ctx || !a || !act || a->dtype != MCL_DTYPE_F32 || k % QUANT_LANE_WEIGHTS != 0 ||
+        (uint64_t)rows * k * 4 > a->nbytes || blocks * ACT_WORDS_PER_BLOCK * 4 > act->nbytes)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    const mcl_kernel *kernel;
+    mcl_kernel_desc desc = {.id = MCL_KERNEL_QUANTIZE_Q8_1, .binding_count = 2,
+                            .push_size = sizeof(blocks_push), .local_size_x = QUANT_THREADS};
+    mcl_status status = mcl_kernel_get(ctx, &desc, &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    blocks_push push = {.blocks = (uint32_t)blocks};
+    uint32_t groups = ceil_div(blocks, kernel->local_size_x);
+    if (groups > QUANT_MAX_GROUPS)
+        groups = QUANT_MAX_GROUPS;  /* the kernel loops over the rest */
+    return mcl_stream_dispatch(ctx, kernel, &a, 1, &act, 1, &push, groups, 1, 1);
+}
+
+/* The integer-dot path: quantize a into scratch, then the GEMV or the GEMM. */
+static mcl_status matmul_dot(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, mcl_tensor *w,
+                             mcl_tensor *tail, mcl_tensor *bias, mcl_tensor *c, uint32_t rows,
+                             uint32_t n, uint32_t k)
+{
+    uint64_t words = (uint64_t)rows * (k / QUANT_LANE_WEIGHTS) * ACT_WORDS_PER_BLOCK;
+    mcl_tensor_desc desc = {.size = sizeof desc, .dtype = MCL_DTYPE_I32, .ndim = 1,
+                            .shape = {(int64_t)words}, .memory_class = MCL_MEMORY_SCRATCH};
+    mcl_tensor *act = NULL;
+    mcl_status status = mcl_tensor_create_ex(ctx, &desc, &act);
+    if (status != MCL_SUCCESS)
+        return status;
+    status = mcl_quantize_activations(ctx, a, rows, k, act);
+    if (status == MCL_SUCCESS) {
+        status = rows <= QUANT_GEMV_MAX_ROWS
+                     ? gemv_dispatch(ctx, 1, fmt, act, w, tail, bias, c, rows, n, k)
+                     : gemm_dot(ctx, fmt, act, w, tail, bias, c, rows, n, k);
+    }
+    /* Safe at once: scratch memory stays reserved until the recorded work has run. */
+    mcl_tensor_destroy(act);
+    return status;
+}
+
+mcl_status mcl_matmul_quant_ex(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
+                               mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c,
+                               mcl_quant_path path, mcl_quant_path *ran)
+{
+    if (!ctx || !a || !b || !c)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (a->ctx != ctx || b->ctx != ctx || c->ctx != ctx || (bias && bias->ctx != ctx))
+        return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_matmul: tensor of another context");
+    int fmt = format_index(b->dtype);
+    if (fmt < 0)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_matmul: b is not block-quantised");
+    if (a->dtype != MCL_DTYPE_F32 || c->dtype != MCL_DTYPE_F32 ||
+        (bias && bias->dtype != MCL_DTYPE_F32))
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
+                        "mcl_matmul with a %s weight takes f32 a, bias and c",
+                        mcl_dtype_name(b->dtype));
+    if ((ta != MCL_NO_TRANSPOSE && ta != MCL_TRANSPOSE) ||
+        (tb != MCL_NO_TRANSPOSE && tb != MCL_TRANSPOSE))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_matmul: bad transpose flag");
+    if ((unsigned)path > MCL_QUANT_PATH_DOT)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "quantized matmul: unknown path %d",
+                        (int)path);
+    if (tb != MCL_TRANSPOSE || ta != MCL_NO_TRANSPOSE || b->ndim != 2)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                        "mcl_matmul: a %s b must be the 2-D [N, K] weight with tb = "
+                        "MCL_TRANSPOSE (c = a W^T), and a not transposed",
+                        mcl_dtype_name(b->dtype));
+    if (c == a || c == bias)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_matmul: c aliases an input");
+    if (a->ndim < 2 || c->ndim != a->ndim)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_matmul: a and c need the same rank >= 2");
+    int64_t k = a->shape[a->ndim - 1], n = b->shape[0];
+    if (b->shape[1] != k || c->shape[c->ndim - 1] != n)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_matmul: a is [..., %lld], W [%lld, %lld], c [..., %lld]",
+                        (long long)k, (long long)n, (long long)b->shape[1],
+                        (long long)c->shape[c->ndim - 1]);
+    for (uint32_t i = 0; i + 1 < a->ndim; i++) {
+        if (a->shape[i] != c->shape[i])
+            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                            "mcl_matmul: a and c differ in dimension %u", i);
+    }
+    if (bias && mcl_tensor_numel(bias) != n)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_matmul: bias has %lld elements, not %lld",
+                        (long long)mcl_tensor_numel(bias), (long long)n);
+
+    if (path == MCL_QUANT_PATH_AUTO)
+        path = mcl_quant_path_select(ctx, b->dtype);
+    if (path == MCL_QUANT_PATH_DOT &&
+        ((fmt != (int)FMT_Q8_0 && fmt != (int)FMT_Q4_0) ||
+         !(ctx->info.features_enabled & MCL_FEATURE_INTEGER_DOT_PRODUCT)))
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                        "the integer-dot path takes Q8_0 and Q4_0 weights on a device with "
+                        "integer dot product enabled");
+
+    /* a's batch dimensions fold into rows: a and c are contiguous and W is shared. */
+    uint32_t rows = (uint32_t)(mcl_tensor_numel(a) / k);
+    mcl_tensor *tail;
+    mcl_status status = tail_word(ctx, b, &tail);
+    if (status != MCL_SUCCESS)
+        return status;
+    if (path == MCL_QUANT_PATH_DOT)
+        status = matmul_dot(ctx, (uint32_t)fmt, a, b, tail, bias, c, rows, (uint32_t)n,
+                            (uint32_t)k);
+    else if (rows <= QUANT_GEMV_MAX_ROWS)
+        status = gemv_dispatch(ctx, 0, (uint32_t)fmt, a, b, tail, bias, c, rows, (uint32_t)n,
+                               (uint32_t)k);
+    else
+        status = gemm_float(ctx, (uint32_t)fmt, a, b, tail, bias, c, rows, (uint32_t)n,
+                            (uint32_t)k);
+    mcl_tensor_destroy(tail);
+    if (status == MCL_SUCCESS && ran)
+        *ran = path;
+    return status;
+}
 
 mcl_status mcl_matmul_quant(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
                             mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c)
 {
-    (void)a, (void)ta, (void)b, (void)tb, (void)bias, (void)c;
-    return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "quantized matmul is not implemented yet");
+    return mcl_matmul_quant_ex(ctx, a, ta, b, tb, bias, c, MCL_QUANT_PATH_AUTO, NULL);
+}
+
+mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *cq, mcl_tensor *out,
+                                    int by_lane)
+{
+    mcl_tensor *q = (mcl_tensor *)cq;
+    if (!ctx || !q || !out)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (q->ctx != ctx || out->ctx != ctx)
+        return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT,
+                        "mcl_dequantize_tensor: tensor of another context");
+    int fmt = format_index(q->dtype);
+    if (fmt < 0 || out->dtype != MCL_DTYPE_F32)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
+                        "mcl_dequantize_tensor takes a block-quantised q and an f32 out");
+    int same = q->ndim == out->ndim;
+    for (uint32_t i = 0; same && i < q->ndim; i++)
+        same = q->shape[i] == out->shape[i];
+    if (!same)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_dequantize_tensor: out must have q's shape");
+
+    uint64_t per_block = (uint64_t)mcl_dtype_block_weights(q->dtype);
+    uint64_t blocks = (uint64_t)mcl_tensor_numel(q) / per_block;
+    uint64_t units = blocks * (by_lane ? per_block / QUANT_LANE_WEIGHTS : per_block / 4);
+    mcl_kernel_desc desc = {
+        .id = MCL_KERNEL_DEQUANT_Q,
+        .binding_count = 3,
+        .push_size = sizeof(blocks_push),
+        .local_size_x = QUANT_THREADS,
+        .spec_count = 3,
+    };
+    mcl_tensor *tail;
+    mcl_status status = tail_word(ctx, q, &tail);
+    if (status != MCL_SUCCESS)
+        return status;
+    desc.spec[0] = (uint32_t)fmt;
+    desc.spec[1] = tail != NULL;
+    desc.spec[2] = by_lane != 0;
+    const mcl_kernel *kernel;
+    status = mcl_kernel_get(ctx, &desc, &kernel);
+    if (status == MCL_SUCCESS) {
+        blocks_push push = {.blocks = (uint32_t)blocks};
+        uint32_t groups = ceil_div(units, kernel->local_size_x);
+        if (groups > QUANT_MAX_GROUPS)
+            groups = QUANT_MAX_GROUPS;  /* the kernel loops over the rest */
+        mcl_tensor *reads[2] = {q, tail ? tail : q};
+        status = mcl_stream_dispatch(ctx, kernel, reads, 2, &out, 1, &push, groups, 1, 1);
+    }
+    mcl_tensor_destroy(tail);
+    return status;
 }
 
 mcl_status mcl_dequantize_tensor(mcl_context *ctx, const mcl_tensor *q, mcl_tensor *out)
 {
-    (void)q, (void)out;
-    return ctx ? mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "mcl_dequantize_tensor is not implemented yet")
-               : MCL_ERROR_INVALID_ARGUMENT;
+    return mcl_dequantize_tensor_ex(ctx, q, out, 1);
 }

@@ -1,0 +1,765 @@
+/* Block-quantised weights on the GPU: mcl_dequantize_tensor and mcl_matmul with a Q8_0, Q4_0,
+ * Q4_K, Q5_K or Q6_K weight, on both paths (float: dequantize in the shader; integer dot: a
+ * quantized to 8 bits, packed int8 products), against CPU references.
+ *
+ * Weights are random bytes with their fp16 scale fields set to random finite halves (a tenth
+ * of them subnormal, some negative), so every code value and scale bit pattern occurs; a
+ * special block adds zero, -0, the largest half, the smallest subnormal, inf and NaN scales.
+ * Shapes cross every boundary the kernels have: one and several blocks per row (K = 32, 64, 96,
+ * 4128 for Q8_0/Q4_0; 256, 512, 4352 for the K types; 4128 and 4352 take three GEMV steps of
+ * 64 lanes, the last one partial), GEMV row groups (N = 1, 5, 37, 1031: the last workgroup is
+ * partial), GEMM tiles of 64 and 128 with partial edges and many K steps, rows 1, 3, 8 (GEMV)
+ * and 67, 300 (GEMM), batched a, bias on and off, and tensors of 2 mod 4 bytes (an odd number
+ * of Q8_0/Q4_0/Q6_K blocks), whose last half word the kernels get through a copied tail word.
+ *
+ * Tolerances:
+ *  - dequantize: bit for bit (NaN matches NaN). Every product in the formulas is exact in f32
+ *    (at most 11 bits of fp16 scale x 8 of sub-scale x 6 of code) and the only rounding is the
+ *    single subtraction of Q4_K/Q5_K's min, so any correct evaluation order gives the CPU
+ *    reference's bits, provided fp16 subnormals are decoded exactly (the kernels use integer
+ *    operations for that).
+ *  - float path matmul: NMSE 1e-9 against W dequantized by the CPU reference and multiplied in
+ *    double. The weights are exact, so only the f32 summation of K <= 4352 terms differs
+ *    (relative error ~ eps * sqrt(K) ~ 1e-5, NMSE ~ 1e-10 at worst); an indexing mistake gives
+ *    NMSE near 1, one wrong scale in a million weights ~ 1e-5.
+ *  - integer-dot path: NMSE 1e-9 against the same double product with a replaced by its 8-bit
+ *    quantization as the GPU made it (codes and scales downloaded): the integer sums are exact
+ *    and only the f32 scaling and summation differ. The quantizer itself is checked against a
+ *    CPU quantizer (scales bit for bit; codes may differ by 1 where x / d lies within a few ulp
+ *    of a rounding boundary, at most 1 in 1000), and the whole path against the unquantized f32
+ *    reference with NMSE 1e-4: rounding uniform inputs to 8 bits per 32 values leaves a relative
+ *    RMS error of about (amax / 127) / sqrt(12) / rms(x) = 0.4%, i.e. NMSE ~ 1.6e-5.
+ */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "ops/ops_internal.h"
+#include "quant/quant.h"
+#include "ref/ref.h"
+
+#define NMSE_FLOAT 1e-9
+#define NMSE_DOT 1e-9
+#define NMSE_DOT_VS_F32 1e-4
+
+static mcl_context *ctx;
+static int has_dot; /* integer dot product enabled on this context */
+
+static const mcl_dtype all_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DTYPE_Q4_K,
+                                        MCL_DTYPE_Q5_K, MCL_DTYPE_Q6_K};
+#define FORMAT_COUNT (sizeof all_formats / sizeof all_formats[0])
+
+/* ---------------------------------------------------------------------------------------
+ * Weights
+ * ------------------------------------------------------------------------------------- */
+
+static uint32_t rng;
+
+static uint32_t next_u32(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 17;
+    rng ^= rng << 5;
+    return rng;
+}
+
+/* Byte offsets of the fp16 scale fields of a block (docs/quant-formats.md); -1 ends. */
+static const int *scale_fields(mcl_dtype dtype)
+{
+    static const int d_first[] = {0, -1}, d_dmin[] = {0, 2, -1}, d_last[] = {208, -1};
+    switch (dtype) {
+    case MCL_DTYPE_Q4_K:
+    case MCL_DTYPE_Q5_K:
+        return d_dmin;
+    case MCL_DTYPE_Q6_K:
+        return d_last;
+    default:
+        return d_first;
+    }
+}
+
+/* A random finite half: magnitude 2^-14 .. 2^-4 (normal), or a subnormal one time in ten;
+ * negative one time in four. */
+static uint16_t random_half(void)
+{
+    uint32_t r = next_u32();
+    uint16_t mant = (uint16_t)((r >> 8) & 0x3FF);
+    uint16_t bits = r % 10 == 0 ? (uint16_t)(mant | 1) : (uint16_t)(((1 + r % 11) << 10) | mant);
+    return (uint16_t)(((r >> 20) % 4 == 0 ? 0x8000 : 0) | bits);
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v & 0xFF);
+    p[1] = (uint8_t)(v >> 8);
+}
+
+/* n rows of k weights of `dtype` as random bytes with random finite scales. */
+static uint8_t *random_blocks(mcl_dtype dtype, int64_t n, int64_t k, uint32_t seed)
+{
+    size_t bytes = mcl_quant_row_size(dtype, n * k);
+    size_t block = mcl_dtype_block_bytes(dtype);
+    uint8_t *q = malloc(bytes);
+    assert_non_null(q);
+    rng = seed * 2654435761u + 1;
+    for (size_t i = 0; i < bytes; i++)
+        q[i] = (uint8_t)(next_u32() >> 24);
+    for (size_t b = 0; b < bytes / block; b++) {
+        for (const int *f = scale_fields(dtype); *f >= 0; f++)
+            put16(q + b * block + *f, random_half());
+    }
+    return q;
+}
+
+/* A block tensor holding `bytes`. */
+static mcl_tensor *upload_blocks(mcl_dtype dtype, uint32_t ndim, const int64_t *shape,
+                                 const uint8_t *bytes)
+{
+    mcl_tensor *t = NULL;
+    assert_mcl_ok(mcl_tensor_create(ctx, dtype, ndim, shape, &t));
+    assert_mcl_ok(mcl_tensor_upload(t, 0, bytes, mcl_tensor_nbytes(t)));
+    return t;
+}
+
+static mcl_tensor *make_f32(const float *data, uint32_t ndim, const int64_t *shape)
+{
+    mcl_tensor *t = NULL;
+    assert_mcl_ok(mcl_tensor_create(ctx, MCL_DTYPE_F32, ndim, shape, &t));
+    if (data)
+        assert_mcl_ok(mcl_tensor_upload(t, 0, data, mcl_tensor_nbytes(t)));
+    return t;
+}
+
+static float *cpu_dequantize(mcl_dtype dtype, const uint8_t *q, int64_t count)
+{
+    float *w = malloc((size_t)count * sizeof *w);
+    assert_non_null(w);
+    assert_mcl_ok(mcl_dequantize(dtype, q, w, count));
+    return w;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Dequantize: bit for bit
+ * ------------------------------------------------------------------------------------- */
+
+/* Positions where got and want differ in bits (a NaN matches any NaN); prints a few. */
+static int64_t bit_mismatches(const char *what, const float *got, const float *want, int64_t n)
+{
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t g, w;
+        memcpy(&g, &got[i], 4);
+        memcpy(&w, &want[i], 4);
+        if (g != w && !(isnan(got[i]) && isnan(want[i]))) {
+            if (bad < 3)
+                printf("  %s: element %lld is %.9g (0x%08x), reference %.9g (0x%08x)\n", what,
+                       (long long)i, (double)got[i], g, (double)want[i], w);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+/* Dequantize q on the GPU with one decoder; returns mismatches against `want`. */
+static int64_t gpu_dequantize_mismatches(mcl_dtype dtype, uint32_t ndim, const int64_t *shape,
+                                         const uint8_t *q, const float *want, int by_lane,
+                                         const char *what)
+{
+    int64_t count = 1;
+    for (uint32_t i = 0; i < ndim; i++)
+        count *= shape[i];
+    mcl_tensor *tq = upload_blocks(dtype, ndim, shape, q);
+    mcl_tensor *out = make_f32(NULL, ndim, shape);
+    float *got = malloc((size_t)count * sizeof *got);
+    assert_non_null(got);
+    assert_mcl_ok(mcl_dequantize_tensor_ex(ctx, tq, out, by_lane));
+    assert_mcl_ok(mcl_tensor_download(out, 0, got, (uint64_t)count * 4));
+    int64_t bad = bit_mismatches(what, got, want, count);
+    free(got);
+    mcl_tensor_destroy(tq);
+    mcl_tensor_destroy(out);
+    return bad;
+}
+
+/* Scales that decoders get wrong: zero, -0, the largest half, the smallest subnormal, the
+ * largest subnormal, a negative subnormal, inf, NaN. */
+static const uint16_t special_halves[] = {0x0000, 0x8000, 0x7BFF, 0x0001,
+                                          0x03FF, 0x8201, 0x7C00, 0x7E00};
+#define SPECIAL_COUNT (sizeof special_halves / sizeof special_halves[0])
+
+static void dequantize_exact(void **state)
+{
+    (void)state;
+    for (size_t f = 0; f < FORMAT_COUNT; f++) {
+        mcl_dtype dtype = all_formats[f];
+        int64_t qk = mcl_dtype_block_weights(dtype);
+        /* [37, 3 blocks]: 111 blocks, an odd number (2 mod 4 bytes for Q8_0, Q4_0, Q6_K);
+         * [2, 3, 129 or 17 blocks]: a 3-D tensor with long rows. */
+        int64_t s2[2] = {37, 3 * qk}, s3[3] = {2, 3, qk == 32 ? 129 * qk : 17 * qk};
+        const int64_t *shapes[2] = {s2, s3};
+        uint32_t ndims[2] = {2, 3};
+        for (int s = 0; s < 2; s++) {
+            int64_t count = 1;
+            for (uint32_t i = 0; i < ndims[s]; i++)
+                count *= shapes[s][i];
+            uint8_t *q = random_blocks(dtype, 1, count, (uint32_t)(100 + 10 * f + s));
+            if (s == 0) {
+                /* The first blocks get the special scales, one per block, in every scale
+                 * field (each code pattern then meets inf and NaN too). */
+                size_t block = mcl_dtype_block_bytes(dtype);
+                for (size_t b = 0; b < SPECIAL_COUNT; b++) {
+                    for (const int *fld = scale_fields(dtype); *fld >= 0; fld++)
+                        put16(q + b * block + *fld, special_halves[(b + (size_t)*fld) %
+                                                                   SPECIAL_COUNT]);
+                }
+            }
+            float *want = cpu_dequantize(dtype, q, count);
+            for (int by_lane = 0; by_lane <= 1; by_lane++) {
+                char name[128];
+                snprintf(name, sizeof name, "dequantize %s %s %lld weights, %s decoder",
+                         mcl_dtype_name(dtype), s == 0 ? "[37, K]" : "[2, 3, K]",
+                         (long long)count, by_lane ? "lane (GEMV)" : "4-wide (GEMM)");
+                int64_t bad = gpu_dequantize_mismatches(dtype, ndims[s], shapes[s], q, want,
+                                                        by_lane, name);
+                printf("%-70s %lld mismatches\n", name, (long long)bad);
+                if (!mcl_test_record(name, "mismatched elements", (double)bad, 0.0))
+                    fail_msg("%s: %lld elements differ from the CPU reference", name,
+                             (long long)bad);
+            }
+            free(want);
+            free(q);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Matmul
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct mm_case {
+    int64_t batch, m, n, k; /* a is [batch, m, k] (2-D when batch is 1), W [n, k] */
+    int bias;
+} mm_case;
+
+typedef struct mm_data {
+    mm_case p;
+    int64_t rows;
+    uint8_t *q;   /* W's blocks */
+    float *w;     /* W dequantized by the CPU reference, [n, k] */
+    float *a, *bias;
+    mcl_tensor *ta, *tw, *tbias, *tc;
+} mm_data;
+
+static void mm_setup(mm_data *d, mcl_dtype dtype, const mm_case *p, uint32_t seed)
+{
+    memset(d, 0, sizeof *d);
+    d->p = *p;
+    d->rows = p->batch * p->m;
+    d->q = random_blocks(dtype, p->n, p->k, seed);
+    d->w = cpu_dequantize(dtype, d->q, p->n * p->k);
+    d->a = malloc((size_t)(d->rows * p->k) * sizeof(float));
+    d->bias = malloc((size_t)p->n * sizeof(float));
+    assert_true(d->a && d->bias);
+    mcl_fill_random(d->a, (size_t)(d->rows * p->k), seed + 1, -1, 1);
+    mcl_fill_random(d->bias, (size_t)p->n, seed + 2, -1, 1);
+    int64_t sa[3] = {p->batch, p->m, p->k}, sc[3] = {p->batch, p->m, p->n}, sw[2] = {p->n, p->k};
+    int batched = p->batch > 1;
+    d->ta = make_f32(d->a, batched ? 3 : 2, batched ? sa : sa + 1);
+    d->tc = make_f32(NULL, batched ? 3 : 2, batched ? sc : sc + 1);
+    d->tw = upload_blocks(dtype, 2, sw, d->q);
+    d->tbias = p->bias ? make_f32(d->bias, 1, &p->n) : NULL;
+}
+
+static void mm_free(mm_data *d)
+{
+    mcl_tensor_destroy(d->ta);
+    mcl_tensor_destroy(d->tw);
+    mcl_tensor_destroy(d->tbias);
+    mcl_tensor_destroy(d->tc);
+    free(d->q);
+    free(d->w);
+    free(d->a);
+    free(d->bias);
+}
+
+/* Run the product along `path`, check which path ran, return the output (caller frees). */
+static float *mm_run(mm_data *d, mcl_quant_path path)
+{
+    mcl_quant_path ran = MCL_QUANT_PATH_AUTO;
+    assert_mcl_ok(mcl_matmul_quant_ex(ctx, d->ta, MCL_NO_TRANSPOSE, d->tw, MCL_TRANSPOSE,
+                                      d->tbias, d->tc, path, &ran));
+    assert_int_equal(ran, path);
+    float *got = malloc((size_t)(d->rows * d->p.n) * sizeof *got);
+    assert_non_null(got);
+    assert_mcl_ok(mcl_tensor_download(d->tc, 0, got, (uint64_t)(d->rows * d->p.n) * 4));
+    return got;
+}
+
+/* c = a W^T (+ bias) in double from float operands, rounded to float. */
+static float *ref_product(const mm_data *d, const float *a)
+{
+    float *want = malloc((size_t)(d->rows * d->p.n) * sizeof *want);
+    assert_non_null(want);
+    ref_matmul_f32(a, 0, d->w, 1, d->p.bias ? d->bias : NULL, want, 1, d->rows, d->p.n,
+                   d->p.k, 1);
+    return want;
+}
+
+static void case_name(char *name, size_t size, const char *what, mcl_dtype dtype,
+                      const mm_case *p)
+{
+    snprintf(name, size, "%s %s batch=%lld m=%lld n=%lld k=%lld%s", what, mcl_dtype_name(dtype),
+             (long long)p->batch, (long long)p->m, (long long)p->n, (long long)p->k,
+             p->bias ? " bias" : "");
+}
+
+static void expect_nmse(const char *name, double nmse, double tolerance)
+{
+    printf("%-70s nmse %.3g\n", name, nmse);
+    if (!mcl_test_record(name, "nmse", nmse, tolerance))
+        fail_msg("%s: nmse %g above %g", name, nmse, tolerance);
+}
+
+static void check_float_path(mcl_dtype dtype, const mm_case *p, uint32_t seed)
+{
+    mm_data d;
+    mm_setup(&d, dtype, p, seed);
+    float *got = mm_run(&d, MCL_QUANT_PATH_FLOAT);
+    float *want = ref_product(&d, d.a);
+    char name[160];
+    case_name(name, sizeof name, d.rows <= 8 ? "float gemv" : "float gemm", dtype, p);
+    expect_nmse(name, mcl_nmse(got, want, (size_t)(d.rows * p->n)), NMSE_FLOAT);
+    free(got);
+    free(want);
+    mm_free(&d);
+}
+
+/* Block sizes in K, per family: Q8_0/Q4_0 (32) and the K types (256). */
+static int64_t kq(mcl_dtype dtype, int64_t small, int64_t large)
+{
+    return mcl_dtype_block_weights(dtype) == 32 ? small : large;
+}
+
+static void gemv_float(void **state)
+{
+    (void)state;
+    for (size_t f = 0; f < FORMAT_COUNT; f++) {
+        mcl_dtype t = all_formats[f];
+        const mm_case cases[] = {
+            {1, 1, 1031, kq(t, 4128, 4352), 1}, /* long rows: many units per invocation */
+            {1, 3, 37, kq(t, 96, 512), 0},      /* 37 x 3 blocks: odd, 2 mod 4 bytes */
+            {2, 4, 1031, kq(t, 32, 256), 1},    /* batched a folds into 8 rows; one block */
+            {1, 1, 1, kq(t, 64, 256), 0},       /* one output */
+            {1, 3, 5, kq(t, 4128, 4352), 1},    /* a partial workgroup of rows */
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            check_float_path(t, &cases[i], (uint32_t)(1000 + 10 * f + i));
+    }
+}
+
+static void gemm_float(void **state)
+{
+    (void)state;
+    for (size_t f = 0; f < FORMAT_COUNT; f++) {
+        mcl_dtype t = all_formats[f];
+        const mm_case cases[] = {
+            {1, 67, 1031, kq(t, 96, 512), 1},  /* 64-wide tiles, partial both ways */
+            {3, 100, 37, kq(t, 4128, 4352), 0}, /* batched, 300 rows, many K steps */
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            check_float_path(t, &cases[i], (uint32_t)(2000 + 10 * f + i));
+    }
+    /* Enough tiles for the 128 x 128 shape, with partial edge tiles. */
+    const mm_case big = {1, 300, 4100, 256, 1};
+    check_float_path(MCL_DTYPE_Q6_K, &big, 2100);
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Integer-dot path
+ * ------------------------------------------------------------------------------------- */
+
+/* What the GPU quantizer made of a: codes, scales and sums, downloaded. */
+typedef struct act_q8 {
+    int64_t blocks;
+    uint32_t *words;
+} act_q8;
+
+static void quantize_on_gpu(const mm_data *d, act_q8 *out)
+{
+    out->blocks = d->rows * d->p.k / 32;
+    int64_t words = out->blocks * 10;
+    mcl_tensor *act = NULL;
+    assert_mcl_ok(mcl_tensor_create(ctx, MCL_DTYPE_I32, 1, &words, &act));
+    assert_mcl_ok(mcl_quantize_activations(ctx, d->ta, (uint32_t)d->rows, (uint32_t)d->p.k, act));
+    out->words = malloc((size_t)words * 4);
+    assert_non_null(out->words);
+    assert_mcl_ok(mcl_tensor_download(act, 0, out->words, (uint64_t)words * 4));
+    mcl_tensor_destroy(act);
+}
+
+static int act_code(const act_q8 *q, int64_t i) /* element i of a, row-major */
+{
+    return (int8_t)(q->words[i / 4] >> (8 * (i % 4)) & 0xFF);
+}
+
+static float act_scale(const act_q8 *q, int64_t block)
+{
+    float d;
+    memcpy(&d, &q->words[8 * q->blocks + block], 4);
+    return d;
+}
+
+/* The quantizer against the CPU's: d = amax * fl(1/127) bit for bit, code = roundf(x / d)
+ * (x times the correctly rounded 1/d) off by one at most, rarely; sums equal the codes'. */
+static void check_quantizer(const mm_data *d, const act_q8 *q, const char *name)
+{
+    int64_t off_by_one = 0, worse = 0, bad_scale = 0, bad_sum = 0;
+    for (int64_t b = 0; b < q->blocks; b++) {
+        const float *x = d->a + 32 * b;
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++)
+            amax = fmaxf(amax, fabsf(x[i]));
+        float scale = amax * 0x1.020408p-7f, id = scale != 0.0f ? 1.0f / scale : 0.0f;
+        bad_scale += memcmp(&scale, &q->words[8 * q->blocks + b], 4) != 0;
+        int sum = 0;
+        for (int i = 0; i < 32; i++) {
+            int code = act_code(q, 32 * b + i), want = (int)roundf(x[i] * id);
+            sum += code;
+            off_by_one += abs(code - want) == 1;
+            worse += abs(code - want) > 1;
+        }
+        bad_sum += (int32_t)q->words[9 * q->blocks + b] != sum;
+    }
+    printf("%-70s scales %lld wrong, codes %lld off by one, %lld worse, sums %lld wrong\n",
+           name, (long long)bad_scale, (long long)off_by_one, (long long)worse,
+           (long long)bad_sum);
+    int ok = bad_scale == 0 && worse == 0 && bad_sum == 0 &&
+             off_by_one * 1000 <= 32 * q->blocks;
+    mcl_test_record_bool(name, ok);
+    if (!ok)
+        fail_msg("%s: the GPU quantizer disagrees with the CPU's", name);
+}
+
+/* c in double with a replaced by its 8-bit quantization `q` (d * code), rounded to float. */
+static float *ref_dot_product(const mm_data *d, const act_q8 *q)
+{
+    int64_t rows = d->rows, n = d->p.n, k = d->p.k;
+    float *want = malloc((size_t)(rows * n) * sizeof *want);
+    double *ahat = malloc((size_t)k * sizeof *ahat);
+    assert_true(want && ahat);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < k; i++)
+            ahat[i] = (double)act_scale(q, (r * k + i) / 32) * act_code(q, r * k + i);
+        for (int64_t j = 0; j < n; j++) {
+            double s = d->p.bias ? d->bias[j] : 0.0;
+            for (int64_t i = 0; i < k; i++)
+                s += ahat[i] * (double)d->w[j * k + i];
+            want[r * n + j] = (float)s;
+        }
+    }
+    free(ahat);
+    return want;
+}
+
+static void check_dot_path(mcl_dtype dtype, const mm_case *p, uint32_t seed)
+{
+    mm_data d;
+    mm_setup(&d, dtype, p, seed);
+    char name[160], what[64];
+    snprintf(what, sizeof what, "dot %s", d.rows <= 8 ? "gemv" : "gemm");
+    case_name(name, sizeof name, what, dtype, p);
+
+    act_q8 q;
+    quantize_on_gpu(&d, &q);
+    char qname[200];
+    snprintf(qname, sizeof qname, "%s: quantizer", name);
+    check_quantizer(&d, &q, qname);
+
+    float *got = mm_run(&d, MCL_QUANT_PATH_DOT);
+    float *want = ref_dot_product(&d, &q);
+    expect_nmse(name, mcl_nmse(got, want, (size_t)(d.rows * p->n)), NMSE_DOT);
+    float *want_f32 = ref_product(&d, d.a);
+    char fname[200];
+    snprintf(fname, sizeof fname, "%s vs f32", name);
+    expect_nmse(fname, mcl_nmse(got, want_f32, (size_t)(d.rows * p->n)), NMSE_DOT_VS_F32);
+    free(got);
+    free(want);
+    free(want_f32);
+    free(q.words);
+    mm_free(&d);
+}
+
+static void dot_path(void **state)
+{
+    (void)state;
+    const mcl_dtype dot_formats[2] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0};
+    if (!has_dot) {
+        /* Polaris (or a device without it): the path must be refused, not faked. */
+        mm_case p = {1, 1, 37, 64, 0};
+        mm_data d;
+        mm_setup(&d, MCL_DTYPE_Q8_0, &p, 3000);
+        assert_int_equal(mcl_matmul_quant_ex(ctx, d.ta, MCL_NO_TRANSPOSE, d.tw, MCL_TRANSPOSE,
+                                             NULL, d.tc, MCL_QUANT_PATH_DOT, NULL),
+                         MCL_ERROR_UNSUPPORTED);
+        mm_free(&d);
+        mcl_test_record_bool("integer-dot path refused without integer dot product", 1);
+        mcl_test_note("dot_path", "not run: integer dot product is not enabled on this context");
+        return;
+    }
+    for (size_t f = 0; f < 2; f++) {
+        mcl_dtype t = dot_formats[f];
+        const mm_case cases[] = {
+            {1, 1, 1031, 4128, 1},
+            {1, 3, 37, 96, 0},     /* odd block count: tail word */
+            {2, 4, 1031, 32, 1},   /* 8 rows, one block per row */
+            {1, 1, 1, 64, 0},
+            {1, 67, 1031, 96, 1},  /* GEMM: partial 64 x 64 tiles */
+            {3, 100, 37, 4128, 0}, /* GEMM: batched, many blocks */
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            check_dot_path(t, &cases[i], (uint32_t)(3000 + 10 * f + i));
+    }
+}
+
+/* ---------------------------------------------------------------------------------------
+ * Path selection, replay, negative controls, arguments
+ * ------------------------------------------------------------------------------------- */
+
+static void path_selection(void **state)
+{
+    (void)state;
+    mcl_device_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_context_device_info(ctx, &info));
+    int accelerated = (info.features_enabled & MCL_FEATURE_INTEGER_DOT_ACCELERATED) != 0;
+    int polaris = strcmp(info.profile, "polaris") == 0;
+    if (polaris)
+        assert_false(has_dot); /* the profile masks it */
+    /* The switches are read at each call: set them here, restore the caller's at the end. */
+    const char *force = getenv("MOTIFCL_FORCE"), *quant_path = getenv("MOTIFCL_QUANT_PATH");
+    char *saved_force = force ? strdup(force) : NULL;
+    char *saved_path = quant_path ? strdup(quant_path) : NULL;
+    unsetenv("MOTIFCL_FORCE");
+    unsetenv("MOTIFCL_QUANT_PATH");
+
+    for (size_t f = 0; f < FORMAT_COUNT; f++) {
+        mcl_dtype t = all_formats[f];
+        int dot_format = t == MCL_DTYPE_Q8_0 || t == MCL_DTYPE_Q4_0;
+        mcl_quant_path want = dot_format && has_dot && accelerated ? MCL_QUANT_PATH_DOT
+                                                                   : MCL_QUANT_PATH_FLOAT;
+        assert_int_equal(mcl_quant_path_select(ctx, t), want);
+        /* Forcing: MOTIFCL_FORCE=integer-dot takes the dot path wherever the device has
+         * integer dot product enabled, accelerated or not; MOTIFCL_QUANT_PATH overrides. */
+        setenv("MOTIFCL_FORCE", "integer-dot", 1);
+        want = dot_format && has_dot ? MCL_QUANT_PATH_DOT : MCL_QUANT_PATH_FLOAT;
+        assert_int_equal(mcl_quant_path_select(ctx, t), want);
+        setenv("MOTIFCL_QUANT_PATH", "float", 1);
+        assert_int_equal(mcl_quant_path_select(ctx, t), MCL_QUANT_PATH_FLOAT);
+        unsetenv("MOTIFCL_FORCE");
+        setenv("MOTIFCL_QUANT_PATH", "dot", 1);
+        assert_int_equal(mcl_quant_path_select(ctx, t), want);
+        unsetenv("MOTIFCL_QUANT_PATH");
+    }
+
+    /* mcl_matmul itself, forced onto the dot path where there is one: AUTO resolves to the
+     * selected path and the result is right. */
+    setenv("MOTIFCL_FORCE", "integer-dot", 1);
+    mm_case p = {1, 2, 37, 96, 1};
+    mm_data d;
+    mm_setup(&d, MCL_DTYPE_Q4_0, &p, 4000);
+    mcl_quant_path ran = MCL_QUANT_PATH_AUTO;
+    assert_mcl_ok(mcl_matmul_quant_ex(ctx, d.ta, MCL_NO_TRANSPOSE, d.tw, MCL_TRANSPOSE, d.tbias,
+                                      d.tc, MCL_QUANT_PATH_AUTO, &ran));
+    assert_int_equal(ran, has_dot ? MCL_QUANT_PATH_DOT : MCL_QUANT_PATH_FLOAT);
+    assert_mcl_ok(mcl_matmul(ctx, d.ta, MCL_NO_TRANSPOSE, d.tw, MCL_TRANSPOSE, d.tbias, d.tc));
+    float got[2 * 37];
+    assert_mcl_ok(mcl_tensor_download(d.tc, 0, got, sizeof got));
+    float *want = ref_product(&d, d.a);
+    expect_nmse("mcl_matmul q4_0, MOTIFCL_FORCE=integer-dot", mcl_nmse(got, want, 2 * 37),
+                has_dot ? NMSE_DOT_VS_F32 : NMSE_FLOAT);
+    free(want);
+    mm_free(&d);
+    unsetenv("MOTIFCL_FORCE");
+    mcl_test_note("quant_path_q8_0", mcl_quant_path_select(ctx, MCL_DTYPE_Q8_0) ==
+                                             MCL_QUANT_PATH_DOT ? "dot" : "float");
+    mcl_test_record_bool("path selection", 1);
+    if (saved_force)
+        setenv("MOTIFCL_FORCE", saved_force, 1);
+    if (saved_path)
+        setenv("MOTIFCL_QUANT_PATH", saved_path, 1);
+    free(saved_force);
+    free(saved_path);
+}
+
+/* A captured graph replays the tail copy and the dispatch, with new inputs each time. */
+static void graph_replay(void **state)
+{
+    (void)state;
+    mm_case p = {1, 3, 37, 96, 1}; /* Q8_0, 111 blocks: 2 mod 4 bytes, so a tail copy */
+    mm_data d;
+    mm_setup(&d, MCL_DTYPE_Q8_0, &p, 5000);
+    mcl_graph *graph = NULL;
+    assert_mcl_ok(mcl_graph_begin(ctx));
+    assert_mcl_ok(mcl_matmul(ctx, d.ta, MCL_NO_TRANSPOSE, d.tw, MCL_TRANSPOSE, d.tbias, d.tc));
+    assert_mcl_ok(mcl_graph_end(ctx, &graph));
+    int dot = mcl_quant_path_select(ctx, MCL_DTYPE_Q8_0) == MCL_QUANT_PATH_DOT;
+    for (int rep = 0; rep < 2; rep++) {
+        mcl_fill_random(d.a, (size_t)(d.rows * p.k), 5100u + (uint32_t)rep, -1, 1);
+        assert_mcl_ok(mcl_tensor_upload(d.ta, 0, d.a, mcl_tensor_nbytes(d.ta)));
+        assert_mcl_ok(mcl_graph_replay(ctx, graph));
+        float got[3 * 37];
+        assert_mcl_ok(mcl_tensor_download(d.tc, 0, got, sizeof got));
+        float *want = ref_product(&d, d.a);
+        expect_nmse(rep ? "graph replay 2" : "graph replay 1", mcl_nmse(got, want, 3 * 37),
+                    dot ? NMSE_DOT_VS_F32 : NMSE_FLOAT);
+        free(want);
+    }
+    mcl_graph_destroy(graph);
+    mm_free(&d);
+}
+
+/* Each comparison must be able to fail: a reference built from a corrupted copy of the
+ * weights (one block's scale negated, one code bit flipped) is caught. */
+static void negative_controls(void **state)
+{
+    (void)state;
+    /* Dequantize: one bit of one code. */
+    int64_t shape[2] = {5, 256};
+    uint8_t *q = random_blocks(MCL_DTYPE_Q5_K, 5, 256, 6000);
+    uint8_t *bad = malloc(mcl_quant_row_size(MCL_DTYPE_Q5_K, 5 * 256));
+    assert_non_null(bad);
+    memcpy(bad, q, mcl_quant_row_size(MCL_DTYPE_Q5_K, 5 * 256));
+    bad[2 * 176 + 100] ^= 0x10;
+    float *want = cpu_dequantize(MCL_DTYPE_Q5_K, bad, 5 * 256);
+    int64_t mismatches = gpu_dequantize_mismatches(MCL_DTYPE_Q5_K, 2, shape, q, want, 1,
+                                                   "negative control");
+    int caught = mismatches > 0;
+    mcl_test_record_bool("negative control: dequantize against a reference with a flipped bit",
+                         caught);
+    assert_true(caught);
+    free(want);
+    free(bad);
+    free(q);
+
+    /* Float GEMV: one block's scale negated in the reference's weights. */
+    mm_case p = {1, 1, 1031, 4128, 1};
+    mm_data d;
+    mm_setup(&d, MCL_DTYPE_Q4_0, &p, 6100);
+    float *got = mm_run(&d, MCL_QUANT_PATH_FLOAT);
+    int64_t block = 3 * (4128 / 32) + 7; /* row 3, block 7 */
+    d.q[block * 18 + 1] ^= 0x80;
+    free(d.w);
+    d.w = cpu_dequantize(MCL_DTYPE_Q4_0, d.q, p.n * p.k);
+    want = ref_product(&d, d.a);
+    double nmse = mcl_nmse(got, want, (size_t)p.n);
+    printf("%-70s nmse %.3g\n", "negative control: gemv against a corrupted block", nmse);
+    caught = nmse > NMSE_FLOAT;
+    mcl_test_record_bool("negative control: gemv against a reference with a negated block scale",
+                         caught);
+    assert_true(caught);
+    free(want);
+    free(got);
+
+    /* Integer-dot: against the f32 reference of the uncorrupted problem it must stay within
+     * NMSE_DOT_VS_F32, but not within NMSE_DOT: the quantized reference is what makes the
+     * tight bound meaningful. */
+    if (has_dot) {
+        free(d.w);
+        d.q[block * 18 + 1] ^= 0x80;
+        d.w = cpu_dequantize(MCL_DTYPE_Q4_0, d.q, p.n * p.k);
+        got = mm_run(&d, MCL_QUANT_PATH_DOT);
+        want = ref_product(&d, d.a);
+        nmse = mcl_nmse(got, want, (size_t)p.n);
+        printf("%-70s nmse %.3g\n", "negative control: dot path against the f32 reference",
+               nmse);
+        caught = nmse > NMSE_DOT && nmse <= NMSE_DOT_VS_F32;
+        mcl_test_record_bool("negative control: the dot path's 8-bit activations are seen by "
+                             "the tight bound", caught);
+        assert_true(caught);
+        free(want);
+        free(got);
+    }
+    mm_free(&d);
+}
+
+static void bad_arguments(void **state)
+{
+    (void)state;
+    int64_t sa[2] = {2, 64}, sa_wrong_k[2] = {2, 96}, sw[2] = {5, 64}, sw3[3] = {1, 5, 64};
+    int64_t sc[2] = {2, 5}, sc_wrong[2] = {2, 6}, s4[1] = {4};
+    uint8_t blocks[10 * 34] = {0};
+    mcl_tensor *a = make_f32(NULL, 2, sa), *a_k = make_f32(NULL, 2, sa_wrong_k);
+    mcl_tensor *c = make_f32(NULL, 2, sc), *c_wrong = make_f32(NULL, 2, sc_wrong);
+    mcl_tensor *bias4 = make_f32(NULL, 1, s4);
+    mcl_tensor *w = upload_blocks(MCL_DTYPE_Q8_0, 2, sw, blocks);
+    mcl_tensor *w3 = upload_blocks(MCL_DTYPE_Q8_0, 3, sw3, blocks);
+    mcl_tensor *wk = upload_blocks(MCL_DTYPE_Q4_K, 1, (int64_t[]){256}, blocks);
+    mcl_tensor *i32 = NULL, *deq_wrong = make_f32(NULL, 2, sc);
+    assert_mcl_ok(mcl_tensor_create(ctx, MCL_DTYPE_I32, 2, sa, &i32));
+
+    assert_mcl_ok(mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, w, MCL_TRANSPOSE, NULL, c));
+    assert_int_equal(mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, w, MCL_NO_TRANSPOSE, NULL, c),
+                     MCL_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "MCL_TRANSPOSE"));
+    assert_int_equal(mcl_matmul(ctx, a, MCL_TRANSPOSE, w, MCL_TRANSPOSE, NULL, c),
+                     MCL_ERROR_UNSUPPORTED);
+    assert_int_equal(mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, w3, MCL_TRANSPOSE, NULL, c),
+                     MCL_ERROR_UNSUPPORTED);
+    assert_int_equal(mcl_matmul(ctx, a_k, MCL_NO_TRANSPOSE, w, MCL_TRANSPOSE, NULL, c),
+                     MCL_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, w, MCL_TRANSPOSE, NULL, c_wrong),
+                     MCL_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, w, MCL_TRANSPOSE, bias4, c),
+                     MCL_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(mcl_matmul(ctx, i32, MCL_NO_TRANSPOSE, w, MCL_TRANSPOSE, NULL, c),
+                     MCL_ERROR_DTYPE_MISMATCH);
+    assert_int_equal(mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, w, (mcl_transpose)7, NULL, c),
+                     MCL_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, w, MCL_TRANSPOSE, NULL, NULL),
+                     MCL_ERROR_INVALID_ARGUMENT);
+    int64_t s256[2] = {2, 256}, sc2[2] = {2, 1};
+    mcl_tensor *a256 = make_f32(NULL, 2, s256), *c21 = make_f32(NULL, 2, sc2);
+    assert_int_equal(mcl_matmul_quant_ex(ctx, a256, MCL_NO_TRANSPOSE, wk, MCL_TRANSPOSE, NULL,
+                                         c21, MCL_QUANT_PATH_DOT, NULL),
+                     MCL_ERROR_UNSUPPORTED); /* wk is 1-D: refused before the path */
+    assert_int_equal(mcl_dequantize_tensor(ctx, w, deq_wrong), MCL_ERROR_SHAPE_MISMATCH);
+    assert_int_equal(mcl_dequantize_tensor(ctx, w, i32), MCL_ERROR_DTYPE_MISMATCH);
+    assert_int_equal(mcl_dequantize_tensor(ctx, a, c), MCL_ERROR_DTYPE_MISMATCH);
+    assert_int_equal(mcl_dequantize_tensor(ctx, NULL, c), MCL_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(mcl_dequantize_tensor(NULL, w, c), MCL_ERROR_INVALID_ARGUMENT);
+
+    /* The integer-dot path takes Q8_0 and Q4_0 only. */
+    int64_t swk[2] = {1, 256};
+    mcl_tensor *wk2 = upload_blocks(MCL_DTYPE_Q4_K, 2, swk, blocks);
+    assert_int_equal(mcl_matmul_quant_ex(ctx, a256, MCL_NO_TRANSPOSE, wk2, MCL_TRANSPOSE, NULL,
+                                         c21, MCL_QUANT_PATH_DOT, NULL),
+                     MCL_ERROR_UNSUPPORTED);
+    assert_mcl_ok(mcl_finish(ctx));
+
+    mcl_tensor *all[] = {a, a_k, c, c_wrong, bias4, w, w3, wk, i32, deq_wrong, a256, c21, wk2};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+}
+
+int main(int argc, char **argv)
+{
+    mcl_test_begin(argc, argv);
+    ctx = mcl_test_device_context();
+    mcl_device_info info = {.size = sizeof info};
+    if (mcl_context_device_info(ctx, &info) == MCL_SUCCESS)
+        has_dot = (info.features_enabled & MCL_FEATURE_INTEGER_DOT_PRODUCT) != 0;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(path_selection),
+        cmocka_unit_test(dequantize_exact),
+        cmocka_unit_test(gemv_float),
+        cmocka_unit_test(gemm_float),
+        cmocka_unit_test(dot_path),
+        cmocka_unit_test(graph_replay),
+        cmocka_unit_test(negative_controls),
+        cmocka_unit_test(bad_arguments),
+    };
+    return mcl_test_finish(cmocka_run_group_tests(tests, NULL, NULL));
+}
