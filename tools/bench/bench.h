@@ -17,6 +17,7 @@ typedef struct bench {
     mcl_witness *witness;
     int json, first_figure, repeat, hot;
     double peak_tflops;        /* FP32 peak for compute-bound ops; 0: unknown */
+    double warmup_s;           /* seconds each measured operation runs before timing */
     double stream_read_gbs;    /* measured by bench_stream in this run; 0 before */
     double stream_copy_gbs;
     VkQueryPool queries;
