@@ -156,3 +156,27 @@ void mcl_fill_random(float *data, size_t n, uint32_t seed, float lo, float hi)
         data[i] = lo + (hi - lo) * (float)(x >> 8) * (1.0f / 16777216.0f);
     }
 }
+
+int mcl_test_wrong_statuses;
+
+void mcl_test_expect_status(const char *what, mcl_status got, mcl_status want)
+{
+    if (got != want) {
+        printf("%s -> %s, want %s\n", what, mcl_status_string(got), mcl_status_string(want));
+        mcl_test_wrong_statuses++;
+    }
+}
+
+float *mcl_test_floats(size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    assert_non_null(p);
+    return p;
+}
+
+float *mcl_test_random_floats(size_t n, uint32_t seed, float lo, float hi)
+{
+    float *p = mcl_test_floats(n);
+    mcl_fill_random(p, n, seed, lo, hi);
+    return p;
+}

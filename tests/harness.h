@@ -50,6 +50,22 @@ double mcl_nmse(const float *got, const float *want, size_t n);
 /* Deterministic pseudo-random floats in [lo, hi) from `seed` (xorshift). */
 void mcl_fill_random(float *data, size_t n, uint32_t seed, float lo, float hi);
 
+/* Short names for the statuses the bad-argument checks expect. */
+#define INVALID MCL_ERROR_INVALID_ARGUMENT
+#define SHAPE MCL_ERROR_SHAPE_MISMATCH
+#define DTYPE MCL_ERROR_DTYPE_MISMATCH
+#define UNSUPPORTED MCL_ERROR_UNSUPPORTED
+
+/* Bad-argument checks: a call whose status is not the expected one is printed and counted
+ * in mcl_test_wrong_statuses, which a suite then records as one check. */
+extern int mcl_test_wrong_statuses;
+#define EXPECT_STATUS(call, want) mcl_test_expect_status(#call, (call), (want))
+void mcl_test_expect_status(const char *what, mcl_status got, mcl_status want);
+
+/* malloc'd floats (the test fails if out of memory), random in [lo, hi) or uninitialised. */
+float *mcl_test_random_floats(size_t n, uint32_t seed, float lo, float hi);
+float *mcl_test_floats(size_t n);
+
 /* cmocka assertion on an mcl_status, printing its name on failure. */
 #define assert_mcl_ok(expr)                                                                  \
     do {                                                                                     \

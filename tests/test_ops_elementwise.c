@@ -55,21 +55,6 @@ static void shape_name(const shape *s, char *buf, size_t size)
         snprintf(buf + len, size - (size_t)len, "]");
 }
 
-static float *host_random(size_t n, uint32_t seed, float lo, float hi)
-{
-    float *p = malloc(n * sizeof *p);
-    assert_non_null(p);
-    mcl_fill_random(p, n, seed, lo, hi);
-    return p;
-}
-
-static float *host_alloc(size_t n)
-{
-    float *p = malloc(n * sizeof *p);
-    assert_non_null(p);
-    return p;
-}
-
 /* A device tensor of shape s holding `data` (uninitialised when data is NULL). */
 static mcl_tensor *device(const shape *s, const float *data)
 {
@@ -97,9 +82,9 @@ static double binary_tolerance(int op)
 static int check_binary(int op, const shape *sa, const shape *sb, uint32_t seed)
 {
     size_t na = numel(sa), nb = numel(sb);
-    float *a = host_random(na, seed, -4.0f, 4.0f);
-    float *b = host_random(nb, seed * 31 + 7, 0.5f, 4.5f);
-    float *want = host_alloc(na), *got = host_alloc(na);
+    float *a = mcl_test_random_floats(na, seed, -4.0f, 4.0f);
+    float *b = mcl_test_random_floats(nb, seed * 31 + 7, 0.5f, 4.5f);
+    float *want = mcl_test_floats(na), *got = mcl_test_floats(na);
     ref_binary_f32(op, a, sa->dims, sa->ndim, b, sb->dims, sb->ndim, want);
     mcl_tensor *ta = device(sa, a), *tb = device(sb, b), *ty = device(sa, NULL);
     assert_mcl_ok(mcl_binary(ctx, (mcl_binary_op)op, ta, tb, ty));
@@ -169,9 +154,9 @@ static void binary_aliasing(void **state)
     (void)state;
     const shape s = {2, {33, 260}}, bias = {1, {260}};
     size_t n = numel(&s);
-    float *a = host_random(n, 71, -4.0f, 4.0f), *b = host_random(n, 72, 0.5f, 4.5f);
-    float *c = host_random(260, 73, -1.0f, 1.0f);
-    float *want = host_alloc(n), *got = host_alloc(n);
+    float *a = mcl_test_random_floats(n, 71, -4.0f, 4.0f), *b = mcl_test_random_floats(n, 72, 0.5f, 4.5f);
+    float *c = mcl_test_random_floats(260, 73, -1.0f, 1.0f);
+    float *want = mcl_test_floats(n), *got = mcl_test_floats(n);
     mcl_tensor *ta = device(&s, a), *tb = device(&s, b), *tc = device(&bias, c);
 
     assert_mcl_ok(mcl_binary(ctx, MCL_BINARY_SUB, ta, tb, ta)); /* a = a - b */
@@ -215,8 +200,8 @@ static void scale(void **state)
     int passed = 1;
     for (size_t k = 0; k < sizeof unary_shapes / sizeof unary_shapes[0]; k++) {
         size_t n = numel(&unary_shapes[k]);
-        float *x = host_random(n, (uint32_t)(200 + k), -4.0f, 4.0f);
-        float *want = host_alloc(n), *got = host_alloc(n);
+        float *x = mcl_test_random_floats(n, (uint32_t)(200 + k), -4.0f, 4.0f);
+        float *want = mcl_test_floats(n), *got = mcl_test_floats(n);
         ref_scale_f32(x, -1.5f, 0.25f, want, n);
         mcl_tensor *tx = device(&unary_shapes[k], x), *ty = device(&unary_shapes[k], NULL);
         assert_mcl_ok(mcl_scale(ctx, tx, -1.5f, 0.25f, ty));
@@ -255,8 +240,8 @@ static void activations(void **state)
         for (size_t k = 0; k < sizeof unary_shapes / sizeof unary_shapes[0]; k++) {
             size_t n = numel(&unary_shapes[k]);
             /* [-8, 8] covers both saturated tails and the curved middle. */
-            float *x = host_random(n, (uint32_t)(300 + 10 * act + k), -8.0f, 8.0f);
-            float *want = host_alloc(n), *got = host_alloc(n);
+            float *x = mcl_test_random_floats(n, (uint32_t)(300 + 10 * act + k), -8.0f, 8.0f);
+            float *want = mcl_test_floats(n), *got = mcl_test_floats(n);
             ref_activate_f32(act, x, want, n);
             mcl_tensor *tx = device(&unary_shapes[k], x);
             /* Every other shape runs in place (out aliases x). */
@@ -326,9 +311,9 @@ static void swiglu(void **state)
     int passed = 1;
     for (size_t k = 0; k < sizeof unary_shapes / sizeof unary_shapes[0]; k++) {
         size_t n = numel(&unary_shapes[k]);
-        float *g = host_random(n, (uint32_t)(400 + k), -8.0f, 8.0f);
-        float *u = host_random(n, (uint32_t)(500 + k), -4.0f, 4.0f);
-        float *want = host_alloc(n), *got = host_alloc(n);
+        float *g = mcl_test_random_floats(n, (uint32_t)(400 + k), -8.0f, 8.0f);
+        float *u = mcl_test_random_floats(n, (uint32_t)(500 + k), -4.0f, 4.0f);
+        float *want = mcl_test_floats(n), *got = mcl_test_floats(n);
         ref_swiglu_f32(g, u, want, n);
         mcl_tensor *tg = device(&unary_shapes[k], g), *tu = device(&unary_shapes[k], u);
         /* Out is separate, aliases gate, or aliases up, in turn. */
@@ -361,8 +346,8 @@ static void chained(void **state)
     (void)state;
     const shape s = {2, {17, 300}}, bias = {1, {300}};
     size_t n = numel(&s);
-    float *x = host_random(n, 601, -3.0f, 3.0f), *b = host_random(300, 602, -1.0f, 1.0f);
-    float *t1 = host_alloc(n), *t2 = host_alloc(n), *got = host_alloc(n);
+    float *x = mcl_test_random_floats(n, 601, -3.0f, 3.0f), *b = mcl_test_random_floats(300, 602, -1.0f, 1.0f);
+    float *t1 = mcl_test_floats(n), *t2 = mcl_test_floats(n), *got = mcl_test_floats(n);
     mcl_tensor *tx = device(&s, x), *tb = device(&bias, b), *ty = device(&s, NULL);
     assert_mcl_ok(mcl_add(ctx, tx, tb, ty));                        /* y = x + b */
     assert_mcl_ok(mcl_activate(ctx, MCL_ACTIVATION_GELU, ty, ty));  /* y = gelu(y) */
@@ -394,8 +379,8 @@ static void negative_controls(void **state)
     (void)state;
     const shape s = {2, {8, 8}}, row = {1, {8}}, col = {2, {8, 1}};
     size_t n = numel(&s);
-    float *a = host_random(n, 701, -4.0f, 4.0f), *b = host_random(8, 702, 0.5f, 4.5f);
-    float *want = host_alloc(n), *got = host_alloc(n);
+    float *a = mcl_test_random_floats(n, 701, -4.0f, 4.0f), *b = mcl_test_random_floats(8, 702, 0.5f, 4.5f);
+    float *want = mcl_test_floats(n), *got = mcl_test_floats(n);
     mcl_tensor *ta = device(&s, a), *tb = device(&row, b), *ty = device(&s, NULL);
     assert_mcl_ok(mcl_add(ctx, ta, tb, ty));
     download(ty, got, n);
@@ -421,7 +406,7 @@ static void negative_controls(void **state)
     free(got);
 
     const shape g = {1, {4099}};
-    float *x = host_random(4099, 703, -4.0f, 4.0f), *w = host_alloc(4099), *y = host_alloc(4099);
+    float *x = mcl_test_random_floats(4099, 703, -4.0f, 4.0f), *w = mcl_test_floats(4099), *y = mcl_test_floats(4099);
     mcl_tensor *tx = device(&g, x);
     assert_mcl_ok(mcl_activate(ctx, MCL_ACTIVATION_GELU, tx, tx));
     download(tx, y, 4099);

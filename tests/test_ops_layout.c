@@ -387,22 +387,6 @@ static void negative_controls(void **state)
     assert_true(caught);
 }
 
-/* Short names for the statuses the bad-argument checks expect. */
-#define INVALID MCL_ERROR_INVALID_ARGUMENT
-#define SHAPE MCL_ERROR_SHAPE_MISMATCH
-#define DTYPE MCL_ERROR_DTYPE_MISMATCH
-#define UNSUPPORTED MCL_ERROR_UNSUPPORTED
-
-/* Count a call whose status is not the expected one (printed), for one recorded check. */
-static int wrong_statuses;
-#define EXPECT_STATUS(call, want) expect_status(#call, (call), (want))
-static void expect_status(const char *what, mcl_status got, mcl_status want)
-{
-    if (got != want) {
-        printf("%s -> %s, want %s\n", what, mcl_status_string(got), mcl_status_string(want));
-        wrong_statuses++;
-    }
-}
 
 /* --- bad arguments --------------------------------------------------------------------- */
 
@@ -468,7 +452,7 @@ static void bad_arguments(void **state)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         mcl_tensor_destroy(all[i]);
     int passed = mcl_test_record("layout: bad arguments give the documented statuses",
-                                 "wrong statuses", wrong_statuses, 0);
+                                 "wrong statuses", mcl_test_wrong_statuses, 0);
     assert_true(passed);
 }
 

@@ -75,21 +75,6 @@ static void shape_name(const shape *s, char *buf, size_t size)
         snprintf(buf + len, size - (size_t)len, "]");
 }
 
-static float *host_random(size_t n, uint32_t seed, float lo, float hi)
-{
-    float *p = malloc(n * sizeof *p);
-    assert_non_null(p);
-    mcl_fill_random(p, n, seed, lo, hi);
-    return p;
-}
-
-static float *host_alloc(size_t n)
-{
-    float *p = malloc(n * sizeof *p);
-    assert_non_null(p);
-    return p;
-}
-
 static mcl_tensor *device(mcl_context *c, const shape *s, const float *data)
 {
     mcl_tensor *t;
@@ -148,7 +133,7 @@ static int check_softmax(const path *p, const shape *s, float scale, int causal,
 {
     size_t n = numel(s), d = row_len(s), rows = n / d;
     size_t tq = s->ndim >= 2 ? (size_t)s->dims[s->ndim - 2] : 1;
-    float *x = host_random(n, seed, lo, hi), *want = host_alloc(n), *got = host_alloc(n);
+    float *x = mcl_test_random_floats(n, seed, lo, hi), *want = mcl_test_floats(n), *got = mcl_test_floats(n);
     ref_softmax_f32(x, rows, d, tq, causal, scale, want);
     mcl_tensor *tx = device(p->ctx, s, x);
     mcl_tensor *ty = in_place ? tx : device(p->ctx, s, NULL);
@@ -245,8 +230,8 @@ static void softmax_infinite_inputs(void **state)
         for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
             const shape *s = &shapes[k];
             size_t n = numel(s), d = row_len(s);
-            float *x = host_random(n, (uint32_t)(95 + k), -8.0f, 8.0f);
-            float *want = host_alloc(n), *got = host_alloc(n);
+            float *x = mcl_test_random_floats(n, (uint32_t)(95 + k), -8.0f, 8.0f);
+            float *want = mcl_test_floats(n), *got = mcl_test_floats(n);
             for (size_t j = 0; j < d; j++) {
                 x[1 * d + j] = -INFINITY;      /* row 1: all masked */
                 if (j % 2)
@@ -281,8 +266,8 @@ static void reduce_rows(void **state)
             shape so = {s->ndim > 1 ? s->ndim - 1 : 1, {1}};
             for (uint32_t i = 0; i + 1 < s->ndim; i++)
                 so.dims[i] = s->dims[i];
-            float *x = host_random(n, (uint32_t)(200 + k), -1.0f, 1.0f);
-            float *want = host_alloc(rows), *got = host_alloc(rows);
+            float *x = mcl_test_random_floats(n, (uint32_t)(200 + k), -1.0f, 1.0f);
+            float *want = mcl_test_floats(rows), *got = mcl_test_floats(rows);
             mcl_tensor *tx = device(paths[pi].ctx, s, x), *ty = device(paths[pi].ctx, &so, NULL);
             for (int op = REF_REDUCE_SUM; op <= REF_REDUCE_MAX; op++) {
                 ref_reduce_rows_f32(op, x, rows, d, want);
@@ -312,9 +297,9 @@ static void rmsnorm(void **state)
             const shape *s = &row_shapes[k];
             size_t n = numel(s), d = row_len(s), rows = n / d;
             const shape sw = {1, {(int64_t)d}};
-            float *x = host_random(n, (uint32_t)(300 + k), -3.0f, 3.0f);
-            float *w = host_random(d, (uint32_t)(400 + k), 0.5f, 1.5f);
-            float *want = host_alloc(n), *got = host_alloc(n);
+            float *x = mcl_test_random_floats(n, (uint32_t)(300 + k), -3.0f, 3.0f);
+            float *w = mcl_test_random_floats(d, (uint32_t)(400 + k), 0.5f, 1.5f);
+            float *want = mcl_test_floats(n), *got = mcl_test_floats(n);
             /* With a weight and without, in place and not, in turn. */
             int with_weight = k % 2 == 0, in_place = (k / 2) % 2 == 1;
             ref_rmsnorm_f32(x, with_weight ? w : NULL, rows, d, 1e-5f, want);
@@ -345,9 +330,9 @@ static int check_layernorm(const path *p, const shape *s, float offset, int vari
 {
     size_t n = numel(s), d = row_len(s), rows = n / d;
     const shape sp = {1, {(int64_t)d}};
-    float *x = host_random(n, seed, offset - 2.0f, offset + 2.0f);
-    float *w = host_random(d, seed + 1, 0.5f, 1.5f), *b = host_random(d, seed + 2, -1.0f, 1.0f);
-    float *want = host_alloc(n), *got = host_alloc(n);
+    float *x = mcl_test_random_floats(n, seed, offset - 2.0f, offset + 2.0f);
+    float *w = mcl_test_random_floats(d, seed + 1, 0.5f, 1.5f), *b = mcl_test_random_floats(d, seed + 2, -1.0f, 1.0f);
+    float *want = mcl_test_floats(n), *got = mcl_test_floats(n);
     int use_w = variant & 1, use_b = (variant >> 1) & 1;
     ref_layernorm_f32(x, use_w ? w : NULL, use_b ? b : NULL, rows, d, 1e-5f, want);
     mcl_tensor *tx = device(p->ctx, s, x), *tw = device(p->ctx, &sp, w),
@@ -396,8 +381,8 @@ static void chained(void **state)
     (void)state;
     const shape s = {2, {19, 300}}, sw = {1, {300}}, so = {1, {19}};
     size_t n = numel(&s);
-    float *x = host_random(n, 701, -2.0f, 2.0f), *w = host_random(300, 702, 0.5f, 1.5f);
-    float *t = host_alloc(n), *want = host_alloc(19), *got = host_alloc(19);
+    float *x = mcl_test_random_floats(n, 701, -2.0f, 2.0f), *w = mcl_test_random_floats(300, 702, 0.5f, 1.5f);
+    float *t = mcl_test_floats(n), *want = mcl_test_floats(19), *got = mcl_test_floats(19);
     int passed = 1;
     for (int pi = 0; pi < 2; pi++) {
         mcl_context *c = paths[pi].ctx;
@@ -437,7 +422,7 @@ static void negative_controls(void **state)
     int all = 1;
 
     const shape s = {2, {16, 100}}, so = {1, {16}};
-    float *x = host_random(1600, 801, -1.0f, 1.0f), *want = host_alloc(16), *got = host_alloc(16);
+    float *x = mcl_test_random_floats(1600, 801, -1.0f, 1.0f), *want = mcl_test_floats(16), *got = mcl_test_floats(16);
     mcl_tensor *tx = device(p->ctx, &s, x), *to = device(p->ctx, &so, NULL);
     assert_mcl_ok(mcl_reduce_rows(p->ctx, MCL_REDUCE_SUM, tx, to));
     download(to, got, 16);
@@ -454,9 +439,9 @@ static void negative_controls(void **state)
 
     const shape c = {3, {2, 5, 9}};
     size_t n = numel(&c);
-    x = host_random(n, 802, -8.0f, 8.0f);
-    want = host_alloc(n);
-    got = host_alloc(n);
+    x = mcl_test_random_floats(n, 802, -8.0f, 8.0f);
+    want = mcl_test_floats(n);
+    got = mcl_test_floats(n);
     tx = device(p->ctx, &c, x);
     assert_mcl_ok(mcl_softmax(p->ctx, tx, 0.5f, 1, tx));
     download(tx, got, n);
@@ -472,9 +457,9 @@ static void negative_controls(void **state)
 
     const shape f = {2, {8, 4096}};
     n = numel(&f);
-    x = host_random(n, 803, 998.0f, 1002.0f);
-    want = host_alloc(n);
-    got = host_alloc(n);
+    x = mcl_test_random_floats(n, 803, 998.0f, 1002.0f);
+    want = mcl_test_floats(n);
+    got = mcl_test_floats(n);
     ref_layernorm_f32(x, NULL, NULL, 8, 4096, 1e-5f, want);
     ref_layernorm_naive_f32(x, 8, 4096, 1e-5f, got);
     double nmse = mcl_nmse(got, want, n);

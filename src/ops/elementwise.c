@@ -53,17 +53,6 @@ static mcl_status check_tensors(mcl_context *ctx, const char *op, const mcl_tens
     return MCL_SUCCESS;
 }
 
-static int same_shape(const mcl_tensor *a, const mcl_tensor *b)
-{
-    if (a->ndim != b->ndim)
-        return 0;
-    for (uint32_t i = 0; i < a->ndim; i++) {
-        if (a->shape[i] != b->shape[i])
-            return 0;
-    }
-    return 1;
-}
-
 /* Elements of `t`, or a failure when the kernels' 32-bit indices cannot reach them all. */
 static mcl_status element_count(mcl_context *ctx, const char *op, const mcl_tensor *t,
                                 uint32_t *n)
@@ -159,7 +148,7 @@ static mcl_status binary(mcl_context *ctx, const char *name, mcl_binary_op op,
         return status;
     if ((unsigned)op > MCL_BINARY_DIV)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: unknown op %d", name, (int)op);
-    if (!same_shape(a, out))
+    if (!mcl_tensor_same_shape(a, out))
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "%s: out must have a's shape", name);
     if (b->ndim > a->ndim)
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "%s: b has more dimensions than a",
@@ -195,7 +184,7 @@ mcl_status mcl_swiglu(mcl_context *ctx, const mcl_tensor *gate, const mcl_tensor
     mcl_status status = check_tensors(ctx, "mcl_swiglu", t, 3);
     if (status != MCL_SUCCESS)
         return status;
-    if (!same_shape(gate, up) || !same_shape(gate, out))
+    if (!mcl_tensor_same_shape(gate, up) || !mcl_tensor_same_shape(gate, out))
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
                         "mcl_swiglu: gate, up and out must have the same shape");
     uint32_t n = 0;
@@ -212,7 +201,7 @@ static mcl_status unary(mcl_context *ctx, const char *name, uint32_t op, const m
     mcl_status status = check_tensors(ctx, name, t, 2);
     if (status != MCL_SUCCESS)
         return status;
-    if (!same_shape(x, out))
+    if (!mcl_tensor_same_shape(x, out))
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "%s: out must have x's shape", name);
     unary_push push = {.alpha = alpha, .beta = beta};
     if ((status = element_count(ctx, name, x, &push.n)) != MCL_SUCCESS)

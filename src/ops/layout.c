@@ -49,17 +49,6 @@ static int owned(const mcl_context *ctx, const mcl_tensor *t)
     return t->ctx == ctx;
 }
 
-static int same_shape(const mcl_tensor *a, const mcl_tensor *b)
-{
-    if (a->ndim != b->ndim)
-        return 0;
-    for (uint32_t i = 0; i < a->ndim; i++) {
-        if (a->shape[i] != b->shape[i])
-            return 0;
-    }
-    return 1;
-}
-
 /* Record the kernel `desc` asks for over n output elements, one invocation each, the grid
  * capped. */
 static mcl_status dispatch_grid(mcl_context *ctx, const mcl_kernel_desc *desc, uint64_t n,
@@ -101,7 +90,7 @@ mcl_status mcl_rope(mcl_context *ctx, const mcl_tensor *x, mcl_rope_layout layou
         return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_rope: tensor of another context");
     if (x->dtype != MCL_DTYPE_F32 || out->dtype != MCL_DTYPE_F32)
         return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_rope takes f32 tensors");
-    if (x->ndim != 4 || !same_shape(x, out))
+    if (x->ndim != 4 || !mcl_tensor_same_shape(x, out))
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
                         "mcl_rope: x must be [B, T, H, Dh] and out the same shape");
     int64_t head_dim = x->shape[3];

@@ -99,17 +99,6 @@ static mcl_status check_rows(mcl_context *ctx, const char *op, const mcl_tensor 
     return MCL_SUCCESS;
 }
 
-static int same_shape(const mcl_tensor *a, const mcl_tensor *b)
-{
-    if (a->ndim != b->ndim)
-        return 0;
-    for (uint32_t i = 0; i < a->ndim; i++) {
-        if (a->shape[i] != b->shape[i])
-            return 0;
-    }
-    return 1;
-}
-
 /* An optional per-column parameter (weight, bias): NULL, or f32 [d] of ctx, and not the
  * output, which other rows' workgroups would overwrite while this row still reads it. */
 static mcl_status check_param(mcl_context *ctx, const char *op, const char *what,
@@ -135,7 +124,7 @@ mcl_status mcl_softmax(mcl_context *ctx, const mcl_tensor *x, float scale, int c
     mcl_status status = check_rows(ctx, "mcl_softmax", x, out, &d, &rows);
     if (status != MCL_SUCCESS)
         return status;
-    if (!same_shape(x, out))
+    if (!mcl_tensor_same_shape(x, out))
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_softmax: out must have x's shape");
     softmax_push push = {
         .d = d,
@@ -195,7 +184,7 @@ mcl_status mcl_rmsnorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *
     mcl_status status = check_rows(ctx, "mcl_rmsnorm", x, out, &d, &rows);
     if (status != MCL_SUCCESS)
         return status;
-    if (!same_shape(x, out))
+    if (!mcl_tensor_same_shape(x, out))
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_rmsnorm: out must have x's shape");
     if ((status = check_param(ctx, "mcl_rmsnorm", "weight", weight, out, d)) != MCL_SUCCESS)
         return status;
@@ -217,7 +206,7 @@ mcl_status mcl_layernorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor
     mcl_status status = check_rows(ctx, "mcl_layernorm", x, out, &d, &rows);
     if (status != MCL_SUCCESS)
         return status;
-    if (!same_shape(x, out))
+    if (!mcl_tensor_same_shape(x, out))
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_layernorm: out must have x's shape");
     if ((status = check_param(ctx, "mcl_layernorm", "weight", weight, out, d)) != MCL_SUCCESS ||
         (status = check_param(ctx, "mcl_layernorm", "bias", bias, out, d)) != MCL_SUCCESS)

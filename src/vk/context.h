@@ -241,6 +241,8 @@ void mcl_stream_full_barrier(mcl_context *ctx);
 mcl_status mcl_desc_allocate(mcl_context *ctx, mcl_desc_pools *pools,
                              VkDescriptorSetLayout layout, VkDescriptorSet *out);
 void mcl_desc_pools_destroy(mcl_context *ctx, mcl_desc_pools *pools);
+/* Whether two tensors have the same dimensions. */
+int mcl_tensor_same_shape(const mcl_tensor *a, const mcl_tensor *b);
 /* Free a tensor's memory once no batch or graph can use it. */
 void mcl_tensor_release(mcl_tensor *t);
 /* Emit a barrier if the next command conflicts with earlier ones, then mark its accesses. */

@@ -160,6 +160,17 @@ mcl_status mcl_tensor_download(mcl_tensor *t, uint64_t offset, void *dst, uint64
     return mcl_transfer_download(t->ctx, t, offset, dst, bytes);
 }
 
+int mcl_tensor_same_shape(const mcl_tensor *a, const mcl_tensor *b)
+{
+    if (a->ndim != b->ndim)
+        return 0;
+    for (uint32_t i = 0; i < a->ndim; i++) {
+        if (a->shape[i] != b->shape[i])
+            return 0;
+    }
+    return 1;
+}
+
 mcl_dtype mcl_tensor_dtype(const mcl_tensor *t)
 {
     return t ? t->dtype : MCL_DTYPE_F32;
