@@ -2,7 +2,8 @@
 # under strace and fails if any file it opened successfully is a shader (.spv, .comp, .glsl)
 # or lies in the source tree. Negative control first: the same check on `cmake -E cat` of a
 # checked-in .spv must catch that open, or the check could not fail.
-#   cmake -DSTRACE=<strace> -DPROGRAM=<exe> -DSOURCE_DIR=<repo> -DWORK_DIR=<dir> -P ...
+#   cmake -DSTRACE=<strace> -DPROGRAM=<exe> -DSOURCE_DIR=<repo> -DBINARY_DIR=<build>
+#         -DWORK_DIR=<dir> -P ...
 file(MAKE_DIRECTORY "${WORK_DIR}")
 
 function(opened_files out_var log)
@@ -24,7 +25,10 @@ endfunction()
 function(offending out_var files)
   set(bad "")
   foreach(f IN LISTS files)
-    if(f MATCHES "\\.(spv|comp|glsl)$" OR f MATCHES "^${SOURCE_DIR}/")
+    # The build tree may lie inside the source tree: the library itself is loaded from there.
+    string(FIND "${f}" "${SOURCE_DIR}/" in_source)
+    string(FIND "${f}" "${BINARY_DIR}/" in_build)
+    if(f MATCHES "\\.(spv|comp|glsl)$" OR (in_source EQUAL 0 AND NOT in_build EQUAL 0))
       list(APPEND bad "${f}")
     endif()
   endforeach()
