@@ -180,3 +180,13 @@ float *mcl_test_random_floats(size_t n, uint32_t seed, float lo, float hi)
     mcl_fill_random(p, n, seed, lo, hi);
     return p;
 }
+
+mcl_tensor *mcl_test_tensor(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
+                            const int64_t *shape, const void *data)
+{
+    mcl_tensor *t = NULL;
+    assert_mcl_ok(mcl_tensor_create(ctx, dtype, ndim, shape, &t));
+    if (data)
+        assert_mcl_ok(mcl_tensor_upload(t, 0, data, mcl_tensor_nbytes(t)));
+    return t;
+}

@@ -62,6 +62,11 @@ extern int mcl_test_wrong_statuses;
 #define EXPECT_STATUS(call, want) mcl_test_expect_status(#call, (call), (want))
 void mcl_test_expect_status(const char *what, mcl_status got, mcl_status want);
 
+/* A tensor of ctx, filled from `data` (its whole size in bytes) unless data is NULL; the
+ * test fails if either step fails. */
+mcl_tensor *mcl_test_tensor(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
+                            const int64_t *shape, const void *data);
+
 /* malloc'd floats (the test fails if out of memory), random in [lo, hi) or uninitialised. */
 float *mcl_test_random_floats(size_t n, uint32_t seed, float lo, float hi);
 float *mcl_test_floats(size_t n);

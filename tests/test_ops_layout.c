@@ -26,15 +26,6 @@
 
 static mcl_context *ctx;
 
-static mcl_tensor *make(mcl_dtype dtype, uint32_t ndim, const int64_t *shape, const void *data)
-{
-    mcl_tensor *t = NULL;
-    assert_mcl_ok(mcl_tensor_create(ctx, dtype, ndim, shape, &t));
-    if (data)
-        assert_mcl_ok(mcl_tensor_upload(t, 0, data, mcl_tensor_nbytes(t)));
-    return t;
-}
-
 static int64_t numel(const int64_t *shape, uint32_t ndim)
 {
     int64_t n = 1;
@@ -75,7 +66,7 @@ static void copy_matches_source(void **state)
         /* Reshape on the way: [n] -> [1, n] (f32), and i32 the same way. */
         int64_t dst_shape[2] = {1, n};
         mcl_dtype dtype = c % 2 ? MCL_DTYPE_I32 : MCL_DTYPE_F32;
-        mcl_tensor *ts = make(dtype, 1, &n, src), *td = make(dtype, 2, dst_shape, NULL);
+        mcl_tensor *ts = mcl_test_tensor(ctx, dtype, 1, &n, src), *td = mcl_test_tensor(ctx, dtype, 2, dst_shape, NULL);
         assert_mcl_ok(mcl_copy(ctx, ts, td));
         assert_mcl_ok(mcl_tensor_download(td, 0, got, (uint64_t)n * 4));
         char name[64];
@@ -98,8 +89,8 @@ static double permute_mismatches(const uint32_t *x, const int64_t *shape, uint32
     int64_t n = numel(shape, ndim), dst_shape[4];
     for (uint32_t i = 0; i < ndim; i++)
         dst_shape[i] = shape[perm[i]];
-    mcl_tensor *ts = make(MCL_DTYPE_F32, ndim, shape, x);
-    mcl_tensor *td = make(MCL_DTYPE_F32, ndim, dst_shape, NULL);
+    mcl_tensor *ts = mcl_test_tensor(ctx, MCL_DTYPE_F32, ndim, shape, x);
+    mcl_tensor *td = mcl_test_tensor(ctx, MCL_DTYPE_F32, ndim, dst_shape, NULL);
     uint32_t *got = calloc((size_t)n, 4);
     assert_non_null(got);
     assert_mcl_ok(mcl_permute(ctx, ts, perm, td));
@@ -191,8 +182,8 @@ static void concat_each_axis(void **state)
             assert_true(want && got);
             ref_concat_u32(a, a_shape, b, b_shape, ndim, axis, want);
             mcl_dtype dtype = axis % 2 ? MCL_DTYPE_I32 : MCL_DTYPE_F32;
-            mcl_tensor *ta = make(dtype, ndim, a_shape, a), *tb = make(dtype, ndim, b_shape, b);
-            mcl_tensor *to = make(dtype, ndim, o_shape, NULL);
+            mcl_tensor *ta = mcl_test_tensor(ctx, dtype, ndim, a_shape, a), *tb = mcl_test_tensor(ctx, dtype, ndim, b_shape, b);
+            mcl_tensor *to = mcl_test_tensor(ctx, dtype, ndim, o_shape, NULL);
             assert_mcl_ok(mcl_concat(ctx, ta, tb, axis, to));
             assert_mcl_ok(mcl_tensor_download(to, 0, got, (uint64_t)no * 4));
             char name[64];
@@ -239,9 +230,9 @@ static double embedding_mismatches(const int32_t *ids, const int64_t *ids_shape,
     }
     for (int64_t i = 0; i < rows * dim; i++)
         got[i] = NAN;
-    mcl_tensor *tt = make(MCL_DTYPE_F32, 2, t_shape, table);
-    mcl_tensor *ti = make(MCL_DTYPE_I32, ids_ndim, ids_shape, ids);
-    mcl_tensor *to = make(MCL_DTYPE_F32, ids_ndim + 1, o_shape, got);
+    mcl_tensor *tt = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, t_shape, table);
+    mcl_tensor *ti = mcl_test_tensor(ctx, MCL_DTYPE_I32, ids_ndim, ids_shape, ids);
+    mcl_tensor *to = mcl_test_tensor(ctx, MCL_DTYPE_F32, ids_ndim + 1, o_shape, got);
     assert_mcl_ok(mcl_embedding(ctx, tt, ti, to));
     assert_mcl_ok(mcl_tensor_download(to, 0, got, (uint64_t)(rows * dim) * 4));
     double bad = mismatches(got, want, (size_t)(rows * dim));
@@ -302,8 +293,8 @@ static double rope_nmse(const rope_case *c, int in_place, mcl_rope_layout ref_la
     mcl_fill_random(x, (size_t)n, (uint32_t)(n + c->offset), -2.0f, 2.0f);
     ref_rope_f32(x, want, c->shape[0], c->shape[1], c->shape[2], c->shape[3],
                  ref_layout == MCL_ROPE_SPLIT_HALF, c->theta, ref_offset, exact_angle);
-    mcl_tensor *tx = make(MCL_DTYPE_F32, 4, c->shape, x);
-    mcl_tensor *ty = in_place ? tx : make(MCL_DTYPE_F32, 4, c->shape, NULL);
+    mcl_tensor *tx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, c->shape, x);
+    mcl_tensor *ty = in_place ? tx : mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, c->shape, NULL);
     assert_mcl_ok(mcl_rope(ctx, tx, c->layout, c->theta, c->offset, ty));
     assert_mcl_ok(mcl_tensor_download(ty, 0, got, (uint64_t)n * 4));
     double nmse = mcl_nmse(got, want, (size_t)n);
@@ -397,16 +388,16 @@ static void bad_arguments(void **state)
     const int64_t s4[4] = {1, 2, 3, 4}, s4_odd[4] = {1, 2, 3, 5}, s2[2] = {6, 4}, s1[1] = {24};
     const int64_t s4p[4] = {1, 3, 2, 4}, s_table[2] = {10, 4}, s_ids[1] = {6};
     const int64_t s_big[4] = {1, 2, 3, 1024}, s23[2] = {2, 3}, s33[2] = {3, 3}, s53[2] = {5, 3};
-    mcl_tensor *x = make(MCL_DTYPE_F32, 4, s4, NULL), *y = make(MCL_DTYPE_F32, 4, s4, NULL);
-    mcl_tensor *odd = make(MCL_DTYPE_F32, 4, s4_odd, NULL), *m2 = make(MCL_DTYPE_F32, 2, s2, NULL);
-    mcl_tensor *v1 = make(MCL_DTYPE_F32, 1, s1, NULL), *i1 = make(MCL_DTYPE_I32, 1, s1, NULL);
-    mcl_tensor *xp = make(MCL_DTYPE_F32, 4, s4p, NULL), *big = make(MCL_DTYPE_F32, 4, s_big, NULL);
-    mcl_tensor *table = make(MCL_DTYPE_F32, 2, s_table, NULL);
-    mcl_tensor *ids = make(MCL_DTYPE_I32, 1, s_ids, NULL);
-    mcl_tensor *f16 = make(MCL_DTYPE_F16, 1, s1, NULL), *u8 = make(MCL_DTYPE_U8, 1, s_ids, NULL);
-    mcl_tensor *u8b = make(MCL_DTYPE_U8, 2, s23, NULL);
-    mcl_tensor *c23 = make(MCL_DTYPE_F32, 2, s23, NULL), *c33 = make(MCL_DTYPE_F32, 2, s33, NULL);
-    mcl_tensor *c53 = make(MCL_DTYPE_F32, 2, s53, NULL);
+    mcl_tensor *x = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, s4, NULL), *y = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, s4, NULL);
+    mcl_tensor *odd = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, s4_odd, NULL), *m2 = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, s2, NULL);
+    mcl_tensor *v1 = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, s1, NULL), *i1 = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, s1, NULL);
+    mcl_tensor *xp = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, s4p, NULL), *big = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, s_big, NULL);
+    mcl_tensor *table = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, s_table, NULL);
+    mcl_tensor *ids = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, s_ids, NULL);
+    mcl_tensor *f16 = mcl_test_tensor(ctx, MCL_DTYPE_F16, 1, s1, NULL), *u8 = mcl_test_tensor(ctx, MCL_DTYPE_U8, 1, s_ids, NULL);
+    mcl_tensor *u8b = mcl_test_tensor(ctx, MCL_DTYPE_U8, 2, s23, NULL);
+    mcl_tensor *c23 = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, s23, NULL), *c33 = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, s33, NULL);
+    mcl_tensor *c53 = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, s53, NULL);
 
     /* RoPE */
     EXPECT_STATUS(mcl_rope(NULL, x, IL, 1e4f, 0, y), INVALID);

@@ -27,11 +27,7 @@ typedef struct problem {
 
 static mcl_tensor *make(const float *data, uint32_t ndim, const int64_t *shape)
 {
-    mcl_tensor *t = NULL;
-    assert_mcl_ok(mcl_tensor_create(ctx, MCL_DTYPE_F32, ndim, shape, &t));
-    if (data)
-        assert_mcl_ok(mcl_tensor_upload(t, 0, data, mcl_tensor_nbytes(t)));
-    return t;
+    return mcl_test_tensor(ctx, MCL_DTYPE_F32, ndim, shape, data);
 }
 
 /* Run one problem; returns its NMSE (and records it). `wrong_tb` computes the reference with

@@ -119,19 +119,12 @@ static uint8_t *random_blocks(mcl_dtype dtype, int64_t n, int64_t k, uint32_t se
 static mcl_tensor *upload_blocks(mcl_dtype dtype, uint32_t ndim, const int64_t *shape,
                                  const uint8_t *bytes)
 {
-    mcl_tensor *t = NULL;
-    assert_mcl_ok(mcl_tensor_create(ctx, dtype, ndim, shape, &t));
-    assert_mcl_ok(mcl_tensor_upload(t, 0, bytes, mcl_tensor_nbytes(t)));
-    return t;
+    return mcl_test_tensor(ctx, dtype, ndim, shape, bytes);
 }
 
 static mcl_tensor *make_f32(const float *data, uint32_t ndim, const int64_t *shape)
 {
-    mcl_tensor *t = NULL;
-    assert_mcl_ok(mcl_tensor_create(ctx, MCL_DTYPE_F32, ndim, shape, &t));
-    if (data)
-        assert_mcl_ok(mcl_tensor_upload(t, 0, data, mcl_tensor_nbytes(t)));
-    return t;
+    return mcl_test_tensor(ctx, MCL_DTYPE_F32, ndim, shape, data);
 }
 
 static float *cpu_dequantize(mcl_dtype dtype, const uint8_t *q, int64_t count)
