@@ -188,7 +188,16 @@ mcl_status mcl_fail(mcl_context *ctx, mcl_status status, const char *fmt, ...)
 /* Map a VkResult to a status, logging `what` failed. */
 mcl_status mcl_vk_fail(mcl_context *ctx, VkResult result, const char *what);
 
-/* device.c: feature and quirk resolution, in quirks.c. */
+/* instance.c */
+VkResult mcl_volk_init(void);
+uint32_t mcl_validation_flags_from_env(void);
+mcl_status mcl_instance_create(mcl_context *ctx, uint32_t validation);
+
+/* device.c */
+mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc, int use_env);
+mcl_status mcl_device_create(mcl_context *ctx);
+
+/* quirks.c: feature and quirk resolution. */
 void mcl_quirks_apply(mcl_context *ctx, const char *profile);
 mcl_status mcl_profile_validate(const char *profile);
 

@@ -1,129 +1,16 @@
-/* Instance, device and queue: loading Vulkan through volk, choosing a device, negotiating
- * optional features and recording what was chosen. */
+/* Choosing a device, negotiating optional features and recording what was chosen, then
+ * creating the device and its compute queue. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "context.h"
-#include "graph.h"
 #include "../core/env.h"
 
-#if defined(_WIN32)
-#include <windows.h>
-static INIT_ONCE volk_once = INIT_ONCE_STATIC_INIT;
-static VkResult volk_result = VK_ERROR_INITIALIZATION_FAILED;
-static BOOL CALLBACK volk_init_once(PINIT_ONCE once, PVOID param, PVOID *context)
-{
-    (void)once; (void)param; (void)context;
-    volk_result = volkInitialize();
-    return TRUE;
-}
-static VkResult volk_init(void)
-{
-    InitOnceExecuteOnce(&volk_once, volk_init_once, NULL, NULL);
-    return volk_result;
-}
-#else
-#include <pthread.h>
-/* volk's global loader table is the library's one piece of process-wide state: it is
- * filled once, and every context takes its device functions into its own table. */
-static pthread_once_t volk_once = PTHREAD_ONCE_INIT;
-static VkResult volk_result = VK_ERROR_INITIALIZATION_FAILED;
-static void volk_init_once(void)
-{
-    volk_result = volkInitialize();
-}
-static VkResult volk_init(void)
-{
-    pthread_once(&volk_once, volk_init_once);
-    return volk_result;
-}
-#endif
-
-#define MCL_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
 /* Vulkan 1.2 is the floor: it brings driver properties, 8/16-bit storage and
  * shaderFloat16/Int8 as core features, which every supported GPU driver offers. */
 #define MCL_MIN_DEVICE_API VK_API_VERSION_1_2
-
-mcl_status mcl_fail(mcl_context *ctx, mcl_status status, const char *fmt, ...)
-{
-    char message[512];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
-    va_end(args);
-    if (ctx) {
-        memcpy(ctx->last_error, message, sizeof message);
-        mcl_log(&ctx->log, MCL_LOG_ERROR, "%s (%s)", message, mcl_status_string(status));
-    }
-    return status;
-}
-
-static const char *vk_result_name(VkResult result)
-{
-    switch (result) {
-    case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
-    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
-    case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
-    case VK_ERROR_DEVICE_LOST: return "VK_ERROR_DEVICE_LOST";
-    case VK_ERROR_LAYER_NOT_PRESENT: return "VK_ERROR_LAYER_NOT_PRESENT";
-    case VK_ERROR_EXTENSION_NOT_PRESENT: return "VK_ERROR_EXTENSION_NOT_PRESENT";
-    case VK_ERROR_FEATURE_NOT_PRESENT: return "VK_ERROR_FEATURE_NOT_PRESENT";
-    case VK_ERROR_INCOMPATIBLE_DRIVER: return "VK_ERROR_INCOMPATIBLE_DRIVER";
-    case VK_ERROR_TOO_MANY_OBJECTS: return "VK_ERROR_TOO_MANY_OBJECTS";
-    case VK_ERROR_OUT_OF_POOL_MEMORY: return "VK_ERROR_OUT_OF_POOL_MEMORY";
-    case VK_ERROR_FRAGMENTED_POOL: return "VK_ERROR_FRAGMENTED_POOL";
-    case VK_TIMEOUT: return "VK_TIMEOUT";
-    default: return "VkResult";
-    }
-}
-
-mcl_status mcl_vk_fail(mcl_context *ctx, VkResult result, const char *what)
-{
-    mcl_status status = MCL_ERROR_VULKAN;
-    if (result == VK_ERROR_OUT_OF_HOST_MEMORY)
-        status = MCL_ERROR_OUT_OF_HOST_MEMORY;
-    else if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY)
-        status = MCL_ERROR_OUT_OF_DEVICE_MEMORY;
-    else if (result == VK_ERROR_DEVICE_LOST)
-        status = MCL_ERROR_DEVICE_LOST;
-    return mcl_fail(ctx, status, "%s failed: %s (%d)", what, vk_result_name(result),
-                    (int)result);
-}
-
-static VKAPI_ATTR VkBool32 VKAPI_CALL
-debug_messenger(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                VkDebugUtilsMessageTypeFlagsEXT types,
-                const VkDebugUtilsMessengerCallbackDataEXT *data, void *user)
-{
-    mcl_context *ctx = user;
-    (void)types;
-    if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
-        ctx->validation_errors++;
-        mcl_log(&ctx->log, MCL_LOG_ERROR, "validation: %s", data->pMessage);
-    } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
-        mcl_log(&ctx->log, MCL_LOG_WARNING, "validation: %s", data->pMessage);
-    }
-    return VK_FALSE;
-}
-
-static int layer_available(const char *name)
-{
-    uint32_t count = 0;
-    if (vkEnumerateInstanceLayerProperties(&count, NULL) != VK_SUCCESS || count == 0)
-        return 0;
-    VkLayerProperties *layers = calloc(count, sizeof *layers);
-    if (!layers)
-        return 0;
-    int found = 0;
-    if (vkEnumerateInstanceLayerProperties(&count, layers) == VK_SUCCESS) {
-        for (uint32_t i = 0; i < count && !found; i++)
-            found = strcmp(layers[i].layerName, name) == 0;
-    }
-    free(layers);
-    return found;
-}
 
 static int has_extension(const VkExtensionProperties *exts, uint32_t count, const char *name)
 {
@@ -132,99 +19,6 @@ static int has_extension(const VkExtensionProperties *exts, uint32_t count, cons
             return 1;
     }
     return 0;
-}
-
-static uint32_t validation_flags_from_env(void)
-{
-    const char *value = mcl_env("MOTIFCL_VALIDATION");
-    if (!value || strcmp(value, "0") == 0)
-        return 0;
-    if (strcmp(value, "sync") == 0)
-        return MCL_CONTEXT_VALIDATION | MCL_CONTEXT_VALIDATION_SYNC;
-    if (strcmp(value, "gpu") == 0)
-        return MCL_CONTEXT_VALIDATION | MCL_CONTEXT_VALIDATION_SYNC |
-               MCL_CONTEXT_VALIDATION_GPU_ASSISTED;
-    return MCL_CONTEXT_VALIDATION;
-}
-
-static mcl_status create_instance(mcl_context *ctx, uint32_t validation)
-{
-    uint32_t loader_version = VK_API_VERSION_1_0;
-    if (vkEnumerateInstanceVersion)
-        vkEnumerateInstanceVersion(&loader_version);
-    if (loader_version < VK_API_VERSION_1_1)
-        return mcl_fail(ctx, MCL_ERROR_VULKAN_UNAVAILABLE,
-                        "the Vulkan loader offers only version %u.%u; 1.1 or newer is needed",
-                        VK_API_VERSION_MAJOR(loader_version),
-                        VK_API_VERSION_MINOR(loader_version));
-
-    VkApplicationInfo app = {
-        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
-        .pApplicationName = "motifcl",
-        .pEngineName = "MotifCL",
-        .engineVersion = VK_MAKE_API_VERSION(0, MOTIFCL_VERSION_MAJOR, MOTIFCL_VERSION_MINOR,
-                                             MOTIFCL_VERSION_PATCH),
-        .apiVersion = VK_API_VERSION_1_3,
-    };
-    const char *layers[1];
-    const char *extensions[1];
-    uint32_t layer_count = 0, extension_count = 0;
-    VkValidationFeatureEnableEXT enables[3];
-    uint32_t enable_count = 0;
-    VkValidationFeaturesEXT features = {.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
-    VkDebugUtilsMessengerCreateInfoEXT messenger_info = {
-        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
-        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
-                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT,
-        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
-                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
-        .pfnUserCallback = debug_messenger,
-        .pUserData = ctx,
-    };
-    VkInstanceCreateInfo info = {
-        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-        .pApplicationInfo = &app,
-    };
-
-    if (validation & MCL_CONTEXT_VALIDATION) {
-        if (!layer_available(MCL_VALIDATION_LAYER))
-            return mcl_fail(ctx, MCL_ERROR_LAYER_UNAVAILABLE,
-                            "validation was requested but %s is not installed "
-                            "(Debian: vulkan-validationlayers)", MCL_VALIDATION_LAYER);
-        layers[layer_count++] = MCL_VALIDATION_LAYER;
-        extensions[extension_count++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
-        if (validation & MCL_CONTEXT_VALIDATION_SYNC)
-            enables[enable_count++] = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
-        if (validation & MCL_CONTEXT_VALIDATION_GPU_ASSISTED)
-            enables[enable_count++] = VK_VALIDATION_FEATURE_ENABLE_GPU_ASSISTED_EXT;
-        features.enabledValidationFeatureCount = enable_count;
-        features.pEnabledValidationFeatures = enables;
-        messenger_info.pNext = enable_count ? &features : NULL;
-        info.pNext = &messenger_info;
-    }
-    info.enabledLayerCount = layer_count;
-    info.ppEnabledLayerNames = layers;
-    info.enabledExtensionCount = extension_count;
-    info.ppEnabledExtensionNames = extensions;
-
-    VkResult result = vkCreateInstance(&info, NULL, &ctx->instance);
-    if (result == VK_ERROR_INCOMPATIBLE_DRIVER || result == VK_ERROR_INITIALIZATION_FAILED)
-        return mcl_fail(ctx, MCL_ERROR_VULKAN_UNAVAILABLE,
-                        "vkCreateInstance failed (%d): no usable Vulkan driver", (int)result);
-    if (result != VK_SUCCESS)
-        return mcl_vk_fail(ctx, result, "vkCreateInstance");
-    volkLoadInstanceOnly(ctx->instance);
-
-    if (validation & MCL_CONTEXT_VALIDATION) {
-        messenger_info.pNext = NULL;
-        result = vkCreateDebugUtilsMessengerEXT(ctx->instance, &messenger_info, NULL,
-                                                &ctx->messenger);
-        if (result != VK_SUCCESS)
-            return mcl_vk_fail(ctx, result, "vkCreateDebugUtilsMessengerEXT");
-    }
-    ctx->info.validation = validation;
-    return MCL_SUCCESS;
 }
 
 static int type_rank(VkPhysicalDeviceType type)
@@ -265,7 +59,7 @@ static int device_usable(VkPhysicalDevice physical)
     return props.apiVersion >= MCL_MIN_DEVICE_API && compute_family(physical) != UINT32_MAX;
 }
 
-static mcl_status choose_device(mcl_context *ctx, const mcl_context_desc *desc, int use_env)
+mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc, int use_env)
 {
     uint32_t count = 0;
     VkResult result = vkEnumeratePhysicalDevices(ctx->instance, &count, NULL);
@@ -513,7 +307,7 @@ static void record_info(mcl_context *ctx, const device_caps *caps)
     }
 }
 
-static mcl_status create_device(mcl_context *ctx)
+mcl_status mcl_device_create(mcl_context *ctx)
 {
     uint32_t ext_count = 0;
     VkResult result = vkEnumerateDeviceExtensionProperties(ctx->physical, NULL, &ext_count, NULL);
@@ -626,147 +420,5 @@ static mcl_status create_device(mcl_context *ctx)
         return mcl_vk_fail(ctx, result, "vkCreateDevice");
     volkLoadDeviceTable(&ctx->vk, ctx->device);
     ctx->vk.vkGetDeviceQueue(ctx->device, ctx->queue_family, 0, &ctx->queue);
-    return MCL_SUCCESS;
-}
-
-mcl_status mcl_context_create(const mcl_context_desc *desc, mcl_context **out)
-{
-    mcl_context_desc defaults = {.size = sizeof defaults, .device_index = -1};
-    if (!out)
-        return MCL_ERROR_INVALID_ARGUMENT;
-    *out = NULL;
-    /* Read only the fields the caller's struct has: an older caller's is shorter. */
-    if (desc) {
-        if (desc->size < offsetof(mcl_context_desc, reserved))
-            return MCL_ERROR_INVALID_ARGUMENT;
-        memcpy(&defaults, desc, desc->size < sizeof defaults ? desc->size : sizeof defaults);
-    }
-    desc = &defaults;
-
-    mcl_context *ctx = calloc(1, sizeof *ctx);
-    if (!ctx)
-        return MCL_ERROR_OUT_OF_HOST_MEMORY;
-    mcl_logger_init(&ctx->log, desc->log_fn, desc->log_user_data, desc->log_level);
-    ctx->info.size = sizeof ctx->info;
-
-    int use_env = !(desc->flags & MCL_CONTEXT_IGNORE_ENVIRONMENT);
-    const char *profile = desc->device_profile;
-    if (!profile && use_env)
-        profile = mcl_env("MOTIFCL_DEVICE_PROFILE");
-    if (!profile)
-        profile = "none";
-    mcl_status status = mcl_profile_validate(profile);
-    if (status != MCL_SUCCESS) {
-        mcl_fail(ctx, status, "unknown device profile \"%s\" (known: none, polaris)", profile);
-        goto fail;
-    }
-    snprintf(ctx->info.profile, sizeof ctx->info.profile, "%s", profile);
-
-    uint32_t validation = desc->flags & (MCL_CONTEXT_VALIDATION | MCL_CONTEXT_VALIDATION_SYNC |
-                                         MCL_CONTEXT_VALIDATION_GPU_ASSISTED);
-    if (use_env)
-        validation |= validation_flags_from_env();
-    if (validation)
-        validation |= MCL_CONTEXT_VALIDATION;
-
-    if (volk_init() != VK_SUCCESS) {
-        status = mcl_fail(ctx, MCL_ERROR_VULKAN_UNAVAILABLE,
-                          "no Vulkan loader could be loaded (Debian: libvulkan1)");
-        goto fail;
-    }
-    if ((status = create_instance(ctx, validation)) != MCL_SUCCESS)
-        goto fail;
-    if ((status = choose_device(ctx, desc, use_env)) != MCL_SUCCESS)
-        goto fail;
-    if ((status = create_device(ctx)) != MCL_SUCCESS)
-        goto fail;
-    VkPipelineCacheCreateInfo cache_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-    VkResult result = ctx->vk.vkCreatePipelineCache(ctx->device, &cache_info, NULL,
-                                                    &ctx->pipeline_cache);
-    if (result != VK_SUCCESS) {
-        status = mcl_vk_fail(ctx, result, "vkCreatePipelineCache");
-        goto fail;
-    }
-    if ((status = mcl_memory_init(ctx)) != MCL_SUCCESS)
-        goto fail;
-    if ((status = mcl_stream_init(ctx)) != MCL_SUCCESS)
-        goto fail;
-
-    mcl_log(&ctx->log, MCL_LOG_INFO, "device %u: %s (%s, %s), profile %s, validation %s",
-            ctx->info.device_index, ctx->info.name, ctx->info.driver_name, ctx->info.driver_info,
-            ctx->info.profile, validation ? "on" : "off");
-    ctx->last_error[0] = '\0';
-    *out = ctx;
-    return MCL_SUCCESS;
-
-fail:
-    mcl_context_destroy(ctx);
-    return status;
-}
-
-void mcl_context_destroy(mcl_context *ctx)
-{
-    if (!ctx)
-        return;
-    if (ctx->device) {
-        ctx->vk.vkDeviceWaitIdle(ctx->device);
-        mcl_graphs_destroy_all(ctx);
-        while (ctx->tensors)
-            mcl_tensor_destroy(ctx->tensors);
-        mcl_stream_destroy(ctx);
-        mcl_memory_destroy(ctx);
-        mcl_kernels_destroy(ctx);
-        if (ctx->pipeline_cache)
-            ctx->vk.vkDestroyPipelineCache(ctx->device, ctx->pipeline_cache, NULL);
-        ctx->vk.vkDestroyDevice(ctx->device, NULL);
-    }
-    if (ctx->messenger)
-        vkDestroyDebugUtilsMessengerEXT(ctx->instance, ctx->messenger, NULL);
-    if (ctx->instance)
-        vkDestroyInstance(ctx->instance, NULL);
-    free(ctx);
-}
-
-mcl_status mcl_finish(mcl_context *ctx)
-{
-    if (!ctx)
-        return MCL_ERROR_INVALID_ARGUMENT;
-    if (ctx->stream.capture)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_finish during a graph capture");
-    return mcl_stream_finish(ctx);
-}
-
-uint64_t mcl_context_validation_errors(const mcl_context *ctx)
-{
-    return ctx ? ctx->validation_errors : 0;
-}
-
-const char *mcl_context_last_error(const mcl_context *ctx)
-{
-    return ctx ? ctx->last_error : "";
-}
-
-mcl_status mcl_context_device_info(const mcl_context *ctx, mcl_device_info *info)
-{
-    if (!ctx || !info || info->size < offsetof(mcl_device_info, reserved))
-        return MCL_ERROR_INVALID_ARGUMENT;
-    mcl_device_info current = ctx->info;
-    if (ctx->info.features_enabled & MCL_FEATURE_MEMORY_BUDGET) {
-        VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = {
-            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT,
-        };
-        VkPhysicalDeviceMemoryProperties2 props = {
-            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
-            .pNext = &budget,
-        };
-        vkGetPhysicalDeviceMemoryProperties2(ctx->physical, &props);
-        for (uint32_t i = 0; i < current.memory_heap_count; i++) {
-            current.memory_heaps[i].budget = budget.heapBudget[i];
-            current.memory_heaps[i].usage = budget.heapUsage[i];
-        }
-    }
-    size_t size = info->size < sizeof current ? info->size : sizeof current;
-    current.size = info->size;
-    memcpy(info, &current, size);
     return MCL_SUCCESS;
 }

@@ -1,0 +1,152 @@
+/* The context's life: creation in order (profile, instance, device, memory, stream),
+ * destruction in reverse, and the queries on it. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "graph.h"
+#include "../core/env.h"
+
+mcl_status mcl_context_create(const mcl_context_desc *desc, mcl_context **out)
+{
+    mcl_context_desc defaults = {.size = sizeof defaults, .device_index = -1};
+    if (!out)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    /* Read only the fields the caller's struct has: an older caller's is shorter. */
+    if (desc) {
+        if (desc->size < offsetof(mcl_context_desc, reserved))
+            return MCL_ERROR_INVALID_ARGUMENT;
+        memcpy(&defaults, desc, desc->size < sizeof defaults ? desc->size : sizeof defaults);
+    }
+    desc = &defaults;
+
+    mcl_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return MCL_ERROR_OUT_OF_HOST_MEMORY;
+    mcl_logger_init(&ctx->log, desc->log_fn, desc->log_user_data, desc->log_level);
+    ctx->info.size = sizeof ctx->info;
+
+    int use_env = !(desc->flags & MCL_CONTEXT_IGNORE_ENVIRONMENT);
+    const char *profile = desc->device_profile;
+    if (!profile && use_env)
+        profile = mcl_env("MOTIFCL_DEVICE_PROFILE");
+    if (!profile)
+        profile = "none";
+    mcl_status status = mcl_profile_validate(profile);
+    if (status != MCL_SUCCESS) {
+        mcl_fail(ctx, status, "unknown device profile \"%s\" (known: none, polaris)", profile);
+        goto fail;
+    }
+    snprintf(ctx->info.profile, sizeof ctx->info.profile, "%s", profile);
+
+    uint32_t validation = desc->flags & (MCL_CONTEXT_VALIDATION | MCL_CONTEXT_VALIDATION_SYNC |
+                                         MCL_CONTEXT_VALIDATION_GPU_ASSISTED);
+    if (use_env)
+        validation |= mcl_validation_flags_from_env();
+    if (validation)
+        validation |= MCL_CONTEXT_VALIDATION;
+
+    if (mcl_volk_init() != VK_SUCCESS) {
+        status = mcl_fail(ctx, MCL_ERROR_VULKAN_UNAVAILABLE,
+                          "no Vulkan loader could be loaded (Debian: libvulkan1)");
+        goto fail;
+    }
+    if ((status = mcl_instance_create(ctx, validation)) != MCL_SUCCESS)
+        goto fail;
+    if ((status = mcl_device_choose(ctx, desc, use_env)) != MCL_SUCCESS)
+        goto fail;
+    if ((status = mcl_device_create(ctx)) != MCL_SUCCESS)
+        goto fail;
+    VkPipelineCacheCreateInfo cache_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    VkResult result = ctx->vk.vkCreatePipelineCache(ctx->device, &cache_info, NULL,
+                                                    &ctx->pipeline_cache);
+    if (result != VK_SUCCESS) {
+        status = mcl_vk_fail(ctx, result, "vkCreatePipelineCache");
+        goto fail;
+    }
+    if ((status = mcl_memory_init(ctx)) != MCL_SUCCESS)
+        goto fail;
+    if ((status = mcl_stream_init(ctx)) != MCL_SUCCESS)
+        goto fail;
+
+    mcl_log(&ctx->log, MCL_LOG_INFO, "device %u: %s (%s, %s), profile %s, validation %s",
+            ctx->info.device_index, ctx->info.name, ctx->info.driver_name, ctx->info.driver_info,
+            ctx->info.profile, validation ? "on" : "off");
+    ctx->last_error[0] = '\0';
+    *out = ctx;
+    return MCL_SUCCESS;
+
+fail:
+    mcl_context_destroy(ctx);
+    return status;
+}
+
+void mcl_context_destroy(mcl_context *ctx)
+{
+    if (!ctx)
+        return;
+    if (ctx->device) {
+        ctx->vk.vkDeviceWaitIdle(ctx->device);
+        mcl_graphs_destroy_all(ctx);
+        while (ctx->tensors)
+            mcl_tensor_destroy(ctx->tensors);
+        mcl_stream_destroy(ctx);
+        mcl_memory_destroy(ctx);
+        mcl_kernels_destroy(ctx);
+        if (ctx->pipeline_cache)
+            ctx->vk.vkDestroyPipelineCache(ctx->device, ctx->pipeline_cache, NULL);
+        ctx->vk.vkDestroyDevice(ctx->device, NULL);
+    }
+    if (ctx->messenger)
+        vkDestroyDebugUtilsMessengerEXT(ctx->instance, ctx->messenger, NULL);
+    if (ctx->instance)
+        vkDestroyInstance(ctx->instance, NULL);
+    free(ctx);
+}
+
+mcl_status mcl_finish(mcl_context *ctx)
+{
+    if (!ctx)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (ctx->stream.capture)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_finish during a graph capture");
+    return mcl_stream_finish(ctx);
+}
+
+uint64_t mcl_context_validation_errors(const mcl_context *ctx)
+{
+    return ctx ? ctx->validation_errors : 0;
+}
+
+const char *mcl_context_last_error(const mcl_context *ctx)
+{
+    return ctx ? ctx->last_error : "";
+}
+
+mcl_status mcl_context_device_info(const mcl_context *ctx, mcl_device_info *info)
+{
+    if (!ctx || !info || info->size < offsetof(mcl_device_info, reserved))
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_device_info current = ctx->info;
+    if (ctx->info.features_enabled & MCL_FEATURE_MEMORY_BUDGET) {
+        VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT,
+        };
+        VkPhysicalDeviceMemoryProperties2 props = {
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
+            .pNext = &budget,
+        };
+        vkGetPhysicalDeviceMemoryProperties2(ctx->physical, &props);
+        for (uint32_t i = 0; i < current.memory_heap_count; i++) {
+            current.memory_heaps[i].budget = budget.heapBudget[i];
+            current.memory_heaps[i].usage = budget.heapUsage[i];
+        }
+    }
+    size_t size = info->size < sizeof current ? info->size : sizeof current;
+    current.size = info->size;
+    memcpy(info, &current, size);
+    return MCL_SUCCESS;
+}
