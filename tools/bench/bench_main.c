@@ -13,7 +13,7 @@
  * Options: --json, --witness-dir DIR (default: MOTIFCL_WITNESS_DIR, else .), --repeat N,
  * --hot (cached operands: no rotation through copies larger than the last-level cache),
  * --peak TFLOPS (FP32 peak; default from a table of known devices), --warmup SECONDS (each
- * measurement first runs its operation for this long, 0.5 by default, so that the GPU's
+ * measurement first runs its operation for this long, 2 by default, so that the GPU's
  * clocks have ramped up). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,7 +105,8 @@ double bench_gpu_time(bench *b, int reps, mcl_status (*fn)(bench *, void *, int)
     }
     /* Warm up: an idle GPU runs its cores at a fraction of their clock (345 MHz against
      * 1980 MHz seen on an H200) and ramps up only under sustained load, so without this a
-     * compute-bound figure measures the idle clock. */
+     * compute-bound figure measures the idle clock. On the H200 half a second was not enough:
+     * a GEMM measured first ran at the same low rate as without warm-up. */
     double warm_start = bench_now();
     for (int w = 0; w < 2 || bench_now() - warm_start < b->warmup_s; w++) {
         if (fn(b, user, w) != MCL_SUCCESS || mcl_stream_finish(ctx) != MCL_SUCCESS)
@@ -157,7 +158,7 @@ static double table_peak(const char *device)
 
 int main(int argc, char **argv)
 {
-    bench b = {.first_figure = 1, .repeat = 20, .warmup_s = 0.5};
+    bench b = {.first_figure = 1, .repeat = 20, .warmup_s = 2.0};
     const char *what = NULL, *dir = getenv("MOTIFCL_WITNESS_DIR");
     double peak = 0.0;
     for (int i = 1; i < argc; i++) {
