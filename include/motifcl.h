@@ -670,6 +670,110 @@ MCL_API mcl_status mcl_cross_entropy(mcl_context *ctx, const mcl_tensor *logits,
                                      mcl_tensor *lse);
 
 /* ---------------------------------------------------------------------------------------
+ * Backward passes (training). Gradients are f32 and have the shape of what they are the
+ * gradient of. Unless a comment says otherwise an output gradient is overwritten, not
+ * accumulated, and reductions over rows are deterministic (no float atomics): the same inputs
+ * give the same bits on the same device.
+ * ------------------------------------------------------------------------------------- */
+
+/** dx = dy * act'(x), element-wise (GELU in the tanh form of mcl_activate). dx may alias dy,
+ *  not x. */
+MCL_API mcl_status mcl_activate_backward(mcl_context *ctx, mcl_activation act,
+                                         const mcl_tensor *x, const mcl_tensor *dy,
+                                         mcl_tensor *dx);
+
+/** Gradients of out = silu(gate) * up: dgate = dy * up * silu'(gate), dup = dy * silu(gate).
+ *  All five tensors have one shape; dgate and dup are distinct and must not alias the
+ *  inputs. */
+MCL_API mcl_status mcl_swiglu_backward(mcl_context *ctx, const mcl_tensor *gate,
+                                       const mcl_tensor *up, const mcl_tensor *dy,
+                                       mcl_tensor *dgate, mcl_tensor *dup);
+
+/** Gradient of y = softmax(scale * x) per row, from its output y: dx = scale * y * (dy -
+ *  sum(dy * y)). Masked (causal) positions have y = 0 and get dx = 0. dx may alias dy, not y. */
+MCL_API mcl_status mcl_softmax_backward(mcl_context *ctx, const mcl_tensor *y,
+                                        const mcl_tensor *dy, float scale, mcl_tensor *dx);
+
+/** Gradients of mcl_rmsnorm: dx (x's shape) and, if not NULL, dweight [D] (the sum over rows,
+ *  overwritten). weight may be NULL (ones), as in the forward. dx may alias x or dy; no
+ *  output may alias weight, and dweight no other tensor. dweight takes rows x D floats of
+ *  scratch memory while it is computed. */
+MCL_API mcl_status mcl_rmsnorm_backward(mcl_context *ctx, const mcl_tensor *x,
+                                        const mcl_tensor *weight, const mcl_tensor *dy, float eps,
+                                        mcl_tensor *dx, mcl_tensor *dweight);
+
+/** Gradients of mcl_layernorm: dx, and if not NULL dweight [D] and dbias [D] (sums over rows,
+ *  overwritten), with mcl_rmsnorm_backward's aliasing rules and scratch memory. */
+MCL_API mcl_status mcl_layernorm_backward(mcl_context *ctx, const mcl_tensor *x,
+                                          const mcl_tensor *weight, const mcl_tensor *dy,
+                                          float eps, mcl_tensor *dx, mcl_tensor *dweight,
+                                          mcl_tensor *dbias);
+
+/** Gradient of mcl_rope: the rotation by the opposite angle. Same arguments as the forward;
+ *  dx may alias dy. */
+MCL_API mcl_status mcl_rope_backward(mcl_context *ctx, const mcl_tensor *dy,
+                                     mcl_rope_layout layout, float theta_base,
+                                     int64_t position_offset, mcl_tensor *dx);
+
+/** Gradient of mcl_embedding for the table: dtable[v] = sum of dout rows whose id is v
+ *  (overwritten; rows no id selects are zero; ids outside [0, V) contribute nothing). The sum
+ *  runs in a fixed order, so repeated ids give the same bits every time. dtable must not
+ *  alias dout. */
+MCL_API mcl_status mcl_embedding_backward(mcl_context *ctx, const mcl_tensor *ids,
+                                          const mcl_tensor *dout, mcl_tensor *dtable);
+
+/** Gradient of mcl_cross_entropy for the logits, given the lse it produced:
+ *  dlogits[r] = dloss * (softmax(logits[r]) - onehot(targets[r])) / valid_rows for rows whose
+ *  target lies in [0, V), zero for the others. dloss must be finite. dlogits may alias
+ *  logits, not lse. */
+MCL_API mcl_status mcl_cross_entropy_backward(mcl_context *ctx, const mcl_tensor *logits,
+                                              const mcl_tensor *targets, const mcl_tensor *lse,
+                                              float dloss, mcl_tensor *dlogits);
+
+/* --- Optimizers ----------------------------------------------------------------------- */
+
+/** AdamW hyper-parameters for one step. Zero-initialise, set `size`. */
+typedef struct mcl_adamw_desc {
+    size_t size;          /**< sizeof(mcl_adamw_desc). Required. */
+    float lr;             /**< learning rate of this step (the schedule is the caller's) */
+    float beta1;          /**< 0 means 0.9 */
+    float beta2;          /**< 0 means 0.999 */
+    float eps;            /**< 0 means 1e-8 */
+    float weight_decay;   /**< decoupled: p -= lr * weight_decay * p */
+    uint32_t reserved0;
+    int64_t step;         /**< 1 for the first step: bias correction 1 - beta^step */
+    uint64_t reserved[4];
+} mcl_adamw_desc;
+
+/** One AdamW step over `count` parameters: params[i], grads[i] and the moments m[i], v[i] (zero
+ *  before the first step) have one shape each and are distinct tensors. Decay is applied
+ *  first (p -= lr * weight_decay * p), then the bias-corrected update. Everything runs on the
+ *  GPU. lr and step are recorded as they are at the call: a captured graph replays the same
+ *  step (a schedule needs a new capture). count 0 does nothing. */
+MCL_API mcl_status mcl_adamw_step(mcl_context *ctx, const mcl_adamw_desc *desc,
+                                  mcl_tensor *const *params, mcl_tensor *const *grads,
+                                  mcl_tensor *const *m, mcl_tensor *const *v, uint32_t count);
+
+/** One SGD step: velocity = momentum * velocity + grad + weight_decay * p; p -= lr * velocity.
+ *  velocity may be NULL (then momentum must be 0, else MCL_ERROR_INVALID_ARGUMENT); if given,
+ *  none of its entries is NULL. count 0 does nothing. */
+MCL_API mcl_status mcl_sgd_step(mcl_context *ctx, float lr, float momentum, float weight_decay,
+                                mcl_tensor *const *params, mcl_tensor *const *grads,
+                                mcl_tensor *const *velocity, uint32_t count);
+
+/** norm[0] = the L2 norm of all `count` gradients together (deterministic; 0 for count 0;
+ *  inf if the sum of squares overflows f32). norm is an f32 tensor of at least 1 element. */
+MCL_API mcl_status mcl_grad_norm(mcl_context *ctx, mcl_tensor *const *grads, uint32_t count,
+                                 mcl_tensor *norm);
+
+/** Scale every gradient by min(1, max_norm / norm[0]) on the GPU, with norm from
+ *  mcl_grad_norm(): clipping without a round trip to the host. Gradients under the limit are
+ *  left bit-identical; a NaN norm leaves them unchanged, an inf norm zeroes them. max_norm
+ *  must be > 0 (+inf never clips). */
+MCL_API mcl_status mcl_clip_grads(mcl_context *ctx, mcl_tensor *const *grads, uint32_t count,
+                                  const mcl_tensor *norm, float max_norm);
+
+/* ---------------------------------------------------------------------------------------
  * Recorded sequences (replay). Capture a sequence of operations once, then submit it again
  * and again with the same tensors: one submit instead of one recording per op.
  * ------------------------------------------------------------------------------------- */

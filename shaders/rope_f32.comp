@@ -15,6 +15,9 @@
 //
 //   workgroup size : specialization constant 0
 //   constant 1     : IN_PLACE; when true, x is read through binding 1 and binding 0 is unused
+//   constant 2     : BACKWARD; when true, rotate by the opposite angle (mcl_rope_backward):
+//                    the same c and s with s negated, so the backward is the exact transpose
+//                    of the forward's rotation; false (the forward) leaves the code unchanged
 //   set 0 binding 0: x   (readonly float[])
 //   set 0 binding 1: out (float[]): an invocation reads its pair before writing it, and no
 //                    other invocation touches that pair
@@ -35,6 +38,7 @@ layout(std430, set = 0, binding = 0) readonly buffer BufX { float x[]; };
 layout(std430, set = 0, binding = 1) buffer BufOut { float dst[]; };
 
 layout(constant_id = 1) const bool IN_PLACE = false;
+layout(constant_id = 2) const bool BACKWARD = false;
 
 // Bits of the pair index a frequency is built from: Dh up to 512.
 #define ROPE_FREQ_BITS 8
@@ -69,7 +73,8 @@ void main() {
         precise float frac_turns = turns - roundEven(turns);
         precise float angle = frac_turns * TWO_PI;
         const float c = cos(angle);
-        const float s = sin(angle);
+        // Negation is exact: R(-a) = R(a)^T with the forward's very c and s.
+        const float s = BACKWARD ? -sin(angle) : sin(angle);
 
         const uint base = row * 2u * pc.half_dim;
         const uint i0 = pc.split_half != 0u ? base + i : base + 2u * i;

@@ -84,4 +84,48 @@ void ref_attention_f32(const float *q, const float *k, const float *v, float *ou
 double ref_cross_entropy_f32(const float *logits, const int32_t *targets, int64_t rows,
                              int64_t vocab, float *lse, int divide_by_all_rows);
 
+/* Backward passes (ref_backward.c), in double on double arrays: forwards for the finite
+ * difference checks (the float references above round their outputs) and the analytic
+ * gradients as motifcl.h documents them. w may be NULL (ones); dw, db may be NULL (not
+ * wanted). drop_mean_term 1 leaves mean(g) out of LayerNorm's dx: wrong on purpose, for a
+ * negative control. */
+void ref_activate_fwd_d(int act, const double *x, double *y, size_t n);
+void ref_activate_bwd_d(int act, const double *x, const double *dy, double *dx, size_t n);
+void ref_swiglu_fwd_d(const double *gate, const double *up, double *y, size_t n);
+void ref_swiglu_bwd_d(const double *gate, const double *up, const double *dy, double *dgate,
+                      double *dup, size_t n);
+void ref_softmax_fwd_d(const double *x, size_t rows, size_t d, size_t tq, int causal,
+                       double scale, double *y);
+void ref_softmax_bwd_d(const double *y, const double *dy, size_t rows, size_t d, double scale,
+                       double *dx);
+void ref_rmsnorm_fwd_d(const double *x, const double *w, size_t rows, size_t d, double eps,
+                       double *y);
+void ref_rmsnorm_bwd_d(const double *x, const double *w, const double *dy, size_t rows,
+                       size_t d, double eps, double *dx, double *dw);
+void ref_layernorm_fwd_d(const double *x, const double *w, const double *b, size_t rows,
+                         size_t d, double eps, double *y);
+void ref_layernorm_bwd_d(const double *x, const double *w, const double *dy, size_t rows,
+                         size_t d, double eps, int drop_mean_term, double *dx, double *dw,
+                         double *db);
+
+/* Training (ref_train.c). RoPE backward: dx = R(-angle) dy with ref_rope_angle's angle;
+ * wrong_sign 1 rotates by +angle (the forward), for a negative control. Embedding backward:
+ * dtable[v] = sum of dout rows with id v (last_only 1 keeps only the last: wrong on purpose).
+ * Cross-entropy backward: dloss * (softmax - onehot) / valid rows, zero for ignored rows
+ * (divide_by_all_rows 1: wrong on purpose). Optimizer steps update double state in place. */
+void ref_rope_backward_f32(const float *dy, float *dx, int64_t batch, int64_t seq,
+                           int64_t heads, int64_t head_dim, int split_half, float theta_base,
+                           int64_t position_offset, int wrong_sign);
+void ref_embedding_backward_f32(const int32_t *ids, const float *dout, int64_t rows,
+                                int64_t vocab, int64_t dim, float *dtable, int last_only);
+void ref_cross_entropy_backward_f32(const float *logits, const int32_t *targets, int64_t rows,
+                                    int64_t vocab, double dloss, float *dlogits,
+                                    int divide_by_all_rows);
+void ref_adamw_step(double *p, const float *g, double *m, double *v, size_t n, double lr,
+                    double beta1, double beta2, double eps, double weight_decay, int64_t step);
+/* velocity NULL: no momentum buffer. */
+void ref_sgd_step(double *p, const float *g, double *velocity, size_t n, double lr,
+                  double momentum, double weight_decay);
+double ref_sum_squares(const float *x, size_t n);
+
 #endif
