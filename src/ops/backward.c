@@ -38,9 +38,6 @@ enum { UNARY_RELU = 1, UNARY_GELU = 2, UNARY_SILU = 3 };
 
 /* Vulkan guarantees 65535 workgroups per dimension; the kernels grid-stride beyond. */
 #define MAX_GROUPS 65535u
-/* reduce.glsl's shared scratch holds this many partials. */
-#define ROWS_MAX_WG 256u
-#define ROWS_MIN_WG 64u
 /* column_sum_f32.comp: rows per chunk of the first pass. 64 rows keep each invocation's
  * sequential float sum short (its rounding error grows with the count) while leaving
  * rows / 64 chunks of workgroups for the GPU to spread. */
@@ -48,26 +45,6 @@ enum { UNARY_RELU = 1, UNARY_GELU = 2, UNARY_SILU = 3 };
 /* And the workgroup of the column sum: columns side by side. */
 #define COLSUM_WG 64u
 
-/* The checks shared by every op: present, same context, f32. */
-static mcl_status check_tensors(mcl_context *ctx, const char *op, const mcl_tensor *const *t,
-                                uint32_t count)
-{
-    if (!ctx)
-        return MCL_ERROR_INVALID_ARGUMENT;
-    for (uint32_t i = 0; i < count; i++) {
-        if (!t[i])
-            return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: a tensor is NULL", op);
-    }
-    for (uint32_t i = 0; i < count; i++) {
-        if (t[i]->ctx != ctx)
-            return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "%s: tensor of another context", op);
-    }
-    for (uint32_t i = 0; i < count; i++) {
-        if (t[i]->dtype != MCL_DTYPE_F32)
-            return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "%s takes f32 tensors", op);
-    }
-    return MCL_SUCCESS;
-}
 
 /* Same shape for all, and few enough elements for the kernels' 32-bit indices. */
 static mcl_status check_same(mcl_context *ctx, const char *op, const mcl_tensor *const *t,
@@ -110,7 +87,7 @@ mcl_status mcl_activate_backward(mcl_context *ctx, mcl_activation act, const mcl
 {
     static const char *op = "mcl_activate_backward";
     const mcl_tensor *t[3] = {x, dy, dx};
-    mcl_status status = check_tensors(ctx, op, t, 3);
+    mcl_status status = mcl_ops_check_f32(ctx, op, t, 3);
     if (status != MCL_SUCCESS)
         return status;
     static const uint32_t ops[] = {
@@ -143,7 +120,7 @@ mcl_status mcl_swiglu_backward(mcl_context *ctx, const mcl_tensor *gate, const m
 {
     static const char *op = "mcl_swiglu_backward";
     const mcl_tensor *t[5] = {gate, up, dy, dgate, dup};
-    mcl_status status = check_tensors(ctx, op, t, 5);
+    mcl_status status = mcl_ops_check_f32(ctx, op, t, 5);
     if (status != MCL_SUCCESS)
         return status;
     elem_push push = {0};
@@ -168,18 +145,6 @@ mcl_status mcl_swiglu_backward(mcl_context *ctx, const mcl_tensor *gate, const m
                                groups_for(push.n, kernel->local_size_x), 1, 1);
 }
 
-/* Workgroup size for rows of d elements: a power of two (the tree halves it), enough to give
- * each invocation work, capped by reduce.glsl's scratch and the device (as rows.c). */
-static uint32_t row_local_size(const mcl_context *ctx, uint32_t d)
-{
-    uint32_t limit = ROWS_MAX_WG;
-    while (limit > ctx->info.max_compute_workgroup_invocations)
-        limit /= 2;
-    uint32_t size = ROWS_MIN_WG;
-    while (size < limit && size < d)
-        size *= 2;
-    return size < limit ? size : limit;
-}
 
 static mcl_status row_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindings,
                              uint32_t push_size, uint32_t d, const uint32_t *extra,
@@ -189,7 +154,7 @@ static mcl_status row_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindin
         .id = id,
         .binding_count = bindings,
         .push_size = push_size,
-        .local_size_x = row_local_size(ctx, d),
+        .local_size_x = mcl_row_local_size(ctx, d),
         .spec_count = 1 + extra_count,
         .spec = {(uint32_t)mcl_rows_use_subgroup(ctx)},
     };
@@ -215,7 +180,7 @@ mcl_status mcl_softmax_backward(mcl_context *ctx, const mcl_tensor *y, const mcl
 {
     static const char *op = "mcl_softmax_backward";
     const mcl_tensor *t[3] = {y, dy, dx};
-    mcl_status status = check_tensors(ctx, op, t, 3);
+    mcl_status status = mcl_ops_check_f32(ctx, op, t, 3);
     if (status != MCL_SUCCESS)
         return status;
     uint32_t n = 0, d = 0, rows = 0;
@@ -297,7 +262,7 @@ static mcl_status norm_backward(mcl_context *ctx, const char *op, mcl_kernel_id 
                                 mcl_tensor *dweight, mcl_tensor *dbias)
 {
     const mcl_tensor *t[3] = {x, dy, dx};
-    mcl_status status = check_tensors(ctx, op, t, 3);
+    mcl_status status = mcl_ops_check_f32(ctx, op, t, 3);
     if (status != MCL_SUCCESS)
         return status;
     uint32_t n = 0, d = 0, rows = 0;

@@ -1,7 +1,6 @@
-/* Backward passes of RoPE, embedding and cross-entropy.
+/* Backward passes of embedding and cross-entropy (RoPE's is in layout.c, beside its forward:
+ *    the same kernel with its BACKWARD constant).
  *
- *  - RoPE: the forward's kernel (rope_f32.comp) with its BACKWARD constant, which negates the
- *    sine: the same angle bits as the forward, so the backward is exactly its transpose.
  *  - Embedding: embedding_backward_f32.comp, one workgroup per block of table rows scanning
  *    every id in order; each dtable element has one owner adding its terms in increasing row
  *    order, so there are no float atomics and repeated ids give the same bits every run.
@@ -18,12 +17,6 @@
  * maxComputeWorkGroupCount[0]. */
 #define MCL_MAX_GROUPS 65535u
 
-/* The limits of rope_f32.comp, as mcl_rope checks them (layout.c). */
-#define MCL_ROPE_FREQ_BITS 8
-#define MCL_ROPE_MAX_HEAD_DIM (2u << MCL_ROPE_FREQ_BITS)
-#define MCL_ROPE_MAX_POSITION (1ll << 24)
-#define MCL_TWO_PI 6.283185307179586476925
-
 /* Workgroups of the embedding backward: each reads all R ids, so more blocks cost more id
  * reads; 256 fill a GPU and keep the scan (256 * R shared-memory reads in all) small next to
  * the R * D additions for the usual D of hundreds or more. */
@@ -31,13 +24,6 @@
 #define MCL_EMB_WG 128u
 /* count_targets_u32 reduces in a power-of-2 shared-memory tree. */
 #define MCL_COUNT_WG 128u
-
-/* rope_f32.comp's push constants: must match layout.c's rope_push. */
-typedef struct rope_push {
-    uint32_t npairs, half_dim, heads, seq, pos0, split_half;
-    float c0;
-    float r[MCL_ROPE_FREQ_BITS];
-} rope_push;
 
 typedef struct emb_back_push {
     uint32_t rows, dim, vocab, block, nblocks;
@@ -56,70 +42,6 @@ static uint32_t grid_groups(const mcl_kernel *kernel, uint64_t n)
 {
     uint64_t groups = (n + kernel->local_size_x - 1) / kernel->local_size_x;
     return groups > MCL_MAX_GROUPS ? MCL_MAX_GROUPS : (uint32_t)groups;
-}
-
-mcl_status mcl_rope_backward(mcl_context *ctx, const mcl_tensor *dy, mcl_rope_layout layout,
-                             float theta_base, int64_t position_offset, mcl_tensor *dx)
-{
-    if (!ctx)
-        return MCL_ERROR_INVALID_ARGUMENT;
-    if (!dy || !dx)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_rope_backward: NULL tensor");
-    if (dy->ctx != ctx || dx->ctx != ctx)
-        return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT,
-                        "mcl_rope_backward: tensor of another context");
-    if (dy->dtype != MCL_DTYPE_F32 || dx->dtype != MCL_DTYPE_F32)
-        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_rope_backward takes f32 tensors");
-    if (dy->ndim != 4 || !mcl_tensor_same_shape(dy, dx))
-        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                        "mcl_rope_backward: dy must be [B, T, H, Dh] and dx the same shape");
-    int64_t head_dim = dy->shape[3];
-    if (head_dim % 2 != 0)
-        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_rope_backward: head dim %lld is odd",
-                        (long long)head_dim);
-    if (head_dim > (int64_t)MCL_ROPE_MAX_HEAD_DIM)
-        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "mcl_rope_backward: head dim %lld above %u",
-                        (long long)head_dim, MCL_ROPE_MAX_HEAD_DIM);
-    if (layout != MCL_ROPE_INTERLEAVED && layout != MCL_ROPE_SPLIT_HALF)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_rope_backward: unknown layout %d",
-                        (int)layout);
-    if (!(theta_base > 0.0f) || !isfinite(theta_base))
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_rope_backward: theta_base must be positive and finite");
-    if (position_offset < 0 || position_offset > MCL_ROPE_MAX_POSITION - dy->shape[1])
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_rope_backward: positions must lie in [0, 2^24)");
-    int64_t npairs = mcl_tensor_numel(dy) / 2;
-    if (npairs > (int64_t)UINT32_MAX)
-        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "mcl_rope_backward: more than 2^32-1 pairs");
-
-    /* The forward's push constants, computed the same way (layout.c), so the angles match
-     * the forward's bit for bit. */
-    rope_push push = {
-        .npairs = (uint32_t)npairs,
-        .half_dim = (uint32_t)(head_dim / 2),
-        .heads = (uint32_t)dy->shape[2],
-        .seq = (uint32_t)dy->shape[1],
-        .pos0 = (uint32_t)position_offset,
-        .split_half = layout == MCL_ROPE_SPLIT_HALF,
-        .c0 = (float)(1.0 / MCL_TWO_PI),
-    };
-    for (int b = 0; b < MCL_ROPE_FREQ_BITS; b++)
-        push.r[b] = (float)pow((double)theta_base, -2.0 * (double)(1u << b) / (double)head_dim);
-    mcl_kernel_desc desc = {
-        .id = MCL_KERNEL_ROPE_F32,
-        .binding_count = 2,
-        .push_size = sizeof push,
-        .spec_count = 2,
-        .spec = {dy == dx, 1},  /* IN_PLACE, BACKWARD */
-    };
-    const mcl_kernel *kernel;
-    mcl_status status = mcl_kernel_get(ctx, &desc, &kernel);
-    if (status != MCL_SUCCESS)
-        return status;
-    mcl_tensor *reads[1] = {(mcl_tensor *)dy};
-    return mcl_stream_dispatch(ctx, kernel, reads, 1, &dx, 1, &push,
-                               grid_groups(kernel, (uint64_t)npairs), 1, 1);
 }
 
 mcl_status mcl_embedding_backward(mcl_context *ctx, const mcl_tensor *ids, const mcl_tensor *dout,

@@ -3,6 +3,7 @@
  * Both kernels take whole vec4s where alignment allows and walk the tensor with a grid-stride
  * loop. */
 #include "../vk/context.h"
+#include "ops_internal.h"
 
 /* Push constants of binary_f32.comp. */
 typedef struct binary_push {
@@ -32,26 +33,6 @@ enum { UNARY_SCALE = 0, UNARY_RELU = 1, UNARY_GELU = 2, UNARY_SILU = 3 };
  * invocations, far more than any GPU keeps in flight, so the loop does not serialise. */
 #define MCL_MAX_ELEMENTWISE_GROUPS 65535u
 
-/* The checks every element-wise op starts with: present, same context, f32. */
-static mcl_status check_tensors(mcl_context *ctx, const char *op, const mcl_tensor *const *t,
-                                uint32_t count)
-{
-    if (!ctx)
-        return MCL_ERROR_INVALID_ARGUMENT;
-    for (uint32_t i = 0; i < count; i++) {
-        if (!t[i])
-            return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: a tensor is NULL", op);
-    }
-    for (uint32_t i = 0; i < count; i++) {
-        if (t[i]->ctx != ctx)
-            return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "%s: tensor of another context", op);
-    }
-    for (uint32_t i = 0; i < count; i++) {
-        if (t[i]->dtype != MCL_DTYPE_F32)
-            return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "%s takes f32 tensors", op);
-    }
-    return MCL_SUCCESS;
-}
 
 /* Elements of `t`, or a failure when the kernels' 32-bit indices cannot reach them all. */
 static mcl_status element_count(mcl_context *ctx, const char *op, const mcl_tensor *t,
@@ -143,7 +124,7 @@ static mcl_status binary(mcl_context *ctx, const char *name, mcl_binary_op op,
                          const mcl_tensor *a, const mcl_tensor *b, mcl_tensor *out)
 {
     const mcl_tensor *t[3] = {a, b, out};
-    mcl_status status = check_tensors(ctx, name, t, 3);
+    mcl_status status = mcl_ops_check_f32(ctx, name, t, 3);
     if (status != MCL_SUCCESS)
         return status;
     if ((unsigned)op > MCL_BINARY_DIV)
@@ -181,7 +162,7 @@ mcl_status mcl_swiglu(mcl_context *ctx, const mcl_tensor *gate, const mcl_tensor
                       mcl_tensor *out)
 {
     const mcl_tensor *t[3] = {gate, up, out};
-    mcl_status status = check_tensors(ctx, "mcl_swiglu", t, 3);
+    mcl_status status = mcl_ops_check_f32(ctx, "mcl_swiglu", t, 3);
     if (status != MCL_SUCCESS)
         return status;
     if (!mcl_tensor_same_shape(gate, up) || !mcl_tensor_same_shape(gate, out))
@@ -198,7 +179,7 @@ static mcl_status unary(mcl_context *ctx, const char *name, uint32_t op, const m
                         float alpha, float beta, mcl_tensor *out)
 {
     const mcl_tensor *t[2] = {x, out};
-    mcl_status status = check_tensors(ctx, name, t, 2);
+    mcl_status status = mcl_ops_check_f32(ctx, name, t, 2);
     if (status != MCL_SUCCESS)
         return status;
     if (!mcl_tensor_same_shape(x, out))

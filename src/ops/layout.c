@@ -81,38 +81,41 @@ static mcl_status dispatch_simple(mcl_context *ctx, mcl_kernel_id id, uint64_t n
     return dispatch_grid(ctx, &desc, n, reads, read_count, writes, write_count, push);
 }
 
-mcl_status mcl_rope(mcl_context *ctx, const mcl_tensor *x, mcl_rope_layout layout,
-                    float theta_base, int64_t position_offset, mcl_tensor *out)
+/* RoPE forward, or with `backward` the rotation by the opposite angle (its gradient): the
+ * same kernel and the same angle bits, with the sine negated. */
+static mcl_status rope_record(mcl_context *ctx, const char *op, const mcl_tensor *x,
+                              mcl_rope_layout layout, float theta_base, int64_t position_offset,
+                              mcl_tensor *out, int backward)
 {
     if (!ctx || !x || !out)
         return MCL_ERROR_INVALID_ARGUMENT;
     if (!owned(ctx, x) || !owned(ctx, out))
-        return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_rope: tensor of another context");
+        return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "%s: tensor of another context", op);
     if (x->dtype != MCL_DTYPE_F32 || out->dtype != MCL_DTYPE_F32)
-        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_rope takes f32 tensors");
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "%s takes f32 tensors", op);
     if (x->ndim != 4 || !mcl_tensor_same_shape(x, out))
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                        "mcl_rope: x must be [B, T, H, Dh] and out the same shape");
+                        "%s: x must be [B, T, H, Dh] and out the same shape", op);
     int64_t head_dim = x->shape[3];
     if (head_dim % 2 != 0)
-        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_rope: head dim %lld is odd",
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "%s: head dim %lld is odd", op,
                         (long long)head_dim);
     if (head_dim > (int64_t)MCL_ROPE_MAX_HEAD_DIM)
-        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "mcl_rope: head dim %lld above %u",
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "%s: head dim %lld above %u", op,
                         (long long)head_dim, MCL_ROPE_MAX_HEAD_DIM);
     if (layout != MCL_ROPE_INTERLEAVED && layout != MCL_ROPE_SPLIT_HALF)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_rope: unknown layout %d",
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: unknown layout %d", op,
                         (int)layout);
     if (!(theta_base > 0.0f) || !isfinite(theta_base))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_rope: theta_base must be positive and finite");
+                        "%s: theta_base must be positive and finite", op);
     if (position_offset < 0 || position_offset > MCL_ROPE_MAX_POSITION - x->shape[1])
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_rope: positions must lie in [0, 2^24) (offset %lld, T %lld)",
+                        "%s: positions must lie in [0, 2^24) (offset %lld, T %lld)", op,
                         (long long)position_offset, (long long)x->shape[1]);
     int64_t npairs = mcl_tensor_numel(x) / 2;
     if (npairs > (int64_t)UINT32_MAX)
-        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "mcl_rope: more than 2^32-1 pairs");
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "%s: more than 2^32-1 pairs", op);
 
     /* Frequencies in turns per position, f_i = c0 * prod r[b] over the set bits b of i: the
      * shader needs only float products, which every driver rounds the same way. */
@@ -133,11 +136,23 @@ mcl_status mcl_rope(mcl_context *ctx, const mcl_tensor *x, mcl_rope_layout layou
         .id = MCL_KERNEL_ROPE_F32,
         .binding_count = 2,
         .push_size = sizeof push,
-        .spec_count = 1,
-        .spec = {x == out},
+        .spec_count = 2,
+        .spec = {x == out, (uint32_t)backward},  /* IN_PLACE, BACKWARD */
     };
     mcl_tensor *reads[1] = {(mcl_tensor *)x};
     return dispatch_grid(ctx, &desc, (uint64_t)npairs, reads, 1, &out, 1, &push);
+}
+
+mcl_status mcl_rope(mcl_context *ctx, const mcl_tensor *x, mcl_rope_layout layout,
+                    float theta_base, int64_t position_offset, mcl_tensor *out)
+{
+    return rope_record(ctx, "mcl_rope", x, layout, theta_base, position_offset, out, 0);
+}
+
+mcl_status mcl_rope_backward(mcl_context *ctx, const mcl_tensor *dy, mcl_rope_layout layout,
+                             float theta_base, int64_t position_offset, mcl_tensor *dx)
+{
+    return rope_record(ctx, "mcl_rope_backward", dy, layout, theta_base, position_offset, dx, 1);
 }
 
 mcl_status mcl_embedding(mcl_context *ctx, const mcl_tensor *table, const mcl_tensor *ids,

@@ -73,4 +73,13 @@ mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *q, mcl_t
 mcl_status mcl_quantize_activations(mcl_context *ctx, mcl_tensor *a, uint32_t rows, uint32_t k,
                                     mcl_tensor *act);
 
+/* The checks most operations start with: every tensor present, of ctx, f32. */
+mcl_status mcl_ops_check_f32(mcl_context *ctx, const char *op, const mcl_tensor *const *t,
+                             uint32_t count);
+
+/* Workgroup size for a row kernel whose rows take `units` loads: a power of two (the
+ * reduction tree halves it), enough to give each invocation work, within the device's limit
+ * and reduce.glsl's scratch. */
+uint32_t mcl_row_local_size(const mcl_context *ctx, uint64_t units);
+
 #endif

@@ -26,10 +26,6 @@ typedef struct norm_push {
     float eps;
 } norm_push;
 
-/* shaders/reduce.glsl's MCL_REDUCE_MAX_WG: its shared scratch holds this many partials. */
-#define MCL_ROWS_MAX_WG 256u
-/* Fewer invocations than this per row would leave most of a 64-wide GCN wave idle. */
-#define MCL_ROWS_MIN_WG 64u
 /* The 65535 maxComputeWorkGroupCount[0] that Vulkan guarantees; the kernels grid-stride
  * over rows beyond it. */
 #define MCL_ROWS_MAX_GROUPS 65535u
@@ -39,19 +35,6 @@ typedef struct norm_push {
 int mcl_rows_use_subgroup(const mcl_context *ctx)
 {
     return (ctx->info.features_enabled & MCL_FEATURE_SUBGROUP_ARITHMETIC) != 0;
-}
-
-/* Workgroup size for rows of `units` loads: a power of two (the tree halves it), enough to
- * give each invocation work, capped by the shared scratch and the device. */
-static uint32_t row_local_size(const mcl_context *ctx, uint64_t units)
-{
-    uint32_t limit = MCL_ROWS_MAX_WG;
-    while (limit > ctx->info.max_compute_workgroup_invocations)
-        limit /= 2;
-    uint32_t size = MCL_ROWS_MIN_WG;
-    while (size < limit && size < units)
-        size *= 2;
-    return size < limit ? size : limit;
 }
 
 /* A row kernel's pipeline: spec constants after the path and vec4 switches are `extra`. */
@@ -64,7 +47,7 @@ static mcl_status row_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindin
         .id = id,
         .binding_count = bindings,
         .push_size = push_size,
-        .local_size_x = row_local_size(ctx, vec4 ? d / 4 : d),
+        .local_size_x = mcl_row_local_size(ctx, vec4 ? d / 4 : d),
         .spec_count = 2 + extra_count,
         .spec = {(uint32_t)mcl_rows_use_subgroup(ctx), (uint32_t)vec4},
     };
