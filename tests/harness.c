@@ -190,3 +190,28 @@ mcl_tensor *mcl_test_tensor(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
         assert_mcl_ok(mcl_tensor_upload(t, 0, data, mcl_tensor_nbytes(t)));
     return t;
 }
+
+mcl_context *mcl_test_context_without_subgroups(void)
+{
+    const char *old = getenv("MOTIFCL_DISABLE");
+    char *saved = NULL, list[256];
+    if (old) {
+        saved = malloc(strlen(old) + 1);
+        if (saved)
+            strcpy(saved, old);
+    }
+    snprintf(list, sizeof list, "subgroup-arithmetic%s%s", old ? "," : "", old ? old : "");
+    setenv("MOTIFCL_DISABLE", list, 1);
+    mcl_context_desc desc = {.size = sizeof desc, .device_index = -1};
+    mcl_context *c = NULL;
+    mcl_status status = mcl_context_create(&desc, &c);
+    if (saved) {
+        setenv("MOTIFCL_DISABLE", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("MOTIFCL_DISABLE");
+    }
+    if (status != MCL_SUCCESS)
+        fprintf(stderr, "FAIL: second context: %s\n", mcl_status_string(status));
+    return c;
+}

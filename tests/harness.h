@@ -27,6 +27,12 @@ void mcl_test_begin(int argc, char **argv);
  * destroys it in mcl_test_finish(). */
 mcl_context *mcl_test_device_context(void);
 
+/* A second context on the same device and environment with subgroup arithmetic switched off
+ * through MOTIFCL_DISABLE (added to whatever the variable already lists), so a suite covers
+ * both reduction paths on one device. NULL (reported on stderr) if creation fails; the caller
+ * destroys it and checks its validation errors. */
+mcl_context *mcl_test_context_without_subgroups(void);
+
 /* Whether MOTIFCL_REQUIRE_VULKAN_COMPUTE asks for strict mode. */
 int mcl_test_strict(void);
 

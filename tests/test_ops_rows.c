@@ -529,38 +529,11 @@ static void bad_arguments(void **state)
         mcl_tensor_destroy(all[i]);
 }
 
-/* The second context: the same device and environment, subgroup arithmetic switched off
- * through the documented override (test_context.c tests the switch itself). */
-static mcl_context *create_tree_context(void)
-{
-    const char *old = getenv("MOTIFCL_DISABLE");
-    char *saved = NULL, list[256];
-    if (old) {
-        saved = malloc(strlen(old) + 1);
-        if (saved)
-            strcpy(saved, old);
-    }
-    snprintf(list, sizeof list, "subgroup-arithmetic%s%s", old ? "," : "", old ? old : "");
-    setenv("MOTIFCL_DISABLE", list, 1);
-    mcl_context_desc desc = {.size = sizeof desc, .device_index = -1};
-    mcl_context *c = NULL;
-    mcl_status status = mcl_context_create(&desc, &c);
-    if (saved) {
-        setenv("MOTIFCL_DISABLE", saved, 1);
-        free(saved);
-    } else {
-        unsetenv("MOTIFCL_DISABLE");
-    }
-    if (status != MCL_SUCCESS)
-        fprintf(stderr, "FAIL: second context: %s\n", mcl_status_string(status));
-    return c;
-}
-
 int main(int argc, char **argv)
 {
     mcl_test_begin(argc, argv);
     ctx = mcl_test_device_context();
-    ctx_tree = create_tree_context();
+    ctx_tree = mcl_test_context_without_subgroups();
     if (!mcl_test_record_bool("context without subgroup arithmetic created", ctx_tree != NULL))
         return mcl_test_finish(1);
     paths[0] = (path){ctx, mcl_rows_use_subgroup(ctx) ? "subgroup" : "tree"};
