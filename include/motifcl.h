@@ -658,6 +658,19 @@ MCL_API mcl_status mcl_attention(mcl_context *ctx, const mcl_tensor *q, const mc
                                  const mcl_tensor *v, const mcl_attention_desc *desc,
                                  mcl_tensor *out);
 
+/** Gradients of mcl_attention() for q, k and v, given its inputs, its output `out` and the
+ *  gradient `dout` of out (out's shape), with the same desc. The softmax is recomputed in
+ *  tiles from q and k (no T x S matrix is stored); dk and dv sum the contributions of every
+ *  query head that shares a key head (grouped-query), in a fixed order without float
+ *  atomics, so the same inputs give the same bits. dq has q's shape, dk and dv have k's; they
+ *  are overwritten (positions past kv_length get zeros) and must not alias any input or each
+ *  other. The same limits as the forward (D at most 256). */
+MCL_API mcl_status mcl_attention_backward(mcl_context *ctx, const mcl_tensor *q,
+                                          const mcl_tensor *k, const mcl_tensor *v,
+                                          const mcl_tensor *out, const mcl_tensor *dout,
+                                          const mcl_attention_desc *desc, mcl_tensor *dq,
+                                          mcl_tensor *dk, mcl_tensor *dv);
+
 /* --- Loss ---------------------------------------------------------------------------- */
 
 /** Softmax cross-entropy: loss[0] = mean, over the rows r whose target lies in [0, V), of
@@ -772,6 +785,115 @@ MCL_API mcl_status mcl_grad_norm(mcl_context *ctx, mcl_tensor *const *grads, uin
  *  must be > 0 (+inf never clips). */
 MCL_API mcl_status mcl_clip_grads(mcl_context *ctx, mcl_tensor *const *grads, uint32_t count,
                                   const mcl_tensor *norm, float max_norm);
+
+/* ---------------------------------------------------------------------------------------
+ * A GPT-style decoder: token embedding, pre-norm blocks of RMSNorm, causal grouped-query
+ * attention with RoPE and a SwiGLU MLP, a final RMSNorm and a head (tied to the embedding or
+ * its own), trained with AdamW, everything on the GPU. Parameters live in one f32 tensor (and
+ * gradients and AdamW moments in three more of the same size), so that an optimizer step is
+ * a few dispatches and a checkpoint one transfer.
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct mcl_gpt mcl_gpt;
+
+/** A model's shape. Zero-initialise, set `size`. The stories15M shape is vocab 32000, dim 288,
+ *  layers 6, heads 6, hidden 768, max_seq 256. */
+typedef struct mcl_gpt_config {
+    size_t size;            /**< sizeof(mcl_gpt_config). Required. */
+    int32_t vocab;          /**< tokens: ids in [0, vocab) */
+    int32_t dim;            /**< model width */
+    int32_t layers;
+    int32_t heads;          /**< query heads; dim / heads (even, at most 256) per head */
+    int32_t kv_heads;       /**< key/value heads, dividing heads; 0 means heads */
+    int32_t hidden;         /**< SwiGLU hidden width */
+    int32_t max_seq;        /**< longest sequence */
+    int32_t tied_head;      /**< 1: the head is the token embedding (logits = h E^T) */
+    mcl_rope_layout rope_layout;
+    float rope_theta;       /**< 0 means 10000 */
+    float norm_eps;         /**< 0 means 1e-5 */
+    uint32_t reserved0;
+    uint64_t reserved[4];
+} mcl_gpt_config;
+
+/** Where one parameter lies in mcl_gpt_parameters(): `offset` and `count` in floats, the
+ *  shape as stored (a weight matrix is [out, in]: y = x W^T). */
+typedef struct mcl_gpt_param_info {
+    const char *name;       /**< e.g. "tok_embedding", "layers.3.wq", "final_norm" */
+    int64_t offset;
+    int64_t count;
+    uint32_t ndim;
+    int64_t shape[2];
+} mcl_gpt_param_info;
+
+/** Create a model with freshly initialised parameters (normal, std 0.02, the output
+ *  projections of each block scaled by 1/sqrt(2 layers), norm weights 1; a fixed function
+ *  of seed on every device). Invalid shapes are MCL_ERROR_INVALID_ARGUMENT with a message
+ *  naming the field. */
+MCL_API mcl_status mcl_gpt_create(mcl_context *ctx, const mcl_gpt_config *config, uint64_t seed,
+                                  mcl_gpt **out);
+
+/** Destroy a model (waits for work that uses it). Accepts NULL. */
+MCL_API void mcl_gpt_destroy(mcl_gpt *gpt);
+
+/** The model's configuration, with defaults filled in. */
+MCL_API mcl_status mcl_gpt_get_config(const mcl_gpt *gpt, mcl_gpt_config *config);
+
+/** Parameters in all (the floats of mcl_gpt_parameters() that belong to a parameter). */
+MCL_API int64_t mcl_gpt_parameter_count(const mcl_gpt *gpt);
+
+/** Number of parameter tensors, and the placement of the index-th. */
+MCL_API uint32_t mcl_gpt_param_tensors(const mcl_gpt *gpt);
+MCL_API mcl_status mcl_gpt_param_info_get(const mcl_gpt *gpt, uint32_t index,
+                                          mcl_gpt_param_info *info);
+
+/** The f32 tensors holding every parameter and every gradient, laid out as
+ *  mcl_gpt_param_info_get() says (gaps between parameters are zero). Owned by the model;
+ *  upload and download through them. */
+MCL_API mcl_tensor *mcl_gpt_parameters(mcl_gpt *gpt);
+MCL_API mcl_tensor *mcl_gpt_gradients(mcl_gpt *gpt);
+
+/** Record a forward pass over tokens [B, T] (i32, T <= max_seq). With targets [B, T] (i32; a
+ *  target outside [0, vocab) excludes its position), loss [1] receives the mean cross-entropy
+ *  and the pass keeps what mcl_gpt_backward() needs; targets and loss may both be NULL
+ *  (inference). Activations for [B, T] are allocated on the first call with that shape and
+ *  reused (a new shape replaces them, outside a capture only). */
+MCL_API mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens,
+                                   const mcl_tensor *targets, mcl_tensor *loss);
+
+/** The logits [B * T, vocab] of the last forward pass (valid until the next one). */
+MCL_API mcl_tensor *mcl_gpt_logits(mcl_gpt *gpt);
+
+/** Record the backward pass of the last forward pass (which had targets): every gradient is
+ *  overwritten. */
+MCL_API mcl_status mcl_gpt_backward(mcl_gpt *gpt);
+
+/** Set the optimizer's hyper-parameters for the next step or replay: desc as for
+ *  mcl_adamw_step() (its step counts from 1), weight decay applied to the weight matrices
+ *  only, and gradients clipped to an L2 norm of max_grad_norm (0 or +inf: no clipping). The
+ *  values go to a small device tensor that the recorded step reads, so a captured training
+ *  step follows a learning-rate schedule: set, then replay. Not during a capture. */
+MCL_API mcl_status mcl_gpt_set_optimizer(mcl_gpt *gpt, const mcl_adamw_desc *desc,
+                                         float max_grad_norm);
+
+/** Record one optimizer step: the gradient norm, clipping and AdamW over every parameter
+ *  (a few dispatches), with the hyper-parameters last set. */
+MCL_API mcl_status mcl_gpt_step(mcl_gpt *gpt);
+
+/** The L2 norm of the gradients before clipping, measured by the last recorded step: an f32
+ *  tensor [1]. */
+MCL_API mcl_tensor *mcl_gpt_grad_norm(mcl_gpt *gpt);
+
+/** The optimizer step last set by mcl_gpt_set_optimizer() (or stored in the checkpoint the
+ *  model was loaded from); 0 before any. */
+MCL_API int64_t mcl_gpt_optimizer_step(const mcl_gpt *gpt);
+
+/** Write a checkpoint (docs/gpt-checkpoint.md: the configuration, the parameters, the AdamW
+ *  moments and step) to path, replacing it only once it is complete. */
+MCL_API mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path);
+
+/** Create a model from a checkpoint written by mcl_gpt_save(). A file that is not one, is
+ *  truncated or is of an unknown version is MCL_ERROR_INVALID_ARGUMENT with a message. */
+MCL_API mcl_status mcl_gpt_load(mcl_context *ctx, const char *path, mcl_gpt **out);
 
 /* ---------------------------------------------------------------------------------------
  * Recorded sequences (replay). Capture a sequence of operations once, then submit it again

@@ -82,4 +82,17 @@ mcl_status mcl_ops_check_f32(mcl_context *ctx, const char *op, const mcl_tensor 
  * and reduce.glsl's scratch. */
 uint32_t mcl_row_local_size(const mcl_context *ctx, uint64_t units);
 
+/* The fused optimizer step of the model (adamw_fused_f32.comp): AdamW over one flat
+ * parameter buffer with hyper-parameters read from the device tensor `hyper` (filled by
+ * mcl_adamw_hyper), gradients scaled by min(1, max_norm / norm[0]) on the fly, weight decay
+ * on elements [0, decay_end) only. */
+#define MCL_ADAMW_HYPER_COUNT 8
+mcl_status mcl_adamw_fused(mcl_context *ctx, mcl_tensor *params, mcl_tensor *grads,
+                           mcl_tensor *m, mcl_tensor *v, mcl_tensor *hyper, mcl_tensor *norm,
+                           uint64_t decay_end);
+/* The hyper tensor's values for desc (defaults filled, bias corrections for desc->step) and a
+ * clipping norm (0 when max_grad_norm is 0, negative or not finite: no clipping). */
+void mcl_adamw_hyper(const mcl_adamw_desc *desc, float max_grad_norm,
+                     float hyper[MCL_ADAMW_HYPER_COUNT]);
+
 #endif

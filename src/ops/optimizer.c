@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "../vk/context.h"
+#include "ops_internal.h"
 
 /* Grid-stride kernels: more workgroups than this add nothing (Vulkan's minimum
  * maxComputeWorkGroupCount[0]). */
@@ -304,4 +305,37 @@ mcl_status mcl_clip_grads(mcl_context *ctx, mcl_tensor *const *grads, uint32_t c
             return status;
     }
     return MCL_SUCCESS;
+}
+
+typedef struct adamw_fused_push {
+    uint32_t n, decay_end;
+} adamw_fused_push;
+
+mcl_status mcl_adamw_fused(mcl_context *ctx, mcl_tensor *params, mcl_tensor *grads,
+                           mcl_tensor *m, mcl_tensor *v, mcl_tensor *hyper, mcl_tensor *norm,
+                           uint64_t decay_end)
+{
+    uint64_t n = (uint64_t)mcl_tensor_numel(params);
+    if (n > UINT32_MAX || decay_end > n || mcl_tensor_numel(hyper) < MCL_ADAMW_HYPER_COUNT)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_adamw_fused: bad sizes");
+    adamw_fused_push push = {.n = (uint32_t)n, .decay_end = (uint32_t)decay_end};
+    mcl_tensor *reads[3] = {grads, hyper, norm};
+    mcl_tensor *writes[3] = {params, m, v};
+    return dispatch_elements(ctx, MCL_KERNEL_ADAMW_FUSED_F32, 0, 0, n, reads, 3, writes, 3,
+                             &push, sizeof push);
+}
+
+void mcl_adamw_hyper(const mcl_adamw_desc *desc, float max_grad_norm,
+                     float hyper[MCL_ADAMW_HYPER_COUNT])
+{
+    float beta1 = desc->beta1 != 0.0f ? desc->beta1 : 0.9f;
+    float beta2 = desc->beta2 != 0.0f ? desc->beta2 : 0.999f;
+    hyper[0] = desc->lr;
+    hyper[1] = beta1;
+    hyper[2] = beta2;
+    hyper[3] = desc->eps != 0.0f ? desc->eps : 1e-8f;
+    hyper[4] = desc->weight_decay;
+    hyper[5] = (float)(1.0 - pow((double)beta1, (double)desc->step));
+    hyper[6] = (float)(1.0 - pow((double)beta2, (double)desc->step));
+    hyper[7] = isfinite(max_grad_norm) && max_grad_norm > 0.0f ? max_grad_norm : 0.0f;
 }

@@ -120,6 +120,9 @@ struct mcl_tensor {
     uint64_t last_batch;   /* serial of the last batch that used it */
     uint32_t graph_refs;   /* graphs that use it: its memory outlives its handle until 0 */
     int orphaned;          /* destroyed by the caller while graphs still used it */
+    /* A view (mcl_tensor_view) shares its owner's memory; hazards, batches and graph
+     * references are tracked on the owner, so a view and its owner order like one tensor. */
+    struct mcl_tensor *owner;
     /* Hazard tracking inside the open batch: the barrier epoch of the last read and write. */
     uint64_t read_epoch;
     uint64_t write_epoch;
@@ -254,6 +257,18 @@ void mcl_desc_pools_destroy(mcl_context *ctx, mcl_desc_pools *pools);
 int mcl_tensor_same_shape(const mcl_tensor *a, const mcl_tensor *b);
 /* Free a tensor's memory once no batch or graph can use it. */
 void mcl_tensor_release(mcl_tensor *t);
+
+/* A tensor over `shape` at byte `offset` of owner's memory (offset a multiple of the device's
+ * storage buffer offset alignment, the range within owner). It is not on the context's list:
+ * its creator destroys it with mcl_tensor_destroy() before the owner. */
+mcl_status mcl_tensor_view(mcl_tensor *owner, uint64_t offset, mcl_dtype dtype, uint32_t ndim,
+                           const int64_t *shape, mcl_tensor **out);
+
+/* The tensor that tracks t's hazards: t's owner for a view, else t. */
+static inline mcl_tensor *mcl_tensor_root(const mcl_tensor *t)
+{
+    return t->owner ? t->owner : (mcl_tensor *)t;
+}
 /* Emit a barrier if the next command conflicts with earlier ones, then mark its accesses. */
 void mcl_stream_track(mcl_context *ctx, mcl_tensor *const *reads, uint32_t read_count,
                       mcl_tensor *const *writes, uint32_t write_count);

@@ -225,26 +225,30 @@ void mcl_stream_track(mcl_context *ctx, mcl_tensor *const *reads, uint32_t read_
     mcl_stream *s = &ctx->stream;
     int needed = 0;
     for (uint32_t i = 0; i < read_count && !needed; i++)
-        needed = reads[i]->write_epoch == s->epoch;
-    for (uint32_t i = 0; i < write_count && !needed; i++)
-        needed = writes[i]->write_epoch == s->epoch || writes[i]->read_epoch == s->epoch;
+        needed = mcl_tensor_root(reads[i])->write_epoch == s->epoch;
+    for (uint32_t i = 0; i < write_count && !needed; i++) {
+        const mcl_tensor *w = mcl_tensor_root(writes[i]);
+        needed = w->write_epoch == s->epoch || w->read_epoch == s->epoch;
+    }
     if (needed)
         mcl_stream_full_barrier(ctx);
     /* While capturing, the batch that will use a tensor is the replay's, set then. */
     uint64_t batch = s->capture ? 0 : s->serial;
     for (uint32_t i = 0; i < read_count; i++) {
-        reads[i]->read_epoch = s->epoch;
+        mcl_tensor *r = mcl_tensor_root(reads[i]);
+        r->read_epoch = s->epoch;
         if (batch)
-            reads[i]->last_batch = batch;
+            r->last_batch = batch;
+        if (s->capture)
+            mcl_graph_use(s->capture, &r, 1);
     }
     for (uint32_t i = 0; i < write_count; i++) {
-        writes[i]->write_epoch = s->epoch;
+        mcl_tensor *w = mcl_tensor_root(writes[i]);
+        w->write_epoch = s->epoch;
         if (batch)
-            writes[i]->last_batch = batch;
-    }
-    if (s->capture) {
-        mcl_graph_use(s->capture, reads, read_count);
-        mcl_graph_use(s->capture, writes, write_count);
+            w->last_batch = batch;
+        if (s->capture)
+            mcl_graph_use(s->capture, &w, 1);
     }
 }
 
@@ -303,7 +307,7 @@ mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
 
 int mcl_stream_pending(const mcl_context *ctx, const mcl_tensor *t)
 {
-    return t->last_batch > ctx->stream.completed;
+    return mcl_tensor_root(t)->last_batch > ctx->stream.completed;
 }
 
 mcl_status mcl_stream_flush(mcl_context *ctx, VkCommandBuffer extra, uint64_t *serial_out)

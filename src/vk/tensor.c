@@ -90,6 +90,43 @@ mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, m
     return MCL_SUCCESS;
 }
 
+mcl_status mcl_tensor_view(mcl_tensor *owner, uint64_t offset, mcl_dtype dtype, uint32_t ndim,
+                           const int64_t *shape, mcl_tensor **out)
+{
+    *out = NULL;
+    mcl_context *ctx = owner->ctx;
+    uint64_t bytes = mcl_dtype_size(dtype);
+    if (owner->owner || ndim == 0 || ndim > MCL_MAX_DIMS || bytes == 0 ||
+        mcl_dtype_block_weights(dtype) != 1)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "bad tensor view");
+    for (uint32_t i = 0; i < ndim; i++) {
+        if (shape[i] < 1 || (uint64_t)shape[i] > owner->nbytes)
+            return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "bad tensor view shape");
+        bytes *= (uint64_t)shape[i];
+    }
+    uint64_t align = ctx->info.min_storage_buffer_offset_alignment;
+    if (bytes > owner->nbytes || offset > owner->nbytes - bytes || (align && offset % align))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "a view of %llu bytes at %llu does not fit its owner, or is misaligned",
+                        (unsigned long long)bytes, (unsigned long long)offset);
+    mcl_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    t->ctx = ctx;
+    t->owner = owner;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (uint32_t i = 0; i < ndim; i++)
+        t->shape[i] = shape[i];
+    t->nbytes = bytes;
+    t->cls = owner->cls;
+    t->alloc = owner->alloc;
+    t->alloc.offset += offset;
+    t->alloc.size = bytes;
+    *out = t;
+    return MCL_SUCCESS;
+}
+
 void mcl_tensor_release(mcl_tensor *t)
 {
     mcl_stream_release(t->ctx, &t->alloc, t->last_batch);
@@ -100,6 +137,10 @@ void mcl_tensor_destroy(mcl_tensor *t)
 {
     if (!t)
         return;
+    if (t->owner) {
+        free(t);
+        return;
+    }
     mcl_context *ctx = t->ctx;
     if (t->prev)
         t->prev->next = t->next;

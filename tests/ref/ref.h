@@ -128,4 +128,19 @@ void ref_sgd_step(double *p, const float *g, double *velocity, size_t n, double 
                   double momentum, double weight_decay);
 double ref_sum_squares(const float *x, size_t n);
 
+/* Attention backward (ref_attention_backward.c). ref_attention_backward_f32: dq, dk, dv of
+ * L = sum(dout * attention(q, k, v)) in double (shapes and arguments as ref_attention_f32,
+ * causal_shift and kv_head_mode wrong on purpose when non-zero), rounded to float; keys at or
+ * past kv_len and queries that see no key get zeros. ref_attention_fwd_d: the forward on
+ * double arrays, for finite differences. */
+void ref_attention_backward_f32(const float *q, const float *k, const float *v,
+                                const float *dout, float *dq, float *dk, float *dv,
+                                int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads_q,
+                                int64_t heads_kv, int64_t dim, int64_t kv_len, int causal,
+                                int64_t causal_shift, double scale, int kv_head_mode);
+void ref_attention_fwd_d(const double *q, const double *k, const double *v, double *out,
+                         int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads_q,
+                         int64_t heads_kv, int64_t dim, int64_t kv_len, int causal,
+                         double scale);
+
 #endif

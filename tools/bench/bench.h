@@ -50,5 +50,6 @@ int bench_rows(bench *b);
 int bench_replay(bench *b);
 int bench_memory(bench *b);
 int bench_transfer(bench *b);
+int bench_train(bench *b);
 
 #endif

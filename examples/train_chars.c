@@ -1,0 +1,411 @@
+/* train_chars: train a small GPT on a text file, one byte per token, entirely on the GPU, then
+ * sample from it.
+ *
+ * The training step (forward, backward, gradient clipping, AdamW) is recorded once as a graph
+ * and replayed every step; only the batch's tokens go up and the loss comes back. The
+ * learning rate follows a warm-up and a cosine decay set on the host before each replay.
+ * Every --log steps it prints the training loss, the validation loss, tokens per second and
+ * device memory; at the end it writes a witness (JSON) with those figures and samples text.
+ *
+ *   train_chars [--data FILE] [--steps N] [--batch B] [--seq T] [--dim D] [--layers L]
+ *               [--heads H] [--kv-heads H] [--hidden F] [--lr LR] [--seed S] [--log N]
+ *               [--sample N] [--temperature X] [--save FILE] [--load FILE] [--no-replay]
+ *               [--witness FILE] [--min-drop X]
+ *
+ * --min-drop X: exit 1 unless the final validation loss is at least X nats below the first
+ * one (the demo uses it so that a model that does not learn fails loudly).
+ * Exit status: 0 success, 1 failure, 2 no Vulkan device. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "motifcl.h"
+
+#ifndef TRAIN_CHARS_DATA
+#define TRAIN_CHARS_DATA "examples/data/tinyshakespeare.txt"
+#endif
+
+#define CHECK(call)                                                                        \
+    do {                                                                                   \
+        mcl_status s_ = (call);                                                            \
+        if (s_ != MCL_SUCCESS) {                                                           \
+            fprintf(stderr, "%s failed: %s: %s\n", #call, mcl_status_string(s_),           \
+                    ctx ? mcl_context_last_error(ctx) : "");                               \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+typedef struct options {
+    const char *data, *save, *load, *witness;
+    int steps, batch, seq, dim, layers, heads, kv_heads, hidden, log_every, sample, replay;
+    double lr, temperature, min_drop;
+    uint64_t seed;
+} options;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static int parse(int argc, char **argv, options *o)
+{
+    *o = (options){.data = TRAIN_CHARS_DATA, .steps = 300, .batch = 8, .seq = 64, .dim = 128,
+                   .layers = 4, .heads = 4, .hidden = 0, .log_every = 25, .sample = 300,
+                   .replay = 1, .lr = 3e-3, .temperature = 0.8, .seed = 1337,
+                   .witness = "train_chars.json", .min_drop = -1.0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int used = 1;
+        if (strcmp(a, "--no-replay") == 0) {
+            o->replay = 0;
+            used = 0;
+        } else if (!v) {
+            return -1;
+        } else if (strcmp(a, "--data") == 0) o->data = v;
+        else if (strcmp(a, "--save") == 0) o->save = v;
+        else if (strcmp(a, "--load") == 0) o->load = v;
+        else if (strcmp(a, "--witness") == 0) o->witness = v;
+        else if (strcmp(a, "--steps") == 0) o->steps = atoi(v);
+        else if (strcmp(a, "--batch") == 0) o->batch = atoi(v);
+        else if (strcmp(a, "--seq") == 0) o->seq = atoi(v);
+        else if (strcmp(a, "--dim") == 0) o->dim = atoi(v);
+        else if (strcmp(a, "--layers") == 0) o->layers = atoi(v);
+        else if (strcmp(a, "--heads") == 0) o->heads = atoi(v);
+        else if (strcmp(a, "--kv-heads") == 0) o->kv_heads = atoi(v);
+        else if (strcmp(a, "--hidden") == 0) o->hidden = atoi(v);
+        else if (strcmp(a, "--log") == 0) o->log_every = atoi(v);
+        else if (strcmp(a, "--sample") == 0) o->sample = atoi(v);
+        else if (strcmp(a, "--lr") == 0) o->lr = atof(v);
+        else if (strcmp(a, "--temperature") == 0) o->temperature = atof(v);
+        else if (strcmp(a, "--min-drop") == 0) o->min_drop = atof(v);
+        else if (strcmp(a, "--seed") == 0) o->seed = strtoull(v, NULL, 10);
+        else return -1;
+        i += used;
+    }
+    if (o->hidden == 0)
+        o->hidden = o->dim * 8 / 3 / 32 * 32 > 0 ? o->dim * 8 / 3 / 32 * 32 : 32;
+    if (o->steps < 0 || o->batch < 1 || o->seq < 2 || o->log_every < 1 || o->sample < 0)
+        return -1;
+    return 0;
+}
+
+/* The learning rate of step s (1-based): linear warm-up over the first 5%, then a cosine
+ * decay to a tenth. */
+static double schedule(const options *o, int s)
+{
+    int warm = o->steps / 20 > 0 ? o->steps / 20 : 1;
+    if (s <= warm)
+        return o->lr * s / warm;
+    double t = (double)(s - warm) / (double)(o->steps - warm > 0 ? o->steps - warm : 1);
+    return o->lr * (0.1 + 0.9 * 0.5 * (1.0 + cos(3.141592653589793 * t)));
+}
+
+/* Byte -> token: the distinct bytes of the text, in byte order. */
+typedef struct vocab {
+    int size;
+    int16_t id[256];
+    unsigned char byte[256];
+} vocab;
+
+static void fill_batch(const unsigned char *text, size_t lo, size_t hi, const vocab *v,
+                       int batch, int seq, uint64_t *rng, int32_t *tokens, int32_t *targets)
+{
+    for (int b = 0; b < batch; b++) {
+        size_t start = lo + (size_t)(rng_next(rng) % (uint64_t)(hi - lo - (size_t)seq - 1));
+        for (int t = 0; t < seq; t++) {
+            tokens[b * seq + t] = v->id[text[start + (size_t)t]];
+            targets[b * seq + t] = v->id[text[start + (size_t)t + 1]];
+        }
+    }
+}
+
+static double memory_mib(mcl_context *ctx)
+{
+    mcl_memory_stats st = {.size = sizeof st};
+    if (mcl_context_memory_stats(ctx, &st) != MCL_SUCCESS)
+        return -1.0;
+    return (double)st.bytes_allocated_peak / (1024.0 * 1024.0);
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    if (parse(argc, argv, &o) != 0) {
+        fprintf(stderr, "usage: %s [--data FILE] [--steps N] [--batch B] [--seq T] [--dim D] "
+                        "[--layers L] [--heads H] [--kv-heads H] [--hidden F] [--lr LR] "
+                        "[--seed S] [--log N] [--sample N] [--temperature X] [--save FILE] "
+                        "[--load FILE] [--no-replay] [--witness FILE] [--min-drop X]\n",
+                argv[0]);
+        return 1;
+    }
+    FILE *f = fopen(o.data, "rb");
+    if (!f) {
+        fprintf(stderr, "cannot open %s (--data FILE)\n", o.data);
+        return 1;
+    }
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *text = len > 0 ? malloc((size_t)len) : NULL;
+    if (!text || fread(text, 1, (size_t)len, f) != (size_t)len) {
+        fprintf(stderr, "cannot read %s\n", o.data);
+        return 1;
+    }
+    fclose(f);
+    size_t n = (size_t)len, split = n * 9 / 10;
+    if (split < (size_t)o.seq + 2 || n - split < (size_t)o.seq + 2) {
+        fprintf(stderr, "%s is too short for --seq %d\n", o.data, o.seq);
+        return 1;
+    }
+    vocab v = {0};
+    int seen[256] = {0};
+    for (size_t i = 0; i < n; i++)
+        seen[text[i]] = 1;
+    for (int c = 0; c < 256; c++) {
+        v.id[c] = -1;
+        if (seen[c]) {
+            v.id[c] = (int16_t)v.size;
+            v.byte[v.size++] = (unsigned char)c;
+        }
+    }
+
+    mcl_context *ctx = NULL;
+    mcl_status status = mcl_context_create(NULL, &ctx);
+    if (status != MCL_SUCCESS) {
+        fprintf(stderr, "no Vulkan compute device: %s\n", mcl_status_string(status));
+        return 2;
+    }
+    mcl_device_info info = {.size = sizeof info};
+    CHECK(mcl_context_device_info(ctx, &info));
+
+    mcl_gpt *gpt = NULL;
+    if (o.load) {
+        CHECK(mcl_gpt_load(ctx, o.load, &gpt));
+    } else {
+        mcl_gpt_config cfg = {.size = sizeof cfg, .vocab = v.size, .dim = o.dim,
+                              .layers = o.layers, .heads = o.heads, .kv_heads = o.kv_heads,
+                              .hidden = o.hidden, .max_seq = o.seq, .tied_head = 1};
+        CHECK(mcl_gpt_create(ctx, &cfg, o.seed, &gpt));
+    }
+    mcl_gpt_config cfg = {.size = sizeof cfg};
+    CHECK(mcl_gpt_get_config(gpt, &cfg));
+    if (cfg.vocab != v.size || cfg.max_seq < o.seq) {
+        fprintf(stderr, "the loaded model (vocab %d, max_seq %d) does not fit this text "
+                        "(vocab %d) and --seq %d\n", cfg.vocab, cfg.max_seq, v.size, o.seq);
+        return 1;
+    }
+    printf("MotifCL %s on %s (%s %s)\n", mcl_version_string(), info.name, info.driver_name,
+           info.driver_info);
+    printf("text %s: %zu bytes, %d distinct; model dim %d, %d layers, %d heads (%d kv), "
+           "hidden %d: %lld parameters\n", o.data, n, v.size, cfg.dim, cfg.layers, cfg.heads,
+           cfg.kv_heads, cfg.hidden, (long long)mcl_gpt_parameter_count(gpt));
+    printf("batch %d x %d tokens, %d steps, lr %g (warm-up, cosine), %s\n", o.batch, o.seq,
+           o.steps, o.lr, o.replay ? "step replayed from a graph" : "step recorded each time");
+    fflush(stdout);
+
+    int64_t shape[2] = {o.batch, o.seq};
+    mcl_tensor *tokens, *targets, *loss;
+    CHECK(mcl_tensor_create(ctx, MCL_DTYPE_I32, 2, shape, &tokens));
+    CHECK(mcl_tensor_create(ctx, MCL_DTYPE_I32, 2, shape, &targets));
+    int64_t one = 1;
+    CHECK(mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &one, &loss));
+    size_t bt = (size_t)o.batch * (size_t)o.seq;
+    int32_t *tok = malloc(bt * sizeof *tok), *tgt = malloc(bt * sizeof *tgt);
+    if (!tok || !tgt)
+        return 1;
+    uint64_t rng = o.seed ^ 0xA5A5A5A5ull;
+
+    /* Validation: a fixed set of batches from the last tenth of the text. */
+    enum { VAL_BATCHES = 4 };
+    int32_t *val_tok = malloc(VAL_BATCHES * bt * sizeof *val_tok);
+    int32_t *val_tgt = malloc(VAL_BATCHES * bt * sizeof *val_tgt);
+    if (!val_tok || !val_tgt)
+        return 1;
+    uint64_t val_rng = 42;
+    for (int i = 0; i < VAL_BATCHES; i++)
+        fill_batch(text, split, n, &v, o.batch, o.seq, &val_rng, val_tok + i * bt,
+                   val_tgt + i * bt);
+
+    mcl_graph *step_graph = NULL;
+    int64_t first_step = mcl_gpt_optimizer_step(gpt);
+    double first_val = NAN, last_val = NAN, last_train = NAN, tokens_per_s = 0.0;
+    double train_time = 0.0;
+    int timed_steps = 0;
+    for (int s = 0; s <= o.steps; s++) {
+        /* Validation loss at the start, every --log steps and at the end. */
+        if (s % o.log_every == 0 || s == o.steps) {
+            double sum = 0.0;
+            for (int i = 0; i < VAL_BATCHES; i++) {
+                CHECK(mcl_tensor_upload(tokens, 0, val_tok + i * bt, bt * sizeof *tok));
+                CHECK(mcl_tensor_upload(targets, 0, val_tgt + i * bt, bt * sizeof *tgt));
+                CHECK(mcl_gpt_forward(gpt, tokens, targets, loss));
+                float l;
+                CHECK(mcl_tensor_download(loss, 0, &l, sizeof l));
+                sum += l;
+            }
+            last_val = sum / VAL_BATCHES;
+            if (s == 0)
+                first_val = last_val;
+            char train[16] = "   -  ";
+            if (s > 0)
+                snprintf(train, sizeof train, "%.4f", last_train);
+            printf("step %5d/%d  train %s  val %.4f  lr %.2e  %.0f tokens/s  peak %.1f MiB\n",
+                   s, o.steps, train, last_val, s ? schedule(&o, s) : 0.0, tokens_per_s,
+                   memory_mib(ctx));
+            fflush(stdout);
+        }
+        if (s == o.steps)
+            break;
+        fill_batch(text, 0, split, &v, o.batch, o.seq, &rng, tok, tgt);
+        double t0 = now();
+        CHECK(mcl_tensor_upload(tokens, 0, tok, bt * sizeof *tok));
+        CHECK(mcl_tensor_upload(targets, 0, tgt, bt * sizeof *tgt));
+        mcl_adamw_desc adam = {.size = sizeof adam, .lr = (float)schedule(&o, s + 1),
+                               .beta1 = 0.9f, .beta2 = 0.95f, .weight_decay = 0.1f,
+                               .step = first_step + s + 1};
+        CHECK(mcl_gpt_set_optimizer(gpt, &adam, 1.0f));
+        if (o.replay) {
+            if (!step_graph) {
+                CHECK(mcl_graph_begin(ctx));
+                CHECK(mcl_gpt_forward(gpt, tokens, targets, loss));
+                CHECK(mcl_gpt_backward(gpt));
+                CHECK(mcl_gpt_step(gpt));
+                CHECK(mcl_graph_end(ctx, &step_graph));
+            }
+            CHECK(mcl_graph_replay(ctx, step_graph));
+        } else {
+            CHECK(mcl_gpt_forward(gpt, tokens, targets, loss));
+            CHECK(mcl_gpt_backward(gpt));
+            CHECK(mcl_gpt_step(gpt));
+        }
+        float l;
+        CHECK(mcl_tensor_download(loss, 0, &l, sizeof l));
+        if (!isfinite(l)) {
+            fprintf(stderr, "step %d: the loss is %g\n", s + 1, (double)l);
+            return 1;
+        }
+        last_train = l;
+        double dt = now() - t0;
+        if (s > 0) { /* the first step compiles pipelines */
+            train_time += dt;
+            timed_steps++;
+            tokens_per_s = (double)timed_steps * (double)bt / train_time;
+        }
+    }
+    if (o.save) {
+        CHECK(mcl_gpt_save(gpt, o.save));
+        printf("saved %s\n", o.save);
+    }
+
+    /* Sampling: the context window is the model's; a causal model's logits at position t do
+     * not depend on later positions, so a fixed [1, T] batch padded with zeros serves every
+     * length. */
+    if (o.sample > 0) {
+        int T = o.seq;
+        int64_t sshape[2] = {1, T};
+        mcl_tensor *ctx_tokens;
+        CHECK(mcl_tensor_create(ctx, MCL_DTYPE_I32, 2, sshape, &ctx_tokens));
+        int32_t *window = calloc((size_t)T, sizeof *window);
+        float *row = malloc((size_t)cfg.vocab * sizeof *row);
+        if (!window || !row)
+            return 1;
+        int used = 1;
+        window[0] = v.id['\n'] >= 0 ? v.id['\n'] : 0;
+        uint64_t srng = o.seed + 7;
+        printf("--- sample (temperature %.2f) ---\n", o.temperature);
+        for (int i = 0; i < o.sample; i++) {
+            CHECK(mcl_tensor_upload(ctx_tokens, 0, window, (size_t)T * sizeof *window));
+            CHECK(mcl_gpt_forward(gpt, ctx_tokens, NULL, NULL));
+            CHECK(mcl_tensor_download(mcl_gpt_logits(gpt),
+                                      (uint64_t)(used - 1) * (uint64_t)cfg.vocab * 4, row,
+                                      (size_t)cfg.vocab * sizeof *row));
+            double mx = -INFINITY, sum = 0.0;
+            for (int j = 0; j < cfg.vocab; j++)
+                mx = row[j] > mx ? row[j] : mx;
+            for (int j = 0; j < cfg.vocab; j++)
+                sum += exp((row[j] - mx) / o.temperature);
+            double r = (double)(rng_next(&srng) >> 11) / 9007199254740992.0 * sum;
+            int pick = cfg.vocab - 1;
+            for (int j = 0; j < cfg.vocab; j++) {
+                r -= exp((row[j] - mx) / o.temperature);
+                if (r <= 0.0) {
+                    pick = j;
+                    break;
+                }
+            }
+            putchar(v.byte[pick]);
+            if (used == T) {
+                memmove(window, window + 1, (size_t)(T - 1) * sizeof *window);
+                window[T - 1] = pick;
+            } else {
+                window[used++] = pick;
+            }
+        }
+        printf("\n--- end of sample ---\n");
+        free(window);
+        free(row);
+        mcl_tensor_destroy(ctx_tokens);
+    }
+
+    double peak = memory_mib(ctx);
+    int ok = isfinite(last_val) && (o.min_drop < 0.0 || first_val - last_val >= o.min_drop);
+    printf("validation loss %.4f -> %.4f, %.0f tokens/s, peak device memory %.1f MiB%s\n",
+           first_val, last_val, tokens_per_s, peak,
+           ok ? "" : " (FAILED: the loss did not drop by --min-drop)");
+    if (o.witness && *o.witness) {
+        FILE *w = fopen(o.witness, "w");
+        if (w) {
+            fprintf(w, "{\n  \"schema\": \"motifcl-witness/1\",\n  \"kind\": \"example\",\n"
+                       "  \"name\": \"train_chars\",\n  \"result\": \"%s\",\n"
+                       "  \"library_version\": \"%s\",\n  \"git_commit\": \"%s\",\n"
+                       "  \"device\": {\"name\": \"%s\", \"driver_name\": \"%s\", "
+                       "\"driver_info\": \"%s\", \"profile\": \"%s\"},\n",
+                    ok ? "passed" : "failed", mcl_version_string(), mcl_git_commit(),
+                    info.name, info.driver_name, info.driver_info, info.profile);
+            fprintf(w, "  \"config\": {\"vocab\": %d, \"dim\": %d, \"layers\": %d, \"heads\": %d, "
+                       "\"kv_heads\": %d, \"hidden\": %d, \"batch\": %d, \"seq\": %d, "
+                       "\"steps\": %d, \"lr\": %g, \"replay\": %d, \"parameters\": %lld},\n",
+                    cfg.vocab, cfg.dim, cfg.layers, cfg.heads, cfg.kv_heads, cfg.hidden,
+                    o.batch, o.seq, o.steps, o.lr, o.replay,
+                    (long long)mcl_gpt_parameter_count(gpt));
+            fprintf(w, "  \"figures\": [\n"
+                       "    {\"name\": \"validation loss, first\", \"value\": %.6f, "
+                       "\"unit\": \"nats\", \"label\": \"measured\"},\n"
+                       "    {\"name\": \"validation loss, last\", \"value\": %.6f, "
+                       "\"unit\": \"nats\", \"label\": \"measured\"},\n"
+                       "    {\"name\": \"training throughput\", \"value\": %.1f, "
+                       "\"unit\": \"tokens/s\", \"label\": \"measured\"},\n"
+                       "    {\"name\": \"peak device memory (tensors)\", \"value\": %.2f, "
+                       "\"unit\": \"MiB\", \"label\": \"measured\"}\n  ]\n}\n",
+                    first_val, last_val, tokens_per_s, peak);
+            fclose(w);
+            printf("witness: %s\n", o.witness);
+        }
+    }
+    mcl_graph_destroy(step_graph);
+    mcl_tensor_destroy(tokens);
+    mcl_tensor_destroy(targets);
+    mcl_tensor_destroy(loss);
+    mcl_gpt_destroy(gpt);
+    mcl_context_destroy(ctx);
+    free(text);
+    free(tok);
+    free(tgt);
+    free(val_tok);
+    free(val_tgt);
+    return ok ? 0 : 1;
+}
