@@ -6,7 +6,7 @@
  *
  * Tolerance: each output is a K-term FP32 sum whose rounding error grows like eps*sqrt(K)
  * relative to the terms (the GEMV's tree reduction and the GEMM's fma chain both do); for
- * K <= 4099 that is about 1e-5 relative, so NMSE (a squared relative error) of 1e-9 leaves
+ * K <= 4100 that is about 1e-5 relative, so NMSE (a squared relative error) of 1e-9 leaves
  * an order of magnitude of margin, and any indexing or tiling mistake gives NMSE near 1. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +94,47 @@ static void gemv_path(void **state)
         {1, 3, 37, 4099, 0, 1, 1, 0},     /* K not a multiple of 4: scalar loads */
         {1, 8, 257, 515, 0, 1, 1, 1},     /* the most rows the path takes */
         {2, 3, 129, 64, 0, 1, 1, 1},      /* batches of a 2-D weight fold into 6 rows */
+        {4, 2, 100, 4096, 0, 1, 1, 1},    /* and into 8 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check(&cases[i], "gemv");
+}
+
+/* The GEMV's edges, for every row count (one row reads x from memory, 2 to 8 stage it in
+ * shared memory in chunks of K: 64, 96 or 128 vec4s depending on rows and device): K not a
+ * multiple of the chunk, a whole number of chunks, shorter than one chunk and than one vec4
+ * per invocation, K not a multiple of 4 (scalar loads, the last vec4 of a row 1 to 3 long),
+ * and N not a multiple of the 32 rows of a staged workgroup (or the 4 of a direct one). */
+static void gemv_edges(void **state)
+{
+    (void)state;
+    static const int64_t nk[][2] = {
+        {77, 1000},   /* 250 vec4s: 2.6 / 3.9 / 1.95 chunks of 96 / 64 / 128 */
+        {33, 1001},   /* K % 4 == 1 */
+        {31, 1002},   /* K % 4 == 2 */
+        {65, 1535},   /* K % 4 == 3 */
+        {40, 768},    /* exactly 2 chunks of 96, 3 of 64, 1.5 of 128 */
+        {32, 512},    /* exactly 1 chunk of 128, 2 of 64; one workgroup's rows */
+        {5, 36},      /* shorter than a chunk, fewer vec4s than invocations of a row group */
+        {3, 7},       /* a single partial vec4 */
+        {1, 1},
+        {129, 4100},  /* many chunks and a tail */
+    };
+    for (size_t i = 0; i < sizeof nk / sizeof nk[0]; i++) {
+        for (int64_t m = 1; m <= 8; m++) {
+            problem p = {1, m, nk[i][0], nk[i][1], 0, 1, 1, (int)((i + (size_t)m) % 2)};
+            check(&p, "gemv");
+        }
+    }
+}
+
+/* More workgroups than fit in one grid dimension (65535): the grid folds into a second one. */
+static void gemv_large_grid(void **state)
+{
+    (void)state;
+    static const problem cases[] = {
+        {1, 1, 4 * 65535 + 5, 4, 0, 1, 1, 1},   /* one row: 4 rows of w per workgroup */
+        {1, 2, 32 * 65535 + 7, 4, 0, 1, 1, 0},  /* staged: 32 rows of w per workgroup */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check(&cases[i], "gemv");
@@ -173,6 +214,8 @@ int main(int argc, char **argv)
     ctx = mcl_test_device_context();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gemv_path),
+        cmocka_unit_test(gemv_edges),
+        cmocka_unit_test(gemv_large_grid),
         cmocka_unit_test(gemm_path),
         cmocka_unit_test(negative_control),
         cmocka_unit_test(bad_arguments),

@@ -1,5 +1,7 @@
 /* Matrix products: a matrix-vector kernel for a few rows against a [N, K] weight (decode),
  * and a tiled GEMM for everything else (prefill, training). */
+#include <string.h>
+
 #include "../vk/context.h"
 #include "ops_internal.h"
 
@@ -142,41 +144,118 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
     return status;
 }
 
+/* The GEMV's shape (shaders/gemv_nt_f32.comp's specialization). A workgroup of `threads`
+ * invocations holds `groups` row groups of threads / groups invocations that stride over K
+ * together; a row group owns `nr` rows of w. `steps` 0 reads x from memory (the direct path);
+ * otherwise the workgroup copies x into shared memory in chunks of steps * (threads / groups)
+ * vec4s of K, and each invocation keeps steps * nr vec4s of w in flight (the staged path). */
+typedef struct gemv_config {
+    uint32_t threads, groups, nr, steps;
+} gemv_config;
+
+/* Tunables of the GEMV, by rows of x and by device class. The reasoning, for an H200 (132
+ * SMs at about 1.98 GHz, 4.8 TB/s, 64 K registers and 228 KiB shared memory per SM):
+ *
+ * - One row: x (at most 56 KiB) stays in L1 beside the streamed weights; four rows of w per
+ *   workgroup of 256 give 1024+ workgroups, four vec4 loads in flight per invocation. This is
+ *   the shape measured at 90% of the streaming read; it is left as it is.
+ * - Several rows: x is M x K floats (128 KiB to 458 KiB at 8 rows), which the L1 cache cannot
+ *   hold next to the weights, so the direct path fetches x from L2 at up to M / nr bytes per
+ *   byte of w (2x at 8 rows), more L2 traffic than the weights themselves: the likely limit of
+ *   the 52-56% it reached. The staged path reads x into shared memory once per workgroup,
+ *   M / (groups * nr) bytes per byte of w (0.25 at 8 rows, 32 rows per workgroup), and reads
+ *   shared memory at M / nr bytes per byte of w (about 33 of 128 B/clk per SM at full
+ *   bandwidth). 32 rows per workgroup leave 128 workgroups for N = 4096, one per SM, so a
+ *   workgroup must stream on its own: by Little's law about 4.8 TB/s x 1 us / 132 = 36 KiB
+ *   in flight per SM; steps * nr vec4s per invocation x 256 invocations = 48 KiB (3 steps)
+ *   to 64 KiB (4 steps).
+ * - Registers per invocation: nr * M accumulators, 4 * nr * steps floats of w, M * steps / 2
+ *   floats of the next chunk of x, and about 14 more (addresses, the x vec4 in use): about
+ *   106 at 8 rows and 3 steps, under the 128 that let two workgroups of 256 share an SM; with
+ *   2 to 4 rows, 4 steps fit the same budget.
+ * - AMD (an RX 580, or the polaris profile: wave64, 36 CUs, 256 GB/s; larger AMD GPUs have
+ *   at most about 10 GB/s per CU against an H200's 34 GB/s per SM): the bandwidth needs
+ *   about 7 KiB in flight per CU, so 2 steps suffice, and the fewer registers leave room for
+ *   more waves per SIMD to hide the shared-memory and ALU latency.
+ *
+ * nr = 4 and 32 invocations per row group: a row group's load of w is 512 contiguous bytes of
+ * one row; no subgroup size is assumed (a wave64 holds two row groups). */
+#define MCL_GEMV_THREADS 256u
+#define MCL_GEMV_STAGED_NR 4u
+#define MCL_GEMV_STAGED_LANES 32u      /* invocations per row group, staged */
+#define MCL_GEMV_STEPS_FEW_ROWS 4u     /* staged, 2 to 4 rows of x */
+#define MCL_GEMV_STEPS_MANY_ROWS 3u    /* staged, 5 to 8 rows of x */
+#define MCL_GEMV_STEPS_AMD 2u
+
+static int gemv_device_is_amd(const mcl_context *ctx)
+{
+    return strcmp(ctx->info.profile, "polaris") == 0 || ctx->info.vendor_id == 0x1002u;
+}
+
+/* Shared memory of a configuration, as the shader sizes it. */
+static uint64_t gemv_shared_bytes(const gemv_config *cfg, uint32_t rows)
+{
+    if (cfg->steps == 0)
+        return (uint64_t)rows * cfg->nr * cfg->threads * sizeof(float) + 16u;
+    uint64_t lanes = cfg->threads / cfg->groups;
+    uint64_t chunk = 2ull * rows * cfg->steps * lanes;      /* vec4s: two chunks of x */
+    uint64_t reduce = (cfg->threads + 1ull + 3ull) / 4ull;  /* one slot of partial sums */
+    return (chunk > reduce ? chunk : reduce) * 16u + sizeof(float);
+}
+
+static mcl_status gemv_choose(mcl_context *ctx, uint32_t rows, gemv_config *cfg)
+{
+    uint32_t threads = MCL_GEMV_THREADS;
+    while (threads > ctx->info.max_compute_workgroup_invocations && threads > 64u)
+        threads /= 2;
+    if (rows == 1) {
+        *cfg = (gemv_config){.threads = threads, .groups = 4, .nr = 1, .steps = 0};
+    } else {
+        uint32_t steps = rows <= 4 ? MCL_GEMV_STEPS_FEW_ROWS : MCL_GEMV_STEPS_MANY_ROWS;
+        if (gemv_device_is_amd(ctx))
+            steps = MCL_GEMV_STEPS_AMD;
+        *cfg = (gemv_config){.threads = threads, .groups = threads / MCL_GEMV_STAGED_LANES,
+                             .nr = MCL_GEMV_STAGED_NR, .steps = steps};
+        while (cfg->steps > 1 &&
+               gemv_shared_bytes(cfg, rows) > ctx->info.max_compute_shared_memory_size)
+            cfg->steps--;
+    }
+    if (gemv_shared_bytes(cfg, rows) > ctx->info.max_compute_shared_memory_size)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "GEMV needs more shared memory than the "
+                        "device has");
+    return MCL_SUCCESS;
+}
+
 static mcl_status gemv_dispatch(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *bias,
                                 mcl_tensor *y, uint32_t rows, uint32_t n, uint32_t k)
 {
-    /* Four row groups of 64 invocations per workgroup. One row of x: a row of w per group,
-     * which spreads a 4096-row matrix over 1024 workgroups. Several rows of x: four rows of w
-     * per group, so that each load of x serves four rows of w (fewer if the partial sums
-     * would not fit the device's shared memory). */
-    const uint32_t threads = 256, groups = 4;
-    uint32_t nr = rows <= 2 ? 1 : 4;
-    while (nr > 1 && rows * nr * threads * sizeof(float) > ctx->info.max_compute_shared_memory_size)
-        nr /= 2;
-    if (rows * nr * threads * sizeof(float) > ctx->info.max_compute_shared_memory_size)
-        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "GEMV needs more shared memory than the "
-                        "device has");
+    gemv_config cfg;
+    mcl_status status = gemv_choose(ctx, rows, &cfg);
+    if (status != MCL_SUCCESS)
+        return status;
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_GEMV_NT_F32,
         .binding_count = 4,
         .push_size = sizeof(gemv_push),
-        .local_size_x = threads,
-        .spec_count = 4,
-        .spec = {nr, rows, k % 4 == 0, groups},
+        .local_size_x = cfg.threads,
+        .spec_count = 5,
+        .spec = {cfg.nr, rows, k % 4 == 0, cfg.groups, cfg.steps},
     };
     const mcl_kernel *kernel;
-    mcl_status status = mcl_kernel_get(ctx, &desc, &kernel);
-    if (status != MCL_SUCCESS)
+    if ((status = mcl_kernel_get(ctx, &desc, &kernel)) != MCL_SUCCESS)
         return status;
-    if (kernel->local_size_x != threads)
-        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "GEMV needs 256 invocations per group");
+    if (kernel->local_size_x != cfg.threads)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "GEMV needs %u invocations per group",
+                        cfg.threads);
     gemv_push push = {.n = n, .k = k, .has_bias = bias != NULL};
-    uint32_t per_group = groups * nr;
+    /* Beyond 65535 workgroups the grid folds into y; the spare ones of its last line store
+     * nothing. */
+    uint32_t per_group = cfg.groups * cfg.nr;
     uint32_t count = (n + per_group - 1) / per_group;
-    if (count > MCL_MAX_GROUPS)
-        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
+    uint32_t gx = count < MCL_MAX_GROUPS ? count : MCL_MAX_GROUPS;
+    uint32_t gy = (count + gx - 1) / gx;
     mcl_tensor *reads[3] = {x, w, bias ? bias : x};
-    return mcl_stream_dispatch(ctx, kernel, reads, 3, &y, 1, &push, count, 1, 1);
+    return mcl_stream_dispatch(ctx, kernel, reads, 3, &y, 1, &push, gx, gy, 1);
 }
 
 mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *ca, mcl_transpose ta,

@@ -62,9 +62,15 @@ int bench_train(bench *b)
     TRY(mcl_tensor_upload(targets, 0, ids, bt * sizeof *ids));
     mcl_adamw_desc adam = {.size = sizeof adam, .lr = 1e-4f, .weight_decay = 0.1f, .step = 1};
     TRY(mcl_gpt_set_optimizer(gpt, &adam, 1.0f));
-    /* Allocate the activations, then capture. */
+    /* Allocate the activations, then capture. The first pass compiles the pipelines (long on
+     * some drivers): progress goes to stderr. */
+    double t_start = bench_now();
+    fprintf(stderr, "train: %lld parameters; first forward pass (compiles pipelines)...\n",
+            (long long)mcl_gpt_parameter_count(gpt));
     TRY(mcl_gpt_forward(gpt, tokens, targets, loss));
     TRY(mcl_finish(ctx));
+    fprintf(stderr, "train: %.1f s; capture and first replay (compiles the backward's)...\n",
+            bench_now() - t_start);
     TRY(mcl_graph_begin(ctx));
     TRY(mcl_gpt_forward(gpt, tokens, targets, loss));
     TRY(mcl_gpt_backward(gpt));
@@ -73,6 +79,7 @@ int bench_train(bench *b)
     /* Warm-up (pipelines compiled by the first replay, clocks up). */
     TRY(mcl_graph_replay(ctx, graph));
     TRY(mcl_finish(ctx));
+    fprintf(stderr, "train: %.1f s; warm-up...\n", bench_now() - t_start);
     double t0 = bench_now();
     int warm = 0;
     while (warm < 2 || bench_now() - t0 < b->warmup_s) {
