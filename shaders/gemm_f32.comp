@@ -11,10 +11,15 @@
 // that neighbouring invocations read neighbouring vec4s of shared memory (no bank conflicts)
 // and write neighbouring vec4s of C (coalesced).
 //
+// With DB the shared tiles are double-buffered: step i multiplies buffer i % 2 while the
+// next tile goes from registers into the other buffer, so a K step needs one barrier instead
+// of two (the barrier that ends step i also orders step i - 1's reads of the buffer that
+// step i fills). It doubles the shared memory: the host chooses it where that fits.
+//
 //   specialization constants: 0 workgroup size (= (BM/TM) * (BN/TN)), 1 BM, 2 BN, 3 BK,
 //     4 TM, 5 TN (4 or 8: one or two groups of 4), 6 TRANS_A (A stored [K, M]),
 //     7 TRANS_B (B stored [N, K]), 8 VEC_A / 9 VEC_B (the stored row length is a multiple
-//     of 4, so tiles load as vec4)
+//     of 4, so tiles load as vec4), 10 DB (double-buffered shared tiles)
 //   set 0: 0 A, 1 B, 2 bias (bound to any buffer when unused), 3 C
 //   push constants: M, N, K, batch strides of A, B (0: shared by all batches), C, has_bias,
 //     batches, k_chunk
@@ -34,6 +39,7 @@ layout(constant_id = 6) const bool TRANS_A = false;
 layout(constant_id = 7) const bool TRANS_B = false;
 layout(constant_id = 8) const bool VEC_A = true;
 layout(constant_id = 9) const bool VEC_B = true;
+layout(constant_id = 10) const bool DB = false;
 
 layout(std430, set = 0, binding = 0) readonly buffer BufA { float a[]; };
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { vec4 a4[]; };
@@ -53,9 +59,13 @@ layout(push_constant) uniform Push {
 
 const uint THREADS_N = BN / TN;
 const uint THREADS = (BM / TM) * (BN / TN);
-// Shared tiles, k-major: As[k * BM + m], Bs[k * BN + n].
-shared vec4 As[BK * BM / 4];
-shared vec4 Bs[BK * BN / 4];
+// Shared tiles, k-major: As[k * BM + m], Bs[k * BN + n]; with DB two of each, the second at
+// offset A_TILE (B_TILE).
+const uint A_TILE = BK * BM / 4;
+const uint B_TILE = BK * BN / 4;
+const uint NBUF = DB ? 2u : 1u;
+shared vec4 As[NBUF * A_TILE];
+shared vec4 Bs[NBUF * B_TILE];
 
 // Global -> register staging: each invocation loads LA vec4s of the A tile and LB of B.
 const uint LA = (BM * BK / 4 + THREADS - 1) / THREADS;
@@ -146,64 +156,93 @@ void main() {
 
     LOAD_TILES(k_begin)
 
-    for (uint k0 = k_begin; k0 < K; k0 += BK) {
-        // Registers -> shared memory, k-major.
-        [[unroll]] for (uint l = 0; l < LA; l++) {
-            uint v = tid + l * THREADS;
-            if (v < BM * BK / 4) {
-                if (TRANS_A) {
-                    uint kk = v / (BM / 4), mm = (v % (BM / 4)) * 4;
-                    As[(kk * BM + mm) / 4] = ra[l];
-                } else {
-                    uint mm = v / (BK / 4), kk = (v % (BK / 4)) * 4;
-                    // Four k values of one row: scatter into four k-rows of As.
-                    [[unroll]] for (uint q = 0; q < 4; q++) {
-                        uint idx = (kk + q) * BM + mm;
-                        As[idx / 4][idx % 4] = ra[l][q];
-                    }
-                }
-            }
-        }
-        [[unroll]] for (uint l = 0; l < LB; l++) {
-            uint v = tid + l * THREADS;
-            if (v < BN * BK / 4) {
-                if (TRANS_B) {
-                    uint nn = v / (BK / 4), kk = (v % (BK / 4)) * 4;
-                    [[unroll]] for (uint q = 0; q < 4; q++) {
-                        uint idx = (kk + q) * BN + nn;
-                        Bs[idx / 4][idx % 4] = rb[l][q];
-                    }
-                } else {
-                    uint kk = v / (BN / 4), nn = (v % (BN / 4)) * 4;
-                    Bs[(kk * BN + nn) / 4] = rb[l];
-                }
-            }
-        }
-        barrier();
-
-        // Start fetching the next tile while this one is multiplied.
-        if (k0 + BK < K) {
-            LOAD_TILES(k0 + BK)
+    // Registers -> shared memory buffer `buf`, k-major (a row-major A tile's vec4 holds four
+    // k values of one row: it scatters into four k-rows of As; likewise a transposed B).
+    #define STORE_TILES(buf)                                                                  \
+        {                                                                                     \
+            const uint abuf = (buf) * A_TILE, bbuf = (buf) * B_TILE;                          \
+            [[unroll]] for (uint l = 0; l < LA; l++) {                                        \
+                uint v = tid + l * THREADS;                                                   \
+                if (v < BM * BK / 4) {                                                        \
+                    if (TRANS_A) {                                                            \
+                        uint kk = v / (BM / 4), mm = (v % (BM / 4)) * 4;                      \
+                        As[abuf + (kk * BM + mm) / 4] = ra[l];                                \
+                    } else {                                                                  \
+                        uint mm = v / (BK / 4), kk = (v % (BK / 4)) * 4;                      \
+                        [[unroll]] for (uint q = 0; q < 4; q++) {                             \
+                            uint idx = (kk + q) * BM + mm;                                    \
+                            As[abuf + idx / 4][idx % 4] = ra[l][q];                           \
+                        }                                                                     \
+                    }                                                                         \
+                }                                                                             \
+            }                                                                                 \
+            [[unroll]] for (uint l = 0; l < LB; l++) {                                        \
+                uint v = tid + l * THREADS;                                                   \
+                if (v < BN * BK / 4) {                                                        \
+                    if (TRANS_B) {                                                            \
+                        uint nn = v / (BK / 4), kk = (v % (BK / 4)) * 4;                      \
+                        [[unroll]] for (uint q = 0; q < 4; q++) {                             \
+                            uint idx = (kk + q) * BN + nn;                                    \
+                            Bs[bbuf + idx / 4][idx % 4] = rb[l][q];                           \
+                        }                                                                     \
+                    } else {                                                                  \
+                        uint kk = v / (BN / 4), nn = (v % (BN / 4)) * 4;                      \
+                        Bs[bbuf + (kk * BN + nn) / 4] = rb[l];                                \
+                    }                                                                         \
+                }                                                                             \
+            }                                                                                 \
         }
 
-        [[unroll]] for (uint k = 0; k < BK; k++) {
-            float ar[TM];
-            float br[TN];
-            [[unroll]] for (uint g = 0; g < TM / 4; g++) {
-                vec4 t = As[(k * BM + g * (BM / (TM / 4)) + ty * 4) / 4];
-                ar[g * 4 + 0] = t.x; ar[g * 4 + 1] = t.y; ar[g * 4 + 2] = t.z; ar[g * 4 + 3] = t.w;
-            }
-            [[unroll]] for (uint g = 0; g < TN / 4; g++) {
-                vec4 t = Bs[(k * BN + g * (BN / (TN / 4)) + tx * 4) / 4];
-                br[g * 4 + 0] = t.x; br[g * 4 + 1] = t.y; br[g * 4 + 2] = t.z; br[g * 4 + 3] = t.w;
-            }
-            [[unroll]] for (uint i = 0; i < TM; i++) {
-                [[unroll]] for (uint j = 0; j < TN; j++) {
-                    acc[i][j] = fma(ar[i], br[j], acc[i][j]);
-                }
-            }
+    // Multiply the tiles of buffer `buf` into the accumulators.
+    #define MULTIPLY(buf)                                                                     \
+        {                                                                                     \
+            const uint abuf = (buf) * A_TILE, bbuf = (buf) * B_TILE;                          \
+            [[unroll]] for (uint k = 0; k < BK; k++) {                                        \
+                float ar[TM];                                                                 \
+                float br[TN];                                                                 \
+                [[unroll]] for (uint g = 0; g < TM / 4; g++) {                                \
+                    vec4 t = As[abuf + (k * BM + g * (BM / (TM / 4)) + ty * 4) / 4];          \
+                    ar[g * 4 + 0] = t.x; ar[g * 4 + 1] = t.y; ar[g * 4 + 2] = t.z; ar[g * 4 + 3] = t.w;\
+                }                                                                             \
+                [[unroll]] for (uint g = 0; g < TN / 4; g++) {                                \
+                    vec4 t = Bs[bbuf + (k * BN + g * (BN / (TN / 4)) + tx * 4) / 4];          \
+                    br[g * 4 + 0] = t.x; br[g * 4 + 1] = t.y; br[g * 4 + 2] = t.z; br[g * 4 + 3] = t.w;\
+                }                                                                             \
+                [[unroll]] for (uint i = 0; i < TM; i++) {                                    \
+                    [[unroll]] for (uint j = 0; j < TN; j++) {                                \
+                        acc[i][j] = fma(ar[i], br[j], acc[i][j]);                             \
+                    }                                                                         \
+                }                                                                             \
+            }                                                                                 \
         }
+
+    if (DB) {
+        STORE_TILES(0u)
         barrier();
+        uint cur = 0u;
+        for (uint k0 = k_begin; k0 < K; k0 += BK) {
+            const bool more = k0 + BK < K;
+            if (more) {
+                LOAD_TILES(k0 + BK)
+            }
+            MULTIPLY(cur)
+            if (more) {
+                STORE_TILES(cur ^ 1u)
+            }
+            barrier();
+            cur ^= 1u;
+        }
+    } else {
+        for (uint k0 = k_begin; k0 < K; k0 += BK) {
+            STORE_TILES(0u)
+            barrier();
+            // Start fetching the next tile while this one is multiplied.
+            if (k0 + BK < K) {
+                LOAD_TILES(k0 + BK)
+            }
+            MULTIPLY(0u)
+            barrier();
+        }
     }
 
     // Write back: row group g of TM/4 at m0 + g * BM/(TM/4) + ty*4 + r; likewise columns.

@@ -14,6 +14,7 @@
 
 #include "harness.h"
 #include "ref/ref.h"
+#include "ops/ops_internal.h"
 #include "vk/context.h"
 
 #define TOLERANCE 1e-9
@@ -166,6 +167,58 @@ static void gemm_path(void **state)
         check(&cases[i], "gemm");
 }
 
+/* Every tile shape in both shared-memory schemes (single and double buffered), called
+ * directly: the library picks one per device, so the other would go untested. The shapes run
+ * several K steps with a tail, so the double buffer swaps several times. */
+static void gemm_tile_variants(void **state)
+{
+    (void)state;
+    static const mcl_gemm_config configs[] = {
+        {128, 128, 16, 8, 8, 0}, {128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 0},
+        {64, 64, 16, 4, 4, 1},   {128, 128, 8, 8, 8, 1},  {64, 128, 16, 4, 8, 1},
+    };
+    static const problem cases[] = {
+        {1, 129, 131, 67, 0, 0, 1, 0},
+        {1, 130, 70, 301, 0, 1, 1, 0},
+        {1, 70, 140, 150, 1, 0, 1, 0},
+        {1, 64, 128, 48, 0, 0, 1, 0},
+    };
+    int passed = 1;
+    for (size_t c = 0; c < sizeof configs / sizeof *configs; c++) {
+        const mcl_gemm_config *cfg = &configs[c];
+        if (mcl_gemm_shared_bytes(cfg, cfg->db) > ctx->info.max_compute_shared_memory_size)
+            continue;
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            const problem *p = &cases[i];
+            size_t na = (size_t)(p->m * p->k), nb = (size_t)(p->k * p->n),
+                   nc = (size_t)(p->m * p->n);
+            float *a = mcl_test_random_floats(na, 21, -1, 1);
+            float *b = mcl_test_random_floats(nb, 22, -1, 1);
+            float *got = mcl_test_floats(nc), *want = mcl_test_floats(nc);
+            int64_t sa[2] = {p->ta ? p->k : p->m, p->ta ? p->m : p->k};
+            int64_t sb[2] = {p->tb ? p->n : p->k, p->tb ? p->k : p->n};
+            int64_t sc[2] = {p->m, p->n};
+            mcl_tensor *ta = make(a, 2, sa), *tb = make(b, 2, sb), *tc = make(NULL, 2, sc);
+            assert_mcl_ok(mcl_gemm_dispatch(ctx, cfg, ta, p->ta, tb, p->tb, NULL, tc,
+                                            (uint32_t)p->m, (uint32_t)p->n, (uint32_t)p->k, 1,
+                                            0, 0));
+            assert_mcl_ok(mcl_tensor_download(tc, 0, got, nc * 4));
+            ref_matmul_f32(a, p->ta, b, p->tb, NULL, want, 1, p->m, p->n, p->k, 1);
+            double nmse = mcl_nmse(got, want, nc);
+            char name[160];
+            snprintf(name, sizeof name, "gemm tile %ux%ux%u/%ux%u %s %s%s m=%lld n=%lld k=%lld",
+                     cfg->bm, cfg->bn, cfg->bk, cfg->tm, cfg->tn,
+                     cfg->db ? "double-buffered" : "single-buffered", p->ta ? "T" : "N",
+                     p->tb ? "T" : "N", (long long)p->m, (long long)p->n, (long long)p->k);
+            printf("%-78s nmse %.3g\n", name, nmse);
+            passed &= mcl_test_record(name, "nmse", nmse, TOLERANCE);
+            mcl_tensor_destroy(ta), mcl_tensor_destroy(tb), mcl_tensor_destroy(tc);
+            free(a), free(b), free(got), free(want);
+        }
+    }
+    assert_true(passed);
+}
+
 /* The same comparison with a wrong reference must fail, or passing it means nothing. */
 static void negative_control(void **state)
 {
@@ -217,6 +270,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(gemv_edges),
         cmocka_unit_test(gemv_large_grid),
         cmocka_unit_test(gemm_path),
+        cmocka_unit_test(gemm_tile_variants),
         cmocka_unit_test(negative_control),
         cmocka_unit_test(bad_arguments),
     };

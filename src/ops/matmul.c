@@ -41,12 +41,16 @@ static int64_t dim_from_end(const mcl_tensor *t, uint32_t i)
     return t->shape[t->ndim - 1 - i];
 }
 
+uint32_t mcl_gemm_shared_bytes(const mcl_gemm_config *cfg, uint32_t db)
+{
+    return (db ? 2u : 1u) * cfg->bk * (cfg->bm + cfg->bn) * 4u;
+}
+
 /* Tile shape for a problem: 128 x 128 tiles of 8 x 8 per invocation keep the most operands in
  * registers; a problem that would fill too few workgroups gets 64 x 64 tiles instead. */
 static void gemm_tiles(const mcl_context *ctx, uint64_t m, uint64_t n, uint64_t batch,
                        mcl_gemm_config *cfg)
 {
-    (void)ctx;
     uint64_t big_tiles = ((m + 127) / 128) * ((n + 127) / 128) * batch;
     /* BK = 16: with 8, measured on an H200, a 4096^3 product ran at a quarter of the speed. */
     if (big_tiles >= 96) {
@@ -54,6 +58,9 @@ static void gemm_tiles(const mcl_context *ctx, uint64_t m, uint64_t n, uint64_t 
     } else {
         *cfg = (mcl_gemm_config){.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
     }
+    /* Double-buffered shared tiles (one barrier per K step instead of two) where twice the
+     * tiles fit: 32 KiB for 128 x 128 x 16. */
+    cfg->db = mcl_gemm_shared_bytes(cfg, 1) <= ctx->info.max_compute_shared_memory_size;
 }
 
 /* How many K slices a problem of `tiles` output tiles gets. */
@@ -94,10 +101,13 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
         .binding_count = 4,
         .push_size = sizeof(gemm_push),
         .local_size_x = (cfg->bm / cfg->tm) * (cfg->bn / cfg->tn),
-        .spec_count = 9,
+        .spec_count = 10,
         .spec = {cfg->bm, cfg->bn, cfg->bk, cfg->tm, cfg->tn, (uint32_t)ta, (uint32_t)tb,
-                 stored_a_cols % 4 == 0, stored_b_cols % 4 == 0},
+                 stored_a_cols % 4 == 0, stored_b_cols % 4 == 0, cfg->db != 0},
     };
+    if (mcl_gemm_shared_bytes(cfg, cfg->db) > ctx->info.max_compute_shared_memory_size)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "GEMM tile needs %u bytes of shared memory",
+                        mcl_gemm_shared_bytes(cfg, cfg->db));
     const mcl_kernel *kernel;
     mcl_status status = mcl_kernel_get(ctx, &desc, &kernel);
     if (status != MCL_SUCCESS)

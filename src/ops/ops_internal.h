@@ -13,7 +13,11 @@ mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *tensor, uint32_t seed)
  * invocation (4 or 8 each), BK along K per shared-memory step. */
 typedef struct mcl_gemm_config {
     uint32_t bm, bn, bk, tm, tn;
+    uint32_t db; /* double-buffered shared tiles (twice the shared memory) */
 } mcl_gemm_config;
+
+/* Shared memory of gemm_f32 with tile shape cfg, single- or double-buffered. */
+uint32_t mcl_gemm_shared_bytes(const mcl_gemm_config *cfg, uint32_t db);
 
 /* Record a GEMM with an explicit tile shape (the benchmark sweeps them). Shapes are those of
  * mcl_matmul after validation: c[batch][m][n]; strides in elements, 0 for a shared operand. */

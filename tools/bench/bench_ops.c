@@ -240,7 +240,8 @@ static int gemm_case(bench *b, int64_t m, int64_t n, int64_t k, int tb, int swee
         /* 16-wide invocation tiles are left out: on an H200 their pipelines took minutes to
          * compile. */
         static const mcl_gemm_config configs[] = {
-            {128, 128, 16, 8, 8}, {128, 128, 32, 8, 8}, {64, 128, 16, 4, 8}, {64, 64, 16, 4, 4},
+            {128, 128, 16, 8, 8, 0}, {128, 128, 16, 8, 8, 1}, {128, 128, 8, 8, 8, 1},
+            {64, 128, 16, 4, 8, 1},  {64, 64, 16, 4, 4, 1},
         };
         gemm_cfg_run g = {.a = r.a[0], .b = r.b[0], .c = r.c, .m = (uint32_t)m,
                           .n = (uint32_t)n, .k = (uint32_t)k, .tb = tb};
@@ -253,8 +254,8 @@ static int gemm_case(bench *b, int64_t m, int64_t n, int64_t k, int tb, int swee
             g.cfg = configs[i];
             double tc = bench_gpu_time(b, reps, gemm_cfg_once, &g);
             char line[200];
-            snprintf(line, sizeof line, "%s: tile %ux%ux%u/%ux%u", name, g.cfg.bm, g.cfg.bn,
-                     g.cfg.bk, g.cfg.tm, g.cfg.tn);
+            snprintf(line, sizeof line, "%s: tile %ux%ux%u/%ux%u%s", name, g.cfg.bm, g.cfg.bn,
+                     g.cfg.bk, g.cfg.tm, g.cfg.tn, g.cfg.db ? " db" : "");
             double err = 0.0, ref = 0.0;
             if (tc > 0 && mcl_tensor_download(r.c, 0, got, count * 4) == MCL_SUCCESS) {
                 for (size_t q = 0; q < count; q++) {
