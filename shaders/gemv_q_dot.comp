@@ -4,35 +4,40 @@
 // integer-dot path. Per block, y gains d_w * d_x * (sum of 8 packed 4x8-bit dot products),
 // minus 8 * (sum of x's codes) for Q4_0, whose codes are stored + 8.
 //
-// The layout is gemv_q.comp's: GROUPS row groups of T invocations, NR rows of W per row
-// group, invocations stride over a row's blocks (LANES = 1 for these formats), the blocks'
-// bytes copied through shared memory with coalesced loads (gemv_stage.glsl), one load of x's
-// codes serving NR rows of W. The partial sums meet in shared memory and are summed by a tree
-// (T a power of two).
+// Streaming is gemv_q.comp's (gemv_stage.glsl): R row lanes x S slices of K per workgroup,
+// NR rows of W per invocation, whole units (UB blocks) loaded with wide loads before any is
+// decoded, no barrier in the loop. The invocations of a slice read the same activations (2
+// uvec4 of codes, a scale and for Q4_0 a sum per block and row of x), so one load serves a
+// subgroup and NR rows of W. The integer sum of a block (|sum| < 2^20) becomes a float by
+// adding it to the bits of 1.5 * 2^23 and subtracting that float, exactly, where a
+// conversion instruction would run at a quarter rate on some GPUs.
 //
-//   specialization constants: 0 workgroup size, 1 FORMAT (FMT_Q8_0 or FMT_Q4_0), 2 TAIL,
-//     3 M (rows of x, 1..8), 4 NR, 5 GROUPS, 6 UNROLL (unused: the copy keeps bytes in flight)
+//   specialization constants: as gemv_q.comp (FORMAT is FMT_Q8_0 or FMT_Q4_0)
 //   set 0: 0 quantized x (qdot.glsl's layout), 1 W blocks, 2 tail word (any buffer when
 //     unused), 3 bias [N] (any buffer when unused), 4 y [M, N]
 //   push constants: N, K, has_bias. The workgroup index is x + y * (groups in x).
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 
-layout(local_size_x_id = 0) in;
+layout(local_size_x_id = 0, local_size_y_id = 5) in;
 layout(constant_id = 1) const uint FORMAT = 0;
 layout(constant_id = 2) const bool TAIL = false;
 layout(constant_id = 3) const uint M = 1;
-layout(constant_id = 4) const uint NR = 2;
-layout(constant_id = 5) const uint GROUPS = 2;
-layout(constant_id = 6) const uint UNROLL = 2;
+layout(constant_id = 4) const uint NR = 1;
+layout(constant_id = 6) const uint LW = 4;
+layout(constant_id = 7) const bool ALIGNED = false;
+layout(constant_id = 8) const uint UB = 1;
+layout(constant_id = 9) const bool PREFETCH = false;
+layout(constant_id = 10) const bool ROLL = false;
 
-layout(std430, set = 0, binding = 0) readonly buffer BufAct { uint act[]; };
-layout(std430, set = 0, binding = 0) readonly buffer BufAct4 { uvec4 act4[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufQ { uint wq[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufQ4 { uvec4 wq4[]; };
-layout(std430, set = 0, binding = 2) readonly buffer BufTail { uint wtail[]; };
-layout(std430, set = 0, binding = 3) readonly buffer BufBias { float bias[]; };
-layout(std430, set = 0, binding = 4) writeonly buffer BufY { float y[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct { uint act[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct4 { uvec4 act4[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ2 { uvec2 wq2[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ4 { uvec4 wq4[]; };
+layout(std430, set = 0, binding = 2) restrict readonly buffer BufTail { uint wtail[]; };
+layout(std430, set = 0, binding = 3) restrict readonly buffer BufBias { float bias[]; };
+layout(std430, set = 0, binding = 4) restrict writeonly buffer BufY { float y[]; };
 
 layout(push_constant) uniform Push {
     uint N, K;
@@ -41,118 +46,119 @@ layout(push_constant) uniform Push {
 
 #include "quant.glsl"
 #include "qdot.glsl"
-
-const uint THREADS = gl_WorkGroupSize.x;
-const uint T = THREADS / GROUPS;
-const uint ROWS = GROUPS * NR;
-// T blocks of each row per step; their words, at either alignment, fit in STAGE_WORDS.
-const uint STAGE_BLOCKS = T;
-const uint STAGE_WORDS = STAGE_BLOCKS * BLOCK_BYTES / 4u + 2u;
-const uint STAGE_SIZE = GROUPS * NR * STAGE_WORDS;
-const uint PARTIAL_SIZE = M * NR * THREADS;
-// The staged copies during the loop, the partial sums (as float bits) after it.
-shared uint smem[STAGE_SIZE > PARTIAL_SIZE ? STAGE_SIZE : PARTIAL_SIZE];
-
 #include "gemv_stage.glsl"
 
-// Code word k (elements 4k .. 4k + 3, as signed bytes) of the block loaded into r. Q4_0's
-// nibbles 0..15 are non-negative signed bytes as they stand.
-uint weight_codes(QuantRaw r, uint s, uint k) {
-    const bool shifted = (s & 2u) != 0u;
-    if (FORMAT == FMT_Q8_0) {
-        return shifted ? raw_word(r, k + 1u) : funnel16(raw_word(r, k), raw_word(r, k + 1u));
+// An int of magnitude below 2^22 as a float, exactly.
+float int_to_float(int v) {
+    return uintBitsToFloat(uint(v) + 0x4B400000u) - 12582912.0;
+}
+
+// Piece p of unit u (PIECE_BLOCKS blocks at bytes 0, BLOCK_BYTES of w), then the next
+// piece's words moved into place: nb blocks per row of x, AB blocks of activations in all.
+void piece(inout uint w[NR][RW], uint p, uint u, uint nb, uint AB, inout float acc[NR][M]) {
+    [[unroll]] for (uint b = 0u; b < PIECE_BLOCKS; b++) {
+        const uint o = b * BLOCK_BYTES;
+        const uint kb = u * UB + p * PIECE_BLOCKS + b;
+        float dw[NR];
+        uint c[NR][8];  // code word k: elements 4k .. 4k + 3 as signed bytes
+        [[unroll]] for (uint i = 0u; i < NR; i++) {
+            dw[i] = quant_half(gemv_w16(w[i], o));
+            [[unroll]] for (uint k = 0u; k < 8u; k++) {
+                if (FORMAT == FMT_Q8_0) {
+                    c[i][k] = gemv_w32(w[i], o + 2u + 4u * k);
+                } else {
+                    // qs word k & 3: low nibbles are elements 4k.., high ones 16 + 4k..; codes
+                    // 0..15 are non-negative signed bytes as they stand.
+                    const uint q = gemv_w32(w[i], o + 2u + 4u * (k & 3u));
+                    c[i][k] = (k < 4u ? q : q >> 4) & 0x0F0F0F0Fu;
+                }
+            }
+        }
+        [[unroll]] for (uint m = 0u; m < M; m++) {
+            const uint ab = m * nb + kb;
+            const uvec4 a0 = act4[2u * ab], a1 = act4[2u * ab + 1u];
+            const float dx = uintBitsToFloat(act[8u * AB + ab]);
+            const int off = FORMAT == FMT_Q4_0 ? -8 * int(act[9u * AB + ab]) : 0;
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                int isum = off + sdot4x8(c[i][0], a0.x);
+                isum += sdot4x8(c[i][1], a0.y);
+                isum += sdot4x8(c[i][2], a0.z);
+                isum += sdot4x8(c[i][3], a0.w);
+                isum += sdot4x8(c[i][4], a1.x);
+                isum += sdot4x8(c[i][5], a1.y);
+                isum += sdot4x8(c[i][6], a1.z);
+                isum += sdot4x8(c[i][7], a1.w);
+                acc[i][m] = fma(dw[i] * dx, int_to_float(isum), acc[i][m]);
+            }
+        }
     }
-    uint k4 = k & 3u;  // qs word k4 holds elements 4k4.. (low nibbles) and 16 + 4k4.. (high)
-    uint w = shifted ? raw_word(r, k4 + 1u) : funnel16(raw_word(r, k4), raw_word(r, k4 + 1u));
-    return (w >> (k >= 4u ? 4u : 0u)) & 0x0F0F0F0Fu;
+    [[unroll]] for (uint i = 0u; i < NR; i++) {
+        gemv_next_piece(w[i], p);
+    }
 }
 
 void main() {
-    const uint tid = gl_LocalInvocationID.x;
-    const uint g = tid / T;
-    const uint t = tid % T;
+    const uint r = gl_LocalInvocationID.x, s = gl_LocalInvocationID.y;
     const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-    const uint n0 = wg * ROWS + g * NR;
     const uint nb = pc.K / 32u;
-    const uint act_blocks = M * nb;
+    const uint units = nb / UB;
+    const uint AB = M * nb;
 
-    float acc[M][NR];
-    [[unroll]] for (uint m = 0u; m < M; m++) {
-        [[unroll]] for (uint r = 0u; r < NR; r++) {
-            acc[m][r] = 0.0;
+    // Byte offset of each row. Rows past N read row N - 1 (in bounds) and are never stored.
+    uint row_at[NR];
+    [[unroll]] for (uint i = 0u; i < NR; i++) {
+        row_at[i] = min(wg * ROWS + i * R + r, pc.N - 1u) * (nb * BLOCK_BYTES);
+    }
+    float acc[NR][M];
+    [[unroll]] for (uint i = 0u; i < NR; i++) {
+        [[unroll]] for (uint m = 0u; m < M; m++) {
+            acc[i][m] = 0.0;
         }
     }
-    uint row_block[NR];
-    [[unroll]] for (uint r = 0u; r < NR; r++) {
-        row_block[r] = min(n0 + r, pc.N - 1u) * nb;
-    }
 
-    // Every invocation runs the same number of steps, so the barriers are reached uniformly.
-    for (uint b0 = 0u; b0 < nb; b0 += T) {
-        const uint count = min(STAGE_BLOCKS, nb - b0);
-        barrier();  // the last step's reads of smem are done
-        [[unroll]] for (uint r = 0u; r < NR; r++) {
-            stage_copy(g * NR + r, (row_block[r] + b0) * BLOCK_BYTES, count * BLOCK_BYTES, t);
+    uint cur[NR][RW];
+    uint u = s;
+    if (u < units) {
+        [[unroll]] for (uint i = 0u; i < NR; i++) {
+            gemv_load(row_at[i] + u * UNIT_BYTES, cur[i]);
         }
-        barrier();
-        const uint b = b0 + t;
-        if (b < nb) {
-            float dw[NR];
-            uint wc[NR][8];
-            [[unroll]] for (uint r = 0u; r < NR; r++) {
-                const uint s = (row_block[r] + b) * BLOCK_BYTES;
-                QuantRaw raw = quant_load_staged(g * NR + r, (row_block[r] + b0) * BLOCK_BYTES,
-                                                 s, 0u);
-                vec4 scale, minv;
-                quant_scales(raw, s, 0u, scale, minv);
-                dw[r] = scale.x;
-                [[unroll]] for (uint k = 0u; k < 8u; k++) {
-                    wc[r][k] = weight_codes(raw, s, k);
-                }
-            }
-            [[unroll]] for (uint m = 0u; m < M; m++) {
-                const uint ab = m * nb + b;
-                const uvec4 a0 = act4[2u * ab], a1 = act4[2u * ab + 1u];
-                const float dx = uintBitsToFloat(act[8u * act_blocks + ab]);
-                const int xsum = int(act[9u * act_blocks + ab]);
-                [[unroll]] for (uint r = 0u; r < NR; r++) {
-                    int isum = sdot4x8(wc[r][0], a0.x) + sdot4x8(wc[r][1], a0.y) +
-                               sdot4x8(wc[r][2], a0.z) + sdot4x8(wc[r][3], a0.w) +
-                               sdot4x8(wc[r][4], a1.x) + sdot4x8(wc[r][5], a1.y) +
-                               sdot4x8(wc[r][6], a1.z) + sdot4x8(wc[r][7], a1.w);
-                    if (FORMAT == FMT_Q4_0) {
-                        isum -= 8 * xsum;
-                    }
-                    acc[m][r] = fma(dw[r] * dx, float(isum), acc[m][r]);
-                }
+    }
+    for (; u < units; u += S) {
+        uint nxt[NR][RW];
+        if (PREFETCH) {
+            // The lane's next unit, or (past its last) the row's last unit again: in bounds,
+            // an L1 hit, unused.
+            const uint un = min(u + S, units - 1u);
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                gemv_load(row_at[i] + un * UNIT_BYTES, nxt[i]);
             }
         }
+        if (!ALIGNED) {
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                gemv_realign(cur[i], ((row_at[i] + u * UNIT_BYTES) % LOAD_BYTES) >> 1);
+            }
+        }
+        if (ROLL) {
+            [[dont_unroll]] for (uint p = 0u; p < PIECES; p++) {
+                piece(cur, p, u, nb, AB, acc);
+            }
+        } else {
+            [[unroll]] for (uint p = 0u; p < PIECES; p++) {
+                piece(cur, p, u, nb, AB, acc);
+            }
+        }
+        if (PREFETCH) {
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                [[unroll]] for (uint j = 0u; j < RW; j++) {
+                    cur[i][j] = nxt[i][j];
+                }
+            }
+        } else if (u + S < units) {
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                gemv_load(row_at[i] + (u + S) * UNIT_BYTES, cur[i]);
+            }
+        }
     }
 
-    // Partial sums meet in shared memory: series (m, r, row group) holds T values, which a
-    // tree halves log2(T) times (T is a power of two), all invocations helping at each level.
-    barrier();  // the last reads of the staged copies are done
-    [[unroll]] for (uint m = 0u; m < M; m++) {
-        [[unroll]] for (uint r = 0u; r < NR; r++) {
-            smem[(m * NR + r) * THREADS + tid] = floatBitsToUint(acc[m][r]);
-        }
-    }
-    for (uint w = T / 2u; w > 0u; w /= 2u) {
-        barrier();
-        for (uint i = tid; i < M * NR * GROUPS * w; i += THREADS) {
-            const uint base = (i / w) * T + i % w;
-            smem[base] = floatBitsToUint(uintBitsToFloat(smem[base]) +
-                                         uintBitsToFloat(smem[base + w]));
-        }
-    }
-    barrier();
-    for (uint o = tid; o < M * ROWS; o += THREADS) {
-        const uint m = o / ROWS, row = o % ROWS;
-        const uint og = row / NR, r = row % NR;
-        const uint n = wg * ROWS + row;
-        if (n < pc.N) {
-            const float sum = uintBitsToFloat(smem[((m * NR + r) * GROUPS + og) * T]);
-            y[m * pc.N + n] = pc.has_bias != 0u ? sum + bias[n] : sum;
-        }
-    }
+    gemv_finish(acc, wg);
 }

@@ -15,11 +15,13 @@
 //                   of the dequantize kernel)
 //   quant_load, quant_scales, quant_group   one "lane" of a block: 32 weights as 8 groups of
 //                   4 consecutive elements, with codes, scales and mins kept apart so that a
-//                   GEMV applies a scale once per segment of dot products. quant_load only
-//                   issues the loads, so that a kernel can start the loads of several blocks
-//                   before it decodes any of them (gemv_stage.glsl has a variant that reads
-//                   a copy in shared memory); quant_group decodes one group at a time, which
-//                   keeps few decoded values live.
+//                   kernel can apply a scale once per segment (the other variant of the
+//                   dequantize kernel). quant_load only issues the loads, so that a kernel can
+//                   start the loads of several blocks before it decodes any of them;
+//                   quant_group decodes one group at a time, which keeps few decoded values
+//                   live.
+// The GEMV kernels decode whole loaded units instead (gemv_stage.glsl), with the helpers
+// here for words, halves and K-quant scales.
 //
 // The including shader declares, before including this file:
 //   layout(constant_id = ...) const uint FORMAT;   one of the FMT_* values below

@@ -6,11 +6,24 @@
  * of them subnormal, some negative), so every code value and scale bit pattern occurs; a
  * special block adds zero, -0, the largest half, the smallest subnormal, inf and NaN scales.
  * Shapes cross every boundary the kernels have: one and several blocks per row (K = 32, 64, 96,
- * 4128 for Q8_0/Q4_0; 256, 512, 4352 for the K types; 4128 and 4352 take three GEMV steps of
- * 64 lanes, the last one partial), GEMV row groups (N = 1, 5, 37, 1031: the last workgroup is
- * partial), GEMM tiles of 64 and 128 with partial edges and many K steps, rows 1, 3, 8 (GEMV)
- * and 67, 300 (GEMM), batched a, bias on and off, and tensors of 2 mod 4 bytes (an odd number
- * of Q8_0/Q4_0/Q6_K blocks), whose last half word the kernels get through a copied tail word.
+ * 4128 for Q8_0/Q4_0; 256, 512, 4352 for the K types), GEMV workgroups of rows (N = 1, 5, 37,
+ * 67, 300, 1031: the last workgroup is partial), GEMM tiles of 64 and 128 with partial edges
+ * and many K steps, rows 1..8 (GEMV) and 67, 300 (GEMM), batched a, bias on and off, and
+ * tensors of 2 mod 4 bytes (an odd number of Q8_0/Q4_0/Q6_K blocks), whose last half word the
+ * kernels get through a copied tail word.
+ *
+ * The GEMV streams units of its rows (shaders/gemv_stage.glsl) whose shape follows K:
+ * gemv_layouts (and dot_path) pick K so that every kind occurs, with 1..8 rows of x (one and
+ * several rows of W per invocation, decoded in unrolled or rolled pieces): Q8_0/Q4_0 rows of a
+ * multiple of 8 blocks (units of 8 blocks, uvec4 loads: K = 4352), of 4 (units of 4, uvec2:
+ * K = 384), of 2 (uint: K = 4160), odd (one block at a 2-aligned offset, realigned: K = 96,
+ * 4128); the K types' one-block units, one or several a lane (K = 256, 768, 4352, 10240);
+ * Q6_K's always realigned
+ * blocks, with every row alike (an even block count) or alternate rows shifted (odd: K = 768,
+ * 9984). Where a lane has more than one unit, it loads the next before decoding the current
+ * (prefetch) or after; units past a row's last one load that one again. Run under
+ * MOTIFCL_DEVICE_PROFILE=polaris, the same cases take the wave64 plan (up to 64 row lanes, up
+ * to 4 rows of W per invocation).
  *
  * Tolerances:
  *  - dequantize: bit for bit (NaN matches NaN). Every product in the formulas is exact in f32
@@ -354,6 +367,31 @@ static void gemv_float(void **state)
     }
 }
 
+/* K per (format, case): each kind of GEMV unit (see the header). */
+static int64_t layout_k(mcl_dtype t, int i)
+{
+    static const int64_t k32[4] = {4352, 384, 4160, 96}, kk[4] = {768, 10240, 256, 4352};
+    static const int64_t k6[4] = {768, 10240, 9984, 256};
+    if (mcl_dtype_block_weights(t) == 32)
+        return k32[i % 4];
+    return t == MCL_DTYPE_Q6_K ? k6[i % 4] : kk[i % 4];
+}
+
+static void gemv_layouts(void **state)
+{
+    (void)state;
+    static const int64_t ns[4] = {67, 300, 37, 5};
+    for (size_t f = 0; f < FORMAT_COUNT; f++) {
+        mcl_dtype t = all_formats[f];
+        for (int rows = 1; rows <= 8; rows++) {
+            /* 6 rows as a batch of 2 x 3: batched a folds into rows. */
+            mm_case c = {rows == 6 ? 2 : 1, rows == 6 ? 3 : rows, ns[rows % 4],
+                         layout_k(t, rows), rows % 2};
+            check_float_path(t, &c, (uint32_t)(7000 + 10 * f + (uint32_t)rows));
+        }
+    }
+}
+
 static void gemm_float(void **state)
 {
     (void)state;
@@ -505,6 +543,11 @@ static void dot_path(void **state)
     }
     for (size_t f = 0; f < 2; f++) {
         mcl_dtype t = dot_formats[f];
+        for (int rows = 1; rows <= 8; rows++) {
+            static const int64_t ns[4] = {67, 300, 37, 5};
+            mm_case c = {1, rows, ns[rows % 4], layout_k(t, rows), rows % 2};
+            check_dot_path(t, &c, (uint32_t)(8000 + 10 * f + (uint32_t)rows));
+        }
         const mm_case cases[] = {
             {1, 1, 1031, 4128, 1},
             {1, 3, 37, 96, 0},     /* odd block count: tail word */
@@ -748,6 +791,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(path_selection),
         cmocka_unit_test(dequantize_exact),
         cmocka_unit_test(gemv_float),
+        cmocka_unit_test(gemv_layouts),
         cmocka_unit_test(gemm_float),
         cmocka_unit_test(dot_path),
         cmocka_unit_test(graph_replay),

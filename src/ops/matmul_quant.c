@@ -13,6 +13,8 @@
  * Weights are bound as 32-bit words. A tensor of 2 mod 4 bytes ends in half a word that such a
  * binding cannot reach; its last bytes are copied into a one-word scratch tensor first (the
  * kernels' TAIL specialization). */
+#include <string.h>
+
 #include "../core/env.h"
 #include "../vk/context.h"
 #include "ops_internal.h"
@@ -31,18 +33,43 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 
 /* The GEMV kernels take up to this many rows of a (their accumulators are registers). */
 #define QUANT_GEMV_MAX_ROWS 8u
-/* GEMV workgroups: 2 row groups of 64 invocations, 2 rows of W each, so a workgroup owns 4
- * rows and a 4096-row weight spreads over 1024 workgroups. Q4_K / Q5_K invocations load 2
- * lanes of each of their rows before decoding any (UNROLL); the 2-aligned formats copy 64
- * lanes of each row through shared memory instead (gemv_stage.glsl: at most 8.7 KiB with the
- * partial sums, within the 16 KiB every Vulkan device has). */
-#define QUANT_GEMV_THREADS 128u
-#define QUANT_GEMV_GROUPS 2u
-#define QUANT_GEMV_NR 2u
-#define QUANT_GEMV_UNROLL 2u
-_Static_assert(((QUANT_GEMV_THREADS / QUANT_GEMV_GROUPS) &
-                (QUANT_GEMV_THREADS / QUANT_GEMV_GROUPS - 1)) == 0,
-               "the GEMV kernels sum a row group's partials by a tree: a power of two");
+/* GEMV parameters (gemv_q.comp, gemv_q_dot.comp; the design is in shaders/gemv_stage.glsl).
+ * A workgroup is R row lanes x S slices of K; each invocation owns NR rows of W and streams
+ * units of UB blocks of them with loads of LW words. gemv_plan_for() picks them per device
+ * class, format, rows of x and shape; these are its knobs.
+ *
+ * Row lanes: the invocations of a slice read the same x, so R is one subgroup where that is
+ * known (NVIDIA 32, a wave64 of AMD 64: one cache line, or on GCN a scalar load, per x load),
+ * halved while the grid would have fewer workgroups than MIN_GROUPS (2 per SM of an H200, ~2
+ * per CU of an RX 580): a 4096-row weight must still cover every multiprocessor. */
+#define QUANT_GEMV_ROW_LANES 32u
+#define QUANT_GEMV_ROW_LANES_WAVE64 64u
+#define QUANT_GEMV_MIN_ROW_LANES 8u
+#define QUANT_GEMV_MIN_GROUPS 256u
+#define QUANT_GEMV_MIN_GROUPS_WAVE64 64u
+/* Invocations per workgroup at most (R x S); S also stays within what the shared memory of
+ * the final reduction (R x S x NR x M floats) may use. */
+#define QUANT_GEMV_MAX_THREADS 256u
+#define QUANT_GEMV_MAX_SHARED 16384u
+/* Words of raw weights an invocation may hold at once: NR rows x RW words (x 2 when it
+ * prefetches the next unit). 72 keeps the float path near 128 registers at 8 rows of x;
+ * with fewer rows of x (few accumulators) 96 lets Q5_K units (44 words) prefetch too. */
+#define QUANT_GEMV_RAW_BUDGET 72u
+#define QUANT_GEMV_RAW_BUDGET_FEW_ROWS 96u
+/* Rows of W per invocation from QUANT_GEMV_NR_FROM rows of x on: each x load then serves
+ * NR rows, which halves (quarters) the x loads that bind at 8 rows (GCN's vector memory
+ * unit takes 16 cycles per load whatever it reads). */
+#define QUANT_GEMV_NR_FROM 4u
+#define QUANT_GEMV_NR_MANY 2u
+#define QUANT_GEMV_NR_MANY_WAVE64 4u
+/* Words per load of an unaligned unit (2-aligned blocks: Q6_K always, Q8_0 / Q4_0 rows of an
+ * odd number of blocks): uvec2 halves the load instructions of uint loads, at one select a
+ * word more to realign. */
+#define QUANT_GEMV_UNALIGNED_LW 2u
+/* Weight x row products a unit may unroll into (UB x block weights x M x NR): above this,
+ * the unit's pieces (64 weights each) run as a loop that is not unrolled (ROLL), which keeps
+ * the loop body near a thousand instructions for the instruction caches (and compilers). */
+#define QUANT_GEMV_BODY_LIMIT 512u
 /* gemm_q_dot's fixed tile: 64 x 64 outputs, 256 invocations. */
 #define QUANT_DOT_TILE 64u
 #define QUANT_DOT_THREADS 256u
@@ -146,18 +173,134 @@ static mcl_status kernel_exact(mcl_context *ctx, const mcl_kernel_desc *desc,
     return status;
 }
 
+/* How the GEMV kernels split and stream a product (gemv_q.comp's specialization). */
+typedef struct gemv_plan {
+    uint32_t r;        /* row lanes: local_size_x */
+    uint32_t s;        /* slices of K: local_size_y */
+    uint32_t nr;       /* rows of W per invocation */
+    uint32_t lw;       /* words per load: 1, 2 or 4 */
+    uint32_t aligned;  /* every unit starts at a multiple of 4 * lw bytes */
+    uint32_t ub;       /* blocks per unit */
+    uint32_t prefetch; /* load the next unit before decoding the current one */
+    uint32_t roll;     /* decode a unit's pieces in a loop that is not unrolled */
+} gemv_plan;
+
+static uint32_t gcd_u32(uint32_t a, uint32_t b)
+{
+    while (b) {
+        uint32_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* A device that runs compute in waves of 64 (GCN, and what the polaris profile stands for). */
+static int gemv_wave64(const mcl_context *ctx)
+{
+    return strcmp(ctx->info.profile, "polaris") == 0 ||
+           (ctx->info.vendor_id == 0x1002u && ctx->info.subgroup_size >= 64);
+}
+
+/* The parameters of a GEMV of `m` rows of x against W [n, k] of format `fmt`. */
+static void gemv_plan_for(const mcl_context *ctx, uint32_t fmt, uint32_t m, uint32_t n,
+                          uint32_t k, gemv_plan *p)
+{
+    const int wave64 = gemv_wave64(ctx);
+    const uint32_t block_bytes = (uint32_t)mcl_dtype_block_bytes(quant_formats[fmt]);
+    const uint32_t nb = k / (uint32_t)mcl_dtype_block_weights(quant_formats[fmt]);
+    /* The shaders decode K-quant units of one block, and Q6_K (210-byte blocks) unaligned. */
+    const int may_align = quant_formats[fmt] != MCL_DTYPE_Q6_K;
+    const int single_block = fmt > FMT_Q4_0;
+    const uint32_t budget = m < QUANT_GEMV_NR_FROM ? QUANT_GEMV_RAW_BUDGET_FEW_ROWS
+                                                   : QUANT_GEMV_RAW_BUDGET;
+
+    /* Layout: the widest aligned load whose unit, for nr rows, fits the register budget; else
+     * unaligned units of one block; else fewer rows of W per invocation. */
+    uint32_t nr = 1;
+    if (m >= QUANT_GEMV_NR_FROM)
+        nr = wave64 ? QUANT_GEMV_NR_MANY_WAVE64 : QUANT_GEMV_NR_MANY;
+    uint32_t rw = 0;
+    for (;; nr /= 2) {
+        p->aligned = 0;
+        for (uint32_t lw = 4; may_align && lw >= 1; lw /= 2) {
+            uint32_t ub = 4 * lw / gcd_u32(block_bytes, 4 * lw);
+            if ((single_block && ub != 1) || nb % ub != 0 || ub * block_bytes / 4 * nr > budget)
+                continue;
+            p->aligned = 1;
+            p->lw = lw;
+            p->ub = ub;
+            rw = ub * block_bytes / 4;
+            break;
+        }
+        if (!p->aligned) {
+            uint32_t lb = 4 * QUANT_GEMV_UNALIGNED_LW;
+            p->lw = QUANT_GEMV_UNALIGNED_LW;
+            p->ub = 1;
+            rw = (lb - 2 + block_bytes + lb - 1) / lb * QUANT_GEMV_UNALIGNED_LW;
+        }
+        if (rw * nr <= budget || nr == 1)
+            break;
+    }
+    p->nr = nr;
+
+    /* Row lanes: one subgroup, fewer while the grid would be too small. */
+    uint32_t min_groups = wave64 ? QUANT_GEMV_MIN_GROUPS_WAVE64 : QUANT_GEMV_MIN_GROUPS;
+    p->r = wave64 ? QUANT_GEMV_ROW_LANES_WAVE64 : QUANT_GEMV_ROW_LANES;
+    while (p->r > QUANT_GEMV_MIN_ROW_LANES && ceil_div(n, (uint64_t)p->r * nr) < min_groups)
+        p->r /= 2;
+
+    /* Slices: one per unit of the row, within the workgroup and shared-memory limits; where
+     * the row has more units than that, the count (down to half the limit) that leaves the
+     * fewest lanes idle in the last round. */
+    uint32_t units = nb / p->ub;
+    uint32_t threads = QUANT_GEMV_MAX_THREADS;
+    if (threads > ctx->info.max_compute_workgroup_invocations)
+        threads = ctx->info.max_compute_workgroup_invocations;
+    uint32_t s_max = threads / p->r;
+    if (s_max > ctx->info.max_compute_workgroup_size[1])
+        s_max = ctx->info.max_compute_workgroup_size[1];
+    uint32_t shared = QUANT_GEMV_MAX_SHARED;
+    if (shared > ctx->info.max_compute_shared_memory_size)
+        shared = ctx->info.max_compute_shared_memory_size;
+    while (s_max > 1 && (uint64_t)s_max * p->r * nr * m * sizeof(float) > shared)
+        s_max--;
+    if (s_max < 1)
+        s_max = 1;
+    uint32_t s = units < s_max ? units : s_max;
+    if (units > s_max) {
+        /* The fullest last round among s_max / 2 .. s_max slices, the most slices on ties. */
+        uint64_t best_slots = (uint64_t)ceil_div(units, s) * s;
+        for (uint32_t t = s_max - 1; t >= 1 && t >= s_max / 2; t--) {
+            uint64_t slots = (uint64_t)ceil_div(units, t) * t;
+            if (slots < best_slots) {
+                best_slots = slots;
+                s = t;
+            }
+        }
+    }
+    p->s = s;
+    p->prefetch = units > s && 2 * rw * nr <= budget;
+    uint32_t unit_weights = p->ub * (uint32_t)mcl_dtype_block_weights(quant_formats[fmt]);
+    uint32_t pieces = fmt > FMT_Q4_0 ? 4 : p->ub >= 2 ? p->ub / 2 : 1;
+    p->roll = pieces > 1 && unit_weights * m * nr > QUANT_GEMV_BODY_LIMIT;
+}
+
 /* The GEMV (float or integer dot): `x` is a (float) or its quantized form (dot). */
 static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_tensor *x,
                                 mcl_tensor *w, mcl_tensor *tail, mcl_tensor *bias,
                                 mcl_tensor *y, uint32_t rows, uint32_t n, uint32_t k)
 {
+    gemv_plan plan;
+    gemv_plan_for(ctx, fmt, rows, n, k, &plan);
     mcl_kernel_desc desc = {
         .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
         .binding_count = 5,
         .push_size = sizeof(gemv_push),
-        .local_size_x = QUANT_GEMV_THREADS,
-        .spec_count = 6,
-        .spec = {fmt, tail != NULL, rows, QUANT_GEMV_NR, QUANT_GEMV_GROUPS, QUANT_GEMV_UNROLL},
+        .local_size_x = plan.r,
+        .spec_count = 10,
+        .spec = {fmt, tail != NULL, rows, plan.nr, plan.s, plan.lw, plan.aligned, plan.ub,
+                 plan.prefetch, plan.roll},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
@@ -165,7 +308,7 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
         return status;
     gemv_push push = {.n = n, .k = k, .has_bias = bias != NULL};
     uint32_t gx, gy;
-    grid_2d(ceil_div(n, QUANT_GEMV_GROUPS * QUANT_GEMV_NR), &gx, &gy);
+    grid_2d(ceil_div(n, (uint64_t)plan.r * plan.nr), &gx, &gy);
     mcl_tensor *reads[4] = {x, w, tail ? tail : w, bias ? bias : x};
     return mcl_stream_dispatch(ctx, kernel, reads, 4, &y, 1, &push, gx, gy, 1);
 }
