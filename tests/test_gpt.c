@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "ref/ref_gpt.h"
@@ -380,7 +381,10 @@ static void checkpoint_round_trip(void **state)
         assert_mcl_ok(mcl_gpt_backward(gpt));
         assert_mcl_ok(mcl_gpt_step(gpt));
     }
-    const char *path = "test_gpt_checkpoint.bin", *bad = "test_gpt_checkpoint_bad.bin";
+    /* Per process: both profiles' runs of this suite share a working directory. */
+    char path[64], bad[64];
+    snprintf(path, sizeof path, "test_gpt_checkpoint.%ld.bin", (long)getpid());
+    snprintf(bad, sizeof bad, "test_gpt_checkpoint_bad.%ld.bin", (long)getpid());
     assert_mcl_ok(mcl_gpt_save(gpt, path));
     mcl_gpt *loaded;
     assert_mcl_ok(mcl_gpt_load(ctx, path, &loaded));

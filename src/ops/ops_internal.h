@@ -65,8 +65,9 @@ mcl_status mcl_matmul_quant_ex(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta
                                mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c,
                                mcl_quant_path path, mcl_quant_path *ran);
 
-/* mcl_dequantize_tensor with the GEMV's decoder (by_lane = 1, the default) or the GEMM's
- * (by_lane = 0), so that a test can hold each to the CPU reference. */
+/* mcl_dequantize_tensor with quant.glsl's lane decoder (by_lane = 1, the default) or the
+ * GEMM's 4-weight decoder (by_lane = 0), so that a test can hold each to the CPU reference.
+ * (The GEMVs decode whole blocks with gemv_stage.glsl.) */
 mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *q, mcl_tensor *out,
                                     int by_lane);
 
