@@ -856,7 +856,7 @@ MCL_API mcl_tensor *mcl_gpt_gradients(mcl_gpt *gpt);
  *  target outside [0, vocab) excludes its position), loss [1] receives the mean cross-entropy
  *  and the pass keeps what mcl_gpt_backward() needs; targets and loss may both be NULL
  *  (inference). Activations for [B, T] are allocated on the first call with that shape and
- *  reused (a new shape replaces them, outside a capture only). */
+ *  reused (a new shape replaces them). */
 MCL_API mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens,
                                    const mcl_tensor *targets, mcl_tensor *loss);
 

@@ -573,11 +573,8 @@ mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens, const mcl_ten
     int64_t batch = tokens->shape[0], seq = tokens->shape[1];
     gpt_acts *a = &gpt->acts;
     if (a->batch != batch || a->seq != seq) {
-        if (ctx->stream.capture)
-            return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                            "mcl_gpt_forward: a new batch shape [%lld, %lld] during a capture "
-                            "(run one forward pass of that shape before capturing)",
-                            (long long)batch, (long long)seq);
+        /* Creating tensors needs no recording, so this works during a capture too; the old
+         * set lives on while recorded work or a graph still uses it. */
         acts_free(a, c->layers);
         mcl_status s = acts_alloc(gpt, batch, seq);
         if (s != MCL_SUCCESS) {
