@@ -864,7 +864,7 @@ MCL_API mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens,
 MCL_API mcl_tensor *mcl_gpt_logits(mcl_gpt *gpt);
 
 /** Record the backward pass of the last forward pass (which had targets): every gradient is
- *  overwritten. */
+ *  overwritten. It reads that pass's tokens and targets tensors, which must still exist. */
 MCL_API mcl_status mcl_gpt_backward(mcl_gpt *gpt);
 
 /** Set the optimizer's hyper-parameters for the next step or replay: desc as for
