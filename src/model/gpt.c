@@ -572,6 +572,8 @@ mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens, const mcl_ten
     }
     int64_t batch = tokens->shape[0], seq = tokens->shape[1];
     gpt_acts *a = &gpt->acts;
+    /* A pass that fails part way leaves nothing for mcl_gpt_backward() to use. */
+    gpt->have_targets = 0;
     if (a->batch != batch || a->seq != seq) {
         /* Creating tensors needs no recording, so this works during a capture too; the old
          * set lives on while recorded work or a graph still uses it. */
@@ -608,7 +610,6 @@ mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens, const mcl_ten
     TRY(linear(ctx, a->hf, head_param(gpt), a->logits));
     gpt->tokens = tokens;
     gpt->targets = targets;
-    gpt->have_targets = 0;
     if (targets) {
         mcl_tensor *flat_targets;
         int64_t n = batch * seq;
