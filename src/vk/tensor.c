@@ -100,7 +100,8 @@ mcl_status mcl_tensor_view(mcl_tensor *owner, uint64_t offset, mcl_dtype dtype, 
         mcl_dtype_block_weights(dtype) != 1)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "bad tensor view");
     for (uint32_t i = 0; i < ndim; i++) {
-        if (shape[i] < 1 || (uint64_t)shape[i] > owner->nbytes)
+        /* bytes <= owner->nbytes throughout, so the product cannot overflow. */
+        if (shape[i] < 1 || (uint64_t)shape[i] > owner->nbytes / bytes)
             return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "bad tensor view shape");
         bytes *= (uint64_t)shape[i];
     }
