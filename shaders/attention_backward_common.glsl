@@ -51,63 +51,11 @@ layout(push_constant) uniform Push {
     float scale;
 } pc;
 
-// Index of element 0 of row rho's head vector (kv head hkv, batch b) in q, out, dout and dq.
-uint q_base(uint b, uint hkv, uint rho) {
-    const uint t = rho / pc.group;
-    const uint hq = hkv * pc.group + (rho - t * pc.group);
-    return ((b * pc.seq_q + t) * pc.heads_q + hq) * D;
-}
-
-// Index of element 0 of key s's head vector in k, v, dk and dv.
-uint kv_base(uint b, uint hkv, uint s) {
-    return ((b * pc.seq_kv + s) * pc.heads_kv + hkv) * D;
-}
+#include "attention_index.glsl"
 
 // Index of row rho's statistics in the scratch.
 uint stats_at(uint b, uint hkv, uint rho) {
     return ((b * pc.heads_kv + hkv) * pc.rows + rho) * 4u;
-}
-
-// Keys visible to row rho: all kv_len, or with the causal mask those up to its position
-// counted from the end of the cache.
-uint visible_keys(uint rho) {
-    if (pc.causal == 0u) {
-        return pc.kv_len;
-    }
-    const int t = int(rho / pc.group);
-    const int limit = t + int(pc.kv_len) - int(pc.seq_q) + 1;
-    return uint(clamp(limit, 0, int(pc.kv_len)));
-}
-
-// Elements d4 * 4 .. d4 * 4 + 3 of a head vector, zero past D.
-vec4 load_q(uint base, uint d4) {
-    vec4 r = vec4(0.0);
-    [[unroll]] for (uint i = 0u; i < 4u; i++) {
-        if (d4 * 4u + i < D) {
-            r[i] = q[base + d4 * 4u + i];
-        }
-    }
-    return r;
-}
-
-vec4 load_k(uint base, uint d4) {
-    vec4 r = vec4(0.0);
-    [[unroll]] for (uint i = 0u; i < 4u; i++) {
-        if (d4 * 4u + i < D) {
-            r[i] = k[base + d4 * 4u + i];
-        }
-    }
-    return r;
-}
-
-vec4 load_v(uint base, uint d4) {
-    vec4 r = vec4(0.0);
-    [[unroll]] for (uint i = 0u; i < 4u; i++) {
-        if (d4 * 4u + i < D) {
-            r[i] = v[base + d4 * 4u + i];
-        }
-    }
-    return r;
 }
 
 #endif

@@ -72,58 +72,7 @@ shared uint row_limit[BQ];   // keys < row_limit are visible to the row
 // Indexed only in unrolled loops, so that it stays in registers.
 vec4 acc[ACC];
 
-// Index of element 0 of row rho's head vector (kv head hkv, batch b) in q and out.
-uint q_base(uint b, uint hkv, uint rho) {
-    const uint t = rho / pc.group;
-    const uint hq = hkv * pc.group + (rho - t * pc.group);
-    return ((b * pc.seq_q + t) * pc.heads_q + hq) * D;
-}
-
-uint kv_base(uint b, uint hkv, uint s) {
-    return ((b * pc.seq_kv + s) * pc.heads_kv + hkv) * D;
-}
-
-// Elements d4 * 4 .. d4 * 4 + 3 of a head vector, zero past D.
-vec4 load_q(uint base, uint d4) {
-    vec4 r = vec4(0.0);
-    [[unroll]] for (uint i = 0u; i < 4u; i++) {
-        if (d4 * 4u + i < D) {
-            r[i] = q[base + d4 * 4u + i];
-        }
-    }
-    return r;
-}
-
-vec4 load_k(uint base, uint d4) {
-    vec4 r = vec4(0.0);
-    [[unroll]] for (uint i = 0u; i < 4u; i++) {
-        if (d4 * 4u + i < D) {
-            r[i] = k[base + d4 * 4u + i];
-        }
-    }
-    return r;
-}
-
-vec4 load_v(uint base, uint d4) {
-    vec4 r = vec4(0.0);
-    [[unroll]] for (uint i = 0u; i < 4u; i++) {
-        if (d4 * 4u + i < D) {
-            r[i] = v[base + d4 * 4u + i];
-        }
-    }
-    return r;
-}
-
-// Keys visible to row rho: all kv_len, or with the causal mask those up to its position
-// counted from the end of the cache.
-uint visible_keys(uint rho) {
-    if (pc.causal == 0u) {
-        return pc.kv_len;
-    }
-    const int t = int(rho / pc.group);
-    const int limit = t + int(pc.kv_len) - int(pc.seq_q) + 1;
-    return uint(clamp(limit, 0, int(pc.kv_len)));
-}
+#include "attention_index.glsl"
 
 // Tree reductions over the TPR threads of each row. Every invocation calls them (barriers
 // must be in uniform control flow).

@@ -1,0 +1,64 @@
+// attention_index.glsl: the index arithmetic and head-vector loads that the attention
+// kernels share (attention_tile.glsl for the forward, attention_backward_common.glsl for the
+// backward). The including file declares before it: the specialization constant D (head
+// dimension), buffers q, k and v, and push constants `pc` with seq_q, seq_kv, kv_len,
+// heads_q, heads_kv, group and causal as in attention_tile.glsl.
+#ifndef ATTENTION_INDEX_GLSL
+#define ATTENTION_INDEX_GLSL
+
+// Index of element 0 of row rho's head vector (kv head hkv, batch b) in q and tensors of
+// q's shape (out, dout, dq).
+uint q_base(uint b, uint hkv, uint rho) {
+    const uint t = rho / pc.group;
+    const uint hq = hkv * pc.group + (rho - t * pc.group);
+    return ((b * pc.seq_q + t) * pc.heads_q + hq) * D;
+}
+
+// Index of element 0 of key s's head vector in k and tensors of k's shape (v, dk, dv).
+uint kv_base(uint b, uint hkv, uint s) {
+    return ((b * pc.seq_kv + s) * pc.heads_kv + hkv) * D;
+}
+
+// Elements d4 * 4 .. d4 * 4 + 3 of a head vector, zero past D.
+vec4 load_q(uint base, uint d4) {
+    vec4 r = vec4(0.0);
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        if (d4 * 4u + i < D) {
+            r[i] = q[base + d4 * 4u + i];
+        }
+    }
+    return r;
+}
+
+vec4 load_k(uint base, uint d4) {
+    vec4 r = vec4(0.0);
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        if (d4 * 4u + i < D) {
+            r[i] = k[base + d4 * 4u + i];
+        }
+    }
+    return r;
+}
+
+vec4 load_v(uint base, uint d4) {
+    vec4 r = vec4(0.0);
+    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+        if (d4 * 4u + i < D) {
+            r[i] = v[base + d4 * 4u + i];
+        }
+    }
+    return r;
+}
+
+// Keys visible to row rho: all kv_len, or with the causal mask those up to its position
+// counted from the end of the cache.
+uint visible_keys(uint rho) {
+    if (pc.causal == 0u) {
+        return pc.kv_len;
+    }
+    const int t = int(rho / pc.group);
+    const int limit = t + int(pc.kv_len) - int(pc.seq_q) + 1;
+    return uint(clamp(limit, 0, int(pc.kv_len)));
+}
+
+#endif
