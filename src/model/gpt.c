@@ -699,23 +699,14 @@ mcl_status mcl_gpt_set_optimizer(mcl_gpt *gpt, const mcl_adamw_desc *desc, float
     if (!gpt)
         return MCL_ERROR_INVALID_ARGUMENT;
     mcl_context *ctx = gpt->ctx;
-    if (!desc || desc->size < offsetof(mcl_adamw_desc, reserved))
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_gpt_set_optimizer: desc is NULL or desc->size is not set");
+    static const char op[] = "mcl_gpt_set_optimizer";
     if (ctx->stream.capture)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_gpt_set_optimizer: not during a capture (set, then replay)");
-    float beta1 = desc->beta1 != 0.0f ? desc->beta1 : 0.9f;
-    float beta2 = desc->beta2 != 0.0f ? desc->beta2 : 0.999f;
-    if (!isfinite(desc->lr) || !(beta1 > 0.0f && beta1 < 1.0f) ||
-        !(beta2 > 0.0f && beta2 < 1.0f) || desc->eps < 0.0f || !isfinite(desc->eps) ||
-        !isfinite(desc->weight_decay) || desc->step < 1 || isnan(max_grad_norm) ||
-        max_grad_norm < 0.0f)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_gpt_set_optimizer: lr and weight_decay must be finite, betas in "
-                        "(0, 1), eps >= 0, step >= 1 and max_grad_norm >= 0");
+                        "%s: not during a capture (set, then replay)", op);
     float hyper[MCL_ADAMW_HYPER_COUNT];
-    mcl_adamw_hyper(desc, max_grad_norm, hyper);
+    TRY(mcl_adamw_hyper(ctx, op, desc, max_grad_norm, hyper));
+    if (isnan(max_grad_norm) || max_grad_norm < 0.0f)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: max_grad_norm must be >= 0", op);
     TRY(mcl_tensor_upload(gpt->hyper, 0, hyper, sizeof hyper));
     gpt->step = desc->step;
     gpt->hyper_set = 1;

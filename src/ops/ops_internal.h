@@ -95,9 +95,11 @@ uint32_t mcl_row_local_size(const mcl_context *ctx, uint64_t units);
 mcl_status mcl_adamw_fused(mcl_context *ctx, mcl_tensor *params, mcl_tensor *grads,
                            mcl_tensor *m, mcl_tensor *v, mcl_tensor *hyper, mcl_tensor *norm,
                            uint64_t decay_end);
-/* The hyper tensor's values for desc (defaults filled, bias corrections for desc->step) and a
- * clipping norm (0 when max_grad_norm is 0, negative or not finite: no clipping). */
-void mcl_adamw_hyper(const mcl_adamw_desc *desc, float max_grad_norm,
-                     float hyper[MCL_ADAMW_HYPER_COUNT]);
+/* Check desc as mcl_adamw_step() does (messages name `op`) and fill the hyper tensor's
+ * values: lr, betas and eps with defaults filled, weight decay, bias corrections for
+ * desc->step, and a clipping norm (0 when max_grad_norm is 0, negative or not finite: no
+ * clipping). */
+mcl_status mcl_adamw_hyper(mcl_context *ctx, const char *op, const mcl_adamw_desc *desc,
+                           float max_grad_norm, float hyper[MCL_ADAMW_HYPER_COUNT]);
 
 #endif

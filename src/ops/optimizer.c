@@ -96,20 +96,12 @@ mcl_status mcl_adamw_step(mcl_context *ctx, const mcl_adamw_desc *desc, mcl_tens
     static const char op[] = "mcl_adamw_step";
     if (!ctx)
         return MCL_ERROR_INVALID_ARGUMENT;
-    if (!desc || desc->size < offsetof(mcl_adamw_desc, reserved))
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "%s: desc is NULL or desc->size is not set", op);
+    float hyper[MCL_ADAMW_HYPER_COUNT];
+    mcl_status checked = mcl_adamw_hyper(ctx, op, desc, 0.0f, hyper);
+    if (checked != MCL_SUCCESS)
+        return checked;
     if (count > 0 && (!params || !grads || !m || !v))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: NULL tensor array", op);
-    float beta1 = desc->beta1 != 0.0f ? desc->beta1 : 0.9f;
-    float beta2 = desc->beta2 != 0.0f ? desc->beta2 : 0.999f;
-    float eps = desc->eps != 0.0f ? desc->eps : 1e-8f;
-    if (!isfinite(desc->lr) || !(beta1 > 0.0f && beta1 < 1.0f) ||
-        !(beta2 > 0.0f && beta2 < 1.0f) || !(eps > 0.0f) || !isfinite(eps) ||
-        !isfinite(desc->weight_decay) || desc->step < 1)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "%s: lr and weight_decay must be finite, betas in (0, 1), eps > 0 and "
-                        "step >= 1", op);
     for (uint32_t i = 0; i < count; i++) {
         mcl_status status;
         if ((status = check_f32(ctx, op, "params", i, params[i])) != MCL_SUCCESS ||
@@ -130,16 +122,14 @@ mcl_status mcl_adamw_step(mcl_context *ctx, const mcl_adamw_desc *desc, mcl_tens
             }
         }
     }
-    /* The bias corrections in double on the host: beta^step for a large step underflows to
-     * 0 cleanly, giving corrections of 1. */
     adamw_push push = {
-        .lr = desc->lr,
-        .beta1 = beta1,
-        .beta2 = beta2,
-        .eps = eps,
-        .weight_decay = desc->weight_decay,
-        .bc1 = (float)(1.0 - pow((double)beta1, (double)desc->step)),
-        .bc2 = (float)(1.0 - pow((double)beta2, (double)desc->step)),
+        .lr = hyper[0],
+        .beta1 = hyper[1],
+        .beta2 = hyper[2],
+        .eps = hyper[3],
+        .weight_decay = hyper[4],
+        .bc1 = hyper[5],
+        .bc2 = hyper[6],
     };
     for (uint32_t i = 0; i < count; i++) {
         push.n = (uint32_t)mcl_tensor_numel(params[i]);
@@ -325,17 +315,30 @@ mcl_status mcl_adamw_fused(mcl_context *ctx, mcl_tensor *params, mcl_tensor *gra
                              &push, sizeof push);
 }
 
-void mcl_adamw_hyper(const mcl_adamw_desc *desc, float max_grad_norm,
-                     float hyper[MCL_ADAMW_HYPER_COUNT])
+mcl_status mcl_adamw_hyper(mcl_context *ctx, const char *op, const mcl_adamw_desc *desc,
+                           float max_grad_norm, float hyper[MCL_ADAMW_HYPER_COUNT])
 {
+    if (!desc || desc->size < offsetof(mcl_adamw_desc, reserved))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "%s: desc is NULL or desc->size is not set", op);
     float beta1 = desc->beta1 != 0.0f ? desc->beta1 : 0.9f;
     float beta2 = desc->beta2 != 0.0f ? desc->beta2 : 0.999f;
+    float eps = desc->eps != 0.0f ? desc->eps : 1e-8f;
+    if (!isfinite(desc->lr) || !(beta1 > 0.0f && beta1 < 1.0f) ||
+        !(beta2 > 0.0f && beta2 < 1.0f) || !(eps > 0.0f) || !isfinite(eps) ||
+        !isfinite(desc->weight_decay) || desc->step < 1)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "%s: lr and weight_decay must be finite, betas in (0, 1), eps > 0 and "
+                        "step >= 1", op);
     hyper[0] = desc->lr;
     hyper[1] = beta1;
     hyper[2] = beta2;
-    hyper[3] = desc->eps != 0.0f ? desc->eps : 1e-8f;
+    hyper[3] = eps;
     hyper[4] = desc->weight_decay;
+    /* The bias corrections in double on the host: beta^step for a large step underflows to
+     * 0 cleanly, giving corrections of 1. */
     hyper[5] = (float)(1.0 - pow((double)beta1, (double)desc->step));
     hyper[6] = (float)(1.0 - pow((double)beta2, (double)desc->step));
     hyper[7] = isfinite(max_grad_norm) && max_grad_norm > 0.0f ? max_grad_norm : 0.0f;
+    return MCL_SUCCESS;
 }
