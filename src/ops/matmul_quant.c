@@ -66,6 +66,14 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
  * odd number of blocks): uvec2 halves the load instructions of uint loads, at one select a
  * word more to realign. */
 #define QUANT_GEMV_UNALIGNED_LW 2u
+/* Staged streaming (gemv_stage.glsl): the workgroup copies each step's tile of weights with
+ * loads of consecutive uvec4s into shared memory, where a subgroup's load of 32 rows would
+ * cost a cycle per row (NVIDIA's L1: a cycle per cache line touched). Taken for units of whole
+ * uvec4s on devices that do not run waves of 64 (GCN's vector memory unit spends the same per
+ * load whatever lines it touches, so there the copy would only add work);
+ * MOTIFCL_QUANT_GEMV_STAGE=0|1 forces it off or on. A tile (R x NR rows x S units) takes at
+ * most this many bytes of shared memory. */
+#define QUANT_GEMV_STAGE_BYTES 24576u
 /* Weight x row products a unit may unroll into (UB x block weights x M x NR): above this,
  * the unit's pieces (64 weights each) run as a loop that is not unrolled (ROLL), which keeps
  * the loop body near a thousand instructions for the instruction caches (and compilers). */
@@ -183,6 +191,7 @@ typedef struct gemv_plan {
     uint32_t ub;       /* blocks per unit */
     uint32_t prefetch; /* load the next unit before decoding the current one */
     uint32_t roll;     /* decode a unit's pieces in a loop that is not unrolled */
+    uint32_t stage;    /* stream through a tile in shared memory */
 } gemv_plan;
 
 static uint32_t gcd_u32(uint32_t a, uint32_t b)
@@ -244,6 +253,11 @@ static void gemv_plan_for(const mcl_context *ctx, uint32_t fmt, uint32_t m, uint
     }
     p->nr = nr;
 
+    /* Staged where the units are whole uvec4s and the device class gains from it. */
+    const char *want = mcl_env("MOTIFCL_QUANT_GEMV_STAGE");
+    p->stage = p->aligned && p->lw == 4 && (want ? mcl_env_truthy("MOTIFCL_QUANT_GEMV_STAGE")
+                                                 : !wave64);
+
     /* Row lanes: one subgroup, fewer while the grid would be too small. */
     uint32_t min_groups = wave64 ? QUANT_GEMV_MIN_GROUPS_WAVE64 : QUANT_GEMV_MIN_GROUPS;
     p->r = wave64 ? QUANT_GEMV_ROW_LANES_WAVE64 : QUANT_GEMV_ROW_LANES;
@@ -263,7 +277,15 @@ static void gemv_plan_for(const mcl_context *ctx, uint32_t fmt, uint32_t m, uint
     uint32_t shared = QUANT_GEMV_MAX_SHARED;
     if (shared > ctx->info.max_compute_shared_memory_size)
         shared = ctx->info.max_compute_shared_memory_size;
+    const uint64_t unit_bytes = (uint64_t)p->ub * block_bytes;
     while (s_max > 1 && (uint64_t)s_max * p->r * nr * m * sizeof(float) > shared)
+        s_max--;
+    /* Staged: the tile (odd uvec4 row stride) within its budget and, with the partial sums,
+     * within the device's shared memory. */
+    while (p->stage && s_max > 1 &&
+           ((uint64_t)p->r * nr * (s_max * unit_bytes + 16) > QUANT_GEMV_STAGE_BYTES ||
+            (uint64_t)p->r * nr * (s_max * unit_bytes + 16) +
+                    (uint64_t)s_max * p->r * nr * m * sizeof(float) > shared))
         s_max--;
     if (s_max < 1)
         s_max = 1;
@@ -280,7 +302,7 @@ static void gemv_plan_for(const mcl_context *ctx, uint32_t fmt, uint32_t m, uint
         }
     }
     p->s = s;
-    p->prefetch = units > s && 2 * rw * nr <= budget;
+    p->prefetch = !p->stage && units > s && 2 * rw * nr <= budget;
     uint32_t unit_weights = p->ub * (uint32_t)mcl_dtype_block_weights(quant_formats[fmt]);
     uint32_t pieces = fmt > FMT_Q4_0 ? 4 : p->ub >= 2 ? p->ub / 2 : 1;
     p->roll = pieces > 1 && unit_weights * m * nr > QUANT_GEMV_BODY_LIMIT;
@@ -298,9 +320,9 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
         .binding_count = 5,
         .push_size = sizeof(gemv_push),
         .local_size_x = plan.r,
-        .spec_count = 10,
+        .spec_count = 11,
         .spec = {fmt, tail != NULL, rows, plan.nr, plan.s, plan.lw, plan.aligned, plan.ub,
-                 plan.prefetch, plan.roll},
+                 plan.prefetch, plan.roll, plan.stage},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);

@@ -5,7 +5,11 @@
  *   motifcl-bench gemv [n= k= rows=]  matrix-vector products against the streaming limit
  *   motifcl-bench gemm [m= n= k=]     matrix products against the FP32 peak
  *   motifcl-bench rows [rows= cols=]  softmax, RMSNorm, element-wise against the copy limit
- *   motifcl-bench quant               GEMV with Q8_0/Q4_0/K-quant weights, Q4_0/Q8_0 GEMM
+ *   motifcl-bench quant [fmt= rows= gemm=]
+ *                                     GEMV with Q8_0/Q4_0/K-quant weights against a stream
+ *                                     read of the same bytes, alone and batched; Q4_0/Q8_0
+ *                                     GEMM. fmt=0..4 only Q8_0, Q4_0, Q4_K, Q5_K or Q6_K;
+ *                                     rows=1 or 8 only that row case; gemm=0 no GEMM
  *   motifcl-bench replay              CPU cost per dispatch of a replayed sequence
  *   motifcl-bench memory              CPU cost of tensor create+destroy pairs
  *   motifcl-bench transfer            upload/download GB/s against a plain vkCmdCopyBuffer

@@ -48,6 +48,20 @@ static mcl_status stream_once(bench *b, void *user, int rep)
     return mcl_stream_dispatch(b->ctx, s->kernel, &s->x, 1, &s->y, 1, &s->n4, s->groups, 1, 1);
 }
 
+/* The read kernel over the next of `copies` inputs in each run. */
+typedef struct stream_copies_run {
+    stream_run s;
+    mcl_tensor **x;
+    int copies;
+} stream_copies_run;
+
+static mcl_status stream_copies_once(bench *b, void *user, int rep)
+{
+    stream_copies_run *r = user;
+    r->s.x = r->x[rep % r->copies];
+    return stream_once(b, &r->s, rep);
+}
+
 int bench_stream(bench *b)
 {
     if (b->stream_read_gbs > 0)
@@ -397,11 +411,81 @@ static mcl_tensor *quant_weights(bench *b, mcl_dtype dtype, int64_t n, int64_t k
     return t;
 }
 
-static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t rows)
+/* The streaming read of bench_stream over `bytes` (rounded down to whole vec4s), rotated through
+ * as many copies as a GEMV over weights of that size: the ceiling of the GEMV at its own size,
+ * whose bandwidth can differ from the 1 GiB stream's (ramp-up and tail of a short dispatch, and
+ * a last-level cache that holds a single copy of these weights). GB/s, or negative. */
+static double stream_read_same(bench *b, uint64_t bytes, const char *name)
+{
+    mcl_tensor *x[16] = {NULL};
+    stream_copies_run r = {.s = {.n4 = (uint32_t)(bytes / 16)}, .x = x,
+                           .copies = copies_for(b, bytes)};
+    r.s.groups = 65535u < r.s.n4 / 256 / 8 ? 65535u : r.s.n4 / 256 / 8;
+    if (r.s.groups == 0)
+        r.s.groups = 1;
+    /* The read kernel writes at most one vec4 per invocation. */
+    int64_t n = (int64_t)r.s.n4 * 4, ny = (int64_t)r.s.groups * 256 * 4;
+    int ok = r.s.n4 > 0;
+    for (int i = 0; i < r.copies && ok; i++)
+        ok = (x[i] = tensor_f32(b, 1, &n, 1.0f)) != NULL;
+    r.s.y = ok ? tensor_f32(b, 1, &ny, 0.0f) : NULL;
+    mcl_kernel_desc desc = {.id = MCL_KERNEL_BENCH_STREAM_F32, .binding_count = 2,
+                            .push_size = 4, .local_size_x = 256, .spec_count = 1, .spec = {0}};
+    double t = -1.0;
+    if (r.s.y && mcl_kernel_get(b->ctx, &desc, &r.s.kernel) == MCL_SUCCESS)
+        t = bench_gpu_time(b, b->repeat, stream_copies_once, &r);
+    for (int i = 0; i < r.copies; i++)
+        mcl_tensor_destroy(x[i]);
+    mcl_tensor_destroy(r.s.y);
+    char line[160];
+    snprintf(line, sizeof line, "%s: stream read of the same bytes", name);
+    if (t <= 0) {
+        printf("%-58s unavailable: %s\n", line, mcl_context_last_error(b->ctx));
+        return -1.0;
+    }
+    double gbs = (double)r.s.n4 * 16.0 / t / 1e9;
+    bench_figure(b, line, gbs, "GB/s");
+    return gbs;
+}
+
+/* GEMVs timed together; each against its own copy of the weights. */
+#define QGEMV_BATCH 8
+
+typedef struct qbatch_run {
+    const mm_run *r;
+    mcl_tensor *c[QGEMV_BATCH];
+    int count;
+} qbatch_run;
+
+/* Independent outputs, as where several weights of a layer read the same input: the benchmark
+ * orders nothing between these GEMVs, so the GPU may overlap one's tail with the next one's
+ * start. Barriers the library itself records between them (the integer-dot path quantizes x
+ * into scratch before each GEMV) are part of the figure. */
+static mcl_status qbatch_once(bench *b, void *user, int rep)
+{
+    qbatch_run *q = user;
+    const mm_run *r = q->r;
+    for (int j = 0; j < q->count; j++) {
+        /* Distinct copies within a run (count <= copies), a rotating start across runs. */
+        int i = (rep * q->count + j) % r->copies;
+        mcl_status status = mcl_matmul(b->ctx, r->a[i], r->ta, r->b[i], r->tb, NULL, q->c[j]);
+        if (status != MCL_SUCCESS)
+            return status;
+    }
+    return MCL_SUCCESS;
+}
+
+static uint64_t quant_bytes(mcl_dtype dtype, int64_t n, int64_t k)
+{
+    return (uint64_t)(n * k / mcl_dtype_block_weights(dtype)) * mcl_dtype_block_bytes(dtype);
+}
+
+/* `same_gbs`: stream_read_same over these weights' bytes; not positive when unavailable. */
+static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t rows,
+                      double same_gbs)
 {
     mm_run r = {.ta = MCL_NO_TRANSPOSE, .tb = MCL_TRANSPOSE};
-    uint64_t weight_bytes = (uint64_t)(n * k / mcl_dtype_block_weights(dtype)) *
-                            mcl_dtype_block_bytes(dtype);
+    uint64_t weight_bytes = quant_bytes(dtype, n, k);
     r.copies = copies_for(b, weight_bytes);
     int64_t sx[2] = {rows, k}, sy[2] = {rows, n};
     r.b[0] = quant_weights(b, dtype, n, k);
@@ -425,7 +509,19 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
         }
     }
     r.c = tensor_f32(b, 2, sy, 0.0f);
-    double t = bench_gpu_time(b, b->repeat, matmul_once, &r);
+    double t = r.c ? bench_gpu_time(b, b->repeat, matmul_once, &r) : -1.0;
+    /* Batched: only with cold copies to spread the batch over (none with --hot). */
+    qbatch_run q = {.r = &r, .count = r.copies < QGEMV_BATCH ? r.copies : QGEMV_BATCH};
+    double tb = -1.0;
+    if (t > 0 && q.count >= 2) {
+        int ok = 1;
+        for (int j = 0; j < q.count && ok; j++)
+            ok = (q.c[j] = tensor_f32(b, 2, sy, 0.0f)) != NULL;
+        if (ok)
+            tb = bench_gpu_time(b, b->repeat, qbatch_once, &q);
+        for (int j = 0; j < q.count; j++)
+            mcl_tensor_destroy(q.c[j]);
+    }
     for (int i = 1; i < r.copies; i++)
         r.a[i] = NULL;
     mm_free(&r);
@@ -444,10 +540,28 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     bench_figure(b, line, gbs, "GB/s");
     snprintf(line, sizeof line, "%s: of stream read", name);
     bench_figure(b, line, 100.0 * share, "%");
+    if (same_gbs > 0) {
+        snprintf(line, sizeof line, "%s: of same-size stream read", name);
+        bench_figure(b, line, 100.0 * gbs / same_gbs, "%");
+    }
     /* The RX 580 streams 256 GB/s; at the same efficiency, its decode would read weights at
      * this rate. Modeled: no RX 580 ran. */
     snprintf(line, sizeof line, "%s: RX 580 at this efficiency", name);
     bench_modeled(b, line, 256.0 * share, "GB/s");
+    if (q.count < 2)
+        return 0;
+    if (tb <= 0) {
+        snprintf(line, sizeof line, "%s: batched x%d", name, q.count);
+        printf("%-58s unavailable: %s\n", line, mcl_context_last_error(b->ctx));
+        return 1;
+    }
+    double batch_gbs = (double)q.count * (double)weight_bytes / tb / 1e9;
+    snprintf(line, sizeof line, "%s: batched x%d, per GEMV", name, q.count);
+    bench_figure(b, line, tb / q.count * 1e6, "us");
+    snprintf(line, sizeof line, "%s: batched weights", name);
+    bench_figure(b, line, batch_gbs, "GB/s");
+    snprintf(line, sizeof line, "%s: batched, of stream read", name);
+    bench_figure(b, line, 100.0 * batch_gbs / b->stream_read_gbs, "%");
     return 0;
 }
 
@@ -456,13 +570,34 @@ int bench_qgemv(bench *b)
     static const mcl_dtype types[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DTYPE_Q4_K,
                                       MCL_DTYPE_Q5_K, MCL_DTYPE_Q6_K};
     static const int64_t shapes[2][2] = {{14336, 4096}, {4096, 14336}};
+    static const int64_t row_cases[2] = {1, 8};
+    /* Filters, to spend less device time: rows= one row case, fmt= one index of types[],
+     * gemm=0 no quantized GEMM. */
+    int64_t only_rows = (int64_t)bench_arg(b, "rows", 0);
+    int only_fmt = (int)bench_arg(b, "fmt", -1);
+    int row_cases_run = 0;
+    for (int c = 0; c < 2; c++)
+        row_cases_run += only_rows <= 0 || only_rows == row_cases[c];
     int rc = 0;
-    for (size_t f = 0; f < sizeof types / sizeof types[0]; f++) {
+    for (int f = 0; f < (int)(sizeof types / sizeof types[0]) && row_cases_run; f++) {
+        if (only_fmt >= 0 && only_fmt != f)
+            continue;
         for (int s = 0; s < 2; s++) {
-            rc |= qgemv_case(b, types[f], shapes[s][0], shapes[s][1], 1);
-            rc |= qgemv_case(b, types[f], shapes[s][0], shapes[s][1], 8);
+            int64_t n = shapes[s][0], k = shapes[s][1];
+            char name[96];
+            snprintf(name, sizeof name, "gemv %s %lldx%lld", mcl_dtype_name(types[f]),
+                     (long long)n, (long long)k);
+            double same_gbs = stream_read_same(b, quant_bytes(types[f], n, k), name);
+            if (same_gbs <= 0)
+                rc = 1;
+            for (int c = 0; c < 2; c++) {
+                if (only_rows <= 0 || only_rows == row_cases[c])
+                    rc |= qgemv_case(b, types[f], n, k, row_cases[c], same_gbs);
+            }
         }
     }
+    if (bench_arg(b, "gemm", 1) == 0)
+        return rc;
     /* Prefill: 512 rows against the 4096 x 14336 weight (FLOP rate). */
     static const mcl_dtype gemm_types[] = {MCL_DTYPE_Q4_0, MCL_DTYPE_Q8_0};
     for (size_t f = 0; f < 2; f++) {
