@@ -13,6 +13,7 @@
  * Weights are bound as 32-bit words. A tensor of 2 mod 4 bytes ends in half a word that such a
  * binding cannot reach; its last bytes are copied into a one-word scratch tensor first (the
  * kernels' TAIL specialization). */
+#include <stdio.h>
 #include <string.h>
 
 #include "../core/env.h"
@@ -211,6 +212,65 @@ static int gemv_wave64(const mcl_context *ctx)
            (ctx->info.vendor_id == 0x1002u && ctx->info.subgroup_size >= 64);
 }
 
+/* MOTIFCL_QUANT_GEMV_PLAN, a tuning override: "key=value,..." with keys r (row lanes), s
+ * (slices), nr (rows of W per invocation), lw (words per load, with its aligned unit) and pf
+ * (prefetch 0/1). An override the kernels cannot take, or beyond the device's workgroup and
+ * shared-memory limits, is ignored with a warning and the plan stays as chosen. */
+static void gemv_plan_override(const mcl_context *ctx, uint32_t fmt, uint32_t m, uint32_t nb,
+                               gemv_plan *p)
+{
+    const char *spec = mcl_env("MOTIFCL_QUANT_GEMV_PLAN");
+    if (!spec)
+        return;
+    gemv_plan q = *p;
+    const uint32_t block_bytes = (uint32_t)mcl_dtype_block_bytes(quant_formats[fmt]);
+    int ok = 1;
+    for (const char *c = spec; *c && ok;) {
+        char key[8] = {0};
+        unsigned value = 0;
+        int used = 0;
+        if (sscanf(c, "%7[a-z]=%u%n", key, &value, &used) != 2) {
+            ok = 0;
+            break;
+        }
+        c += used;
+        if (*c == ',')
+            c++;
+        if (strcmp(key, "r") == 0)
+            q.r = value;
+        else if (strcmp(key, "s") == 0)
+            q.s = value;
+        else if (strcmp(key, "nr") == 0)
+            q.nr = value;
+        else if (strcmp(key, "pf") == 0)
+            q.prefetch = value != 0;
+        else if (strcmp(key, "lw") == 0 && (value == 1 || value == 2 || value == 4) &&
+                 fmt <= FMT_Q4_0) {
+            q.lw = value;
+            q.ub = 4 * value / gcd_u32(block_bytes, 4 * value);
+            q.aligned = 1;
+            ok = nb % q.ub == 0;
+        } else
+            ok = 0;
+    }
+    q.stage = q.stage && q.aligned && q.lw == 4;
+    q.prefetch = q.prefetch && !q.stage;
+    uint64_t unit_bytes = (uint64_t)q.ub * block_bytes;
+    uint64_t shared = (uint64_t)q.s * q.r * q.nr * m * sizeof(float) +
+                      (q.stage ? (uint64_t)q.r * q.nr * (q.s * unit_bytes + 16) : 0);
+    ok = ok && q.r >= 1 && q.r <= ctx->info.max_compute_workgroup_size[0] && q.s >= 1 &&
+         q.s <= ctx->info.max_compute_workgroup_size[1] &&
+         (uint64_t)q.r * q.s <= ctx->info.max_compute_workgroup_invocations &&
+         (q.nr == 1 || q.nr == 2 || q.nr == 4) &&
+         shared <= ctx->info.max_compute_shared_memory_size;
+    if (!ok) {
+        mcl_log(&ctx->log, MCL_LOG_WARNING,
+                "MOTIFCL_QUANT_GEMV_PLAN=%s does not fit this product or device; ignored", spec);
+        return;
+    }
+    *p = q;
+}
+
 /* The parameters of a GEMV of `m` rows of x against W [n, k] of format `fmt`. */
 static void gemv_plan_for(const mcl_context *ctx, uint32_t fmt, uint32_t m, uint32_t n,
                           uint32_t k, gemv_plan *p)
@@ -303,9 +363,10 @@ static void gemv_plan_for(const mcl_context *ctx, uint32_t fmt, uint32_t m, uint
     }
     p->s = s;
     p->prefetch = !p->stage && units > s && 2 * rw * nr <= budget;
+    gemv_plan_override(ctx, fmt, m, nb, p);
     uint32_t unit_weights = p->ub * (uint32_t)mcl_dtype_block_weights(quant_formats[fmt]);
     uint32_t pieces = fmt > FMT_Q4_0 ? 4 : p->ub >= 2 ? p->ub / 2 : 1;
-    p->roll = pieces > 1 && unit_weights * m * nr > QUANT_GEMV_BODY_LIMIT;
+    p->roll = pieces > 1 && unit_weights * m * p->nr > QUANT_GEMV_BODY_LIMIT;
 }
 
 /* The GEMV (float or integer dot): `x` is a (float) or its quantized form (dot). */
@@ -315,6 +376,10 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
 {
     gemv_plan plan;
     gemv_plan_for(ctx, fmt, rows, n, k, &plan);
+    mcl_log(&ctx->log, MCL_LOG_DEBUG,
+            "gemv %s %ux%u, %u rows, %s: r=%u s=%u nr=%u lw=%u ub=%u pf=%u roll=%u stage=%u",
+            mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.r,
+            plan.s, plan.nr, plan.lw, plan.ub, plan.prefetch, plan.roll, plan.stage);
     mcl_kernel_desc desc = {
         .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
         .binding_count = 5,
