@@ -373,7 +373,7 @@ mcl_status mcl_device_create(mcl_context *ctx)
     features.features.shaderInt64 = (on & MCL_FEATURE_SHADER_INT64) != 0;
     v11.pNext = &v12;
     void **tail = &v12.pNext;
-    const char *enabled_exts[6];
+    const char *enabled_exts[7];
     uint32_t enabled_ext_count = 0;
     if (on & MCL_FEATURE_SUBGROUP_SIZE_CONTROL) {
         *tail = &size_control;
@@ -397,6 +397,23 @@ mcl_status mcl_device_create(mcl_context *ctx)
     if (on & MCL_FEATURE_EXTERNAL_HOST_MEMORY) {
         enabled_exts[enabled_ext_count++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
         ctx->host_import_alignment = caps.host_import_props.minImportedHostPointerAlignment;
+    }
+    /* Diagnostics: the driver's statistics of each compiled kernel (registers, spills). */
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec_props = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+        .pipelineExecutableInfo = VK_TRUE,
+    };
+    if (mcl_env_truthy("MOTIFCL_PIPELINE_STATS")) {
+        if (has_extension(exts, ext_count,
+                          VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+            *tail = &exec_props;
+            tail = &exec_props.pNext;
+            enabled_exts[enabled_ext_count++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+            ctx->pipeline_stats = 1;
+        } else {
+            mcl_log(&ctx->log, MCL_LOG_WARNING, "MOTIFCL_PIPELINE_STATS: the device has no "
+                    "VK_KHR_pipeline_executable_properties");
+        }
     }
     free(exts);
 

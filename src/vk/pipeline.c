@@ -1,6 +1,7 @@
 /* Embedded SPIR-V -> shader modules and compute pipelines, created once per (kernel,
  * specialization) and kept for the context's lifetime. Nothing is read from disk: the modules
  * are compiled into the library (cmake/spirv-embed.cmake). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,39 @@ static void kernel_free(mcl_context *ctx, mcl_kernel *k)
     if (k->set_layout)
         ctx->vk.vkDestroyDescriptorSetLayout(ctx->device, k->set_layout, NULL);
     free(k);
+}
+
+/* MOTIFCL_PIPELINE_STATS: the driver's statistics of a compiled kernel (register count, local
+ * memory, instruction counts: whatever the driver reports), one info line each. */
+static void log_statistics(mcl_context *ctx, VkPipeline pipeline, const mcl_kernel_desc *want)
+{
+    char spec[160];
+    int used = snprintf(spec, sizeof spec, "x=%u", want->local_size_x);
+    for (uint32_t i = 0; i < want->spec_count && used > 0 && (size_t)used < sizeof spec; i++)
+        used += snprintf(spec + used, sizeof spec - (size_t)used, ",%u", want->spec[i]);
+    VkPipelineExecutableInfoKHR exec = {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
+                                        .pipeline = pipeline};
+    VkPipelineExecutableStatisticKHR stats[32];
+    uint32_t count = 32;
+    for (uint32_t i = 0; i < count; i++)
+        stats[i] = (VkPipelineExecutableStatisticKHR){
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+    VkResult result = ctx->vk.vkGetPipelineExecutableStatisticsKHR(ctx->device, &exec, &count,
+                                                                   stats);
+    if (result != VK_SUCCESS && result != VK_INCOMPLETE)
+        return;
+    for (uint32_t i = 0; i < count; i++) {
+        const VkPipelineExecutableStatisticKHR *st = &stats[i];
+        double v = st->format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR
+                       ? (double)st->value.b32
+                   : st->format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR
+                       ? (double)st->value.i64
+                   : st->format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR
+                       ? (double)st->value.u64
+                       : st->value.f64;
+        mcl_log(&ctx->log, MCL_LOG_INFO, "kernel %s [%s]: %s = %g",
+                mcl_spirv_modules[want->id].name, spec, st->name, v);
+    }
 }
 
 mcl_status mcl_kernel_get(mcl_context *ctx, const mcl_kernel_desc *request, const mcl_kernel **out)
@@ -139,6 +173,7 @@ mcl_status mcl_kernel_get(mcl_context *ctx, const mcl_kernel_desc *request, cons
     }
     VkComputePipelineCreateInfo pipeline_info = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .flags = ctx->pipeline_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
         .stage = {
             .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
             .pNext = fixed_subgroup ? &subgroup : NULL,
@@ -156,6 +191,8 @@ mcl_status mcl_kernel_get(mcl_context *ctx, const mcl_kernel_desc *request, cons
         status = mcl_vk_fail(ctx, result, "vkCreateComputePipelines");
         goto fail;
     }
+    if (ctx->pipeline_stats)
+        log_statistics(ctx, k->pipeline, &want);
     k->binding_count = want.binding_count;
     k->push_size = want.push_size;
     k->local_size_x = want.local_size_x;
