@@ -6,8 +6,7 @@
 //
 // Streaming (gemv_stage.glsl): a workgroup is R row lanes x S slices of K; invocation (r, s)
 // owns NR rows of W and, of each, the units s, s + S, ... (UB blocks each), loaded whole with
-// uvec4 / uvec2 / uint loads before any is decoded (the next unit's too with PREFETCH), or
-// (STAGE) copied by the workgroup a tile at a time into shared memory and read from there. The
+// uvec4 / uvec2 / uint loads before any is decoded (the next unit's too with PREFETCH). The
 // invocations of a slice read the same x, so one x load serves a subgroup, NR rows of W
 // (registers) and, through the decoded weight, the M rows of x.
 //
@@ -21,7 +20,7 @@
 //
 //   specialization constants: 0 R (local_size_x), 1 FORMAT (quant.glsl), 2 TAIL, 3 M (rows of
 //     x, 1..8), 4 NR (rows of W per invocation), 5 S (local_size_y), 6 LW (words per load:
-//     1, 2, 4), 7 ALIGNED, 8 UB (blocks per unit), 9 PREFETCH, 10 ROLL, 11 STAGE
+//     1, 2, 4), 7 ALIGNED, 8 UB (blocks per unit), 9 PREFETCH
 //   set 0: 0 x [M, K] f32, 1 W blocks, 2 tail word (any buffer when unused), 3 bias [N] (any
 //     buffer when unused), 4 y [M, N]
 //   push constants: N, K, has_bias. The workgroup index is x + y * (groups in x): a grid
@@ -39,7 +38,6 @@ layout(constant_id = 7) const bool ALIGNED = false;
 layout(constant_id = 8) const uint UB = 1;
 layout(constant_id = 9) const bool PREFETCH = false;
 layout(constant_id = 10) const bool ROLL = false;
-layout(constant_id = 11) const bool STAGE = false;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufX4 { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };
@@ -239,28 +237,77 @@ void piece(inout uint w[NR][RW], uint p, uint u, uint K4, float d[NR], float dmi
     }
 }
 
-void gemv_unit(inout uint w[NR][RW], uint u, inout float acc[NR][M]) {
-    const uint K4 = pc.K / 4u;
-    // Per-block scales of the K-quants, decoded once for the unit's pieces.
-    float d[NR], dmin[NR];
-    [[unroll]] for (uint i = 0u; i < NR; i++) {
-        d[i] = quant_half(gemv_w16(w[i], FORMAT == FMT_Q6_K ? 208u : 0u));
-        dmin[i] = quant_half(gemv_w16(w[i], 2u));
-        if (FORMAT == FMT_Q6_K) {
-            gemv_q6_pieces(w[i]);
-        }
-    }
-    if (ROLL) {
-        [[dont_unroll]] for (uint p = 0u; p < PIECES; p++) {
-            piece(w, p, u, K4, d, dmin, acc);
-        }
-    } else {
-        [[unroll]] for (uint p = 0u; p < PIECES; p++) {
-            piece(w, p, u, K4, d, dmin, acc);
-        }
-    }
-}
-
 void main() {
-    gemv_run();
+    const uint r = gl_LocalInvocationID.x, s = gl_LocalInvocationID.y;
+    const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    const uint nb = pc.K / QK;
+    const uint units = nb / UB;
+    const uint K4 = pc.K / 4u;
+
+    // Byte offset of each row. Rows past N read row N - 1 (in bounds) and are never stored.
+    uint row_at[NR];
+    [[unroll]] for (uint i = 0u; i < NR; i++) {
+        row_at[i] = min(wg * ROWS + i * R + r, pc.N - 1u) * (nb * BLOCK_BYTES);
+    }
+    float acc[NR][M];
+    [[unroll]] for (uint i = 0u; i < NR; i++) {
+        [[unroll]] for (uint m = 0u; m < M; m++) {
+            acc[i][m] = 0.0;
+        }
+    }
+
+    uint cur[NR][RW];
+    uint u = s;
+    if (u < units) {
+        [[unroll]] for (uint i = 0u; i < NR; i++) {
+            gemv_load(row_at[i] + u * UNIT_BYTES, cur[i]);
+        }
+    }
+    for (; u < units; u += S) {
+        uint nxt[NR][RW];
+        if (PREFETCH) {
+            // The lane's next unit, or (past its last) the row's last unit again: in bounds,
+            // an L1 hit, unused.
+            const uint un = min(u + S, units - 1u);
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                gemv_load(row_at[i] + un * UNIT_BYTES, nxt[i]);
+            }
+        }
+        if (!ALIGNED) {
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                gemv_realign(cur[i], ((row_at[i] + u * UNIT_BYTES) % LOAD_BYTES) >> 1);
+            }
+        }
+        // Per-block scales of the K-quants, decoded once for the unit's pieces.
+        float d[NR], dmin[NR];
+        [[unroll]] for (uint i = 0u; i < NR; i++) {
+            d[i] = quant_half(gemv_w16(cur[i], FORMAT == FMT_Q6_K ? 208u : 0u));
+            dmin[i] = quant_half(gemv_w16(cur[i], 2u));
+            if (FORMAT == FMT_Q6_K) {
+                gemv_q6_pieces(cur[i]);
+            }
+        }
+        if (ROLL) {
+            [[dont_unroll]] for (uint p = 0u; p < PIECES; p++) {
+                piece(cur, p, u, K4, d, dmin, acc);
+            }
+        } else {
+            [[unroll]] for (uint p = 0u; p < PIECES; p++) {
+                piece(cur, p, u, K4, d, dmin, acc);
+            }
+        }
+        if (PREFETCH) {
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                [[unroll]] for (uint j = 0u; j < RW; j++) {
+                    cur[i][j] = nxt[i][j];
+                }
+            }
+        } else if (u + S < units) {
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                gemv_load(row_at[i] + (u + S) * UNIT_BYTES, cur[i]);
+            }
+        }
+    }
+
+    gemv_finish(acc, wg);
 }

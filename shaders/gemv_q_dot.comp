@@ -6,7 +6,7 @@
 //
 // Streaming is gemv_q.comp's (gemv_stage.glsl): R row lanes x S slices of K per workgroup,
 // NR rows of W per invocation, whole units (UB blocks) loaded with wide loads before any is
-// decoded, directly or (STAGE) through a tile in shared memory. The invocations of a slice read the same activations (2
+// decoded, no barrier in the loop. The invocations of a slice read the same activations (2
 // uvec4 of codes, a scale and for Q4_0 a sum per block and row of x), so one load serves a
 // subgroup and NR rows of W. The integer sum of a block (|sum| < 2^20) becomes a float by
 // adding it to the bits of 1.5 * 2^23 and subtracting that float, exactly, where a
@@ -29,7 +29,6 @@ layout(constant_id = 7) const bool ALIGNED = false;
 layout(constant_id = 8) const uint UB = 1;
 layout(constant_id = 9) const bool PREFETCH = false;
 layout(constant_id = 10) const bool ROLL = false;
-layout(constant_id = 11) const bool STAGE = false;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct { uint act[]; };
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct4 { uvec4 act4[]; };
@@ -98,20 +97,68 @@ void piece(inout uint w[NR][RW], uint p, uint u, uint nb, uint AB, inout float a
     }
 }
 
-void gemv_unit(inout uint w[NR][RW], uint u, inout float acc[NR][M]) {
+void main() {
+    const uint r = gl_LocalInvocationID.x, s = gl_LocalInvocationID.y;
+    const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     const uint nb = pc.K / 32u;
+    const uint units = nb / UB;
     const uint AB = M * nb;
-    if (ROLL) {
-        [[dont_unroll]] for (uint p = 0u; p < PIECES; p++) {
-            piece(w, p, u, nb, AB, acc);
-        }
-    } else {
-        [[unroll]] for (uint p = 0u; p < PIECES; p++) {
-            piece(w, p, u, nb, AB, acc);
+
+    // Byte offset of each row. Rows past N read row N - 1 (in bounds) and are never stored.
+    uint row_at[NR];
+    [[unroll]] for (uint i = 0u; i < NR; i++) {
+        row_at[i] = min(wg * ROWS + i * R + r, pc.N - 1u) * (nb * BLOCK_BYTES);
+    }
+    float acc[NR][M];
+    [[unroll]] for (uint i = 0u; i < NR; i++) {
+        [[unroll]] for (uint m = 0u; m < M; m++) {
+            acc[i][m] = 0.0;
         }
     }
-}
 
-void main() {
-    gemv_run();
+    uint cur[NR][RW];
+    uint u = s;
+    if (u < units) {
+        [[unroll]] for (uint i = 0u; i < NR; i++) {
+            gemv_load(row_at[i] + u * UNIT_BYTES, cur[i]);
+        }
+    }
+    for (; u < units; u += S) {
+        uint nxt[NR][RW];
+        if (PREFETCH) {
+            // The lane's next unit, or (past its last) the row's last unit again: in bounds,
+            // an L1 hit, unused.
+            const uint un = min(u + S, units - 1u);
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                gemv_load(row_at[i] + un * UNIT_BYTES, nxt[i]);
+            }
+        }
+        if (!ALIGNED) {
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                gemv_realign(cur[i], ((row_at[i] + u * UNIT_BYTES) % LOAD_BYTES) >> 1);
+            }
+        }
+        if (ROLL) {
+            [[dont_unroll]] for (uint p = 0u; p < PIECES; p++) {
+                piece(cur, p, u, nb, AB, acc);
+            }
+        } else {
+            [[unroll]] for (uint p = 0u; p < PIECES; p++) {
+                piece(cur, p, u, nb, AB, acc);
+            }
+        }
+        if (PREFETCH) {
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                [[unroll]] for (uint j = 0u; j < RW; j++) {
+                    cur[i][j] = nxt[i][j];
+                }
+            }
+        } else if (u + S < units) {
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                gemv_load(row_at[i] + (u + S) * UNIT_BYTES, cur[i]);
+            }
+        }
+    }
+
+    gemv_finish(acc, wg);
 }

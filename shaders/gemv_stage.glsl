@@ -34,17 +34,7 @@
 // misalignment, then a 16-bit funnel shift), and loads that would pass the end of the tensor
 // fall back to bounds-checked word loads (the last half word through the tail word).
 //
-// Staged (STAGE; aligned units of whole uvec4s only). Where a load instruction of a subgroup
-// costs a cycle per cache line it touches (NVIDIA's L1), 32 lanes reading 32 rows spend 32
-// cycles on 512 bytes, about the rate an H200 must stream at per SM, with nothing left for
-// anything else. So the workgroup copies each step's tile (units t * S .. t * S + S - 1 of its
-// ROWS rows: S * UNIT_BYTES contiguous bytes a row) with loads of consecutive uvec4s, 4 cache
-// lines for 512 bytes, into shared memory, and every invocation reads its own unit from
-// there. Rows lie TP (odd) uvec4s apart, so the R lanes reading the same column of R rows
-// hit distinct banks, as do the consecutive uvec4s of the copy. The next step's tile is
-// loaded into registers while the current one is decoded; two barriers a step.
-//
-// No barrier and no shared memory in the unstaged streaming loop. After it, the partial sums of the
+// No barrier and no shared memory in the streaming loop. After it, the partial sums of the
 // S slices of a row meet in shared memory (one barrier, S values per output, a fixed order);
 // they lie in different subgroups, so subgroup arithmetic would not help there.
 //
@@ -54,9 +44,7 @@
 // The includer declares, before including this file and after quant.glsl:
 //   layout(local_size_x_id = 0, local_size_y_id = 5) in;   (R, S)
 //   spec constants FORMAT (1), TAIL (2), M (3), NR (4), LW (6), ALIGNED (7), UB (8),
-//     PREFETCH (9), ROLL (10), STAGE (11)
-//   and defines, after including it, gemv_unit() (declared below: add unit u of the NR rows,
-//     loaded and realigned in w, to acc); gemv_run() is then the whole kernel.
+//     PREFETCH (9), ROLL (10)
 //   buffers `uint wq[]`, `uvec2 wq2[]`, `uvec4 wq4[]` aliasing the weights, `uint wtail[]`,
 //   `float bias[]`, `float y[]`, and push constants pc.N, pc.K, pc.has_bias.
 #ifndef GEMV_STAGE_GLSL
@@ -228,48 +216,6 @@ uint gemv_w16(uint w[RW], uint o) {
     return (o & 2u) == 0u ? w[o >> 2] & 0xFFFFu : w[o >> 2] >> 16;
 }
 
-// --- staged streaming ---
-const uint THREADS = R * S;
-const uint TV = STAGE ? S * UNIT_BYTES / 16u : 1u;  // uvec4s of a row per step
-const uint TP = TV | 1u;                            // row stride of the tile, odd
-const uint CV = STAGE ? (ROWS * TV + THREADS - 1u) / THREADS : 1u;  // uvec4s copied each
-shared uvec4 gemv_tile[STAGE ? ROWS * TP : 1u];
-
-// This invocation's share of step t's tile, into registers: uvec4 f = tid + j * THREADS of
-// the tile is column f % TV of row f / TV. Rows past N read row N - 1 and loads past the
-// tensor (the last step's unused units) its last uvec4: in bounds, never used.
-void gemv_stage_load(uint wg, uint t, uint row_v, out uvec4 v[CV]) {
-    const uint tid = gl_LocalInvocationID.y * R + gl_LocalInvocationID.x;
-    const uint last = uint(wq4.length()) - 1u;
-    [[unroll]] for (uint j = 0u; j < CV; j++) {
-        const uint f = tid + j * THREADS;
-        const uint row = min(wg * ROWS + min(f / TV, ROWS - 1u), pc.N - 1u);
-        v[j] = wq4[min(row * row_v + t * TV + f % TV, last)];
-    }
-}
-
-void gemv_stage_store(uvec4 v[CV]) {
-    const uint tid = gl_LocalInvocationID.y * R + gl_LocalInvocationID.x;
-    [[unroll]] for (uint j = 0u; j < CV; j++) {
-        const uint f = tid + j * THREADS;
-        if ((ROWS * TV) % THREADS == 0u || f < ROWS * TV) {
-            gemv_tile[(f / TV) * TP + f % TV] = v[j];
-        }
-    }
-}
-
-// The unit of slice s of tile row q.
-void gemv_stage_read(uint q, out uint w[RW]) {
-    const uint base = q * TP + gl_LocalInvocationID.y * (UNIT_BYTES / 16u);
-    [[unroll]] for (uint j = 0u; j < RW / 4u; j++) {
-        const uvec4 t = gemv_tile[base + j];
-        w[4u * j] = t.x;
-        w[4u * j + 1u] = t.y;
-        w[4u * j + 2u] = t.z;
-        w[4u * j + 3u] = t.w;
-    }
-}
-
 // The partial sums of the S slices of each row meet in shared memory, S values per output
 // summed in a fixed order, and the outputs of the workgroup's rows are written (bias added).
 shared float gemv_red[S > 1u ? S * NR * M * R : 1u];
@@ -305,93 +251,6 @@ void gemv_finish(float acc[NR][M], uint wg) {
             y[m * pc.N + n] = pc.has_bias != 0u ? sum + bias[n] : sum;
         }
     }
-}
-
-// Defined by the includer.
-void gemv_unit(inout uint w[NR][RW], uint u, inout float acc[NR][M]);
-
-// The whole product: stream the units of this workgroup's rows (staged or not), decode each
-// with the includer's gemv_unit(), and write the outputs.
-void gemv_run() {
-    const uint r = gl_LocalInvocationID.x, s = gl_LocalInvocationID.y;
-    const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-    const uint row_bytes = (pc.K / QK) * BLOCK_BYTES;
-    const uint units = (pc.K / QK) / UB;
-
-    float acc[NR][M];
-    [[unroll]] for (uint i = 0u; i < NR; i++) {
-        [[unroll]] for (uint m = 0u; m < M; m++) {
-            acc[i][m] = 0.0;
-        }
-    }
-
-    if (STAGE) {
-        // Every invocation runs every step (the barriers), slices past the row's last unit
-        // without decoding.
-        const uint steps = (units + S - 1u) / S;
-        uvec4 v[CV];
-        gemv_stage_load(wg, 0u, row_bytes / 16u, v);
-        for (uint t = 0u; t < steps; t++) {
-            gemv_stage_store(v);
-            barrier();
-            if (t + 1u < steps) {
-                gemv_stage_load(wg, t + 1u, row_bytes / 16u, v);
-            }
-            uint cur[NR][RW];
-            [[unroll]] for (uint i = 0u; i < NR; i++) {
-                gemv_stage_read(i * R + r, cur[i]);
-            }
-            barrier();
-            const uint u = t * S + s;
-            if (u < units) {
-                gemv_unit(cur, u, acc);
-            }
-        }
-        gemv_finish(acc, wg);
-        return;
-    }
-
-    // Byte offset of each row. Rows past N read row N - 1 (in bounds) and are never stored.
-    uint row_at[NR];
-    [[unroll]] for (uint i = 0u; i < NR; i++) {
-        row_at[i] = min(wg * ROWS + i * R + r, pc.N - 1u) * row_bytes;
-    }
-    uint cur[NR][RW];
-    uint u = s;
-    if (u < units) {
-        [[unroll]] for (uint i = 0u; i < NR; i++) {
-            gemv_load(row_at[i] + u * UNIT_BYTES, cur[i]);
-        }
-    }
-    for (; u < units; u += S) {
-        uint nxt[NR][RW];
-        if (PREFETCH) {
-            // The lane's next unit, or (past its last) the row's last unit again: in bounds,
-            // an L1 hit, unused.
-            const uint un = min(u + S, units - 1u);
-            [[unroll]] for (uint i = 0u; i < NR; i++) {
-                gemv_load(row_at[i] + un * UNIT_BYTES, nxt[i]);
-            }
-        }
-        if (!ALIGNED) {
-            [[unroll]] for (uint i = 0u; i < NR; i++) {
-                gemv_realign(cur[i], ((row_at[i] + u * UNIT_BYTES) % LOAD_BYTES) >> 1);
-            }
-        }
-        gemv_unit(cur, u, acc);
-        if (PREFETCH) {
-            [[unroll]] for (uint i = 0u; i < NR; i++) {
-                [[unroll]] for (uint j = 0u; j < RW; j++) {
-                    cur[i][j] = nxt[i][j];
-                }
-            }
-        } else if (u + S < units) {
-            [[unroll]] for (uint i = 0u; i < NR; i++) {
-                gemv_load(row_at[i] + (u + S) * UNIT_BYTES, cur[i]);
-            }
-        }
-    }
-    gemv_finish(acc, wg);
 }
 
 #endif

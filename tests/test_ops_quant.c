@@ -21,10 +21,7 @@
  * Q6_K's always realigned
  * blocks, with every row alike (an even block count) or alternate rows shifted (odd: K = 768,
  * 9984). Where a lane has more than one unit, it loads the next before decoding the current
- * (prefetch) or after; units past a row's last one load that one again. Units of whole uvec4s
- * may instead stream through shared memory a tile at a time (staged: the default where the
- * device does not run waves of 64); these layout cases run both ways, forced with
- * MOTIFCL_QUANT_GEMV_STAGE, including a last tile with idle slices. Run under
+ * (prefetch) or after; units past a row's last one load that one again. Run under
  * MOTIFCL_DEVICE_PROFILE=polaris, the same cases take the wave64 plan (up to 64 row lanes, up
  * to 4 rows of W per invocation).
  *
@@ -380,27 +377,38 @@ static int64_t layout_k(mcl_dtype t, int i)
     return t == MCL_DTYPE_Q6_K ? k6[i % 4] : kk[i % 4];
 }
 
-/* Both streaming modes of the GEMV, whatever this device's plan would choose: staged (tiles
- * through shared memory, for units of whole uvec4s) and direct. */
-static const char *const stage_modes[2] = {"0", "1"};
-
 static void gemv_layouts(void **state)
 {
     (void)state;
     static const int64_t ns[4] = {67, 300, 37, 5};
-    for (int mode = 0; mode < 2; mode++) {
-        setenv("MOTIFCL_QUANT_GEMV_STAGE", stage_modes[mode], 1);
-        for (size_t f = 0; f < FORMAT_COUNT; f++) {
-            mcl_dtype t = all_formats[f];
-            for (int rows = 1; rows <= 8; rows++) {
-                /* 6 rows as a batch of 2 x 3: batched a folds into rows. */
-                mm_case c = {rows == 6 ? 2 : 1, rows == 6 ? 3 : rows, ns[rows % 4],
-                             layout_k(t, rows), rows % 2};
-                check_float_path(t, &c, (uint32_t)(7000 + 10 * f + (uint32_t)rows));
-            }
+    for (size_t f = 0; f < FORMAT_COUNT; f++) {
+        mcl_dtype t = all_formats[f];
+        for (int rows = 1; rows <= 8; rows++) {
+            /* 6 rows as a batch of 2 x 3: batched a folds into rows. */
+            mm_case c = {rows == 6 ? 2 : 1, rows == 6 ? 3 : rows, ns[rows % 4],
+                         layout_k(t, rows), rows % 2};
+            check_float_path(t, &c, (uint32_t)(7000 + 10 * f + (uint32_t)rows));
         }
     }
-    unsetenv("MOTIFCL_QUANT_GEMV_STAGE");
+}
+
+/* MOTIFCL_QUANT_GEMV_PLAN (a tuning override) reaches shapes the plan would not choose: few
+ * slices with prefetch, narrower loads, several rows of W at one row of x; one that cannot fit
+ * (too many slices) is ignored. Every one must still compute the product. */
+static void gemv_plan_override(void **state)
+{
+    (void)state;
+    static const char *const plans[] = {"r=8,s=3,nr=2,pf=1", "lw=1,r=16,s=5", "lw=2,nr=4,pf=0",
+                                        "r=8,s=100000"};
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        setenv("MOTIFCL_QUANT_GEMV_PLAN", plans[i], 1);
+        for (size_t f = 0; f < 2; f++) {
+            mcl_dtype t = all_formats[f];
+            mm_case c = {1, 1 + (int64_t)i, 37, 4352, (int)(i % 2)};
+            check_float_path(t, &c, (uint32_t)(9000 + 10 * i + f));
+        }
+    }
+    unsetenv("MOTIFCL_QUANT_GEMV_PLAN");
 }
 
 static void gemm_float(void **state)
@@ -554,15 +562,11 @@ static void dot_path(void **state)
     }
     for (size_t f = 0; f < 2; f++) {
         mcl_dtype t = dot_formats[f];
-        for (int mode = 0; mode < 2; mode++) {
-            setenv("MOTIFCL_QUANT_GEMV_STAGE", stage_modes[mode], 1);
-            for (int rows = 1; rows <= 8; rows++) {
-                static const int64_t ns[4] = {67, 300, 37, 5};
-                mm_case c = {1, rows, ns[rows % 4], layout_k(t, rows), rows % 2};
-                check_dot_path(t, &c, (uint32_t)(8000 + 10 * f + (uint32_t)rows));
-            }
+        for (int rows = 1; rows <= 8; rows++) {
+            static const int64_t ns[4] = {67, 300, 37, 5};
+            mm_case c = {1, rows, ns[rows % 4], layout_k(t, rows), rows % 2};
+            check_dot_path(t, &c, (uint32_t)(8000 + 10 * f + (uint32_t)rows));
         }
-        unsetenv("MOTIFCL_QUANT_GEMV_STAGE");
         const mm_case cases[] = {
             {1, 1, 1031, 4128, 1},
             {1, 3, 37, 96, 0},     /* odd block count: tail word */
@@ -807,6 +811,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(dequantize_exact),
         cmocka_unit_test(gemv_float),
         cmocka_unit_test(gemv_layouts),
+        cmocka_unit_test(gemv_plan_override),
         cmocka_unit_test(gemm_float),
         cmocka_unit_test(dot_path),
         cmocka_unit_test(graph_replay),

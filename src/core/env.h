@@ -8,7 +8,6 @@
  *   MOTIFCL_FORCE               comma-separated feature names to keep on despite quirks
  *   MOTIFCL_TRANSFER            auto|staging|import: how uploads and downloads move bytes
  *   MOTIFCL_QUANT_PATH          float|dot: force a path of the quantized matmul
- *   MOTIFCL_QUANT_GEMV_STAGE    0|1: force the quantized GEMV's staged streaming off or on
  *   MOTIFCL_QUANT_GEMV_PLAN     r=,s=,nr=,lw=,pf=: override the quantized GEMV's plan (tuning)
  *   MOTIFCL_PIPELINE_STATS      1: log the driver's statistics of each compiled kernel (info)
  *   MOTIFCL_REQUIRE_VULKAN_COMPUTE  1: tests fail instead of skipping without a device

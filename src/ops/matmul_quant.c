@@ -67,14 +67,6 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
  * odd number of blocks): uvec2 halves the load instructions of uint loads, at one select a
  * word more to realign. */
 #define QUANT_GEMV_UNALIGNED_LW 2u
-/* Staged streaming (gemv_stage.glsl): the workgroup copies each step's tile of weights with
- * loads of consecutive uvec4s into shared memory, where a subgroup's load of 32 rows would
- * cost a cycle per row (NVIDIA's L1: a cycle per cache line touched). Taken for units of whole
- * uvec4s on devices that do not run waves of 64 (GCN's vector memory unit spends the same per
- * load whatever lines it touches, so there the copy would only add work);
- * MOTIFCL_QUANT_GEMV_STAGE=0|1 forces it off or on. A tile (R x NR rows x S units) takes at
- * most this many bytes of shared memory. */
-#define QUANT_GEMV_STAGE_BYTES 24576u
 /* Weight x row products a unit may unroll into (UB x block weights x M x NR): above this,
  * the unit's pieces (64 weights each) run as a loop that is not unrolled (ROLL), which keeps
  * the loop body near a thousand instructions for the instruction caches (and compilers). */
@@ -192,7 +184,6 @@ typedef struct gemv_plan {
     uint32_t ub;       /* blocks per unit */
     uint32_t prefetch; /* load the next unit before decoding the current one */
     uint32_t roll;     /* decode a unit's pieces in a loop that is not unrolled */
-    uint32_t stage;    /* stream through a tile in shared memory */
 } gemv_plan;
 
 static uint32_t gcd_u32(uint32_t a, uint32_t b)
@@ -253,11 +244,7 @@ static void gemv_plan_override(const mcl_context *ctx, uint32_t fmt, uint32_t m,
         } else
             ok = 0;
     }
-    q.stage = q.stage && q.aligned && q.lw == 4;
-    q.prefetch = q.prefetch && !q.stage;
-    uint64_t unit_bytes = (uint64_t)q.ub * block_bytes;
-    uint64_t shared = (uint64_t)q.s * q.r * q.nr * m * sizeof(float) +
-                      (q.stage ? (uint64_t)q.r * q.nr * (q.s * unit_bytes + 16) : 0);
+    uint64_t shared = (uint64_t)q.s * q.r * q.nr * m * sizeof(float);
     ok = ok && q.r >= 1 && q.r <= ctx->info.max_compute_workgroup_size[0] && q.s >= 1 &&
          q.s <= ctx->info.max_compute_workgroup_size[1] &&
          (uint64_t)q.r * q.s <= ctx->info.max_compute_workgroup_invocations &&
@@ -313,11 +300,6 @@ static void gemv_plan_for(const mcl_context *ctx, uint32_t fmt, uint32_t m, uint
     }
     p->nr = nr;
 
-    /* Staged where the units are whole uvec4s and the device class gains from it. */
-    const char *want = mcl_env("MOTIFCL_QUANT_GEMV_STAGE");
-    p->stage = p->aligned && p->lw == 4 && (want ? mcl_env_truthy("MOTIFCL_QUANT_GEMV_STAGE")
-                                                 : !wave64);
-
     /* Row lanes: one subgroup, fewer while the grid would be too small. */
     uint32_t min_groups = wave64 ? QUANT_GEMV_MIN_GROUPS_WAVE64 : QUANT_GEMV_MIN_GROUPS;
     p->r = wave64 ? QUANT_GEMV_ROW_LANES_WAVE64 : QUANT_GEMV_ROW_LANES;
@@ -337,15 +319,7 @@ static void gemv_plan_for(const mcl_context *ctx, uint32_t fmt, uint32_t m, uint
     uint32_t shared = QUANT_GEMV_MAX_SHARED;
     if (shared > ctx->info.max_compute_shared_memory_size)
         shared = ctx->info.max_compute_shared_memory_size;
-    const uint64_t unit_bytes = (uint64_t)p->ub * block_bytes;
     while (s_max > 1 && (uint64_t)s_max * p->r * nr * m * sizeof(float) > shared)
-        s_max--;
-    /* Staged: the tile (odd uvec4 row stride) within its budget and, with the partial sums,
-     * within the device's shared memory. */
-    while (p->stage && s_max > 1 &&
-           ((uint64_t)p->r * nr * (s_max * unit_bytes + 16) > QUANT_GEMV_STAGE_BYTES ||
-            (uint64_t)p->r * nr * (s_max * unit_bytes + 16) +
-                    (uint64_t)s_max * p->r * nr * m * sizeof(float) > shared))
         s_max--;
     if (s_max < 1)
         s_max = 1;
@@ -362,7 +336,7 @@ static void gemv_plan_for(const mcl_context *ctx, uint32_t fmt, uint32_t m, uint
         }
     }
     p->s = s;
-    p->prefetch = !p->stage && units > s && 2 * rw * nr <= budget;
+    p->prefetch = units > s && 2 * rw * nr <= budget;
     gemv_plan_override(ctx, fmt, m, nb, p);
     uint32_t unit_weights = p->ub * (uint32_t)mcl_dtype_block_weights(quant_formats[fmt]);
     uint32_t pieces = fmt > FMT_Q4_0 ? 4 : p->ub >= 2 ? p->ub / 2 : 1;
@@ -377,17 +351,17 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     gemv_plan plan;
     gemv_plan_for(ctx, fmt, rows, n, k, &plan);
     mcl_log(&ctx->log, MCL_LOG_DEBUG,
-            "gemv %s %ux%u, %u rows, %s: r=%u s=%u nr=%u lw=%u ub=%u pf=%u roll=%u stage=%u",
+            "gemv %s %ux%u, %u rows, %s: r=%u s=%u nr=%u lw=%u ub=%u pf=%u roll=%u",
             mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.r,
-            plan.s, plan.nr, plan.lw, plan.ub, plan.prefetch, plan.roll, plan.stage);
+            plan.s, plan.nr, plan.lw, plan.ub, plan.prefetch, plan.roll);
     mcl_kernel_desc desc = {
         .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
         .binding_count = 5,
         .push_size = sizeof(gemv_push),
         .local_size_x = plan.r,
-        .spec_count = 11,
+        .spec_count = 10,
         .spec = {fmt, tail != NULL, rows, plan.nr, plan.s, plan.lw, plan.aligned, plan.ub,
-                 plan.prefetch, plan.roll, plan.stage},
+                 plan.prefetch, plan.roll},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
