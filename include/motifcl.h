@@ -362,7 +362,8 @@ MCL_API mcl_status mcl_dequantize(mcl_dtype dtype, const void *blocks, float *y,
  *  and type `dtype`. Its contents are undefined until written. Errors:
  *  MCL_ERROR_INVALID_ARGUMENT (bad shape, or a block type whose last dimension is not a
  *  multiple of its block's weight count),
- *  MCL_ERROR_TOO_LARGE (more bytes than the device can address in one buffer),
+ *  MCL_ERROR_TOO_LARGE (more bytes than the device can address in one buffer binding,
+ *  maxStorageBufferRange; a block-quantised tensor may be larger, see mcl_matmul),
  *  MCL_ERROR_OUT_OF_DEVICE_MEMORY. The tensor must be destroyed before its context, or is
  *  destroyed with it. */
 MCL_API mcl_status mcl_tensor_create(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
@@ -590,7 +591,10 @@ MCL_API mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *a, mcl_transpo
  *  - integer dot (Q8_0 and Q4_0, where the device's packed 8-bit dot product is accelerated
  *    and no quirk disables it): a is quantized on the GPU to 8 bits per 32 values (about 0.4%
  *    RMS error on the activations), so results differ slightly between devices and paths.
- * MOTIFCL_QUANT_PATH=float|dot or MOTIFCL_DISABLE / MOTIFCL_FORCE=integer-dot choose. */
+ * MOTIFCL_QUANT_PATH=float|dot or MOTIFCL_DISABLE / MOTIFCL_FORCE=integer-dot choose.
+ * A weight larger than one storage-buffer binding (maxStorageBufferRange) is multiplied in
+ * row ranges, each bound at its own offset; every other operation refuses a tensor that large
+ * (MCL_ERROR_TOO_LARGE), mcl_dequantize_tensor included. */
 
 /** out = the f32 values of the block-quantised tensor q (same shape), bit-identical to
  *  mcl_dequantize() (NaN payloads aside). Errors: MCL_ERROR_DTYPE_MISMATCH (q not a block type

@@ -14,7 +14,7 @@
 //     2 TAIL, 3 BM, 4 BN, 5 TM, 6 TN (4 or 8)
 //   set 0: 0 A, 1 W blocks, 2 tail word (any buffer when unused), 3 bias [N] (any buffer
 //     when unused), 4 C [M, N]
-//   push constants: M, N, K, has_bias
+//   push constants: M, N, K, has_bias, ldc, c0: c[m, c0 + n] at c[m * ldc + c0 + n], bias[c0 + n]
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 
@@ -37,6 +37,7 @@ layout(std430, set = 0, binding = 4) writeonly buffer BufC4 { vec4 c4[]; };
 layout(push_constant) uniform Push {
     uint M, N, K;
     uint has_bias;
+    uint ldc, c0;  // c's row stride and the column of W's row 0 (a W split in row ranges)
 } pc;
 
 #include "quant.glsl"
@@ -155,16 +156,16 @@ void main() {
                 if (pc.has_bias != 0u) {
                     [[unroll]] for (uint q = 0u; q < 4u; q++) {
                         if (n + q < N) {
-                            v[q] += bias[n + q];
+                            v[q] += bias[pc.c0 + n + q];
                         }
                     }
                 }
-                if ((N % 4u) == 0u && n < N) {
-                    c4[(m * N + n) / 4u] = v;
+                if (((N | pc.ldc | pc.c0) % 4u) == 0u && n < N) {
+                    c4[(m * pc.ldc + pc.c0 + n) / 4u] = v;
                 } else {
                     [[unroll]] for (uint q = 0u; q < 4u; q++) {
                         if (n + q < N) {
-                            c[m * N + n + q] = v[q];
+                            c[m * pc.ldc + pc.c0 + n + q] = v[q];
                         }
                     }
                 }

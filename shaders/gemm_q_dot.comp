@@ -14,7 +14,7 @@
 //     2 TAIL
 //   set 0: 0 quantized A (qdot.glsl's layout), 1 W blocks, 2 tail word (any buffer when
 //     unused), 3 bias [N] (any buffer when unused), 4 C [M, N]
-//   push constants: M, N, K, has_bias
+//   push constants: M, N, K, has_bias, ldc, c0: c[m, c0 + n] at c[m * ldc + c0 + n], bias[c0 + n]
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 
@@ -32,6 +32,7 @@ layout(std430, set = 0, binding = 4) writeonly buffer BufC { float c[]; };
 layout(push_constant) uniform Push {
     uint M, N, K;
     uint has_bias;
+    uint ldc, c0;  // c's row stride and the column of W's row 0 (a W split in row ranges)
 } pc;
 
 #include "quant.glsl"
@@ -120,7 +121,7 @@ void main() {
         [[unroll]] for (uint j = 0u; j < 4u; j++) {
             const uint n = n0 + tx + 16u * j;
             if (m < M && n < N) {
-                c[m * N + n] = acc[i][j] + (pc.has_bias != 0u ? bias[n] : 0.0);
+                c[m * pc.ldc + pc.c0 + n] = acc[i][j] + (pc.has_bias != 0u ? bias[pc.c0 + n] : 0.0);
             }
         }
     }

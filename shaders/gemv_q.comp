@@ -23,8 +23,9 @@
 //     1, 2, 4), 7 ALIGNED, 8 UB (blocks per unit), 9 PREFETCH
 //   set 0: 0 x [M, K] f32, 1 W blocks, 2 tail word (any buffer when unused), 3 bias [N] (any
 //     buffer when unused), 4 y [M, N]
-//   push constants: N, K, has_bias. The workgroup index is x + y * (groups in x): a grid
-//     beyond 65535 workgroups folds into y.
+//   push constants: N, K, has_bias, ldy, y0: y[m, y0 + n] is y[m * ldy + y0 + n] and its
+//     bias bias[y0 + n] (a W split in row ranges). The workgroup index is x + y * (groups in
+//     x): a grid beyond 65535 workgroups folds into y.
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 
@@ -50,6 +51,7 @@ layout(std430, set = 0, binding = 4) restrict writeonly buffer BufY { float y[];
 layout(push_constant) uniform Push {
     uint N, K;
     uint has_bias;
+    uint ldy, y0;  // y's row stride and the column of W's row 0 (a W split in row ranges)
 } pc;
 
 #include "quant.glsl"

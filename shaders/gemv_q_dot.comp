@@ -15,7 +15,8 @@
 //   specialization constants: as gemv_q.comp (FORMAT is FMT_Q8_0 or FMT_Q4_0)
 //   set 0: 0 quantized x (qdot.glsl's layout), 1 W blocks, 2 tail word (any buffer when
 //     unused), 3 bias [N] (any buffer when unused), 4 y [M, N]
-//   push constants: N, K, has_bias. The workgroup index is x + y * (groups in x).
+//   push constants: N, K, has_bias, ldy, y0 (as gemv_q.comp). The workgroup index is
+//     x + y * (groups in x).
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 
@@ -42,6 +43,7 @@ layout(std430, set = 0, binding = 4) restrict writeonly buffer BufY { float y[];
 layout(push_constant) uniform Push {
     uint N, K;
     uint has_bias;
+    uint ldy, y0;  // y's row stride and the column of W's row 0 (a W split in row ranges)
 } pc;
 
 #include "quant.glsl"

@@ -53,7 +53,7 @@
 //   spec constants FORMAT (1), TAIL (2), M (3), NR (4), LW (6), ALIGNED (7), UB (8),
 //     PREFETCH (9), ROLL (10)
 //   buffers `uint wq[]`, `uvec2 wq2[]`, `uvec4 wq4[]` aliasing the weights, `uint wtail[]`,
-//   `float bias[]`, `float y[]`, and push constants pc.N, pc.K, pc.has_bias.
+//   `float bias[]`, `float y[]`, and push constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0.
 #ifndef GEMV_STAGE_GLSL
 #define GEMV_STAGE_GLSL
 
@@ -234,7 +234,7 @@ void gemv_finish(float acc[NR][M], uint wg) {
             const uint n = wg * ROWS + i * R + r;
             if (n < pc.N) {
                 [[unroll]] for (uint m = 0u; m < M; m++) {
-                    y[m * pc.N + n] = pc.has_bias != 0u ? acc[i][m] + bias[n] : acc[i][m];
+                    y[m * pc.ldy + pc.y0 + n] = pc.has_bias != 0u ? acc[i][m] + bias[pc.y0 + n] : acc[i][m];
                 }
             }
         }
@@ -255,7 +255,7 @@ void gemv_finish(float acc[NR][M], uint wg) {
             sum += gemv_red[t * NR * M * R + o];
         }
         if (n < pc.N) {
-            y[m * pc.N + n] = pc.has_bias != 0u ? sum + bias[n] : sum;
+            y[m * pc.ldy + pc.y0 + n] = pc.has_bias != 0u ? sum + bias[pc.y0 + n] : sum;
         }
     }
 }

@@ -580,6 +580,61 @@ static void dot_path(void **state)
     }
 }
 
+/* A weight bound in row ranges: larger than MOTIFCL_MAX_BINDING (set small here, so that any
+ * device splits), each part a view at an aligned offset writing its columns of c. GEMV and
+ * GEMM, float and integer dot, bias on and off, rows of an odd number of blocks (the last part
+ * ends in half a word: its own tail). The control: a limit below one aligned step of rows is
+ * refused, which shows the limit is in force. */
+static void split_weight(void **state)
+{
+    (void)state;
+    setenv("MOTIFCL_MAX_BINDING", "3000", 1);
+    for (size_t f = 0; f < FORMAT_COUNT; f++) {
+        mcl_dtype t = all_formats[f];
+        const mm_case cases[] = {
+            {1, 1, 67, kq(t, 96, 256), 1},  /* Q8_0: 102 bytes a row, 29 rows a part */
+            {1, 5, 37, kq(t, 160, 512), 0},
+            {1, 70, 67, kq(t, 96, 256), 1}, /* GEMM */
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            check_float_path(t, &cases[i], (uint32_t)(9500 + 10 * f + i));
+            if (has_dot && f < 2)
+                check_dot_path(t, &cases[i], (uint32_t)(9600 + 10 * f + i));
+        }
+    }
+    setenv("MOTIFCL_MAX_BINDING", "16", 1);
+    mm_case p = {1, 1, 37, 256, 0};
+    mm_data d;
+    mm_setup(&d, MCL_DTYPE_Q4_K, &p, 9700);
+    assert_int_equal(mcl_matmul(ctx, d.ta, MCL_NO_TRANSPOSE, d.tw, MCL_TRANSPOSE, NULL, d.tc),
+                     MCL_ERROR_TOO_LARGE);
+    mcl_test_record_bool("a binding limit below one row of W is refused", 1);
+    mm_free(&d);
+    unsetenv("MOTIFCL_MAX_BINDING");
+}
+
+/* A weight larger than the device's maxStorageBufferRange (Lavapipe: 128 MiB), where that is
+ * small enough to allocate here: a Q8_0 weight of 153 MB against one row of x. */
+static void weight_beyond_binding(void **state)
+{
+    (void)state;
+    mm_case p = {1, 1, 3904, 36864, 1};
+    uint64_t bytes = (uint64_t)p.n * (uint64_t)(p.k / 32) * 34;
+    mcl_device_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_context_device_info(ctx, &info));
+    uint64_t range = info.max_storage_buffer_range;
+    if (bytes <= range) {
+        char why[160];
+        snprintf(why, sizeof why, "not run: maxStorageBufferRange (%llu bytes) holds the %llu "
+                 "bytes of the weight; split_weight forces the split instead",
+                 (unsigned long long)range, (unsigned long long)bytes);
+        mcl_test_note("weight_beyond_binding", why);
+        return;
+    }
+    check_float_path(MCL_DTYPE_Q8_0, &p, 9800);
+    mcl_test_record_bool("a Q8_0 weight beyond maxStorageBufferRange multiplies", 1);
+}
+
 /* ---------------------------------------------------------------------------------------
  * Path selection, replay, negative controls, arguments
  * ------------------------------------------------------------------------------------- */
@@ -812,6 +867,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(gemv_float),
         cmocka_unit_test(gemv_layouts),
         cmocka_unit_test(gemv_plan_override),
+        cmocka_unit_test(split_weight),
+        cmocka_unit_test(weight_beyond_binding),
         cmocka_unit_test(gemm_float),
         cmocka_unit_test(dot_path),
         cmocka_unit_test(graph_replay),

@@ -10,6 +10,7 @@
  *   MOTIFCL_QUANT_PATH          float|dot: force a path of the quantized matmul
  *   MOTIFCL_QUANT_GEMV_PLAN     r=,s=,nr=,lw=,pf=: override the quantized GEMV's plan (tuning)
  *   MOTIFCL_PIPELINE_STATS      1: log the driver's statistics of each compiled kernel (info)
+ *   MOTIFCL_MAX_BINDING         bytes: split quantized weights as if one binding held no more
  *   MOTIFCL_REQUIRE_VULKAN_COMPUTE  1: tests fail instead of skipping without a device
  */
 #ifndef MCL_CORE_ENV_H

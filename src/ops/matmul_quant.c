@@ -10,10 +10,15 @@
  *    product is enabled and accelerated, or where it is enabled and asked for (see
  *    mcl_quant_path_select).
  *
+ * A weight larger than one binding (maxStorageBufferRange, or MOTIFCL_MAX_BINDING) is bound
+ * in row ranges, views at offsets the device can bind; each writes its columns of c (the
+ * kernels' ldc and c0), and the integer-dot path quantizes a once for all of them.
+ *
  * Weights are bound as 32-bit words. A tensor of 2 mod 4 bytes ends in half a word that such a
  * binding cannot reach; its last bytes are copied into a one-word scratch tensor first (the
  * kernels' TAIL specialization). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../core/env.h"
@@ -79,12 +84,14 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 /* Vulkan guarantees 65535 workgroups per dimension. */
 #define QUANT_MAX_GROUPS 65535u
 
+/* ldc, c0: the output's row stride and the column of this W's row 0 (a W split in row ranges
+ * writes its columns of the whole output). */
 typedef struct gemv_push {
-    uint32_t n, k, has_bias;
+    uint32_t n, k, has_bias, ldc, c0;
 } gemv_push;
 
 typedef struct gemm_push {
-    uint32_t m, n, k, has_bias;
+    uint32_t m, n, k, has_bias, ldc, c0;
 } gemm_push;
 
 typedef struct blocks_push {
@@ -346,7 +353,8 @@ static void gemv_plan_for(const mcl_context *ctx, uint32_t fmt, uint32_t m, uint
 /* The GEMV (float or integer dot): `x` is a (float) or its quantized form (dot). */
 static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_tensor *x,
                                 mcl_tensor *w, mcl_tensor *tail, mcl_tensor *bias,
-                                mcl_tensor *y, uint32_t rows, uint32_t n, uint32_t k)
+                                mcl_tensor *y, uint32_t rows, uint32_t n, uint32_t k,
+                                uint32_t ldc, uint32_t c0)
 {
     gemv_plan plan;
     gemv_plan_for(ctx, fmt, rows, n, k, &plan);
@@ -367,7 +375,7 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
-    gemv_push push = {.n = n, .k = k, .has_bias = bias != NULL};
+    gemv_push push = {.n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0};
     uint32_t gx, gy;
     grid_2d(ceil_div(n, (uint64_t)plan.r * plan.nr), &gx, &gy);
     mcl_tensor *reads[4] = {x, w, tail ? tail : w, bias ? bias : x};
@@ -377,7 +385,7 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
 /* The float GEMM: gemm_f32's tile shapes, 128 x 128 where there are enough tiles. */
 static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, mcl_tensor *w,
                              mcl_tensor *tail, mcl_tensor *bias, mcl_tensor *c, uint32_t m,
-                             uint32_t n, uint32_t k)
+                             uint32_t n, uint32_t k, uint32_t ldc, uint32_t c0)
 {
     uint32_t bm = 64, tm = 4;
     if ((uint64_t)ceil_div(m, 128) * ceil_div(n, 128) >= 96) {
@@ -399,14 +407,14 @@ static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, mcl_
     uint32_t gx = ceil_div(n, bm), gy = ceil_div(m, bm);
     if (gx > QUANT_MAX_GROUPS || gy > QUANT_MAX_GROUPS)
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
-    gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL};
+    gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0};
     mcl_tensor *reads[4] = {a, w, tail ? tail : w, bias ? bias : a};
     return mcl_stream_dispatch(ctx, kernel, reads, 4, &c, 1, &push, gx, gy, 1);
 }
 
 static mcl_status gemm_dot(mcl_context *ctx, uint32_t fmt, mcl_tensor *act, mcl_tensor *w,
                            mcl_tensor *tail, mcl_tensor *bias, mcl_tensor *c, uint32_t m,
-                           uint32_t n, uint32_t k)
+                           uint32_t n, uint32_t k, uint32_t ldc, uint32_t c0)
 {
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_GEMM_Q_DOT,
@@ -423,7 +431,7 @@ static mcl_status gemm_dot(mcl_context *ctx, uint32_t fmt, mcl_tensor *act, mcl_
     uint32_t gx = ceil_div(n, QUANT_DOT_TILE), gy = ceil_div(m, QUANT_DOT_TILE);
     if (gx > QUANT_MAX_GROUPS || gy > QUANT_MAX_GROUPS)
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
-    gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL};
+    gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0};
     mcl_tensor *reads[4] = {act, w, tail ? tail : w, bias ? bias : act};
     return mcl_stream_dispatch(ctx, kernel, reads, 4, &c, 1, &push, gx, gy, 1);
 }
@@ -448,26 +456,66 @@ mcl_status mcl_quantize_activations(mcl_context *ctx, mcl_tensor *a, uint32_t ro
     return mcl_stream_dispatch(ctx, kernel, &a, 1, &act, 1, &push, groups, 1, 1);
 }
 
-/* The integer-dot path: quantize a into scratch, then the GEMV or the GEMM. */
-static mcl_status matmul_dot(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, mcl_tensor *w,
-                             mcl_tensor *tail, mcl_tensor *bias, mcl_tensor *c, uint32_t rows,
-                             uint32_t n, uint32_t k)
+/* Rows of W per binding: all of them where W fits one storage-buffer binding, else the most
+ * that fit one and start every part at an offset the device can bind (a multiple of
+ * minStorageBufferOffsetAlignment and of 4 bytes). MOTIFCL_MAX_BINDING (bytes) lowers the
+ * limit, so that the split is tested on any device. */
+static mcl_status rows_per_part(mcl_context *ctx, const mcl_tensor *w, uint32_t n,
+                                uint32_t *out)
 {
-    uint64_t words = (uint64_t)rows * (k / QUANT_LANE_WEIGHTS) * ACT_WORDS_PER_BLOCK;
-    mcl_tensor_desc desc = {.size = sizeof desc, .dtype = MCL_DTYPE_I32, .ndim = 1,
-                            .shape = {(int64_t)words}, .memory_class = MCL_MEMORY_SCRATCH};
-    mcl_tensor *act = NULL;
-    mcl_status status = mcl_tensor_create_ex(ctx, &desc, &act);
+    uint64_t limit = ctx->info.max_storage_buffer_range;
+    const char *forced = mcl_env("MOTIFCL_MAX_BINDING");
+    if (forced) {
+        unsigned long long v = strtoull(forced, NULL, 10);
+        if (v > 0 && v < limit)
+            limit = v;
+    }
+    *out = n;
+    if (w->nbytes <= limit)
+        return MCL_SUCCESS;
+    uint64_t row_bytes = w->nbytes / n;
+    uint64_t align = ctx->info.min_storage_buffer_offset_alignment;
+    if (align < 4)
+        align = 4;
+    uint64_t g = row_bytes, t = align;
+    while (t) {
+        uint64_t r = g % t;
+        g = t;
+        t = r;
+    }
+    uint64_t step = align / g;  /* rows whose bytes are a multiple of align */
+    uint64_t rows = limit / row_bytes / step * step;
+    if (rows == 0)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
+                        "quantized matmul: a part of W must hold a multiple of %llu rows of "
+                        "%llu bytes to start at a multiple of %llu bytes; one storage-buffer "
+                        "binding of %llu bytes holds fewer",
+                        (unsigned long long)step, (unsigned long long)row_bytes,
+                        (unsigned long long)align, (unsigned long long)limit);
+    *out = (uint32_t)rows;
+    return MCL_SUCCESS;
+}
+
+/* c[:, c0 .. c0 + n) = a W^T (+ bias) for the part of W of n rows that `w` binds: the integer-dot
+ * path (a already quantized into `act`), the GEMV, or the float GEMM. */
+static mcl_status matmul_part(mcl_context *ctx, mcl_quant_path path, uint32_t fmt, mcl_tensor *a,
+                              mcl_tensor *act, mcl_tensor *w, mcl_tensor *bias, mcl_tensor *c,
+                              uint32_t rows, uint32_t n, uint32_t k, uint32_t ldc, uint32_t c0)
+{
+    mcl_tensor *tail;
+    mcl_status status = tail_word(ctx, w, &tail);
     if (status != MCL_SUCCESS)
         return status;
-    status = mcl_quantize_activations(ctx, a, rows, k, act);
-    if (status == MCL_SUCCESS) {
+    if (path == MCL_QUANT_PATH_DOT)
         status = rows <= QUANT_GEMV_MAX_ROWS
-                     ? gemv_dispatch(ctx, 1, fmt, act, w, tail, bias, c, rows, n, k)
-                     : gemm_dot(ctx, fmt, act, w, tail, bias, c, rows, n, k);
-    }
+                     ? gemv_dispatch(ctx, 1, fmt, act, w, tail, bias, c, rows, n, k, ldc, c0)
+                     : gemm_dot(ctx, fmt, act, w, tail, bias, c, rows, n, k, ldc, c0);
+    else if (rows <= QUANT_GEMV_MAX_ROWS)
+        status = gemv_dispatch(ctx, 0, fmt, a, w, tail, bias, c, rows, n, k, ldc, c0);
+    else
+        status = gemm_float(ctx, fmt, a, w, tail, bias, c, rows, n, k, ldc, c0);
     /* Safe at once: scratch memory stays reserved until the recorded work has run. */
-    mcl_tensor_destroy(act);
+    mcl_tensor_destroy(tail);
     return status;
 }
 
@@ -530,20 +578,37 @@ mcl_status mcl_matmul_quant_ex(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta
 
     /* a's batch dimensions fold into rows: a and c are contiguous and W is shared. */
     uint32_t rows = (uint32_t)(mcl_tensor_numel(a) / k);
-    mcl_tensor *tail;
-    mcl_status status = tail_word(ctx, b, &tail);
+    uint32_t part_rows;
+    mcl_status status = rows_per_part(ctx, b, (uint32_t)n, &part_rows);
     if (status != MCL_SUCCESS)
         return status;
-    if (path == MCL_QUANT_PATH_DOT)
-        status = matmul_dot(ctx, (uint32_t)fmt, a, b, tail, bias, c, rows, (uint32_t)n,
-                            (uint32_t)k);
-    else if (rows <= QUANT_GEMV_MAX_ROWS)
-        status = gemv_dispatch(ctx, 0, (uint32_t)fmt, a, b, tail, bias, c, rows, (uint32_t)n,
-                               (uint32_t)k);
-    else
-        status = gemm_float(ctx, (uint32_t)fmt, a, b, tail, bias, c, rows, (uint32_t)n,
-                            (uint32_t)k);
-    mcl_tensor_destroy(tail);
+    /* The integer-dot path quantizes a once, into scratch, for every part of W. */
+    mcl_tensor *act = NULL;
+    if (path == MCL_QUANT_PATH_DOT) {
+        uint64_t words = (uint64_t)rows * ((uint64_t)k / QUANT_LANE_WEIGHTS) * ACT_WORDS_PER_BLOCK;
+        mcl_tensor_desc desc = {.size = sizeof desc, .dtype = MCL_DTYPE_I32, .ndim = 1,
+                                .shape = {(int64_t)words}, .memory_class = MCL_MEMORY_SCRATCH};
+        status = mcl_tensor_create_ex(ctx, &desc, &act);
+        if (status == MCL_SUCCESS)
+            status = mcl_quantize_activations(ctx, a, rows, (uint32_t)k, act);
+    }
+    /* W in parts of part_rows rows (one part where it fits one binding), each a view. */
+    uint64_t row_bytes = b->nbytes / (uint64_t)n;
+    for (uint32_t c0 = 0; status == MCL_SUCCESS && c0 < (uint32_t)n; c0 += part_rows) {
+        uint32_t part = (uint32_t)n - c0 < part_rows ? (uint32_t)n - c0 : part_rows;
+        mcl_tensor *w = b;
+        if (part != (uint32_t)n) {
+            int64_t shape[2] = {part, k};
+            status = mcl_tensor_view(b, c0 * row_bytes, b->dtype, 2, shape, &w);
+            if (status != MCL_SUCCESS)
+                break;
+        }
+        status = matmul_part(ctx, path, (uint32_t)fmt, a, act, w, bias, c, rows, part,
+                             (uint32_t)k, (uint32_t)n, c0);
+        if (w != b)
+            mcl_tensor_destroy(w);
+    }
+    mcl_tensor_destroy(act);
     if (status == MCL_SUCCESS && ran)
         *ran = path;
     return status;

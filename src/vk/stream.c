@@ -263,6 +263,17 @@ mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
     if (read_count + write_count != kernel->binding_count)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "dispatch binds %u buffers, kernel has %u",
                         read_count + write_count, kernel->binding_count);
+    /* Only a block-quantised weight may exceed one binding (mcl_tensor_create_ex); the
+     * operations that take one bind it in parts, and any other is refused here. */
+    for (uint32_t i = 0; i < kernel->binding_count; i++) {
+        const mcl_tensor *t = i < read_count ? reads[i] : writes[i - read_count];
+        if (t->nbytes > ctx->info.max_storage_buffer_range)
+            return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
+                            "a %s tensor of %llu bytes is larger than one storage-buffer binding "
+                            "(maxStorageBufferRange %llu); only the quantized matmul splits one",
+                            mcl_dtype_name(t->dtype), (unsigned long long)t->nbytes,
+                            (unsigned long long)ctx->info.max_storage_buffer_range);
+    }
     if ((status = mcl_stream_begin(ctx)) != MCL_SUCCESS)
         return status;
     VkDescriptorSet set;

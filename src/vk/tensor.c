@@ -59,9 +59,11 @@ mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, m
             return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "tensor size overflows 64 bits");
         bytes *= (uint64_t)extent;
     }
-    /* A kernel binds a tensor as one storage buffer range; none of today's kernels splits a
-     * tensor into several ranges, so a larger one is refused rather than truncated. */
-    if (bytes > ctx->info.max_storage_buffer_range)
+    /* A kernel binds a tensor as one storage buffer range. The quantized matmul binds a
+     * block-quantised weight in row ranges that each fit one, so such a weight may be larger;
+     * every other tensor is refused rather than truncated (and a kernel handed a block tensor
+     * it would have to bind whole is refused at dispatch). */
+    if (bytes > ctx->info.max_storage_buffer_range && per_block == 1)
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
                         "tensor of %llu bytes exceeds the device's maxStorageBufferRange (%llu)",
                         (unsigned long long)bytes,
@@ -95,15 +97,18 @@ mcl_status mcl_tensor_view(mcl_tensor *owner, uint64_t offset, mcl_dtype dtype, 
 {
     *out = NULL;
     mcl_context *ctx = owner->ctx;
-    uint64_t bytes = mcl_dtype_size(dtype);
-    if (owner->owner || ndim == 0 || ndim > MCL_MAX_DIMS || bytes == 0 ||
-        mcl_dtype_block_weights(dtype) != 1)
+    /* A block type counts in blocks along the last dimension, as a tensor does. */
+    int64_t per_block = mcl_dtype_block_weights(dtype);
+    uint64_t bytes = mcl_dtype_block_bytes(dtype);
+    if (owner->owner || ndim == 0 || ndim > MCL_MAX_DIMS || bytes == 0 || per_block < 1 ||
+        shape[ndim - 1] % per_block != 0)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "bad tensor view");
     for (uint32_t i = 0; i < ndim; i++) {
+        int64_t extent = i == ndim - 1 ? shape[i] / per_block : shape[i];
         /* bytes <= owner->nbytes throughout, so the product cannot overflow. */
-        if (shape[i] < 1 || (uint64_t)shape[i] > owner->nbytes / bytes)
+        if (extent < 1 || (uint64_t)extent > owner->nbytes / bytes)
             return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "bad tensor view shape");
-        bytes *= (uint64_t)shape[i];
+        bytes *= (uint64_t)extent;
     }
     uint64_t align = ctx->info.min_storage_buffer_offset_alignment;
     if (bytes > owner->nbytes || offset > owner->nbytes - bytes || (align && offset % align))
