@@ -477,13 +477,8 @@ static mcl_status rows_per_part(mcl_context *ctx, const mcl_tensor *w, uint32_t 
     uint64_t align = ctx->info.min_storage_buffer_offset_alignment;
     if (align < 4)
         align = 4;
-    uint64_t g = row_bytes, t = align;
-    while (t) {
-        uint64_t r = g % t;
-        g = t;
-        t = r;
-    }
-    uint64_t step = align / g;  /* rows whose bytes are a multiple of align */
+    /* Rows whose bytes are a multiple of align. */
+    uint64_t step = align / gcd_u32((uint32_t)(row_bytes % align), (uint32_t)align);
     uint64_t rows = limit / row_bytes / step * step;
     if (rows == 0)
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,

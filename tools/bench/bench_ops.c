@@ -48,6 +48,19 @@ static mcl_status stream_once(bench *b, void *user, int rep)
     return mcl_stream_dispatch(b->ctx, s->kernel, &s->x, 1, &s->y, 1, &s->n4, s->groups, 1, 1);
 }
 
+/* The streaming kernel (spec 0: read, 1: copy) over n4 vec4s: 256 invocations a workgroup,
+ * 8 vec4s each at least, at most 65535 workgroups (the kernel loops over the rest). */
+static mcl_status stream_prepare(bench *b, stream_run *s, uint32_t spec)
+{
+    s->groups = 65535u < s->n4 / 256 / 8 ? 65535u : s->n4 / 256 / 8;
+    if (s->groups == 0)
+        s->groups = 1;
+    mcl_kernel_desc desc = {.id = MCL_KERNEL_BENCH_STREAM_F32, .binding_count = 2,
+                            .push_size = 4, .local_size_x = 256, .spec_count = 1,
+                            .spec = {spec}};
+    return mcl_kernel_get(b->ctx, &desc, &s->kernel);
+}
+
 /* The read kernel over the next of `copies` inputs in each run. */
 typedef struct stream_copies_run {
     stream_run s;
@@ -77,13 +90,7 @@ int bench_stream(bench *b)
     mcl_tensor *y_small = tensor_f32(b, 1, &n, 0.0f);
     if (!s.x || !y_small)
         return 1;
-    s.groups = 65535u < s.n4 / 256 / 8 ? 65535u : s.n4 / 256 / 8;
-    if (s.groups == 0)
-        s.groups = 1;
-
-    mcl_kernel_desc desc = {.id = MCL_KERNEL_BENCH_STREAM_F32, .binding_count = 2,
-                            .push_size = 4, .local_size_x = 256, .spec_count = 1, .spec = {0}};
-    if (mcl_kernel_get(ctx, &desc, &s.kernel) != MCL_SUCCESS)
+    if (stream_prepare(b, &s, 0) != MCL_SUCCESS)
         return 1;
     s.y = y_small;
     double t = bench_gpu_time(b, b->repeat, stream_once, &s);
@@ -96,8 +103,7 @@ int bench_stream(bench *b)
     bench_figure(b, name, b->stream_read_gbs, "GB/s");
 
     /* Copy: half the buffer into the other tensor's first half. */
-    desc.spec[0] = 1;
-    if (mcl_kernel_get(ctx, &desc, &s.kernel) != MCL_SUCCESS)
+    if (stream_prepare(b, &s, 1) != MCL_SUCCESS)  /* the read's grid, as n4 is still */
         return 1;
     s.n4 = (uint32_t)(half / 4);
     t = bench_gpu_time(b, b->repeat, stream_once, &s);
@@ -240,7 +246,7 @@ static int gemm_case(bench *b, int64_t m, int64_t n, int64_t k, int tb, int swee
     snprintf(name, sizeof name, "gemm f32 %s %lldx%lld * %lldx%lld", tb ? "NT" : "NN",
              (long long)m, (long long)k, (long long)k, (long long)n);
     if (t > 0) {
-        char line[224];
+        char line[160];
         snprintf(line, sizeof line, "%s: time", name);
         bench_figure(b, line, t * 1e6, "us");
         snprintf(line, sizeof line, "%s: rate", name);
@@ -354,7 +360,7 @@ int bench_rows(bench *b)
             continue;
         }
         double gbs = traffic[r.op] * (double)bytes / t / 1e9;
-        char line[224];
+        char line[160];
         snprintf(line, sizeof line, "%s: time", name);
         bench_figure(b, line, t * 1e6, "us");
         snprintf(line, sizeof line, "%s: bytes read + written", name);
@@ -420,20 +426,13 @@ static double stream_read_same(bench *b, uint64_t bytes, const char *name)
     mcl_tensor *x[16] = {NULL};
     stream_copies_run r = {.s = {.n4 = (uint32_t)(bytes / 16)}, .x = x,
                            .copies = copies_for(b, bytes)};
-    r.s.groups = 65535u < r.s.n4 / 256 / 8 ? 65535u : r.s.n4 / 256 / 8;
-    if (r.s.groups == 0)
-        r.s.groups = 1;
+    int ok = r.s.n4 > 0 && stream_prepare(b, &r.s, 0) == MCL_SUCCESS;
     /* The read kernel writes at most one vec4 per invocation. */
     int64_t n = (int64_t)r.s.n4 * 4, ny = (int64_t)r.s.groups * 256 * 4;
-    int ok = r.s.n4 > 0;
     for (int i = 0; i < r.copies && ok; i++)
         ok = (x[i] = tensor_f32(b, 1, &n, 1.0f)) != NULL;
     r.s.y = ok ? tensor_f32(b, 1, &ny, 0.0f) : NULL;
-    mcl_kernel_desc desc = {.id = MCL_KERNEL_BENCH_STREAM_F32, .binding_count = 2,
-                            .push_size = 4, .local_size_x = 256, .spec_count = 1, .spec = {0}};
-    double t = -1.0;
-    if (r.s.y && mcl_kernel_get(b->ctx, &desc, &r.s.kernel) == MCL_SUCCESS)
-        t = bench_gpu_time(b, b->repeat, stream_copies_once, &r);
+    double t = r.s.y ? bench_gpu_time(b, b->repeat, stream_copies_once, &r) : -1.0;
     for (int i = 0; i < r.copies; i++)
         mcl_tensor_destroy(x[i]);
     mcl_tensor_destroy(r.s.y);
@@ -616,7 +615,7 @@ int bench_qgemv(bench *b)
         }
         double t = bench_gpu_time(b, b->repeat < 10 ? b->repeat : 10, matmul_once, &r);
         mm_free(&r);
-        char line[224];
+        char line[160];
         snprintf(line, sizeof line, "gemm %s 512x14336 * (4096x14336)^T: rate",
                  mcl_dtype_name(gemm_types[f]));
         if (t > 0)
