@@ -68,38 +68,6 @@ const uint RW = ALIGNED ? UNIT_BYTES / 4u
                         : ((LOAD_BYTES - 2u + BLOCK_BYTES + LOAD_BYTES - 1u) / LOAD_BYTES) * LW;
 const uint NV = RW / LW;  // load instructions per unit and row
 
-// Exponent fields of 2^e for the byte-to-float conversions below: a code c placed in the
-// mantissa at bit p of the float 2^(23 - p) reads 2^(23 - p) + c, exactly.
-const uint EXP23 = 0x4B000000u;  // 2^23: code at bit 0
-const uint EXP19 = 0x49000000u;  // 2^19: code at bit 4
-const uint EXP15 = 0x47000000u;  // 2^15: code at bit 8
-const uint EXP11 = 0x45000000u;  // 2^11: code at bit 12
-const uint EXP7 = 0x43000000u;   // 2^7: code at bit 16
-
-// The four bytes of q as floats minus off, exactly (each and + or, then one subtraction).
-vec4 gemv_bytes(uint q, float off) {
-    const uint q2 = q >> 16;
-    return vec4(uintBitsToFloat((q & 0xFFu) | EXP23) - (8388608.0 + off),
-                uintBitsToFloat((q & 0xFF00u) | EXP15) - (32768.0 + off),
-                uintBitsToFloat((q2 & 0xFFu) | EXP23) - (8388608.0 + off),
-                uintBitsToFloat((q2 & 0xFF00u) | EXP15) - (32768.0 + off));
-}
-
-// The eight nibbles of q minus off, exactly: lo = the low nibbles of its four bytes, hi = the
-// high ones. Five of the eight positions fit a mantissa as they stand; one shift serves the
-// other three.
-void gemv_nibbles(uint q, float off, out vec4 lo, out vec4 hi) {
-    const uint q2 = q >> 12;
-    lo = vec4(uintBitsToFloat((q & 0xFu) | EXP23) - (8388608.0 + off),
-              uintBitsToFloat((q & 0xF00u) | EXP15) - (32768.0 + off),
-              uintBitsToFloat((q & 0xF0000u) | EXP7) - (128.0 + off),
-              uintBitsToFloat((q2 & 0xF000u) | EXP11) - (2048.0 + off));
-    hi = vec4(uintBitsToFloat((q & 0xF0u) | EXP19) - (524288.0 + off),
-              uintBitsToFloat((q & 0xF000u) | EXP11) - (2048.0 + off),
-              uintBitsToFloat((q2 & 0xF00u) | EXP15) - (32768.0 + off),
-              uintBitsToFloat((q2 & 0xF0000u) | EXP7) - (128.0 + off));
-}
-
 // Loads of LW words the weight binding holds.
 uint gemv_load_count() {
     return LW == 4u ? uint(wq4.length()) : LW == 2u ? uint(wq2.length()) : uint(wq.length());

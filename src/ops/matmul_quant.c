@@ -76,6 +76,19 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
  * the unit's pieces (64 weights each) run as a loop that is not unrolled (ROLL), which keeps
  * the loop body near a thousand instructions for the instruction caches (and compilers). */
 #define QUANT_GEMV_BODY_LIMIT 512u
+/* The span layout (gemv_q_span.comp, gemv_q_span_dot.comp; shaders/gemv_span.glsl): a row
+ * group of T lanes reads each of its NR rows along K, U pieces per lane in flight. T starts
+ * at one subgroup and doubles (up to MAX_LANES, keeping two rounds of pieces per lane) while
+ * the grid would hold fewer than TARGET_LANES invocations: about what an H200 keeps resident
+ * (132 multiprocessors x 2048), so that a 4096-row weight still fills the GPU. */
+#define QUANT_SPAN_LANES 32u
+#define QUANT_SPAN_LANES_WAVE64 64u
+#define QUANT_SPAN_MAX_LANES 256u
+#define QUANT_SPAN_TARGET_LANES (1u << 18)
+#define QUANT_SPAN_THREADS 128u
+#define QUANT_SPAN_THREADS_WAVE64 256u
+#define QUANT_SPAN_NR 2u
+#define QUANT_SPAN_U 2u
 /* gemm_q_dot's fixed tile: 64 x 64 outputs, 256 invocations. */
 #define QUANT_DOT_TILE 64u
 #define QUANT_DOT_THREADS 256u
@@ -183,6 +196,11 @@ static mcl_status kernel_exact(mcl_context *ctx, const mcl_kernel_desc *desc,
 
 /* How the GEMV kernels split and stream a product (gemv_q.comp's specialization). */
 typedef struct gemv_plan {
+    uint32_t span;     /* the span layout (below: t, g, u, nr); else the row layout */
+    uint32_t t;        /* span: lanes along K per row group (local_size_x) */
+    uint32_t g;        /* span: row groups per workgroup (local_size_y) */
+    uint32_t u;        /* span: pieces per row in flight */
+    uint32_t span_nr;  /* span: rows of W per row group */
     uint32_t r;        /* row lanes: local_size_x */
     uint32_t s;        /* slices of K: local_size_y */
     uint32_t nr;       /* rows of W per invocation */
@@ -210,9 +228,11 @@ static int gemv_wave64(const mcl_context *ctx)
            (ctx->info.vendor_id == 0x1002u && ctx->info.subgroup_size >= 64);
 }
 
-/* MOTIFCL_QUANT_GEMV_PLAN, a tuning override: "key=value,..." with keys r (row lanes), s
- * (slices), nr (rows of W per invocation), lw (words per load, with its aligned unit) and pf
- * (prefetch 0/1). An override the kernels cannot take, or beyond the device's workgroup and
+/* MOTIFCL_QUANT_GEMV_PLAN, a tuning override: "key=value,..." with keys span (0: the row
+ * layout, 1: the span layout), for the span layout t (lanes along K), g (row groups), u
+ * (pieces in flight), for the row layout r (row lanes), s (slices), lw (words per load, with
+ * its aligned unit) and pf (prefetch 0/1), and for both nr (rows of W per invocation or row
+ * group). An override the kernels cannot take, or beyond the device's workgroup and
  * shared-memory limits, is ignored with a warning and the plan stays as chosen. */
 static void gemv_plan_override(const mcl_context *ctx, uint32_t fmt, uint32_t m, uint32_t nb,
                                gemv_plan *p)
@@ -221,6 +241,7 @@ static void gemv_plan_override(const mcl_context *ctx, uint32_t fmt, uint32_t m,
     if (!spec)
         return;
     gemv_plan q = *p;
+    uint32_t nr = 0;
     const uint32_t block_bytes = (uint32_t)mcl_dtype_block_bytes(quant_formats[fmt]);
     int ok = 1;
     for (const char *c = spec; *c && ok;) {
@@ -234,12 +255,20 @@ static void gemv_plan_override(const mcl_context *ctx, uint32_t fmt, uint32_t m,
         c += used;
         if (*c == ',')
             c++;
-        if (strcmp(key, "r") == 0)
+        if (strcmp(key, "span") == 0)
+            q.span = value != 0;
+        else if (strcmp(key, "t") == 0)
+            q.t = value;
+        else if (strcmp(key, "g") == 0)
+            q.g = value;
+        else if (strcmp(key, "u") == 0)
+            q.u = value;
+        else if (strcmp(key, "r") == 0)
             q.r = value;
         else if (strcmp(key, "s") == 0)
             q.s = value;
         else if (strcmp(key, "nr") == 0)
-            q.nr = value;
+            nr = value;
         else if (strcmp(key, "pf") == 0)
             q.prefetch = value != 0;
         else if (strcmp(key, "lw") == 0 && (value == 1 || value == 2 || value == 4) &&
@@ -251,11 +280,14 @@ static void gemv_plan_override(const mcl_context *ctx, uint32_t fmt, uint32_t m,
         } else
             ok = 0;
     }
-    uint64_t shared = (uint64_t)q.s * q.r * q.nr * m * sizeof(float);
-    ok = ok && q.r >= 1 && q.r <= ctx->info.max_compute_workgroup_size[0] && q.s >= 1 &&
-         q.s <= ctx->info.max_compute_workgroup_size[1] &&
-         (uint64_t)q.r * q.s <= ctx->info.max_compute_workgroup_invocations &&
-         (q.nr == 1 || q.nr == 2 || q.nr == 4) &&
+    if (nr)
+        *(q.span ? &q.span_nr : &q.nr) = nr;
+    uint32_t x = q.span ? q.t : q.r, y = q.span ? q.g : q.s, qnr = q.span ? q.span_nr : q.nr;
+    uint64_t shared = (uint64_t)x * y * qnr * m * sizeof(float);
+    ok = ok && x >= 1 && x <= ctx->info.max_compute_workgroup_size[0] && y >= 1 &&
+         y <= ctx->info.max_compute_workgroup_size[1] &&
+         (uint64_t)x * y <= ctx->info.max_compute_workgroup_invocations &&
+         (qnr == 1 || qnr == 2 || qnr == 4) && q.u >= 1 && q.u <= 8 &&
          shared <= ctx->info.max_compute_shared_memory_size;
     if (!ok) {
         mcl_log(&ctx->log, MCL_LOG_WARNING,
@@ -344,6 +376,34 @@ static void gemv_plan_for(const mcl_context *ctx, uint32_t fmt, uint32_t m, uint
     }
     p->s = s;
     p->prefetch = units > s && 2 * rw * nr <= budget;
+
+    /* The span layout (the default): one subgroup of lanes per row group, more while the grid
+     * is small. */
+    p->span = 1;
+    p->u = QUANT_SPAN_U;
+    uint32_t span_nr = QUANT_SPAN_NR;
+    uint32_t span_threads = wave64 ? QUANT_SPAN_THREADS_WAVE64 : QUANT_SPAN_THREADS;
+    if (span_threads > ctx->info.max_compute_workgroup_invocations)
+        span_threads = ctx->info.max_compute_workgroup_invocations;
+    uint32_t pieces_per_row = nb * (fmt == FMT_Q8_0 ? 4 : fmt == FMT_Q4_0 ? 2 : 16);
+    uint32_t t = wave64 ? QUANT_SPAN_LANES_WAVE64 : QUANT_SPAN_LANES;
+    while (2 * t <= QUANT_SPAN_MAX_LANES && 2 * t <= span_threads &&
+           (uint64_t)ceil_div(n, span_nr) * t < QUANT_SPAN_TARGET_LANES &&
+           4 * t * p->u <= pieces_per_row)
+        t *= 2;
+    if (t > span_threads)
+        t = span_threads;
+    if (t > ctx->info.max_compute_workgroup_size[0])
+        t = ctx->info.max_compute_workgroup_size[0];
+    p->t = t;
+    p->g = span_threads / t;
+    if (p->g > ctx->info.max_compute_workgroup_size[1])
+        p->g = ctx->info.max_compute_workgroup_size[1];
+    while (p->g > 1 && (uint64_t)p->g * t * span_nr * m * sizeof(float) > shared)
+        p->g--;
+    if (p->g < 1)
+        p->g = 1;
+    p->span_nr = span_nr;
     gemv_plan_override(ctx, fmt, m, nb, p);
     uint32_t unit_weights = p->ub * (uint32_t)mcl_dtype_block_weights(quant_formats[fmt]);
     uint32_t pieces = fmt > FMT_Q4_0 ? 4 : p->ub >= 2 ? p->ub / 2 : 1;
@@ -358,26 +418,41 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
 {
     gemv_plan plan;
     gemv_plan_for(ctx, fmt, rows, n, k, &plan);
-    mcl_log(&ctx->log, MCL_LOG_DEBUG,
-            "gemv %s %ux%u, %u rows, %s: r=%u s=%u nr=%u lw=%u ub=%u pf=%u roll=%u",
-            mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.r,
-            plan.s, plan.nr, plan.lw, plan.ub, plan.prefetch, plan.roll);
     mcl_kernel_desc desc = {
-        .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
         .binding_count = 5,
         .push_size = sizeof(gemv_push),
-        .local_size_x = plan.r,
-        .spec_count = 10,
-        .spec = {fmt, tail != NULL, rows, plan.nr, plan.s, plan.lw, plan.aligned, plan.ub,
-                 plan.prefetch, plan.roll},
     };
+    uint32_t rows_per_group;
+    if (plan.span) {
+        mcl_log(&ctx->log, MCL_LOG_DEBUG, "gemv %s %ux%u, %u rows, %s: span t=%u g=%u nr=%u u=%u",
+                mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t,
+                plan.g, plan.span_nr, plan.u);
+        desc.id = dot ? MCL_KERNEL_GEMV_Q_SPAN_DOT : MCL_KERNEL_GEMV_Q_SPAN;
+        desc.local_size_x = plan.t;
+        desc.spec_count = 6;
+        uint32_t spec[6] = {fmt, tail != NULL, rows, plan.span_nr, plan.g, plan.u};
+        memcpy(desc.spec, spec, sizeof spec);
+        rows_per_group = plan.g * plan.span_nr;
+    } else {
+        mcl_log(&ctx->log, MCL_LOG_DEBUG,
+                "gemv %s %ux%u, %u rows, %s: r=%u s=%u nr=%u lw=%u ub=%u pf=%u roll=%u",
+                mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.r,
+                plan.s, plan.nr, plan.lw, plan.ub, plan.prefetch, plan.roll);
+        desc.id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q;
+        desc.local_size_x = plan.r;
+        desc.spec_count = 10;
+        uint32_t spec[10] = {fmt, tail != NULL, rows, plan.nr, plan.s, plan.lw, plan.aligned,
+                             plan.ub, plan.prefetch, plan.roll};
+        memcpy(desc.spec, spec, sizeof spec);
+        rows_per_group = plan.r * plan.nr;
+    }
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
     gemv_push push = {.n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0};
     uint32_t gx, gy;
-    grid_2d(ceil_div(n, (uint64_t)plan.r * plan.nr), &gx, &gy);
+    grid_2d(ceil_div(n, rows_per_group), &gx, &gy);
     mcl_tensor *reads[4] = {x, w, tail ? tail : w, bias ? bias : x};
     return mcl_stream_dispatch(ctx, kernel, reads, 4, &y, 1, &push, gx, gy, 1);
 }

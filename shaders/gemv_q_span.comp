@@ -1,0 +1,205 @@
+#version 450
+// gemv_q_span: y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]) for a few rows m of x (decode: 1
+// to 8), W block-quantised [N, K] and dequantized in the shader with f32 arithmetic (the
+// float path, the one Polaris runs), in the span layout (gemv_span.glsl): the lanes of a row
+// group read their rows along K, a few words each at a time.
+//
+// Arithmetic, per piece: codes become floats exactly by or-ing them into the mantissa of a
+// power of two and subtracting it with the format's offset (gemv_bytes, gemv_nibbles); the
+// codes of a scale segment are summed against x and the scale applied once. Q4_K / Q5_K with
+// one row of x subtract min * (sum of x over the segment); with several rows they dequantize
+// each weight once (one fma) and reuse it for every row of x.
+//
+//   specialization constants: 0 T (local_size_x), 1 FORMAT (quant.glsl), 2 TAIL, 3 M (rows of
+//     x, 1..8), 4 NR (rows of W per row group), 5 G (local_size_y), 6 U (pieces per row in
+//     flight)
+//   set 0: 0 x [M, K] f32, 1 W blocks, 2 tail word (any buffer when unused), 3 bias [N] (any
+//     buffer when unused), 4 y [M, N]
+//   push constants: N, K, has_bias, ldy, y0: y[m, y0 + n] is y[m * ldy + y0 + n] and its
+//     bias bias[y0 + n] (a W split in row ranges). The workgroup index is x + y * (groups in
+//     x): a grid beyond 65535 workgroups folds into y.
+#extension GL_EXT_control_flow_attributes : enable
+#extension GL_GOOGLE_include_directive : require
+
+layout(local_size_x_id = 0, local_size_y_id = 5) in;
+layout(constant_id = 1) const uint FORMAT = 0;
+layout(constant_id = 2) const bool TAIL = false;
+layout(constant_id = 3) const uint M = 1;
+layout(constant_id = 4) const uint NR = 1;
+layout(constant_id = 6) const uint U = 2;
+
+layout(std430, set = 0, binding = 0) restrict readonly buffer BufX4 { vec4 x4[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ2 { uvec2 wq2[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ4 { uvec4 wq4[]; };
+layout(std430, set = 0, binding = 2) restrict readonly buffer BufTail { uint wtail[]; };
+layout(std430, set = 0, binding = 3) restrict readonly buffer BufBias { float bias[]; };
+layout(std430, set = 0, binding = 4) restrict writeonly buffer BufY { float y[]; };
+
+layout(push_constant) uniform Push {
+    uint N, K;
+    uint has_bias;
+    uint ldy, y0;  // y's row stride and the column of W's row 0 (a W split in row ranges)
+} pc;
+
+#include "quant.glsl"
+#include "gemv_span.glsl"
+
+// c + dot(a, b) as four fused multiply-adds.
+float fdot(vec4 a, vec4 b, float c) {
+    return fma(a.w, b.w, fma(a.z, b.z, fma(a.y, b.y, fma(a.x, b.x, c))));
+}
+
+float hsum(vec4 v) {
+    return (v.x + v.y) + (v.z + v.w);
+}
+
+// acc[i][m] += piece p of block b of row i (words r[i]) . x[m]; nothing where !ok.
+void piece(uint r[NR][RP], uint b, uint p, uint K4, bool ok, inout float acc[NR][M]) {
+    if (FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0) {
+        vec4 f[NR][4];
+        [[unroll]] for (uint i = 0u; i < NR; i++) {
+            if (FORMAT == FMT_Q8_0) {
+                // Elements 8p .. 8p + 7, signed bytes (+ 128 after the xor).
+                f[i][0] = gemv_bytes(r[i][0] ^ 0x80808080u, 128.0);
+                f[i][1] = gemv_bytes(r[i][1] ^ 0x80808080u, 128.0);
+            } else {
+                // Low nibbles: elements 8p .. 8p + 7; high: 16 + 8p .. ; codes - 8.
+                gemv_nibbles(r[i][0], 8.0, f[i][0], f[i][2]);
+                gemv_nibbles(r[i][1], 8.0, f[i][1], f[i][3]);
+            }
+        }
+        const uint xb = 8u * b + 2u * p;
+        [[unroll]] for (uint m = 0u; m < M; m++) {
+            const vec4 x0 = x4[m * K4 + xb], x1 = x4[m * K4 + xb + 1u];
+            vec4 x2 = vec4(0.0), x3 = vec4(0.0);
+            if (FORMAT == FMT_Q4_0) {
+                x2 = x4[m * K4 + xb + 4u];
+                x3 = x4[m * K4 + xb + 5u];
+            }
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                float s = fdot(f[i][1], x1, fdot(f[i][0], x0, 0.0));
+                if (FORMAT == FMT_Q4_0) {
+                    s = fdot(f[i][3], x3, fdot(f[i][2], x2, s));
+                }
+                acc[i][m] = ok ? fma(uintBitsToFloat(r[i][2]), s, acc[i][m]) : acc[i][m];
+            }
+        }
+    } else if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
+        // Sub-blocks 2c (low nibbles) and 2c + 1 (high), positions 8j .. 8j + 7.
+        const uint c = p >> 2, j = p & 3u;
+        vec2 dsc[NR], dmn[NR];
+        vec4 lo[NR][2], hi[NR][2];
+        [[unroll]] for (uint i = 0u; i < NR; i++) {
+            const vec4 pair = vec4(kscale_pair(uvec3(r[i][1], r[i][2], r[i][3]), c));
+            dsc[i] = quant_half(r[i][0] & 0xFFFFu) * pair.xy;
+            dmn[i] = quant_half(r[i][0] >> 16) * pair.zw;
+            [[unroll]] for (uint h = 0u; h < 2u; h++) {
+                const uint q = r[i][4u + h];
+                if (FORMAT == FMT_Q4_K) {
+                    gemv_nibbles(q, 0.0, lo[i][h], hi[i][h]);
+                } else {
+                    // The fifth bit of element l of sub-block s is bit s of qh[l].
+                    const uint qh = r[i][6u + h] >> (2u * c);
+                    lo[i][h] = gemv_bytes((q & 0x0F0F0F0Fu) | ((qh << 4) & 0x10101010u), 0.0);
+                    hi[i][h] = gemv_bytes(((q >> 4) & 0x0F0F0F0Fu) | ((qh << 3) & 0x10101010u),
+                                          0.0);
+                }
+                if (M > 1u) {
+                    lo[i][h] = fma(lo[i][h], vec4(dsc[i].x), vec4(-dmn[i].x));
+                    hi[i][h] = fma(hi[i][h], vec4(dsc[i].y), vec4(-dmn[i].y));
+                }
+            }
+        }
+        const uint xb = 64u * b + 16u * c + 2u * j;
+        [[unroll]] for (uint m = 0u; m < M; m++) {
+            const vec4 xl0 = x4[m * K4 + xb], xl1 = x4[m * K4 + xb + 1u];
+            const vec4 xh0 = x4[m * K4 + xb + 8u], xh1 = x4[m * K4 + xb + 9u];
+            const float sl = hsum(xl0 + xl1), sh = hsum(xh0 + xh1);
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                const float dl = fdot(lo[i][1], xl1, fdot(lo[i][0], xl0, 0.0));
+                const float dh = fdot(hi[i][1], xh1, fdot(hi[i][0], xh0, 0.0));
+                float a = acc[i][m];
+                if (M == 1u) {
+                    a = fma(dsc[i].x, dl, a);
+                    a = fma(-dmn[i].x, sl, a);
+                    a = fma(dsc[i].y, dh, a);
+                    a = fma(-dmn[i].y, sh, a);
+                } else {
+                    a += dl + dh;
+                }
+                acc[i][m] = ok ? a : acc[i][m];
+            }
+        }
+    } else {
+        // Q6_K: half h, positions 4j .. 4j + 3 of quarters k = 0..3 (elements 128h + 32k +
+        // 4j ..): ql word a (quarters 0, 2: low, high nibbles), ql word bq (1, 3), qh word q
+        // (bits 2k, 2k + 1 of each byte); scale of quarter k: scales[8h + 2k + j / 4].
+        const uint h = p >> 3, j = p & 7u;
+        vec4 f[NR][4];
+        vec4 sc[NR];
+        [[unroll]] for (uint i = 0u; i < NR; i++) {
+            const uint a = r[i][0], bq = r[i][1], q = r[i][2];
+            f[i][0] = gemv_bytes((a & 0x0F0F0F0Fu) | ((q << 4) & 0x30303030u), 32.0);
+            f[i][1] = gemv_bytes((bq & 0x0F0F0F0Fu) | ((q << 2) & 0x30303030u), 32.0);
+            f[i][2] = gemv_bytes(((a >> 4) & 0x0F0F0F0Fu) | (q & 0x30303030u), 32.0);
+            f[i][3] = gemv_bytes(((bq >> 4) & 0x0F0F0F0Fu) | ((q >> 2) & 0x30303030u), 32.0);
+            const int jj = int(8u * (j >> 2));
+            const float d = uintBitsToFloat(r[i][5]);
+            sc[i] = d * vec4(bitfieldExtract(int(r[i][3]), jj, 8),
+                             bitfieldExtract(int(r[i][3]), jj + 16, 8),
+                             bitfieldExtract(int(r[i][4]), jj, 8),
+                             bitfieldExtract(int(r[i][4]), jj + 16, 8));
+        }
+        const uint xb = 64u * b + 32u * h + j;
+        [[unroll]] for (uint m = 0u; m < M; m++) {
+            vec4 xv[4];
+            [[unroll]] for (uint k = 0u; k < 4u; k++) {
+                xv[k] = x4[m * K4 + xb + 8u * k];
+            }
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                float a = acc[i][m];
+                [[unroll]] for (uint k = 0u; k < 4u; k++) {
+                    a = fma(sc[i][k], fdot(f[i][k], xv[k], 0.0), a);
+                }
+                acc[i][m] = ok ? a : acc[i][m];
+            }
+        }
+    }
+}
+
+void main() {
+    const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;
+    const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    const uint nb = pc.K / QK;
+    const uint P = nb * PPB;  // pieces per row
+    const uint K4 = pc.K / 4u;
+
+    // Byte offset of each row. Rows past N read row N - 1 (in bounds) and are never stored.
+    uint row_at[NR];
+    [[unroll]] for (uint i = 0u; i < NR; i++) {
+        row_at[i] = min((wg * G + g) * NR + i, pc.N - 1u) * (nb * BLOCK_BYTES);
+    }
+    float acc[NR][M];
+    [[unroll]] for (uint i = 0u; i < NR; i++) {
+        [[unroll]] for (uint m = 0u; m < M; m++) {
+            acc[i][m] = 0.0;
+        }
+    }
+
+    for (uint q0 = t; q0 < P; q0 += U * T) {
+        uint r[U][NR][RP];
+        [[unroll]] for (uint u = 0u; u < U; u++) {
+            const uint q = min(q0 + u * T, P - 1u);
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                span_load(row_at[i] + (q / PPB) * BLOCK_BYTES, q % PPB, r[u][i]);
+            }
+        }
+        [[unroll]] for (uint u = 0u; u < U; u++) {
+            const uint q = min(q0 + u * T, P - 1u);
+            piece(r[u], q / PPB, q % PPB, K4, q0 + u * T < P, acc);
+        }
+    }
+
+    span_finish(acc, wg);
+}
