@@ -12,7 +12,7 @@
 //
 //   specialization constants: 0 T (local_size_x), 1 FORMAT (quant.glsl), 2 TAIL, 3 M (rows of
 //     x, 1..8), 4 NR (rows of W per row group), 5 G (local_size_y), 6 U (pieces per row in
-//     flight)
+//     flight), 7 PB (bytes of codes per piece)
 //   set 0: 0 x [M, K] f32, 1 W blocks, 2 tail word (any buffer when unused), 3 bias [N] (any
 //     buffer when unused), 4 y [M, N]
 //   push constants: N, K, has_bias, ldy, y0: y[m, y0 + n] is y[m * ldy + y0 + n] and its
@@ -27,6 +27,7 @@ layout(constant_id = 2) const bool TAIL = false;
 layout(constant_id = 3) const uint M = 1;
 layout(constant_id = 4) const uint NR = 1;
 layout(constant_id = 6) const uint U = 2;
+layout(constant_id = 7) const uint PB = 8;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufX4 { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };
@@ -55,70 +56,91 @@ float hsum(vec4 v) {
 }
 
 // acc[i][m] += piece p of block b of row i (words r[i]) . x[m]; nothing where !ok.
-void piece(uint r[NR][RP], uint b, uint p, uint K4, bool ok, inout float acc[NR][M]) {
+void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
+    const uint K4 = pc.K / 4u;
     if (FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0) {
-        vec4 f[NR][4];
+        // Code word k: Q8_0 elements PB p + 4k .. + 3 (signed bytes, + 128 after the xor);
+        // Q4_0 the same in its low nibbles and 16 + PB p + 4k .. in its high ones (codes - 8).
+        const uint xb = 8u * b + CW * p;
+        float s[NR][M];
         [[unroll]] for (uint i = 0u; i < NR; i++) {
-            if (FORMAT == FMT_Q8_0) {
-                // Elements 8p .. 8p + 7, signed bytes (+ 128 after the xor).
-                f[i][0] = gemv_bytes(r[i][0] ^ 0x80808080u, 128.0);
-                f[i][1] = gemv_bytes(r[i][1] ^ 0x80808080u, 128.0);
-            } else {
-                // Low nibbles: elements 8p .. 8p + 7; high: 16 + 8p .. ; codes - 8.
-                gemv_nibbles(r[i][0], 8.0, f[i][0], f[i][2]);
-                gemv_nibbles(r[i][1], 8.0, f[i][1], f[i][3]);
+            [[unroll]] for (uint m = 0u; m < M; m++) {
+                s[i][m] = 0.0;
             }
         }
-        const uint xb = 8u * b + 2u * p;
-        [[unroll]] for (uint m = 0u; m < M; m++) {
-            const vec4 x0 = x4[m * K4 + xb], x1 = x4[m * K4 + xb + 1u];
-            vec4 x2 = vec4(0.0), x3 = vec4(0.0);
-            if (FORMAT == FMT_Q4_0) {
-                x2 = x4[m * K4 + xb + 4u];
-                x3 = x4[m * K4 + xb + 5u];
-            }
+        [[unroll]] for (uint k = 0u; k < CW; k++) {
+            vec4 lo[NR], hi[NR];
             [[unroll]] for (uint i = 0u; i < NR; i++) {
-                float s = fdot(f[i][1], x1, fdot(f[i][0], x0, 0.0));
-                if (FORMAT == FMT_Q4_0) {
-                    s = fdot(f[i][3], x3, fdot(f[i][2], x2, s));
+                if (FORMAT == FMT_Q8_0) {
+                    lo[i] = gemv_bytes(r[i][k] ^ 0x80808080u, 128.0);
+                } else {
+                    gemv_nibbles(r[i][k], 8.0, lo[i], hi[i]);
                 }
-                acc[i][m] = ok ? fma(uintBitsToFloat(r[i][2]), s, acc[i][m]) : acc[i][m];
+            }
+            [[unroll]] for (uint m = 0u; m < M; m++) {
+                const vec4 xl = x4[m * K4 + xb + k];
+                vec4 xh = vec4(0.0);
+                if (FORMAT == FMT_Q4_0) {
+                    xh = x4[m * K4 + xb + 4u + k];
+                }
+                [[unroll]] for (uint i = 0u; i < NR; i++) {
+                    s[i][m] = fdot(lo[i], xl, s[i][m]);
+                    if (FORMAT == FMT_Q4_0) {
+                        s[i][m] = fdot(hi[i], xh, s[i][m]);
+                    }
+                }
+            }
+        }
+        [[unroll]] for (uint i = 0u; i < NR; i++) {
+            const float d = uintBitsToFloat(r[i][CW]);
+            [[unroll]] for (uint m = 0u; m < M; m++) {
+                acc[i][m] = ok ? fma(d, s[i][m], acc[i][m]) : acc[i][m];
             }
         }
     } else if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
-        // Sub-blocks 2c (low nibbles) and 2c + 1 (high), positions 8j .. 8j + 7.
-        const uint c = p >> 2, j = p & 3u;
+        // Code word k: sub-block 2c (low nibbles) and 2c + 1 (high), positions PB j + 4k ..
+        const uint c = p / JP, j = p % JP;
         vec2 dsc[NR], dmn[NR];
-        vec4 lo[NR][2], hi[NR][2];
+        vec4 lo[NR][CW], hi[NR][CW];
         [[unroll]] for (uint i = 0u; i < NR; i++) {
-            const vec4 pair = vec4(kscale_pair(uvec3(r[i][1], r[i][2], r[i][3]), c));
-            dsc[i] = quant_half(r[i][0] & 0xFFFFu) * pair.xy;
-            dmn[i] = quant_half(r[i][0] >> 16) * pair.zw;
-            [[unroll]] for (uint h = 0u; h < 2u; h++) {
-                const uint q = r[i][4u + h];
+            const uint h0 = r[i][CW];
+            const vec4 pair = vec4(kscale_pair(uvec3(r[i][CW + 1u], r[i][CW + 2u], r[i][CW + 3u]), c));
+            dsc[i] = quant_half(h0 & 0xFFFFu) * pair.xy;
+            dmn[i] = quant_half(h0 >> 16) * pair.zw;
+            [[unroll]] for (uint k = 0u; k < CW; k++) {
+                const uint q = r[i][k];
                 if (FORMAT == FMT_Q4_K) {
-                    gemv_nibbles(q, 0.0, lo[i][h], hi[i][h]);
+                    gemv_nibbles(q, 0.0, lo[i][k], hi[i][k]);
                 } else {
                     // The fifth bit of element l of sub-block s is bit s of qh[l].
-                    const uint qh = r[i][6u + h] >> (2u * c);
-                    lo[i][h] = gemv_bytes((q & 0x0F0F0F0Fu) | ((qh << 4) & 0x10101010u), 0.0);
-                    hi[i][h] = gemv_bytes(((q >> 4) & 0x0F0F0F0Fu) | ((qh << 3) & 0x10101010u),
+                    const uint qh = r[i][CW + 4u + k] >> (2u * c);
+                    lo[i][k] = gemv_bytes((q & 0x0F0F0F0Fu) | ((qh << 4) & 0x10101010u), 0.0);
+                    hi[i][k] = gemv_bytes(((q >> 4) & 0x0F0F0F0Fu) | ((qh << 3) & 0x10101010u),
                                           0.0);
                 }
                 if (M > 1u) {
-                    lo[i][h] = fma(lo[i][h], vec4(dsc[i].x), vec4(-dmn[i].x));
-                    hi[i][h] = fma(hi[i][h], vec4(dsc[i].y), vec4(-dmn[i].y));
+                    lo[i][k] = fma(lo[i][k], vec4(dsc[i].x), vec4(-dmn[i].x));
+                    hi[i][k] = fma(hi[i][k], vec4(dsc[i].y), vec4(-dmn[i].y));
                 }
             }
         }
-        const uint xb = 64u * b + 16u * c + 2u * j;
+        const uint xb = 64u * b + 16u * c + CW * j;
         [[unroll]] for (uint m = 0u; m < M; m++) {
-            const vec4 xl0 = x4[m * K4 + xb], xl1 = x4[m * K4 + xb + 1u];
-            const vec4 xh0 = x4[m * K4 + xb + 8u], xh1 = x4[m * K4 + xb + 9u];
-            const float sl = hsum(xl0 + xl1), sh = hsum(xh0 + xh1);
+            vec4 xl[CW], xh[CW];
+            vec4 sx = vec4(0.0), sy = vec4(0.0);
+            [[unroll]] for (uint k = 0u; k < CW; k++) {
+                xl[k] = x4[m * K4 + xb + k];
+                xh[k] = x4[m * K4 + xb + 8u + k];
+                sx += xl[k];
+                sy += xh[k];
+            }
+            const float sl = hsum(sx), sh = hsum(sy);
             [[unroll]] for (uint i = 0u; i < NR; i++) {
-                const float dl = fdot(lo[i][1], xl1, fdot(lo[i][0], xl0, 0.0));
-                const float dh = fdot(hi[i][1], xh1, fdot(hi[i][0], xh0, 0.0));
+                float dl = 0.0, dh = 0.0;
+                [[unroll]] for (uint k = 0u; k < CW; k++) {
+                    dl = fdot(lo[i][k], xl[k], dl);
+                    dh = fdot(hi[i][k], xh[k], dh);
+                }
                 float a = acc[i][m];
                 if (M == 1u) {
                     a = fma(dsc[i].x, dl, a);
@@ -168,38 +190,8 @@ void piece(uint r[NR][RP], uint b, uint p, uint K4, bool ok, inout float acc[NR]
     }
 }
 
+#define PIECE(r, b, p, ok) piece(r, b, p, ok, acc)
+
 void main() {
-    const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;
-    const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-    const uint nb = pc.K / QK;
-    const uint P = nb * PPB;  // pieces per row
-    const uint K4 = pc.K / 4u;
-
-    // Byte offset of each row. Rows past N read row N - 1 (in bounds) and are never stored.
-    uint row_at[NR];
-    [[unroll]] for (uint i = 0u; i < NR; i++) {
-        row_at[i] = min((wg * G + g) * NR + i, pc.N - 1u) * (nb * BLOCK_BYTES);
-    }
-    float acc[NR][M];
-    [[unroll]] for (uint i = 0u; i < NR; i++) {
-        [[unroll]] for (uint m = 0u; m < M; m++) {
-            acc[i][m] = 0.0;
-        }
-    }
-
-    for (uint q0 = t; q0 < P; q0 += U * T) {
-        uint r[U][NR][RP];
-        [[unroll]] for (uint u = 0u; u < U; u++) {
-            const uint q = min(q0 + u * T, P - 1u);
-            [[unroll]] for (uint i = 0u; i < NR; i++) {
-                span_load(row_at[i] + (q / PPB) * BLOCK_BYTES, q % PPB, r[u][i]);
-            }
-        }
-        [[unroll]] for (uint u = 0u; u < U; u++) {
-            const uint q = min(q0 + u * T, P - 1u);
-            piece(r[u], q / PPB, q % PPB, K4, q0 + u * T < P, acc);
-        }
-    }
-
-    span_finish(acc, wg);
+    SPAN_MAIN(PIECE)
 }

@@ -19,9 +19,11 @@ layout(constant_id = 2) const bool TAIL = false;
 layout(constant_id = 3) const uint M = 1;
 layout(constant_id = 4) const uint NR = 1;
 layout(constant_id = 6) const uint U = 2;
+layout(constant_id = 7) const uint PB = 8;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct { uint act[]; };
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct2 { uvec2 act2[]; };
+layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct4 { uvec4 act4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ2 { uvec2 wq2[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ4 { uvec4 wq4[]; };
@@ -44,69 +46,57 @@ float int_to_float(int v) {
     return uintBitsToFloat(uint(v) + 0x4B400000u) - 12582912.0;
 }
 
-// acc[i][m] += piece p of block b of row i (words r[i]) . x[m]: nb blocks per row of x, AB
-// blocks of activations in all; nothing where !ok.
-void piece(uint r[NR][RP], uint b, uint p, uint nb, uint AB, bool ok, inout float acc[NR][M]) {
-    [[unroll]] for (uint m = 0u; m < M; m++) {
-        const uint ab = m * nb + b;
-        const float dx = uintBitsToFloat(act[8u * AB + ab]);
-        if (FORMAT == FMT_Q8_0) {
-            // Elements 8p .. 8p + 7: activation words 2p, 2p + 1 of the block.
-            const uvec2 a = act2[4u * ab + p];
-            [[unroll]] for (uint i = 0u; i < NR; i++) {
-                const int s = sdot4x8(r[i][0], a.x) + sdot4x8(r[i][1], a.y);
-                acc[i][m] = ok ? fma(uintBitsToFloat(r[i][2]) * dx, int_to_float(s), acc[i][m])
-                               : acc[i][m];
-            }
-        } else {
-            // Low nibbles: elements 8p .. 8p + 7 (words 2p, 2p + 1); high: 16 + 8p ..
-            // (words 4 + 2p, 5 + 2p). Codes 0..15 are non-negative signed bytes as they stand.
-            const uvec2 lo = act2[4u * ab + p], hi = act2[4u * ab + 2u + p];
-            const int off = p == 0u ? -8 * int(act[9u * AB + ab]) : 0;
-            [[unroll]] for (uint i = 0u; i < NR; i++) {
-                int s = off + sdot4x8(r[i][0] & 0x0F0F0F0Fu, lo.x);
-                s += sdot4x8(r[i][1] & 0x0F0F0F0Fu, lo.y);
-                s += sdot4x8((r[i][0] >> 4) & 0x0F0F0F0Fu, hi.x);
-                s += sdot4x8((r[i][1] >> 4) & 0x0F0F0F0Fu, hi.y);
-                acc[i][m] = ok ? fma(uintBitsToFloat(r[i][2]) * dx, int_to_float(s), acc[i][m])
-                               : acc[i][m];
-            }
+// The CW activation words from word w0 (a multiple of CW) into a.
+void act_words(uint w0, out uint a[8]) {
+    if (CW == 2u) {
+        const uvec2 v = act2[w0 >> 1];
+        a[0] = v.x;
+        a[1] = v.y;
+    } else {
+        [[unroll]] for (uint k = 0u; k < CW / 4u; k++) {
+            const uvec4 v = act4[(w0 >> 2) + k];
+            a[4u * k] = v.x;
+            a[4u * k + 1u] = v.y;
+            a[4u * k + 2u] = v.z;
+            a[4u * k + 3u] = v.w;
         }
     }
 }
 
-void main() {
-    const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;
-    const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-    const uint nb = pc.K / 32u;
-    const uint P = nb * PPB;  // pieces per row
-    const uint AB = M * nb;
-
-    // Byte offset of each row. Rows past N read row N - 1 (in bounds) and are never stored.
-    uint row_at[NR];
-    [[unroll]] for (uint i = 0u; i < NR; i++) {
-        row_at[i] = min((wg * G + g) * NR + i, pc.N - 1u) * (nb * BLOCK_BYTES);
-    }
-    float acc[NR][M];
-    [[unroll]] for (uint i = 0u; i < NR; i++) {
-        [[unroll]] for (uint m = 0u; m < M; m++) {
-            acc[i][m] = 0.0;
+// acc[i][m] += piece p of block b of row i (words r[i]) . x[m]; nothing where !ok.
+void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
+    const uint nb = pc.K / 32u, AB = M * nb;
+    [[unroll]] for (uint m = 0u; m < M; m++) {
+        const uint ab = m * nb + b;
+        const float dx = uintBitsToFloat(act[8u * AB + ab]);
+        // Code word k: Q8_0 elements PB p + 4k .. (activation word CW p + k of the block);
+        // Q4_0 the same in its low nibbles and 16 + PB p + 4k .. (word 4 + CW p + k) in its
+        // high ones. Codes 0..15 are non-negative signed bytes as they stand; Q4_0's -8 is
+        // applied once per block, by piece 0: -8 times the sum of the block's activation codes.
+        uint lo[8], hi[8];
+        act_words(8u * ab + CW * p, lo);
+        if (FORMAT == FMT_Q4_0) {
+            act_words(8u * ab + 4u + CW * p, hi);
         }
-    }
-
-    for (uint q0 = t; q0 < P; q0 += U * T) {
-        uint r[U][NR][RP];
-        [[unroll]] for (uint u = 0u; u < U; u++) {
-            const uint q = min(q0 + u * T, P - 1u);
-            [[unroll]] for (uint i = 0u; i < NR; i++) {
-                span_load(row_at[i] + (q / PPB) * BLOCK_BYTES, q % PPB, r[u][i]);
+        const int off = FORMAT == FMT_Q4_0 && p == 0u ? -8 * int(act[9u * AB + ab]) : 0;
+        [[unroll]] for (uint i = 0u; i < NR; i++) {
+            int s = off;
+            [[unroll]] for (uint k = 0u; k < CW; k++) {
+                if (FORMAT == FMT_Q8_0) {
+                    s += sdot4x8(r[i][k], lo[k]);
+                } else {
+                    s += sdot4x8(r[i][k] & 0x0F0F0F0Fu, lo[k]);
+                    s += sdot4x8((r[i][k] >> 4) & 0x0F0F0F0Fu, hi[k]);
+                }
             }
-        }
-        [[unroll]] for (uint u = 0u; u < U; u++) {
-            const uint q = min(q0 + u * T, P - 1u);
-            piece(r[u], q / PPB, q % PPB, nb, AB, q0 + u * T < P, acc);
+            acc[i][m] = ok ? fma(uintBitsToFloat(r[i][CW]) * dx, int_to_float(s), acc[i][m])
+                           : acc[i][m];
         }
     }
+}
 
-    span_finish(acc, wg);
+#define PIECE(r, b, p, ok) piece(r, b, p, ok, acc)
+
+void main() {
+    SPAN_MAIN(PIECE)
 }

@@ -10,32 +10,36 @@
 // holds many warps, and the load instructions of a subgroup cover one contiguous stretch of
 // a row (a few cache lines) instead of one line per lane.
 //
-// Pieces. A block is cut into PPB pieces of 8 to 16 weights; piece q of a row is piece
-// q % PPB of block q / PPB, and lane t of a row group takes pieces t, t + T, t + 2T, ... of
-// each of its NR rows, U pieces of every row loaded before any is decoded. A piece is a few
-// 32-bit words at fixed places of its block:
-//   Q8_0 (PPB 4)  8 codes: bytes 2 + 8p .. 9 + 8p (three words cover them at any 2-aligned
-//                 offset), and the word of the scale
-//   Q4_0 (PPB 2)  16 codes: bytes 2 + 8p .. 9 + 8p (the low nibbles are elements 8p .. 8p + 7,
-//                 the high ones 16 + 8p ..), and the scale's word
-//   Q4_K (PPB 16) sub-blocks 2c, 2c + 1, positions 8j .. 8j + 7 (p = 4c + j): the block's
-//                 first uvec4 (d, dmin, scales) and a uvec2 of codes
-//   Q5_K (PPB 16) the same and the uvec2 of fifth bits qh[8j .. 8j + 7]
-//   Q6_K (PPB 16) half h, positions 4j .. 4j + 3 of its four quarters (p = 8h + j): the
-//                 words of ql[64h + 4j], ql[64h + 32 + 4j], qh[32h + 4j] (two each, the
-//                 block being 2-aligned), three words of the half's scales and d's word
-// The scale words are the same for the lanes of one block: one load serves them.
+// Pieces. A block is cut into PPB pieces; piece q of a row is piece q % PPB of block
+// q / PPB, and lane t of a row group takes pieces t, t + T, t + 2T, ... of each of its NR
+// rows, U pieces of every row loaded before any is decoded. Since T is a multiple of PPB, a
+// lane's piece index inside the block never changes and its block advances by a constant:
+// the addresses are additions. A piece holds PB bytes of codes (the specialization constant
+// PB) and the words of the block's scales:
+//   Q8_0 (PB 8, 16, 32: PPB 32 / PB)  codes at bytes 2 + PB p ..; the scale's word
+//   Q4_0 (PB 8, 16: PPB 16 / PB)      codes at bytes 2 + PB p ..: their low nibbles are
+//                                     elements PB p .. PB p + PB - 1, the high ones 16 + ..
+//   Q4_K (PB 8, 16: PPB 128 / PB)     sub-blocks 2c, 2c + 1, positions PB j .. (p = c * JP
+//                                     + j, JP = 32 / PB): the block's first uvec4 (d, dmin,
+//                                     scales) and a uvec2 / uvec4 of codes
+//   Q5_K (the same)                   and the uvec2 / uvec4 of fifth bits qh[PB j ..]
+//   Q6_K (PPB 16)                     half h, positions 4j .. 4j + 3 of its four quarters
+//                                     (p = 8h + j): ql[64h + 4j], ql[64h + 32 + 4j],
+//                                     qh[32h + 4j], the half's 8 scales, d
+// Q8_0, Q4_0 and Q6_K blocks start at 2-aligned bytes: a field of 4w bytes is cut out of the
+// w + 1 words that cover it, the last one loaded only where the field is not word-aligned
+// (where it is, that word may lie past the tensor). The scale words are the same for the
+// lanes of one block: one load serves them.
 //
-// Words past the end of the binding are never read: the last word of a 2-aligned field
-// clamps to the tensor's last word (or, with TAIL, the tail word), where it is not used.
-// Pieces past the row's end (the last round) read the row's last piece and count zero.
+// Rounds. Full rounds (every lane's U pieces inside the row) load without checks; the last,
+// partial round points the lanes past the row at its first block and counts them zero.
 //
 // The T partial sums of each output meet in shared memory and one invocation adds them in
 // a fixed order (no subgroup size assumed), as in gemv_nt_f32.
 //
 // The includer declares, before including this file and after quant.glsl:
 //   layout(local_size_x_id = 0, local_size_y_id = 5) in;   (T lanes along K, G row groups)
-//   spec constants FORMAT (1), TAIL (2), M (3), NR (4), U (6)
+//   spec constants FORMAT (1), TAIL (2), M (3), NR (4), U (6), PB (7)
 //   buffers `uint wq[]`, `uvec2 wq2[]`, `uvec4 wq4[]` aliasing the weights, `uint wtail[]`,
 //   `float bias[]`, `float y[]`, and push constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0.
 #ifndef GEMV_SPAN_GLSL
@@ -44,73 +48,90 @@
 const uint T = gl_WorkGroupSize.x;  // lanes along K per row group
 const uint G = gl_WorkGroupSize.y;  // row groups per workgroup
 const uint ROWS = G * NR;           // rows of W per workgroup
-const uint PPB = FORMAT == FMT_Q8_0 ? 4u : FORMAT == FMT_Q4_0 ? 2u : 16u;
-// Words a piece holds (RP) per row.
-const uint RP = 8u;  // at most (Q5_K); the words a format does not use are never set or read
+const uint PPB = FORMAT == FMT_Q8_0 ? 32u / PB
+               : FORMAT == FMT_Q4_0 ? 16u / PB
+               : FORMAT == FMT_Q6_K ? 16u : 128u / PB;
+const uint CW = FORMAT == FMT_Q6_K ? 1u : PB / 4u;  // words of codes per piece (per field)
+const uint JP = 32u / PB;                           // Q4_K / Q5_K: pieces per sub-block pair
+// Words a piece holds per row, at most (Q8_0 with PB 32: 8 of codes and the scale).
+const uint RP = 12u;
+// Where they are: codes from word 0; Q8_0 / Q4_0 the scale as float bits at word CW; Q4_K /
+// Q5_K the header at CW .. CW + 3 and Q5_K's fifth bits at CW + 4 ..; Q6_K words 0, 1, 2 (ql,
+// ql + 32, qh), 3, 4 (the half's scales) and 5 (d as float bits).
 
-// Word i of the weights, i clamped into the binding (with TAIL the word past the last whole
-// one is the tail word).
+// Word i of the weights; with TAIL the word past the last whole one is the tail word.
 uint span_word(uint i) {
-    const uint len = uint(wq.length());
-    if (TAIL) {
-        return quant_word(min(i, len));
+    return TAIL ? quant_word(i) : wq[i];
+}
+
+// The W words of the 4W bytes at byte o (2-aligned) into r[at ..]: W + 1 loads where o is
+// not word-aligned, W where it is.
+void span_field(uint o, const uint W, const uint at, inout uint r[RP]) {
+    const uint a = o >> 2;
+    const bool sh = (o & 2u) != 0u;
+    uint w[9];
+    [[unroll]] for (uint k = 0u; k < W; k++) {
+        w[k] = wq[a + k];
     }
-    return wq[min(i, len - 1u)];
+    w[W] = sh ? span_word(a + W) : 0u;
+    [[unroll]] for (uint k = 0u; k < W; k++) {
+        r[at + k] = sh ? funnel16(w[k], w[k + 1u]) : w[k];
+    }
 }
 
-// The two words of the 8 bytes at byte o (2-aligned), from three loads.
-uvec2 span_two(uint o) {
-    const uint a = o >> 2;
-    const uint w0 = span_word(a), w1 = span_word(a + 1u), w2 = span_word(a + 2u);
-    return (o & 2u) != 0u ? uvec2(funnel16(w0, w1), funnel16(w1, w2)) : uvec2(w0, w1);
-}
-
-// The 4 bytes at byte o (2-aligned), from two loads.
-uint span_one(uint o) {
-    const uint a = o >> 2;
-    const uint w0 = span_word(a);
-    return (o & 2u) != 0u ? funnel16(w0, span_word(a + 1u)) : w0;
-}
-
-// The half at byte o (2-aligned) as a float.
-float span_half(uint o) {
+// The half at byte o (2-aligned) as float bits (Q6_K's d may lie in the tail word).
+uint span_half(uint o) {
     const uint w = span_word(o >> 2);
-    return quant_half((o & 2u) != 0u ? w >> 16 : w & 0xFFFFu);
+    return floatBitsToUint(quant_half((o & 2u) != 0u ? w >> 16 : w & 0xFFFFu));
 }
 
-// Load piece p of the block at byte bo into r (decoded words, see the header).
+// Load piece p of the block at byte bo into r (see RP's note).
 void span_load(uint bo, uint p, out uint r[RP]) {
     if (FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0) {
-        const uvec2 c = span_two(bo + 2u + 8u * p);
-        r[0] = c.x;
-        r[1] = c.y;
-        r[2] = floatBitsToUint(span_half(bo));
+        span_field(bo + 2u + PB * p, CW, 0u, r);
+        r[CW] = span_half(bo);
     } else if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
-        const uint c = p >> 2, j = p & 3u;
-        const uvec4 h = wq4[bo >> 4];
-        r[0] = h.x;
-        r[1] = h.y;
-        r[2] = h.z;
-        r[3] = h.w;
+        const uint c = p / JP, j = p % JP;
         const uint qs = FORMAT == FMT_Q4_K ? 16u : 48u;
-        const uvec2 q = wq2[(bo + qs + 32u * c + 8u * j) >> 3];
-        r[4] = q.x;
-        r[5] = q.y;
+        const uint o = bo + qs + 32u * c + PB * j;
+        if (PB == 8u) {
+            const uvec2 q = wq2[o >> 3];
+            r[0] = q.x;
+            r[1] = q.y;
+        } else {
+            const uvec4 q = wq4[o >> 4];
+            r[0] = q.x;
+            r[1] = q.y;
+            r[2] = q.z;
+            r[3] = q.w;
+        }
+        const uvec4 h = wq4[bo >> 4];
+        r[CW] = h.x;
+        r[CW + 1u] = h.y;
+        r[CW + 2u] = h.z;
+        r[CW + 3u] = h.w;
         if (FORMAT == FMT_Q5_K) {
-            const uvec2 qh = wq2[(bo + 16u + 8u * j) >> 3];
-            r[6] = qh.x;
-            r[7] = qh.y;
+            const uint oh = bo + 16u + PB * j;
+            if (PB == 8u) {
+                const uvec2 q = wq2[oh >> 3];
+                r[CW + 4u] = q.x;
+                r[CW + 5u] = q.y;
+            } else {
+                const uvec4 q = wq4[oh >> 4];
+                r[CW + 4u] = q.x;
+                r[CW + 5u] = q.y;
+                r[CW + 6u] = q.z;
+                r[CW + 7u] = q.w;
+            }
         }
     } else {
         // Q6_K: half h, positions 4j .. 4j + 3.
         const uint h = p >> 3, j = p & 7u;
-        r[0] = span_one(bo + 64u * h + 4u * j);
-        r[1] = span_one(bo + 64u * h + 32u + 4u * j);
-        r[2] = span_one(bo + 128u + 32u * h + 4u * j);
-        const uvec2 s = span_two(bo + 192u + 8u * h);
-        r[3] = s.x;
-        r[4] = s.y;
-        r[5] = floatBitsToUint(span_half(bo + 208u));
+        span_field(bo + 64u * h + 4u * j, 1u, 0u, r);
+        span_field(bo + 64u * h + 32u + 4u * j, 1u, 1u, r);
+        span_field(bo + 128u + 32u * h + 4u * j, 1u, 2u, r);
+        span_field(bo + 192u + 8u * h, 2u, 3u, r);
+        r[5] = span_half(bo + 208u);
     }
 }
 
@@ -138,5 +159,51 @@ void span_finish(float acc[NR][M], uint wg) {
         }
     }
 }
+
+// The streaming loop, shared by both kernels: SPAN_PIECE(r, b, p, ok) is the includer's
+// decoder (a macro, so that each kernel passes its own arguments).
+#define SPAN_MAIN(SPAN_PIECE)                                                                  \
+    const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;                          \
+    const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;                   \
+    const uint nb = pc.K / QK;                                                                  \
+    const uint P = nb * PPB;                                                                    \
+    uint row_at[NR];                                                                            \
+    [[unroll]] for (uint i = 0u; i < NR; i++) {                                                 \
+        row_at[i] = min((wg * G + g) * NR + i, pc.N - 1u) * (nb * BLOCK_BYTES);                 \
+    }                                                                                           \
+    float acc[NR][M];                                                                           \
+    [[unroll]] for (uint i = 0u; i < NR; i++) {                                                 \
+        [[unroll]] for (uint m = 0u; m < M; m++) {                                              \
+            acc[i][m] = 0.0;                                                                    \
+        }                                                                                       \
+    }                                                                                           \
+    const uint p = t % PPB;                                                                     \
+    uint kb = t / PPB;                                                                          \
+    uint q0 = t;                                                                                \
+    for (; q0 + (U - 1u) * T < P; q0 += U * T, kb += U * T / PPB) {                             \
+        uint r[U][NR][RP];                                                                      \
+        [[unroll]] for (uint u = 0u; u < U; u++) {                                              \
+            [[unroll]] for (uint i = 0u; i < NR; i++) {                                         \
+                span_load(row_at[i] + (kb + u * (T / PPB)) * BLOCK_BYTES, p, r[u][i]);          \
+            }                                                                                   \
+        }                                                                                       \
+        [[unroll]] for (uint u = 0u; u < U; u++) {                                              \
+            SPAN_PIECE(r[u], kb + u * (T / PPB), p, true);                                      \
+        }                                                                                       \
+    }                                                                                           \
+    if (q0 < P) {                                                                               \
+        uint r[U][NR][RP];                                                                      \
+        [[unroll]] for (uint u = 0u; u < U; u++) {                                              \
+            const uint b = q0 + u * T < P ? kb + u * (T / PPB) : 0u;                            \
+            [[unroll]] for (uint i = 0u; i < NR; i++) {                                         \
+                span_load(row_at[i] + b * BLOCK_BYTES, p, r[u][i]);                             \
+            }                                                                                   \
+        }                                                                                       \
+        [[unroll]] for (uint u = 0u; u < U; u++) {                                              \
+            const bool ok = q0 + u * T < P;                                                     \
+            SPAN_PIECE(r[u], ok ? kb + u * (T / PPB) : 0u, p, ok);                              \
+        }                                                                                       \
+    }                                                                                           \
+    span_finish(acc, wg);
 
 #endif

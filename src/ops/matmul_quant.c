@@ -89,6 +89,23 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_SPAN_THREADS_WAVE64 256u
 #define QUANT_SPAN_NR 2u
 #define QUANT_SPAN_U 2u
+/* Bytes of codes per piece, per format (Q6_K's pieces are fixed: 4 positions). */
+static const uint32_t span_pb[] = {16, 16, 16, 16, 4};
+
+/* Pieces per block of a span plan (gemv_span.glsl's PPB), 0 where pb does not fit fmt. */
+static uint32_t span_pieces(uint32_t fmt, uint32_t pb)
+{
+    switch (fmt) {
+    case FMT_Q8_0:
+        return pb == 8 || pb == 16 || pb == 32 ? 32 / pb : 0;
+    case FMT_Q4_0:
+        return pb == 8 || pb == 16 ? 16 / pb : 0;
+    case 4: /* Q6_K */
+        return pb == 4 ? 16 : 0;
+    default: /* Q4_K, Q5_K */
+        return pb == 8 || pb == 16 ? 128 / pb : 0;
+    }
+}
 /* gemm_q_dot's fixed tile: 64 x 64 outputs, 256 invocations. */
 #define QUANT_DOT_TILE 64u
 #define QUANT_DOT_THREADS 256u
@@ -201,6 +218,7 @@ typedef struct gemv_plan {
     uint32_t g;        /* span: row groups per workgroup (local_size_y) */
     uint32_t u;        /* span: pieces per row in flight */
     uint32_t span_nr;  /* span: rows of W per row group */
+    uint32_t pb;       /* span: bytes of codes per piece */
     uint32_t r;        /* row lanes: local_size_x */
     uint32_t s;        /* slices of K: local_size_y */
     uint32_t nr;       /* rows of W per invocation */
@@ -263,6 +281,8 @@ static void gemv_plan_override(const mcl_context *ctx, uint32_t fmt, uint32_t m,
             q.g = value;
         else if (strcmp(key, "u") == 0)
             q.u = value;
+        else if (strcmp(key, "pb") == 0)
+            q.pb = value;
         else if (strcmp(key, "r") == 0)
             q.r = value;
         else if (strcmp(key, "s") == 0)
@@ -288,6 +308,7 @@ static void gemv_plan_override(const mcl_context *ctx, uint32_t fmt, uint32_t m,
          y <= ctx->info.max_compute_workgroup_size[1] &&
          (uint64_t)x * y <= ctx->info.max_compute_workgroup_invocations &&
          (qnr == 1 || qnr == 2 || qnr == 4) && q.u >= 1 && q.u <= 8 &&
+         (!q.span || (span_pieces(fmt, q.pb) && q.t % span_pieces(fmt, q.pb) == 0)) &&
          shared <= ctx->info.max_compute_shared_memory_size;
     if (!ok) {
         mcl_log(&ctx->log, MCL_LOG_WARNING,
@@ -385,7 +406,8 @@ static void gemv_plan_for(const mcl_context *ctx, uint32_t fmt, uint32_t m, uint
     uint32_t span_threads = wave64 ? QUANT_SPAN_THREADS_WAVE64 : QUANT_SPAN_THREADS;
     if (span_threads > ctx->info.max_compute_workgroup_invocations)
         span_threads = ctx->info.max_compute_workgroup_invocations;
-    uint32_t pieces_per_row = nb * (fmt == FMT_Q8_0 ? 4 : fmt == FMT_Q4_0 ? 2 : 16);
+    p->pb = span_pb[fmt];
+    uint32_t pieces_per_row = nb * span_pieces(fmt, p->pb);
     uint32_t t = wave64 ? QUANT_SPAN_LANES_WAVE64 : QUANT_SPAN_LANES;
     while (2 * t <= QUANT_SPAN_MAX_LANES && 2 * t <= span_threads &&
            (uint64_t)ceil_div(n, span_nr) * t < QUANT_SPAN_TARGET_LANES &&
@@ -424,13 +446,13 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     };
     uint32_t rows_per_group;
     if (plan.span) {
-        mcl_log(&ctx->log, MCL_LOG_DEBUG, "gemv %s %ux%u, %u rows, %s: span t=%u g=%u nr=%u u=%u",
+        mcl_log(&ctx->log, MCL_LOG_DEBUG, "gemv %s %ux%u, %u rows, %s: span t=%u g=%u nr=%u u=%u pb=%u",
                 mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t,
-                plan.g, plan.span_nr, plan.u);
+                plan.g, plan.span_nr, plan.u, plan.pb);
         desc.id = dot ? MCL_KERNEL_GEMV_Q_SPAN_DOT : MCL_KERNEL_GEMV_Q_SPAN;
         desc.local_size_x = plan.t;
-        desc.spec_count = 6;
-        uint32_t spec[6] = {fmt, tail != NULL, rows, plan.span_nr, plan.g, plan.u};
+        desc.spec_count = 7;
+        uint32_t spec[7] = {fmt, tail != NULL, rows, plan.span_nr, plan.g, plan.u, plan.pb};
         memcpy(desc.spec, spec, sizeof spec);
         rows_per_group = plan.g * plan.span_nr;
     } else {
