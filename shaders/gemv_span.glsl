@@ -34,8 +34,9 @@
 // Rounds. Full rounds (every lane's U pieces inside the row) load without checks; the last,
 // partial round points the lanes past the row at its first block and counts them zero.
 //
-// The T partial sums of each output meet in shared memory and one invocation adds them in
-// a fixed order (no subgroup size assumed), as in gemv_nt_f32.
+// The T partial sums of each output meet in shared memory and are added in a fixed order in
+// two steps (no subgroup size assumed): at T = 128 a single invocation adding all of them
+// left a tail of microseconds at the end of a grid that is one wave.
 //
 // The includer declares, before including this file and after quant.glsl:
 //   layout(local_size_x_id = 0, local_size_y_id = 5) in;   (T lanes along K, G row groups)
@@ -136,8 +137,11 @@ void span_load(uint bo, uint p, out uint r[RP]) {
 }
 
 // The partial sums of the T lanes of each row group meet in shared memory: series
-// o = (i * M + m) * G + g at [o * T, o * T + T). Then one invocation per output adds them.
+// o = (i * M + m) * G + g at [o * T, o * T + T). They are added in two steps, a fixed order:
+// lanes t < T / F of each row group sum F neighbours of every series in place, then one
+// invocation per output sums the T / F results.
 shared float span_red[NR * M * G * T];
+const uint SPAN_F = T >= 8u ? 8u : 1u;
 
 void span_finish(float acc[NR][M], uint wg) {
     const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;
@@ -147,11 +151,24 @@ void span_finish(float acc[NR][M], uint wg) {
         }
     }
     barrier();
+    if (SPAN_F > 1u && t < T / SPAN_F) {
+        [[unroll]] for (uint i = 0u; i < NR; i++) {
+            [[unroll]] for (uint m = 0u; m < M; m++) {
+                const uint at = ((i * M + m) * G + g) * T + t * SPAN_F;
+                float sum = 0.0;
+                [[unroll]] for (uint k = 0u; k < SPAN_F; k++) {
+                    sum += span_red[at + k];
+                }
+                span_red[at] = sum;
+            }
+        }
+    }
+    barrier();
     for (uint o = g * T + t; o < NR * M * G; o += T * G) {
         const uint i = o / (M * G), m = (o / G) % M, og = o % G;
         const uint n = (wg * G + og) * NR + i;
         float sum = 0.0;
-        for (uint k = 0u; k < T; k++) {
+        for (uint k = 0u; k < T; k += SPAN_F) {
             sum += span_red[o * T + k];
         }
         if (n < pc.N) {

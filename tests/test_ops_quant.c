@@ -392,20 +392,30 @@ static void gemv_layouts(void **state)
     }
 }
 
-/* MOTIFCL_QUANT_GEMV_PLAN (a tuning override) reaches shapes the plan would not choose: few
- * slices with prefetch, narrower loads, several rows of W at one row of x; one that cannot fit
- * (too many slices) is ignored. Every one must still compute the product. */
+static void check_dot_path(mcl_dtype dtype, const mm_case *p, uint32_t seed);
+
+/* MOTIFCL_QUANT_GEMV_PLAN (a tuning override) reaches shapes the plan would not choose. The
+ * row layout (span=0): few slices with prefetch, narrower loads, several rows of W at one row
+ * of x. The span layout: pieces of 8 and 32 bytes, one row group per workgroup, narrow row
+ * groups, several rows of W, U = 1 or 3 pieces in flight. Plans that cannot fit (too many
+ * slices; fewer lanes than pieces per block, for some formats; a piece size a format does
+ * not have) are ignored. Every one must still compute the product, on both paths. */
 static void gemv_plan_override(void **state)
 {
     (void)state;
-    static const char *const plans[] = {"r=8,s=3,nr=2,pf=1", "lw=1,r=16,s=5", "lw=2,nr=4,pf=0",
-                                        "r=8,s=100000"};
+    static const char *const plans[] = {
+        "span=0,r=8,s=3,nr=2,pf=1", "span=0,lw=1,r=16,s=5", "span=0,lw=2,nr=4,pf=0",
+        "span=0,r=8,s=100000",      "pb=8,u=3,nr=1",        "pb=32,t=16,g=8,nr=4,u=1",
+        "t=64,g=1,u=1,nr=1",        "pb=8,t=8,g=4",
+    };
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
         setenv("MOTIFCL_QUANT_GEMV_PLAN", plans[i], 1);
-        for (size_t f = 0; f < 2; f++) {
+        for (size_t f = 0; f < FORMAT_COUNT; f++) {
             mcl_dtype t = all_formats[f];
-            mm_case c = {1, 1 + (int64_t)i, 37, 4352, (int)(i % 2)};
+            mm_case c = {1, 1 + (int64_t)(i % 8), 37, 4352, (int)(i % 2)};
             check_float_path(t, &c, (uint32_t)(9000 + 10 * i + f));
+            if (has_dot && f < 2)
+                check_dot_path(t, &c, (uint32_t)(9500 + 10 * i + f));
         }
     }
     unsetenv("MOTIFCL_QUANT_GEMV_PLAN");
