@@ -403,10 +403,13 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
     p->s = s;
     p->prefetch = units > s && 2 * rw * nr <= budget;
 
-    /* The span layout (the default): one subgroup of lanes per row group, more while the grid
-     * is small. Q4_K and Q5_K at several rows of x keep the row layout: on the H200 it ran
-     * them at 8-10% of stream read, the span layout at 5-6%. */
-    p->span = m == 1 || fmt <= FMT_Q4_0 || fmt == FMT_Q6_K;
+    /* The span layout: one subgroup of lanes per row group, more while the grid is small.
+     * Taken at one row of x, on the integer-dot path, and for Q6_K; the float path at several
+     * rows of x keeps the row layout. On the H200 at 8 rows (evidence/h200-4de676b): Q8_0
+     * float 8-10% of stream read in the span layout against 12-17% in the row layout, Q4_0
+     * 4-5% against 10%, Q4_K / Q5_K 5-6% against 8-10%; Q6_K 11-13% against 8-9%, and on
+     * the dot path Q8_0 33% against 22-26%, Q4_0 18-20% against 16-17%. */
+    p->span = m == 1 || dot || fmt == FMT_Q6_K;
     p->u = QUANT_SPAN_U;
     uint32_t span_nr = QUANT_SPAN_NR;
     uint32_t span_threads = wave64 ? QUANT_SPAN_THREADS_WAVE64 : QUANT_SPAN_THREADS;
