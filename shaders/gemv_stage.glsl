@@ -9,12 +9,13 @@
 // instructions on x, which has no reuse across lanes unless lanes share it, and (3) keep
 // ~25 KB per SM in flight on an H200 (4.8 TB/s x ~700 ns over 132 SMs).
 //
-// Measured (evidence/h200-9034ffd, h200-exploration-2026-11-29): on an H200 this layout stops
-// at 35-45% of stream read at one row of x, whatever the slices, unit size or prefetch, with
-// one dispatch or several at once; a variant that copied each tile with consecutive uvec4
-// loads into shared memory was no faster, at twice the registers (its copy and its unit).
-// The limit is not found yet; the next design to measure reads W along K across the lanes of
-// a subgroup (coalesced) without a register copy of the unit.
+// Where it runs: the float path at several rows of x (Q8_0, Q4_0, Q4_K, Q5_K). One row of x,
+// the integer-dot path and Q6_K take the span layout (gemv_span.glsl), which on an H200 was
+// faster there. Measured (evidence/h200-9034ffd, h200-exploration-2026-11-29): at one row
+// of x this layout stops at 35-45% of stream read, whatever the slices, unit size or
+// prefetch; a variant that copied each tile with consecutive uvec4 loads into shared memory
+// was no faster, at twice the registers. Its units of up to 68 words a lane leave few warps
+// per multiprocessor, each decoding for a long time with nothing in flight.
 //
 // Rows across lanes. The workgroup is R x S invocations (local_size_x = R, local_size_y =
 // S). Invocation (r, s) owns rows n = wg * R * NR + i * R + r (i < NR) and the K-slice s:

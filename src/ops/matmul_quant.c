@@ -3,12 +3,18 @@
  *
  * Two paths:
  *  - float (every format): the weights are dequantized in the shader and multiplied in f32.
- *    gemv_q for 1..8 rows of a (decode), gemm_q with W's tiles dequantized into shared
- *    memory for more. The path an RX 580 runs (it has no packed 8-bit dot product).
+ *    gemv_q_span / gemv_q for 1..8 rows of a (decode), gemm_q with W's tiles dequantized
+ *    into shared memory for more. The path an RX 580 runs (it has no packed 8-bit dot
+ *    product).
  *  - integer dot (Q8_0, Q4_0): quantize_q8_1 quantizes a to 8 bits per 32 values, then
- *    gemv_q_dot / gemm_q_dot multiply packed int8 codes. Taken where the device's integer dot
- *    product is enabled and accelerated, or where it is enabled and asked for (see
- *    mcl_quant_path_select).
+ *    gemv_q_span_dot / gemm_q_dot multiply packed int8 codes. Taken where the device's
+ *    integer dot product is enabled and accelerated, or where it is enabled and asked for
+ *    (see mcl_quant_path_select).
+ *
+ * The GEMVs have two layouts (gemv_plan_for chooses): the span layout (shaders/
+ * gemv_span.glsl: the lanes of a row group read a row along K, a few words each) and the row
+ * layout (shaders/gemv_stage.glsl: each invocation its own rows, whole units of blocks in
+ * registers).
  *
  * A weight larger than one binding (maxStorageBufferRange, or MOTIFCL_MAX_BINDING) is bound
  * in row ranges, views at offsets the device can bind; each writes its columns of c (the
@@ -40,7 +46,7 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 
 /* The GEMV kernels take up to this many rows of a (their accumulators are registers). */
 #define QUANT_GEMV_MAX_ROWS 8u
-/* GEMV parameters (gemv_q.comp, gemv_q_dot.comp; the design is in shaders/gemv_stage.glsl).
+/* Row layout parameters (gemv_q.comp, gemv_q_dot.comp; shaders/gemv_stage.glsl).
  * A workgroup is R row lanes x S slices of K; each invocation owns NR rows of W and streams
  * units of UB blocks of them with loads of LW words. gemv_plan_for() picks them per device
  * class, format, rows of x and shape; these are its knobs.
