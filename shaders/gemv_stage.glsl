@@ -1,5 +1,5 @@
-// gemv_stage.glsl: how the GEMV kernels (gemv_q.comp: float path, gemv_q_dot.comp: integer
-// dot path) stream a block-quantised weight W [N, K]. The design, and why:
+// gemv_stage.glsl: the row layout, how gemv_q.comp (float path) streams a block-quantised
+// weight W [N, K]. The design, and why:
 //
 // A decode GEMV reads every weight byte once and each x element N times, so it is bound by
 // how fast W streams, and the first obstacle is not DRAM but the per-SM load pipeline: a
@@ -11,7 +11,8 @@
 //
 // Where it runs: the float path at several rows of x (Q8_0, Q4_0, Q4_K, Q5_K). One row of x,
 // the integer-dot path and Q6_K take the span layout (gemv_span.glsl), which on an H200 was
-// faster there. Measured (evidence/h200-9034ffd, h200-exploration-2026-11-29): at one row
+// faster there (its integer-dot kernel in this layout, gemv_q_dot, was slower at every
+// shape measured and was removed). Measured (evidence/h200-9034ffd, h200-exploration-2026-11-29): at one row
 // of x this layout stops at 35-45% of stream read, whatever the slices, unit size or
 // prefetch; a variant that copied each tile with consecutive uvec4 loads into shared memory
 // was no faster, at twice the registers. Its units of up to 68 words a lane leave few warps
@@ -21,9 +22,9 @@
 // S). Invocation (r, s) owns rows n = wg * R * NR + i * R + r (i < NR) and the K-slice s:
 // the units u = s, s + S, s + 2S, ... of each of its rows, a unit being UB consecutive blocks
 // (UB * 32 or UB * 256 weights). The R invocations of a slice read R different rows at the
-// same K position, so every load of x (or of the 8-bit activations) has one address across
-// them: one cache line for a whole subgroup when R is a multiple of the subgroup size (and
-// on GCN a compiler may then use a scalar load), a few otherwise. Each x load serves the NR
+// same K position, so every load of x has one address across them: one cache line for a
+// whole subgroup when R is a multiple of the subgroup size (and on GCN a compiler may then
+// use a scalar load), a few otherwise. Each x load serves the NR
 // rows of W of the invocation, each decoded weight the M rows of x.
 //
 // Wide loads, all issued before any use. An invocation loads a whole unit of each of its NR

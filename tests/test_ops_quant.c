@@ -399,7 +399,8 @@ static void check_dot_path(mcl_dtype dtype, const mm_case *p, uint32_t seed);
  * of x. The span layout: pieces of 8 and 32 bytes, one row group per workgroup, narrow row
  * groups, several rows of W, U = 1 or 3 pieces in flight. Plans that cannot fit (too many
  * slices; fewer lanes than pieces per block, for some formats; a piece size a format does
- * not have) are ignored. Every one must still compute the product, on both paths. */
+ * not have; the row layout on the integer-dot path, which has no such kernel) are ignored.
+ * Every one must still compute the product, on both paths. */
 static void gemv_plan_override(void **state)
 {
     (void)state;

@@ -23,4 +23,10 @@ void mcl_logger_init(mcl_logger *logger, mcl_log_fn fn, void *user_data, mcl_log
 void mcl_log(const mcl_logger *logger, mcl_log_level level, const char *fmt, ...)
     MCL_PRINTF(3, 4);
 
+/* Whether a message of `level` would go anywhere (to skip building one that would not). */
+static inline int mcl_log_enabled(const mcl_logger *logger, mcl_log_level level)
+{
+    return (logger->fn && level <= logger->level) || (int)level <= logger->stderr_level;
+}
+
 #endif

@@ -14,7 +14,7 @@
  * The GEMVs have two layouts (gemv_plan_for chooses): the span layout (shaders/
  * gemv_span.glsl: the lanes of a row group read a row along K, a few words each) and the row
  * layout (shaders/gemv_stage.glsl: each invocation its own rows, whole units of blocks in
- * registers).
+ * registers), the float path's at several rows of x.
  *
  * A weight larger than one binding (maxStorageBufferRange, or MOTIFCL_MAX_BINDING) is bound
  * in row ranges, views at offsets the device can bind; each writes its columns of c (the
@@ -46,7 +46,7 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 
 /* The GEMV kernels take up to this many rows of a (their accumulators are registers). */
 #define QUANT_GEMV_MAX_ROWS 8u
-/* Row layout parameters (gemv_q.comp, gemv_q_dot.comp; shaders/gemv_stage.glsl).
+/* Row layout parameters (gemv_q.comp; shaders/gemv_stage.glsl).
  * A workgroup is R row lanes x S slices of K; each invocation owns NR rows of W and streams
  * units of UB blocks of them with loads of LW words. gemv_plan_for() picks them per device
  * class, format, rows of x and shape; these are its knobs.
@@ -258,13 +258,13 @@ static int gemv_wave64(const mcl_context *ctx)
 }
 
 /* MOTIFCL_QUANT_GEMV_PLAN, a tuning override: "key=value,..." with keys span (0: the row
- * layout, 1: the span layout), for the span layout t (lanes along K), g (row groups), u
- * (pieces in flight), for the row layout r (row lanes), s (slices), lw (words per load, with
- * its aligned unit) and pf (prefetch 0/1), and for both nr (rows of W per invocation or row
- * group). An override the kernels cannot take, or beyond the device's workgroup and
+ * layout, float path only; 1: the span layout), for the span layout t (lanes along K), g (row
+ * groups), u (pieces in flight) and pb (bytes of codes per piece), for the row layout r (row
+ * lanes), s (slices), lw (words per load, with its aligned unit) and pf (prefetch 0/1), and
+ * for both nr (rows of W per invocation or row group). An override the kernels cannot take, or beyond the device's workgroup and
  * shared-memory limits, is ignored with a warning and the plan stays as chosen. */
-static void gemv_plan_override(const mcl_context *ctx, uint32_t fmt, uint32_t m, uint32_t nb,
-                               gemv_plan *p)
+static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m,
+                               uint32_t nb, gemv_plan *p)
 {
     const char *spec = mcl_env("MOTIFCL_QUANT_GEMV_PLAN");
     if (!spec)
@@ -320,6 +320,7 @@ static void gemv_plan_override(const mcl_context *ctx, uint32_t fmt, uint32_t m,
          (uint64_t)x * y <= ctx->info.max_compute_workgroup_invocations &&
          (qnr == 1 || qnr == 2 || qnr == 4) && q.u >= 1 && q.u <= 8 &&
          (!q.span || (span_pieces(fmt, q.pb) && q.t % span_pieces(fmt, q.pb) == 0)) &&
+         (q.span || !dot) &&
          shared <= ctx->info.max_compute_shared_memory_size;
     if (!ok) {
         mcl_log(&ctx->log, MCL_LOG_WARNING,
@@ -415,7 +416,7 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
      * float 8-10% of stream read in the span layout against 12-17% in the row layout, Q4_0
      * 4-5% against 10%, Q4_K / Q5_K 5-6% against 8-10%; Q6_K 11-13% against 8-9%, and on
      * the dot path Q8_0 33% against 22-26%, Q4_0 18-20% against 16-17%. */
-    p->span = m == 1 || dot || fmt == FMT_Q6_K;
+    p->span = m == 1 || dot || fmt == FMT_Q6_K; /* the dot path has no row-layout kernel */
     p->u = QUANT_SPAN_U;
     uint32_t span_nr = QUANT_SPAN_NR;
     uint32_t span_threads = wave64 ? QUANT_SPAN_THREADS_WAVE64 : QUANT_SPAN_THREADS;
@@ -441,7 +442,7 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
     if (p->g < 1)
         p->g = 1;
     p->span_nr = span_nr;
-    gemv_plan_override(ctx, fmt, m, nb, p);
+    gemv_plan_override(ctx, dot, fmt, m, nb, p);
     uint32_t unit_weights = p->ub * (uint32_t)mcl_dtype_block_weights(quant_formats[fmt]);
     uint32_t pieces = fmt > FMT_Q4_0 ? 4 : p->ub >= 2 ? p->ub / 2 : 1;
     p->roll = pieces > 1 && unit_weights * m * p->nr > QUANT_GEMV_BODY_LIMIT;
@@ -475,7 +476,7 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
                 "gemv %s %ux%u, %u rows, %s: r=%u s=%u nr=%u lw=%u ub=%u pf=%u roll=%u",
                 mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.r,
                 plan.s, plan.nr, plan.lw, plan.ub, plan.prefetch, plan.roll);
-        desc.id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q;
+        desc.id = MCL_KERNEL_GEMV_Q;
         desc.local_size_x = plan.r;
         desc.spec_count = 10;
         uint32_t spec[10] = {fmt, tail != NULL, rows, plan.nr, plan.s, plan.lw, plan.aligned,

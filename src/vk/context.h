@@ -177,6 +177,8 @@ struct mcl_context {
     mcl_allocator allocator;
     uint64_t host_import_alignment; /* minImportedHostPointerAlignment, when enabled */
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS: log compiled-kernel statistics */
+    uint32_t pipelines_created;    /* and the seconds vkCreateComputePipelines took for them */
+    double pipeline_seconds;
     mcl_kernel *kernels[MCL_KERNEL_COUNT];     /* variants, per module */
     VkShaderModule modules[MCL_KERNEL_COUNT];  /* created on first use */
     VkPipelineCache pipeline_cache;

@@ -1,9 +1,11 @@
 /* Embedded SPIR-V -> shader modules and compute pipelines, created once per (kernel,
  * specialization) and kept for the context's lifetime. Nothing is read from disk: the modules
  * are compiled into the library (cmake/spirv-embed.cmake). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "context.h"
 
@@ -51,12 +53,25 @@ static void kernel_free(mcl_context *ctx, mcl_kernel *k)
 
 /* MOTIFCL_PIPELINE_STATS: the driver's statistics of a compiled kernel (register count, local
  * memory, instruction counts: whatever the driver reports), one info line each. */
+/* A kernel's constants as "x=<workgroup size>,<constant 1>,..." for log lines. */
+static void spec_string(const mcl_kernel_desc *want, char *spec, size_t size)
+{
+    int used = snprintf(spec, size, "x=%u", want->local_size_x);
+    for (uint32_t i = 0; i < want->spec_count && used > 0 && (size_t)used < size; i++)
+        used += snprintf(spec + used, size - (size_t)used, ",%u", want->spec[i]);
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void log_statistics(mcl_context *ctx, VkPipeline pipeline, const mcl_kernel_desc *want)
 {
     char spec[160];
-    int used = snprintf(spec, sizeof spec, "x=%u", want->local_size_x);
-    for (uint32_t i = 0; i < want->spec_count && used > 0 && (size_t)used < sizeof spec; i++)
-        used += snprintf(spec + used, sizeof spec - (size_t)used, ",%u", want->spec[i]);
+    spec_string(want, spec, sizeof spec);
     VkPipelineExecutableInfoKHR exec = {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
                                         .pipeline = pipeline};
     VkPipelineExecutableStatisticKHR stats[32];
@@ -185,11 +200,23 @@ mcl_status mcl_kernel_get(mcl_context *ctx, const mcl_kernel_desc *request, cons
         },
         .layout = k->layout,
     };
+    double started = seconds_now();
     result = ctx->vk.vkCreateComputePipelines(ctx->device, ctx->pipeline_cache, 1,
                                               &pipeline_info, NULL, &k->pipeline);
     if (result != VK_SUCCESS) {
         status = mcl_vk_fail(ctx, result, "vkCreateComputePipelines");
         goto fail;
+    }
+    /* Compiling is the first call's hidden cost (seconds a kernel on some drivers): each one
+     * at debug level, the total when the context goes. */
+    double took = seconds_now() - started;
+    ctx->pipelines_created++;
+    ctx->pipeline_seconds += took;
+    if (mcl_log_enabled(&ctx->log, MCL_LOG_DEBUG)) {
+        char specs[160];
+        spec_string(&want, specs, sizeof specs);
+        mcl_log(&ctx->log, MCL_LOG_DEBUG, "kernel %s [%s]: pipeline created in %.1f ms",
+                mcl_spirv_modules[want.id].name, specs, 1e3 * took);
     }
     if (ctx->pipeline_stats)
         log_statistics(ctx, k->pipeline, &want);
@@ -215,6 +242,9 @@ mcl_status mcl_kernel_simple(mcl_context *ctx, mcl_kernel_id id, uint32_t bindin
 
 void mcl_kernels_destroy(mcl_context *ctx)
 {
+    if (ctx->pipelines_created)
+        mcl_log(&ctx->log, MCL_LOG_INFO, "%u pipelines created in %.2f s",
+                ctx->pipelines_created, ctx->pipeline_seconds);
     for (int i = 0; i < MCL_KERNEL_COUNT; i++) {
         while (ctx->kernels[i]) {
             mcl_kernel *k = ctx->kernels[i];
