@@ -12,11 +12,12 @@
 // Where it runs: the float path at several rows of x (Q8_0, Q4_0, Q4_K, Q5_K). One row of x,
 // the integer-dot path and Q6_K take the span layout (gemv_span.glsl), which on an H200 was
 // faster there (its integer-dot kernel in this layout, gemv_q_dot, was slower at every
-// shape measured and was removed). Measured (evidence/h200-9034ffd, h200-exploration-2026-11-29): at one row
-// of x this layout stops at 35-45% of stream read, whatever the slices, unit size or
-// prefetch; a variant that copied each tile with consecutive uvec4 loads into shared memory
-// was no faster, at twice the registers. Its units of up to 68 words a lane leave few warps
-// per multiprocessor, each decoding for a long time with nothing in flight.
+// shape measured and was removed). Measured (evidence/h200-9034ffd,
+// h200-exploration-2026-11-29): at one row of x this layout stops at 35-45% of stream read,
+// whatever the slices, unit size or prefetch; a variant that copied each tile with
+// consecutive uvec4 loads into shared memory was no faster, at twice the registers. Its
+// units of up to 68 words a lane leave few warps per multiprocessor, each decoding for a
+// long time with nothing in flight.
 //
 // Rows across lanes. The workgroup is R x S invocations (local_size_x = R, local_size_y =
 // S). Invocation (r, s) owns rows n = wg * R * NR + i * R + r (i < NR) and the K-slice s:

@@ -261,8 +261,9 @@ static int gemv_wave64(const mcl_context *ctx)
  * layout, float path only; 1: the span layout), for the span layout t (lanes along K), g (row
  * groups), u (pieces in flight) and pb (bytes of codes per piece), for the row layout r (row
  * lanes), s (slices), lw (words per load, with its aligned unit) and pf (prefetch 0/1), and
- * for both nr (rows of W per invocation or row group). An override the kernels cannot take, or beyond the device's workgroup and
- * shared-memory limits, is ignored with a warning and the plan stays as chosen. */
+ * for both nr (rows of W per invocation or row group). An override the kernels cannot take,
+ * or beyond the device's workgroup and shared-memory limits, is ignored with a warning and
+ * the plan stays as chosen. */
 static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m,
                                uint32_t nb, gemv_plan *p)
 {
@@ -462,7 +463,8 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     };
     uint32_t rows_per_group;
     if (plan.span) {
-        mcl_log(&ctx->log, MCL_LOG_DEBUG, "gemv %s %ux%u, %u rows, %s: span t=%u g=%u nr=%u u=%u pb=%u",
+        mcl_log(&ctx->log, MCL_LOG_DEBUG,
+                "gemv %s %ux%u, %u rows, %s: span t=%u g=%u nr=%u u=%u pb=%u",
                 mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t,
                 plan.g, plan.span_nr, plan.u, plan.pb);
         desc.id = dot ? MCL_KERNEL_GEMV_Q_SPAN_DOT : MCL_KERNEL_GEMV_Q_SPAN;
@@ -473,9 +475,9 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
         rows_per_group = plan.g * plan.span_nr;
     } else {
         mcl_log(&ctx->log, MCL_LOG_DEBUG,
-                "gemv %s %ux%u, %u rows, %s: r=%u s=%u nr=%u lw=%u ub=%u pf=%u roll=%u",
-                mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.r,
-                plan.s, plan.nr, plan.lw, plan.ub, plan.prefetch, plan.roll);
+                "gemv %s %ux%u, %u rows, float: r=%u s=%u nr=%u lw=%u ub=%u pf=%u roll=%u",
+                mcl_dtype_name(quant_formats[fmt]), n, k, rows, plan.r, plan.s, plan.nr,
+                plan.lw, plan.ub, plan.prefetch, plan.roll);
         desc.id = MCL_KERNEL_GEMV_Q;
         desc.local_size_x = plan.r;
         desc.spec_count = 10;
