@@ -24,6 +24,7 @@ typedef struct bench {
     uint32_t query_count;
     const char *args[16];      /* key=value options after the benchmark's name */
     int arg_count;
+    int quant_filters;         /* `quant` alone: its fmt= rows= gemm= filters apply */
 } bench;
 
 /* Print and record a measured figure. */

@@ -10,6 +10,7 @@
  *                                     read of the same bytes, alone and batched; Q4_0/Q8_0
  *                                     GEMM. fmt=0..4 only Q8_0, Q4_0, Q4_K, Q5_K or Q6_K;
  *                                     rows=1 or 8 only that row case; gemm=0 no GEMM
+ *                                     (these filters apply to `quant` alone, not `all`)
  *   motifcl-bench replay              CPU cost per dispatch of a replayed sequence
  *   motifcl-bench memory              CPU cost of tensor create+destroy pairs
  *   motifcl-bench transfer            upload/download GB/s against a plain vkCmdCopyBuffer
@@ -228,8 +229,11 @@ int main(int argc, char **argv)
     }
     if (all || strcmp(what, "rows") == 0)
         rc |= bench_rows(&b);
-    if (all || strcmp(what, "quant") == 0)
+    if (all || strcmp(what, "quant") == 0) {
+        /* Under `all`, rows= belongs to the gemv and rows benchmarks, not to quant's filter. */
+        b.quant_filters = !all;
         rc |= bench_qgemv(&b);
+    }
     if (all || strcmp(what, "replay") == 0) {
         rc |= bench_replay(&b);
         known = 1;

@@ -573,10 +573,10 @@ int bench_qgemv(bench *b)
                                       MCL_DTYPE_Q5_K, MCL_DTYPE_Q6_K};
     static const int64_t shapes[2][2] = {{14336, 4096}, {4096, 14336}};
     static const int64_t row_cases[2] = {1, 8};
-    /* Filters, to spend less device time: rows= one row case, fmt= one index of types[],
-     * gemm=0 no quantized GEMM. */
-    int64_t only_rows = (int64_t)bench_arg(b, "rows", 0);
-    int only_fmt = (int)bench_arg(b, "fmt", -1);
+    /* Filters (`quant` alone), to spend less device time: rows= one row case, fmt= one index
+     * of types[], gemm=0 no quantized GEMM. */
+    int64_t only_rows = b->quant_filters ? (int64_t)bench_arg(b, "rows", 0) : 0;
+    int only_fmt = b->quant_filters ? (int)bench_arg(b, "fmt", -1) : -1;
     int row_cases_run = 0;
     for (int c = 0; c < 2; c++)
         row_cases_run += only_rows <= 0 || only_rows == row_cases[c];
@@ -598,7 +598,7 @@ int bench_qgemv(bench *b)
             }
         }
     }
-    if (bench_arg(b, "gemm", 1) == 0)
+    if (b->quant_filters && bench_arg(b, "gemm", 1) == 0)
         return rc;
     /* Prefill: 512 rows against the 4096 x 14336 weight (FLOP rate). */
     static const mcl_dtype gemm_types[] = {MCL_DTYPE_Q4_0, MCL_DTYPE_Q8_0};
