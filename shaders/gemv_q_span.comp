@@ -190,8 +190,6 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
     }
 }
 
-#define PIECE(r, b, p, ok) piece(r, b, p, ok, acc)
-
 void main() {
-    SPAN_MAIN(PIECE)
+    span_main();
 }

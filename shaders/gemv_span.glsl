@@ -42,7 +42,8 @@
 //   layout(local_size_x_id = 0, local_size_y_id = 5) in;   (T lanes along K, G row groups)
 //   spec constants FORMAT (1), TAIL (2), M (3), NR (4), U (6), PB (7)
 //   buffers `uint wq[]`, `uvec2 wq2[]`, `uvec4 wq4[]` aliasing the weights, `uint wtail[]`,
-//   `float bias[]`, `float y[]`, and push constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0.
+//   `float bias[]`, `float y[]`, and push constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0;
+//   after it, the decoder piece() (prototype below) and a main() that calls span_main().
 #ifndef GEMV_SPAN_GLSL
 #define GEMV_SPAN_GLSL
 
@@ -177,50 +178,54 @@ void span_finish(float acc[NR][M], uint wg) {
     }
 }
 
-// The streaming loop, shared by both kernels: SPAN_PIECE(r, b, p, ok) is the includer's
-// decoder (a macro, so that each kernel passes its own arguments).
-#define SPAN_MAIN(SPAN_PIECE)                                                                  \
-    const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;                          \
-    const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;                   \
-    const uint nb = pc.K / QK;                                                                  \
-    const uint P = nb * PPB;                                                                    \
-    uint row_at[NR];                                                                            \
-    [[unroll]] for (uint i = 0u; i < NR; i++) {                                                 \
-        row_at[i] = min((wg * G + g) * NR + i, pc.N - 1u) * (nb * BLOCK_BYTES);                 \
-    }                                                                                           \
-    float acc[NR][M];                                                                           \
-    [[unroll]] for (uint i = 0u; i < NR; i++) {                                                 \
-        [[unroll]] for (uint m = 0u; m < M; m++) {                                              \
-            acc[i][m] = 0.0;                                                                    \
-        }                                                                                       \
-    }                                                                                           \
-    const uint p = t % PPB;                                                                     \
-    uint kb = t / PPB;                                                                          \
-    uint q0 = t;                                                                                \
-    for (; q0 + (U - 1u) * T < P; q0 += U * T, kb += U * T / PPB) {                             \
-        uint r[U][NR][RP];                                                                      \
-        [[unroll]] for (uint u = 0u; u < U; u++) {                                              \
-            [[unroll]] for (uint i = 0u; i < NR; i++) {                                         \
-                span_load(row_at[i] + (kb + u * (T / PPB)) * BLOCK_BYTES, p, r[u][i]);          \
-            }                                                                                   \
-        }                                                                                       \
-        [[unroll]] for (uint u = 0u; u < U; u++) {                                              \
-            SPAN_PIECE(r[u], kb + u * (T / PPB), p, true);                                      \
-        }                                                                                       \
-    }                                                                                           \
-    if (q0 < P) {                                                                               \
-        uint r[U][NR][RP];                                                                      \
-        [[unroll]] for (uint u = 0u; u < U; u++) {                                              \
-            const uint b = q0 + u * T < P ? kb + u * (T / PPB) : 0u;                            \
-            [[unroll]] for (uint i = 0u; i < NR; i++) {                                         \
-                span_load(row_at[i] + b * BLOCK_BYTES, p, r[u][i]);                             \
-            }                                                                                   \
-        }                                                                                       \
-        [[unroll]] for (uint u = 0u; u < U; u++) {                                              \
-            const bool ok = q0 + u * T < P;                                                     \
-            SPAN_PIECE(r[u], ok ? kb + u * (T / PPB) : 0u, p, ok);                              \
-        }                                                                                       \
-    }                                                                                           \
+// The includer's decoder: acc[i][m] += piece p of block b of row i (words r[i]) . x[m],
+// nothing where !ok.
+void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]);
+
+// The streaming loop, shared by both kernels (their main()).
+void span_main() {
+    const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;
+    const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    const uint nb = pc.K / QK;
+    const uint P = nb * PPB;
+    uint row_at[NR];
+    [[unroll]] for (uint i = 0u; i < NR; i++) {
+        row_at[i] = min((wg * G + g) * NR + i, pc.N - 1u) * (nb * BLOCK_BYTES);
+    }
+    float acc[NR][M];
+    [[unroll]] for (uint i = 0u; i < NR; i++) {
+        [[unroll]] for (uint m = 0u; m < M; m++) {
+            acc[i][m] = 0.0;
+        }
+    }
+    const uint p = t % PPB;
+    uint kb = t / PPB;
+    uint q0 = t;
+    for (; q0 + (U - 1u) * T < P; q0 += U * T, kb += U * T / PPB) {
+        uint r[U][NR][RP];
+        [[unroll]] for (uint u = 0u; u < U; u++) {
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                span_load(row_at[i] + (kb + u * (T / PPB)) * BLOCK_BYTES, p, r[u][i]);
+            }
+        }
+        [[unroll]] for (uint u = 0u; u < U; u++) {
+            piece(r[u], kb + u * (T / PPB), p, true, acc);
+        }
+    }
+    if (q0 < P) {
+        uint r[U][NR][RP];
+        [[unroll]] for (uint u = 0u; u < U; u++) {
+            const uint b = q0 + u * T < P ? kb + u * (T / PPB) : 0u;
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                span_load(row_at[i] + b * BLOCK_BYTES, p, r[u][i]);
+            }
+        }
+        [[unroll]] for (uint u = 0u; u < U; u++) {
+            const bool ok = q0 + u * T < P;
+            piece(r[u], ok ? kb + u * (T / PPB) : 0u, p, ok, acc);
+        }
+    }
     span_finish(acc, wg);
+}
 
 #endif
