@@ -96,6 +96,11 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_SPAN_THREADS_WAVE64 256u
 #define QUANT_SPAN_NR 2u
 #define QUANT_SPAN_U 2u
+/* With several rows of x, RW row groups share a subgroup, their lanes interleaved in runs of
+ * (subgroup / RW) along K, so that one load of x serves RW rows of W (gemv_span.glsl). */
+#define QUANT_SPAN_RW 4u
+/* Shared memory of a span workgroup's sums, at most. */
+#define QUANT_SPAN_MAX_SHARED 32768u
 /* Bytes of codes per piece, per format (Q6_K's pieces are fixed: 4 positions). The float
  * path decodes Q4_0 in pieces of 8 bytes: on the H200 it ran at 29% of stream read so, 16%
  * with whole blocks (16), whose 32 weights and 8 loads of x per lane cost more than the
@@ -230,6 +235,8 @@ typedef struct gemv_plan {
     uint32_t u;        /* span: pieces per row in flight */
     uint32_t span_nr;  /* span: rows of W per row group */
     uint32_t pb;       /* span: bytes of codes per piece */
+    uint32_t rw;       /* span: row groups side by side in a subgroup (1: none) */
+    uint32_t tw;       /* span: their runs of lanes along K */
     uint32_t r;        /* row lanes: local_size_x */
     uint32_t s;        /* slices of K: local_size_y */
     uint32_t nr;       /* rows of W per invocation */
@@ -257,6 +264,15 @@ static int gemv_wave64(const mcl_context *ctx)
            (ctx->info.vendor_id == 0x1002u && ctx->info.subgroup_size >= 64);
 }
 
+/* The runs of lanes along K of `rw` row groups side by side in a subgroup of a span plan of
+ * `t` lanes; 0 where they do not fit. */
+static uint32_t span_run(const mcl_context *ctx, uint32_t t, uint32_t rw)
+{
+    uint32_t wave = gemv_wave64(ctx) ? 64 : 32;
+    uint32_t width = t < wave ? t : wave;
+    return rw >= 1 && width % rw == 0 ? width / rw : 0;
+}
+
 /* MOTIFCL_QUANT_GEMV_PLAN, a tuning override: "key=value,..." with keys span (0: the row
  * layout, float path only; 1: the span layout), for the span layout t (lanes along K), g (row
  * groups), u (pieces in flight) and pb (bytes of codes per piece), for the row layout r (row
@@ -271,7 +287,7 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
     if (!spec)
         return;
     gemv_plan q = *p;
-    uint32_t nr = 0;
+    uint32_t nr = 0, g_set = 0;
     const uint32_t block_bytes = (uint32_t)mcl_dtype_block_bytes(quant_formats[fmt]);
     int ok = 1;
     for (const char *c = spec; *c && ok;) {
@@ -290,11 +306,13 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
         else if (strcmp(key, "t") == 0)
             q.t = value;
         else if (strcmp(key, "g") == 0)
-            q.g = value;
+            q.g = g_set = value;
         else if (strcmp(key, "u") == 0)
             q.u = value;
         else if (strcmp(key, "pb") == 0)
             q.pb = value;
+        else if (strcmp(key, "rw") == 0)
+            q.rw = value;
         else if (strcmp(key, "r") == 0)
             q.r = value;
         else if (strcmp(key, "s") == 0)
@@ -314,6 +332,9 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
     }
     if (nr)
         *(q.span ? &q.span_nr : &q.nr) = nr;
+    if (!g_set && q.g < q.rw)
+        q.g = q.rw; /* rw alone: room for that many row groups */
+    q.tw = q.rw ? span_run(ctx, q.t, q.rw) : 0;
     uint32_t x = q.span ? q.t : q.r, y = q.span ? q.g : q.s, qnr = q.span ? q.span_nr : q.nr;
     uint64_t shared = (uint64_t)x * y * qnr * m * sizeof(float);
     ok = ok && x >= 1 && x <= ctx->info.max_compute_workgroup_size[0] && y >= 1 &&
@@ -321,6 +342,7 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
          (uint64_t)x * y <= ctx->info.max_compute_workgroup_invocations &&
          (qnr == 1 || qnr == 2 || qnr == 4) && q.u >= 1 && q.u <= 8 &&
          (!q.span || (span_pieces(fmt, q.pb) && q.t % span_pieces(fmt, q.pb) == 0)) &&
+         (!q.span || (q.tw >= 1 && q.t % q.tw == 0 && q.g % q.rw == 0)) &&
          (q.span || !dot) &&
          shared <= ctx->info.max_compute_shared_memory_size;
     if (!ok) {
@@ -435,13 +457,24 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
     if (t > ctx->info.max_compute_workgroup_size[0])
         t = ctx->info.max_compute_workgroup_size[0];
     p->t = t;
+    /* Interleaved row groups: at least RW of them per workgroup. */
+    uint32_t side = m > 1 ? QUANT_SPAN_RW : 1;
+    if ((uint64_t)t * side > span_threads)
+        span_threads = t * side <= ctx->info.max_compute_workgroup_invocations
+                           ? t * side
+                           : ctx->info.max_compute_workgroup_invocations;
+    uint32_t span_shared = QUANT_SPAN_MAX_SHARED;
+    if (span_shared > ctx->info.max_compute_shared_memory_size)
+        span_shared = ctx->info.max_compute_shared_memory_size;
     p->g = span_threads / t;
     if (p->g > ctx->info.max_compute_workgroup_size[1])
         p->g = ctx->info.max_compute_workgroup_size[1];
-    while (p->g > 1 && (uint64_t)p->g * t * span_nr * m * sizeof(float) > shared)
-        p->g--;
-    if (p->g < 1)
-        p->g = 1;
+    while (p->g > 1 && (uint64_t)p->g * t * span_nr * m * sizeof(float) > span_shared)
+        p->g /= 2;
+    while (side > 1 && (p->g % side != 0 || !span_run(ctx, t, side)))
+        side /= 2;
+    p->rw = side;
+    p->tw = span_run(ctx, t, side);
     p->span_nr = span_nr;
     gemv_plan_override(ctx, dot, fmt, m, nb, p);
     uint32_t unit_weights = p->ub * (uint32_t)mcl_dtype_block_weights(quant_formats[fmt]);
@@ -464,13 +497,14 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     uint32_t rows_per_group;
     if (plan.span) {
         mcl_log(&ctx->log, MCL_LOG_DEBUG,
-                "gemv %s %ux%u, %u rows, %s: span t=%u g=%u nr=%u u=%u pb=%u",
+                "gemv %s %ux%u, %u rows, %s: span t=%u g=%u nr=%u u=%u pb=%u rw=%u",
                 mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t,
-                plan.g, plan.span_nr, plan.u, plan.pb);
+                plan.g, plan.span_nr, plan.u, plan.pb, plan.rw);
         desc.id = dot ? MCL_KERNEL_GEMV_Q_SPAN_DOT : MCL_KERNEL_GEMV_Q_SPAN;
         desc.local_size_x = plan.t;
-        desc.spec_count = 7;
-        uint32_t spec[7] = {fmt, tail != NULL, rows, plan.span_nr, plan.g, plan.u, plan.pb};
+        desc.spec_count = 9;
+        uint32_t spec[9] = {fmt, tail != NULL, rows, plan.span_nr, plan.g, plan.u, plan.pb,
+                            plan.rw, plan.tw};
         memcpy(desc.spec, spec, sizeof spec);
         rows_per_group = plan.g * plan.span_nr;
     } else {
