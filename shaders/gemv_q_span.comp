@@ -13,7 +13,8 @@
 //   specialization constants: 0 T (local_size_x), 1 FORMAT (quant.glsl), 2 TAIL, 3 M (rows of
 //     x, 1..8), 4 NR (rows of W per row group), 5 G (local_size_y), 6 U (pieces per row in
 //     flight), 7 PB (bytes of codes per piece), 8 RW, 9 TW (row groups side by side in a
-//     subgroup, and their runs of lanes: gemv_span.glsl)
+//     subgroup, and their runs of lanes: gemv_span.glsl), 10 STAGE (x of a round in shared
+//     memory)
 //   set 0: 0 x [M, K] f32, 1 W blocks, 2 tail word (any buffer when unused), 3 bias [N] (any
 //     buffer when unused), 4 y [M, N]
 //   push constants: N, K, has_bias, ldy, y0: y[m, y0 + n] is y[m * ldy + y0 + n] and its
@@ -31,6 +32,7 @@ layout(constant_id = 6) const uint U = 2;
 layout(constant_id = 7) const uint PB = 8;
 layout(constant_id = 8) const uint RW = 1;
 layout(constant_id = 9) const uint TW = 1;
+layout(constant_id = 10) const bool STAGE = false;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufX4 { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };
@@ -49,6 +51,38 @@ layout(push_constant) uniform Push {
 #include "quant.glsl"
 #include "gemv_span.glsl"
 
+// STAGE: the x of a round, XCH vec4s per row of x from vec4 span_xbase, in rows of XS (one
+// vec4 of padding after every 8, so that lanes reading 16-float pieces a piece apart fall in
+// distinct banks).
+const uint XCH = STAGE ? U * T * QK / PPB / 4u : 1u;
+const uint XS = XCH + XCH / 8u;
+shared vec4 span_x[STAGE ? M * XS : 1u];
+uint span_xbase = 0u;
+
+void span_stage(uint b0) {
+    if (!STAGE) {
+        return;
+    }
+    const uint K4 = pc.K / 4u;
+    span_xbase = b0 * (QK / 4u);
+    barrier();  // the last round's reads are done
+    for (uint j = gl_LocalInvocationIndex; j < M * XCH; j += T * G) {
+        const uint m = j / XCH, v = j % XCH;
+        span_x[m * XS + v + v / 8u] = span_xbase + v < K4 ? x4[m * K4 + span_xbase + v]
+                                                          : vec4(0.0);
+    }
+    barrier();
+}
+
+// x4[m * K / 4 + i]: from memory, or with STAGE from the round's copy.
+vec4 xget(uint m, uint i) {
+    if (STAGE) {
+        const uint v = i - span_xbase;
+        return span_x[m * XS + v + v / 8u];
+    }
+    return x4[m * (pc.K / 4u) + i];
+}
+
 // c + dot(a, b) as four fused multiply-adds.
 float fdot(vec4 a, vec4 b, float c) {
     return fma(a.w, b.w, fma(a.z, b.z, fma(a.y, b.y, fma(a.x, b.x, c))));
@@ -60,7 +94,6 @@ float hsum(vec4 v) {
 
 // acc[i][m] += piece p of block b of row i (words r[i]) . x[m]; nothing where !ok.
 void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
-    const uint K4 = pc.K / 4u;
     if (FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0) {
         // Code word k: Q8_0 elements PB p + 4k .. + 3 (signed bytes, + 128 after the xor);
         // Q4_0 the same in its low nibbles and 16 + PB p + 4k .. in its high ones (codes - 8).
@@ -81,10 +114,10 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
                 }
             }
             [[unroll]] for (uint m = 0u; m < M; m++) {
-                const vec4 xl = x4[m * K4 + xb + k];
+                const vec4 xl = xget(m, xb + k);
                 vec4 xh = vec4(0.0);
                 if (FORMAT == FMT_Q4_0) {
-                    xh = x4[m * K4 + xb + 4u + k];
+                    xh = xget(m, xb + 4u + k);
                 }
                 [[unroll]] for (uint i = 0u; i < NR; i++) {
                     s[i][m] = fdot(lo[i], xl, s[i][m]);
@@ -132,8 +165,8 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             vec4 xl[CW], xh[CW];
             vec4 sx = vec4(0.0), sy = vec4(0.0);
             [[unroll]] for (uint k = 0u; k < CW; k++) {
-                xl[k] = x4[m * K4 + xb + k];
-                xh[k] = x4[m * K4 + xb + 8u + k];
+                xl[k] = xget(m, xb + k);
+                xh[k] = xget(m, xb + 8u + k);
                 sx += xl[k];
                 sy += xh[k];
             }
@@ -180,7 +213,7 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
         [[unroll]] for (uint m = 0u; m < M; m++) {
             vec4 xv[4];
             [[unroll]] for (uint k = 0u; k < 4u; k++) {
-                xv[k] = x4[m * K4 + xb + 8u * k];
+                xv[k] = xget(m, xb + 8u * k);
             }
             [[unroll]] for (uint i = 0u; i < NR; i++) {
                 float a = acc[i][m];

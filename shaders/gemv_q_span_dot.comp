@@ -22,6 +22,7 @@ layout(constant_id = 6) const uint U = 2;
 layout(constant_id = 7) const uint PB = 8;
 layout(constant_id = 8) const uint RW = 1;
 layout(constant_id = 9) const uint TW = 1;
+const bool STAGE = false;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct { uint act[]; };
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct2 { uvec2 act2[]; };
@@ -95,6 +96,9 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
                            : acc[i][m];
         }
     }
+}
+
+void span_stage(uint b0) {
 }
 
 void main() {

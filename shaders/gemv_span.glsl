@@ -33,6 +33,10 @@
 //
 // Rounds. Full rounds (every lane's U pieces inside the row) load without checks; the last,
 // partial round points the lanes past the row at its first block and counts them zero.
+// With STAGE (the float path at several rows of x) the rounds of a workgroup go in step, and
+// the x a round reads is copied once into shared memory for all the workgroup's rows: read
+// from memory by every lane, the x of 8 rows is 32 bytes a weight, which no cache kept near
+// the lanes when the row groups of a multiprocessor stream different stretches of K.
 //
 // The T partial sums of each output meet in shared memory and are added in a fixed order in
 // two steps (no subgroup size assumed): at T = 128 a single invocation adding all of them
@@ -40,7 +44,8 @@
 //
 // The includer declares, before including this file and after quant.glsl:
 //   layout(local_size_x_id = 0, local_size_y_id = 5) in;   (T lanes along K, G row groups)
-//   spec constants FORMAT (1), TAIL (2), M (3), NR (4), U (6), PB (7), RW (8), TW (9)
+//   spec constants FORMAT (1), TAIL (2), M (3), NR (4), U (6), PB (7), RW (8), TW (9),
+//   STAGE (10)
 //   buffers `uint wq[]`, `uvec2 wq2[]`, `uvec4 wq4[]` aliasing the weights, `uint wtail[]`,
 //   `float bias[]`, `float y[]`, and push constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0;
 //   after it, the decoder piece() (prototype below) and a main() that calls span_main().
@@ -196,6 +201,10 @@ void span_finish(float acc[NR][M], uint wg) {
 // nothing where !ok.
 void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]);
 
+// With STAGE, the includer's copy of the x of blocks b0 .. b0 + U * T / PPB - 1 (a round) into
+// shared memory, between barriers.
+void span_stage(uint b0);
+
 // The streaming loop, shared by both kernels (their main()).
 void span_main() {
     const uint t = span_lane().x, g = span_lane().y;
@@ -213,6 +222,33 @@ void span_main() {
         }
     }
     const uint p = t % PPB;
+    if (STAGE) {
+        // Rounds in step across the workgroup: the round's x is staged once for all its rows
+        // (gemv_q_span.comp); past the row, a lane reads the round's first block, counted zero.
+        for (uint q0 = 0u; q0 < P; q0 += U * T) {
+            const uint b0 = q0 / PPB;
+            uint r[U][NR][RP];
+            uint bu[U];
+            [[unroll]] for (uint u = 0u; u < U; u++) {
+                bu[u] = q0 + u * T + t < P ? b0 + u * (T / PPB) + t / PPB : b0;
+                [[unroll]] for (uint i = 0u; i < NR; i++) {
+                    span_load(row_at[i] + bu[u] * BLOCK_BYTES, p, r[u][i]);
+                }
+            }
+            span_stage(b0);
+            if (q0 + U * T <= P) {
+                [[unroll]] for (uint u = 0u; u < U; u++) {
+                    piece(r[u], bu[u], p, true, acc);
+                }
+            } else {
+                [[unroll]] for (uint u = 0u; u < U; u++) {
+                    piece(r[u], bu[u], p, q0 + u * T + t < P, acc);
+                }
+            }
+        }
+        span_finish(acc, wg);
+        return;
+    }
     uint kb = t / PPB;
     uint q0 = t;
     for (; q0 + (U - 1u) * T < P; q0 += U * T, kb += U * T / PPB) {

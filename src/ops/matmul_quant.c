@@ -99,6 +99,12 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 /* With several rows of x, RW row groups share a subgroup, their lanes interleaved in runs of
  * (subgroup / RW) along K, so that one load of x serves RW rows of W (gemv_span.glsl). */
 #define QUANT_SPAN_RW 4u
+/* Staged span plans (the float path at several rows of x): T lanes, G row groups of NR rows,
+ * U pieces per lane and round. */
+#define QUANT_STAGE_LANES 16u
+#define QUANT_STAGE_GROUPS 16u
+#define QUANT_STAGE_NR 2u
+#define QUANT_STAGE_U 1u
 /* Shared memory of a span workgroup's sums, at most. */
 #define QUANT_SPAN_MAX_SHARED 32768u
 /* Bytes of codes per piece, per format (Q6_K's pieces are fixed: 4 positions). The float
@@ -237,6 +243,7 @@ typedef struct gemv_plan {
     uint32_t pb;       /* span: bytes of codes per piece */
     uint32_t rw;       /* span: row groups side by side in a subgroup (1: none) */
     uint32_t tw;       /* span: their runs of lanes along K */
+    uint32_t stage;    /* span, float path: the x of a round in shared memory */
     uint32_t r;        /* row lanes: local_size_x */
     uint32_t s;        /* slices of K: local_size_y */
     uint32_t nr;       /* rows of W per invocation */
@@ -271,6 +278,20 @@ static uint32_t span_run(const mcl_context *ctx, uint32_t t, uint32_t rw)
     uint32_t wave = gemv_wave64(ctx) ? 64 : 32;
     uint32_t width = t < wave ? t : wave;
     return rw >= 1 && width % rw == 0 ? width / rw : 0;
+}
+
+/* Shared memory of a span plan: the partial sums, and with stage the x of a round (padded as
+ * gemv_q_span.comp pads it). */
+static uint64_t span_shared_bytes(uint32_t fmt, const gemv_plan *q, uint32_t m)
+{
+    uint64_t bytes = (uint64_t)q->t * q->g * q->span_nr * m * sizeof(float);
+    uint32_t ppb = span_pieces(fmt, q->pb);
+    if (q->stage && ppb) {
+        uint64_t qk = fmt <= FMT_Q4_0 ? 32 : 256;
+        uint64_t xch = (uint64_t)q->u * q->t * qk / ppb / 4;
+        bytes += (uint64_t)m * (xch + xch / 8) * 16;
+    }
+    return bytes;
 }
 
 /* MOTIFCL_QUANT_GEMV_PLAN, a tuning override: "key=value,..." with keys span (0: the row
@@ -313,6 +334,8 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
             q.pb = value;
         else if (strcmp(key, "rw") == 0)
             q.rw = value;
+        else if (strcmp(key, "st") == 0)
+            q.stage = value != 0;
         else if (strcmp(key, "r") == 0)
             q.r = value;
         else if (strcmp(key, "s") == 0)
@@ -336,14 +359,15 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
         q.g = q.rw; /* rw alone: room for that many row groups */
     q.tw = q.rw ? span_run(ctx, q.t, q.rw) : 0;
     uint32_t x = q.span ? q.t : q.r, y = q.span ? q.g : q.s, qnr = q.span ? q.span_nr : q.nr;
-    uint64_t shared = (uint64_t)x * y * qnr * m * sizeof(float);
+    uint64_t shared = q.span ? span_shared_bytes(fmt, &q, m)
+                             : (uint64_t)x * y * qnr * m * sizeof(float);
     ok = ok && x >= 1 && x <= ctx->info.max_compute_workgroup_size[0] && y >= 1 &&
          y <= ctx->info.max_compute_workgroup_size[1] &&
          (uint64_t)x * y <= ctx->info.max_compute_workgroup_invocations &&
          (qnr == 1 || qnr == 2 || qnr == 4) && q.u >= 1 && q.u <= 8 &&
          (!q.span || (span_pieces(fmt, q.pb) && q.t % span_pieces(fmt, q.pb) == 0)) &&
          (!q.span || (q.tw >= 1 && q.t % q.tw == 0 && q.g % q.rw == 0)) &&
-         (q.span || !dot) &&
+         (q.span || !dot) && !(q.stage && dot) &&
          shared <= ctx->info.max_compute_shared_memory_size;
     if (!ok) {
         mcl_log(&ctx->log, MCL_LOG_WARNING,
@@ -476,6 +500,24 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
     p->rw = side;
     p->tw = span_run(ctx, t, side);
     p->span_nr = span_nr;
+    p->stage = 0;
+    if (!dot && m > 1) {
+        /* The float path at several rows of x: rounds in step, x staged (see the note). */
+        p->span = 1;
+        p->stage = 1;
+        p->u = QUANT_STAGE_U;
+        p->span_nr = QUANT_STAGE_NR;
+        p->t = QUANT_STAGE_LANES;
+        while (p->t % span_pieces(fmt, p->pb) != 0)
+            p->t *= 2;
+        p->g = QUANT_STAGE_GROUPS;
+        while (p->g > 1 && ((uint64_t)p->t * p->g > ctx->info.max_compute_workgroup_invocations ||
+                            p->g > ctx->info.max_compute_workgroup_size[1] ||
+                            span_shared_bytes(fmt, p, m) > span_shared))
+            p->g /= 2;
+        p->rw = 1;
+        p->tw = span_run(ctx, p->t, 1);
+    }
     gemv_plan_override(ctx, dot, fmt, m, nb, p);
     uint32_t unit_weights = p->ub * (uint32_t)mcl_dtype_block_weights(quant_formats[fmt]);
     uint32_t pieces = fmt > FMT_Q4_0 ? 4 : p->ub >= 2 ? p->ub / 2 : 1;
@@ -497,14 +539,14 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     uint32_t rows_per_group;
     if (plan.span) {
         mcl_log(&ctx->log, MCL_LOG_DEBUG,
-                "gemv %s %ux%u, %u rows, %s: span t=%u g=%u nr=%u u=%u pb=%u rw=%u",
+                "gemv %s %ux%u, %u rows, %s: span t=%u g=%u nr=%u u=%u pb=%u rw=%u st=%u",
                 mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t,
-                plan.g, plan.span_nr, plan.u, plan.pb, plan.rw);
+                plan.g, plan.span_nr, plan.u, plan.pb, plan.rw, plan.stage);
         desc.id = dot ? MCL_KERNEL_GEMV_Q_SPAN_DOT : MCL_KERNEL_GEMV_Q_SPAN;
         desc.local_size_x = plan.t;
-        desc.spec_count = 9;
-        uint32_t spec[9] = {fmt, tail != NULL, rows, plan.span_nr, plan.g, plan.u, plan.pb,
-                            plan.rw, plan.tw};
+        desc.spec_count = dot ? 9 : 10;
+        uint32_t spec[10] = {fmt, tail != NULL, rows, plan.span_nr, plan.g, plan.u, plan.pb,
+                             plan.rw, plan.tw, plan.stage};
         memcpy(desc.spec, spec, sizeof spec);
         rows_per_group = plan.g * plan.span_nr;
     } else {
