@@ -20,8 +20,6 @@ layout(constant_id = 3) const uint M = 1;
 layout(constant_id = 4) const uint NR = 1;
 layout(constant_id = 6) const uint U = 2;
 layout(constant_id = 7) const uint PB = 8;
-layout(constant_id = 8) const uint RW = 1;
-layout(constant_id = 9) const uint TW = 1;
 const bool STAGE = false;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct { uint act[]; };

@@ -3,12 +3,13 @@
 // one row group, neighbouring lanes reading neighbouring bytes, the way the f32 GEMV reads
 // its rows.
 //
-// Why. The row layout (gemv_stage.glsl: each invocation its own rows, whole units loaded in
-// registers) stops at 35-45% of stream read on an H200 whatever its plan: a lane holds a unit
-// of up to 68 words, so few warps fit a multiprocessor, and each decodes for microseconds
-// with nothing in flight. Here each lane holds a few words at a time, the multiprocessor
-// holds many warps, and the load instructions of a subgroup cover one contiguous stretch of
-// a row (a few cache lines) instead of one line per lane.
+// Why. A layout that gives each invocation its own rows and loads whole units of blocks into
+// registers stopped at 35-45% of stream read on an H200 whatever its plan: a lane held up to
+// 68 words, so few warps fit a multiprocessor, and each decoded for microseconds with nothing
+// in flight; its unrolled units also took the NVIDIA compiler up to minutes a pipeline. Here
+// each lane holds a few words at a time, the multiprocessor holds many warps, and the load
+// instructions of a subgroup cover one contiguous stretch of a row (a few cache lines)
+// instead of one line per lane.
 //
 // Pieces. A block is cut into PPB pieces; piece q of a row is piece q % PPB of block
 // q / PPB, and lane t of a row group takes pieces t, t + T, t + 2T, ... of each of its NR
@@ -44,8 +45,8 @@
 //
 // The includer declares, before including this file and after quant.glsl:
 //   layout(local_size_x_id = 0, local_size_y_id = 5) in;   (T lanes along K, G row groups)
-//   spec constants FORMAT (1), TAIL (2), M (3), NR (4), U (6), PB (7), RW (8), TW (9),
-//   STAGE (10)
+//   spec constants FORMAT (1), TAIL (2), M (3), NR (4), U (6), PB (7), and STAGE (8, or a
+//   constant false)
 //   buffers `uint wq[]`, `uvec2 wq2[]`, `uvec4 wq4[]` aliasing the weights, `uint wtail[]`,
 //   `float bias[]`, `float y[]`, and push constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0;
 //   after it, the decoder piece() (prototype below) and a main() that calls span_main().
@@ -54,9 +55,6 @@
 
 const uint T = gl_WorkGroupSize.x;  // lanes along K per row group
 const uint G = gl_WorkGroupSize.y;  // row groups per workgroup
-// Interleave: consecutive invocations form runs of TW lanes along K, RW row groups' runs side
-// by side (TW * RW: a subgroup), so that the RW lanes at one position of K in a subgroup load
-// the same x: one load serves RW rows of W. RW 1 is the plain layout (invocation (t, g)).
 const uint ROWS = G * NR;           // rows of W per workgroup
 const uint PPB = FORMAT == FMT_Q8_0 ? 32u / PB
                : FORMAT == FMT_Q4_0 ? 16u / PB
@@ -145,17 +143,6 @@ void span_load(uint bo, uint p, out uint r[RP]) {
     }
 }
 
-// This invocation's lane along K (x) and row group (y). With RW > 1, invocation index
-// L = ((gw * (T / TW) + kw) * RW + gi) * TW + tw is lane kw * TW + tw of row group gw * RW + gi.
-uvec2 span_lane() {
-    if (RW == 1u) {
-        return gl_LocalInvocationID.xy;
-    }
-    const uint L = gl_LocalInvocationIndex;
-    const uint tw = L % TW, gi = (L / TW) % RW, blk = L / (TW * RW);
-    return uvec2((blk % (T / TW)) * TW + tw, (blk / (T / TW)) * RW + gi);
-}
-
 // The partial sums of the T lanes of each row group meet in shared memory: series
 // o = (i * M + m) * G + g at [o * T, o * T + T). They are added in two steps, a fixed order:
 // lanes t < T / F of each row group sum F neighbours of every series in place, then one
@@ -164,7 +151,7 @@ shared float span_red[NR * M * G * T];
 const uint SPAN_F = T >= 8u ? 8u : 1u;
 
 void span_finish(float acc[NR][M], uint wg) {
-    const uint t = span_lane().x, g = span_lane().y;
+    const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;
     [[unroll]] for (uint i = 0u; i < NR; i++) {
         [[unroll]] for (uint m = 0u; m < M; m++) {
             span_red[((i * M + m) * G + g) * T + t] = acc[i][m];
@@ -207,7 +194,7 @@ void span_stage(uint b0);
 
 // The streaming loop, shared by both kernels (their main()).
 void span_main() {
-    const uint t = span_lane().x, g = span_lane().y;
+    const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;
     const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     const uint nb = pc.K / QK;
     const uint P = nb * PPB;

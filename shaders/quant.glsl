@@ -20,8 +20,8 @@
 //                   start the loads of several blocks before it decodes any of them;
 //                   quant_group decodes one group at a time, which keeps few decoded values
 //                   live.
-// The GEMV kernels decode whole loaded units instead (gemv_stage.glsl), with the helpers
-// here for words, halves and K-quant scales.
+// The GEMV kernels decode pieces of blocks instead (gemv_span.glsl), with the helpers here
+// for words, halves, code-to-float conversion and K-quant scales.
 //
 // The including shader declares, before including this file:
 //   layout(constant_id = ...) const uint FORMAT;   one of the FMT_* values below

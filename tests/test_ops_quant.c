@@ -12,18 +12,16 @@
  * tensors of 2 mod 4 bytes (an odd number of Q8_0/Q4_0/Q6_K blocks), whose last half word the
  * kernels get through a copied tail word.
  *
- * The GEMV streams units of its rows (shaders/gemv_stage.glsl) whose shape follows K:
- * gemv_layouts (and dot_path) pick K so that every kind occurs, with 1..8 rows of x (one and
- * several rows of W per invocation, decoded in unrolled or rolled pieces): Q8_0/Q4_0 rows of a
- * multiple of 8 blocks (units of 8 blocks, uvec4 loads: K = 4352), of 4 (units of 4, uvec2:
- * K = 384), of 2 (uint: K = 4160), odd (one block at a 2-aligned offset, realigned: K = 96,
- * 4128); the K types' one-block units, one or several a lane (K = 256, 768, 4352, 10240);
- * Q6_K's always realigned
- * blocks, with every row alike (an even block count) or alternate rows shifted (odd: K = 768,
- * 9984). Where a lane has more than one unit, it loads the next before decoding the current
- * (prefetch) or after; units past a row's last one load that one again. Run under
- * MOTIFCL_DEVICE_PROFILE=polaris, the same cases take the wave64 plan (up to 64 row lanes, up
- * to 4 rows of W per invocation).
+ * The GEMV (shaders/gemv_span.glsl) reads each row along K in pieces, T lanes of a row group
+ * a piece each per round; gemv_layouts (and dot_path) pick K so that every case of it occurs,
+ * with 1..8 rows of x: rows whose pieces fill whole rounds and rows that end in a partial
+ * round (lanes past the row counted zero), a row shorter than one round (K = 96), blocks at
+ * 2-aligned offsets (an odd block count of Q8_0/Q4_0/Q6_K: K = 96, 4128, 4160, 768, 9984),
+ * one and several rounds per lane (K = 256 .. 10240). At one row of x (and on the dot path)
+ * the row groups stream on their own; at several rows of x the float path's rounds go in step
+ * with x staged in shared memory, the last round's stage zero-filled past K. Run under
+ * MOTIFCL_DEVICE_PROFILE=polaris, the same cases take the wave64 plan (64 lanes a row group
+ * at one row of x).
  *
  * Tolerances:
  *  - dequantize: bit for bit (NaN matches NaN). Every product in the formulas is exact in f32
@@ -356,7 +354,7 @@ static void gemv_float(void **state)
     for (size_t f = 0; f < FORMAT_COUNT; f++) {
         mcl_dtype t = all_formats[f];
         const mm_case cases[] = {
-            {1, 1, 1031, kq(t, 4128, 4352), 1}, /* long rows: many units per invocation */
+            {1, 1, 1031, kq(t, 4128, 4352), 1}, /* long rows: many rounds per lane */
             {1, 3, 37, kq(t, 96, 512), 0},      /* 37 x 3 blocks: odd, 2 mod 4 bytes */
             {2, 4, 1031, kq(t, 32, 256), 1},    /* batched a folds into 8 rows; one block */
             {1, 1, 1, kq(t, 64, 256), 0},       /* one output */
@@ -367,7 +365,7 @@ static void gemv_float(void **state)
     }
 }
 
-/* K per (format, case): each kind of GEMV unit (see the header). */
+/* K per (format, case): each kind of GEMV row (see the header). */
 static int64_t layout_k(mcl_dtype t, int i)
 {
     static const int64_t k32[4] = {4352, 384, 4160, 96}, kk[4] = {768, 10240, 256, 4352};
@@ -394,20 +392,20 @@ static void gemv_layouts(void **state)
 
 static void check_dot_path(mcl_dtype dtype, const mm_case *p, uint32_t seed);
 
-/* MOTIFCL_QUANT_GEMV_PLAN (a tuning override) reaches shapes the plan would not choose. The
- * row layout (span=0): few slices with prefetch, narrower loads, several rows of W at one row
- * of x. The span layout: pieces of 8 and 32 bytes, one row group per workgroup, narrow row
- * groups, several rows of W, U = 1 or 3 pieces in flight. Plans that cannot fit (too many
- * slices; fewer lanes than pieces per block, for some formats; a piece size a format does
- * not have; the row layout on the integer-dot path, which has no such kernel) are ignored.
- * Every one must still compute the product, on both paths. */
+/* MOTIFCL_QUANT_GEMV_PLAN (a tuning override) reaches shapes the plan would not choose:
+ * pieces of 8 and 32 bytes, one row group per workgroup, narrow row groups, 1 and 4 rows of W,
+ * U = 1, 2 or 3 pieces in flight, x staged or not at several rows of x (plan i runs at i + 1
+ * rows). Plans that cannot fit (more lanes than a workgroup holds; fewer lanes than pieces
+ * per block, for some formats; a piece size a format does not have; staging on the
+ * integer-dot path) are ignored. Every one must still compute the product, on both paths. */
 static void gemv_plan_override(void **state)
 {
     (void)state;
     static const char *const plans[] = {
-        "span=0,r=8,s=3,nr=2,pf=1", "span=0,lw=1,r=16,s=5", "span=0,lw=2,nr=4,pf=0",
-        "span=0,r=8,s=100000",      "pb=8,u=3,nr=1",        "pb=32,t=16,g=8,nr=4,u=1",
-        "t=64,g=1,u=1,nr=1",        "pb=8,t=8,g=4",
+        "pb=8,u=3,nr=1",           "st=0",
+        "st=1,t=8,g=32,u=2",       "st=1,t=32,g=2,nr=1,u=3,pb=8",
+        "pb=32,t=16,g=8,nr=4,u=1", "st=0,t=64,g=1,u=1,nr=1",
+        "pb=8,t=8,g=4",            "t=100000",
     };
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
         setenv("MOTIFCL_QUANT_GEMV_PLAN", plans[i], 1);

@@ -8,8 +8,8 @@
  *   MOTIFCL_FORCE               comma-separated feature names to keep on despite quirks
  *   MOTIFCL_TRANSFER            auto|staging|import: how uploads and downloads move bytes
  *   MOTIFCL_QUANT_PATH          float|dot: force a path of the quantized matmul
- *   MOTIFCL_QUANT_GEMV_PLAN     span=,t=,g=,u=,pb=,r=,s=,nr=,lw=,pf=: override the quantized GEMV's
- *                               layout and plan (tuning)
+ *   MOTIFCL_QUANT_GEMV_PLAN     t=,g=,nr=,u=,pb=,st=: override the quantized GEMV's plan
+ *                               (tuning)
  *   MOTIFCL_PIPELINE_STATS      1: log the driver's statistics of each compiled kernel (info)
  *   MOTIFCL_MAX_BINDING         bytes: split quantized weights as if one binding held no more
  *   MOTIFCL_REQUIRE_VULKAN_COMPUTE  1: tests fail instead of skipping without a device

@@ -3,7 +3,7 @@
  *
  * Two paths:
  *  - float (every format): the weights are dequantized in the shader and multiplied in f32.
- *    gemv_q_span / gemv_q for 1..8 rows of a (decode), gemm_q with W's tiles dequantized
+ *    gemv_q_span for 1..8 rows of a (decode), gemm_q with W's tiles dequantized
  *    into shared memory for more. The path an RX 580 runs (it has no packed 8-bit dot
  *    product).
  *  - integer dot (Q8_0, Q4_0): quantize_q8_1 quantizes a to 8 bits per 32 values, then
@@ -11,10 +11,9 @@
  *    integer dot product is enabled and accelerated, or where it is enabled and asked for
  *    (see mcl_quant_path_select).
  *
- * The GEMVs have two layouts (gemv_plan_for chooses): the span layout (shaders/
- * gemv_span.glsl: the lanes of a row group read a row along K, a few words each) and the row
- * layout (shaders/gemv_stage.glsl: each invocation its own rows, whole units of blocks in
- * registers), the float path's at several rows of x.
+ * The GEMVs (shaders/gemv_span.glsl) read each row of W along K with the lanes of a row group,
+ * a few words each; with several rows of x on the float path, the rounds of a workgroup go in
+ * step and the x of each round is staged in shared memory (gemv_plan_for chooses).
  *
  * A weight larger than one binding (maxStorageBufferRange, or MOTIFCL_MAX_BINDING) is bound
  * in row ranges, views at offsets the device can bind; each writes its columns of c (the
@@ -46,48 +45,13 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 
 /* The GEMV kernels take up to this many rows of a (their accumulators are registers). */
 #define QUANT_GEMV_MAX_ROWS 8u
-/* Row layout parameters (gemv_q.comp; shaders/gemv_stage.glsl).
- * A workgroup is R row lanes x S slices of K; each invocation owns NR rows of W and streams
- * units of UB blocks of them with loads of LW words. gemv_plan_for() picks them per device
- * class, format, rows of x and shape; these are its knobs.
+/* The GEMV layout (gemv_q_span.comp, gemv_q_span_dot.comp; shaders/gemv_span.glsl): a row
+ * group of T lanes reads each of its NR rows along K, U pieces per lane in flight.
  *
- * Row lanes: the invocations of a slice read the same x, so R is one subgroup where that is
- * known (NVIDIA 32, a wave64 of AMD 64: one cache line, or on GCN a scalar load, per x load),
- * halved while the grid would have fewer workgroups than MIN_GROUPS (2 per SM of an H200, ~2
- * per CU of an RX 580): a 4096-row weight must still cover every multiprocessor. */
-#define QUANT_GEMV_ROW_LANES 32u
-#define QUANT_GEMV_ROW_LANES_WAVE64 64u
-#define QUANT_GEMV_MIN_ROW_LANES 8u
-#define QUANT_GEMV_MIN_GROUPS 256u
-#define QUANT_GEMV_MIN_GROUPS_WAVE64 64u
-/* Invocations per workgroup at most (R x S); S also stays within what the shared memory of
- * the final reduction (R x S x NR x M floats) may use. */
-#define QUANT_GEMV_MAX_THREADS 256u
-#define QUANT_GEMV_MAX_SHARED 16384u
-/* Words of raw weights an invocation may hold at once: NR rows x RW words (x 2 when it
- * prefetches the next unit). 72 keeps the float path near 128 registers at 8 rows of x;
- * with fewer rows of x (few accumulators) 96 lets Q5_K units (44 words) prefetch too. */
-#define QUANT_GEMV_RAW_BUDGET 72u
-#define QUANT_GEMV_RAW_BUDGET_FEW_ROWS 96u
-/* Rows of W per invocation from QUANT_GEMV_NR_FROM rows of x on: each x load then serves
- * NR rows, which halves (quarters) the x loads that bind at 8 rows (GCN's vector memory
- * unit takes 16 cycles per load whatever it reads). */
-#define QUANT_GEMV_NR_FROM 4u
-#define QUANT_GEMV_NR_MANY 2u
-#define QUANT_GEMV_NR_MANY_WAVE64 4u
-/* Words per load of an unaligned unit (2-aligned blocks: Q6_K always, Q8_0 / Q4_0 rows of an
- * odd number of blocks): uvec2 halves the load instructions of uint loads, at one select a
- * word more to realign. */
-#define QUANT_GEMV_UNALIGNED_LW 2u
-/* Weight x row products a unit may unroll into (UB x block weights x M x NR): above this,
- * the unit's pieces (64 weights each) run as a loop that is not unrolled (ROLL), which keeps
- * the loop body near a thousand instructions for the instruction caches (and compilers). */
-#define QUANT_GEMV_BODY_LIMIT 512u
-/* The span layout (gemv_q_span.comp, gemv_q_span_dot.comp; shaders/gemv_span.glsl): a row
- * group of T lanes reads each of its NR rows along K, U pieces per lane in flight. T starts
- * at one subgroup and doubles (up to MAX_LANES, keeping two rounds of pieces per lane) while
- * the grid would hold fewer than TARGET_LANES invocations: about what an H200 keeps resident
- * (132 multiprocessors x 2048), so that a 4096-row weight still fills the GPU. */
+ * One row of x, and the integer-dot path: T starts at one subgroup and doubles (up to
+ * MAX_LANES, keeping two rounds of pieces per lane) while the grid would hold fewer than
+ * TARGET_LANES invocations: about what an H200 keeps resident (132 multiprocessors x 2048),
+ * so that a 4096-row weight still fills the GPU. */
 #define QUANT_SPAN_LANES 32u
 #define QUANT_SPAN_LANES_WAVE64 64u
 #define QUANT_SPAN_MAX_LANES 256u
@@ -96,17 +60,20 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_SPAN_THREADS_WAVE64 256u
 #define QUANT_SPAN_NR 2u
 #define QUANT_SPAN_U 2u
-/* With several rows of x, RW row groups share a subgroup, their lanes interleaved in runs of
- * (subgroup / RW) along K, so that one load of x serves RW rows of W (gemv_span.glsl). */
-#define QUANT_SPAN_RW 4u
-/* Staged span plans (the float path at several rows of x): T lanes, G row groups of NR rows,
- * U pieces per lane and round. */
+/* The float path at several rows of x: rounds in step and x staged in shared memory, 16
+ * lanes, up to 16 row groups of 4 rows (64 rows of W share each staged x), one piece per
+ * lane and round. At 8 rows on the H200 (evidence/h200-e4e5e06) 4 rows of W per row group
+ * read Q8_0 at 14-17% of stream read and the other formats at 8-9%, against 13-14% and 5-8%
+ * with 2: each x value loaded serves NR rows, and loads of x, not of W, bind there. A layout
+ * with a lane per row of W (x loads uniform across the subgroup), since removed, read Q4_0
+ * and Q4_K at 10-12% there, but its unrolled units took the NVIDIA compiler 6-29 s a
+ * pipeline (evidence/h200-e4e5e06). */
 #define QUANT_STAGE_LANES 16u
 #define QUANT_STAGE_GROUPS 16u
-#define QUANT_STAGE_NR 2u
+#define QUANT_STAGE_NR 4u
 #define QUANT_STAGE_U 1u
-/* Shared memory of a span workgroup's sums, at most. */
-#define QUANT_SPAN_MAX_SHARED 32768u
+/* Shared memory of a span workgroup (partial sums, staged x), at most. */
+#define QUANT_SPAN_MAX_SHARED 49152u
 /* Bytes of codes per piece, per format (Q6_K's pieces are fixed: 4 positions). The float
  * path decodes Q4_0 in pieces of 8 bytes: on the H200 it ran at 29% of stream read so, 16%
  * with whole blocks (16), whose 32 weights and 8 loads of x per lane cost more than the
@@ -233,25 +200,14 @@ static mcl_status kernel_exact(mcl_context *ctx, const mcl_kernel_desc *desc,
     return status;
 }
 
-/* How the GEMV kernels split and stream a product (gemv_q.comp's specialization). */
+/* How the GEMV kernels split and stream a product (their specialization). */
 typedef struct gemv_plan {
-    uint32_t span;     /* the span layout (below: t, g, u, nr); else the row layout */
-    uint32_t t;        /* span: lanes along K per row group (local_size_x) */
-    uint32_t g;        /* span: row groups per workgroup (local_size_y) */
-    uint32_t u;        /* span: pieces per row in flight */
-    uint32_t span_nr;  /* span: rows of W per row group */
-    uint32_t pb;       /* span: bytes of codes per piece */
-    uint32_t rw;       /* span: row groups side by side in a subgroup (1: none) */
-    uint32_t tw;       /* span: their runs of lanes along K */
-    uint32_t stage;    /* span, float path: the x of a round in shared memory */
-    uint32_t r;        /* row lanes: local_size_x */
-    uint32_t s;        /* slices of K: local_size_y */
-    uint32_t nr;       /* rows of W per invocation */
-    uint32_t lw;       /* words per load: 1, 2 or 4 */
-    uint32_t aligned;  /* every unit starts at a multiple of 4 * lw bytes */
-    uint32_t ub;       /* blocks per unit */
-    uint32_t prefetch; /* load the next unit before decoding the current one */
-    uint32_t roll;     /* decode a unit's pieces in a loop that is not unrolled */
+    uint32_t t;     /* lanes along K per row group (local_size_x) */
+    uint32_t g;     /* row groups per workgroup (local_size_y) */
+    uint32_t nr;    /* rows of W per row group */
+    uint32_t u;     /* pieces per row and lane in flight */
+    uint32_t pb;    /* bytes of codes per piece */
+    uint32_t stage; /* float path: rounds in step, their x staged in shared memory */
 } gemv_plan;
 
 static uint32_t gcd_u32(uint32_t a, uint32_t b)
@@ -271,20 +227,11 @@ static int gemv_wave64(const mcl_context *ctx)
            (ctx->info.vendor_id == 0x1002u && ctx->info.subgroup_size >= 64);
 }
 
-/* The runs of lanes along K of `rw` row groups side by side in a subgroup of a span plan of
- * `t` lanes; 0 where they do not fit. */
-static uint32_t span_run(const mcl_context *ctx, uint32_t t, uint32_t rw)
-{
-    uint32_t wave = gemv_wave64(ctx) ? 64 : 32;
-    uint32_t width = t < wave ? t : wave;
-    return rw >= 1 && width % rw == 0 ? width / rw : 0;
-}
-
-/* Shared memory of a span plan: the partial sums, and with stage the x of a round (padded as
- * gemv_q_span.comp pads it). */
+/* Shared memory of a plan at m rows of x: the partial sums, and with stage the x of a round
+ * (padded as gemv_q_span.comp pads it). */
 static uint64_t span_shared_bytes(uint32_t fmt, const gemv_plan *q, uint32_t m)
 {
-    uint64_t bytes = (uint64_t)q->t * q->g * q->span_nr * m * sizeof(float);
+    uint64_t bytes = (uint64_t)q->t * q->g * q->nr * m * sizeof(float);
     uint32_t ppb = span_pieces(fmt, q->pb);
     if (q->stage && ppb) {
         uint64_t qk = fmt <= FMT_Q4_0 ? 32 : 256;
@@ -294,22 +241,25 @@ static uint64_t span_shared_bytes(uint32_t fmt, const gemv_plan *q, uint32_t m)
     return bytes;
 }
 
-/* MOTIFCL_QUANT_GEMV_PLAN, a tuning override: "key=value,..." with keys span (0: the row
- * layout, float path only; 1: the span layout), for the span layout t (lanes along K), g (row
- * groups), u (pieces in flight) and pb (bytes of codes per piece), for the row layout r (row
- * lanes), s (slices), lw (words per load, with its aligned unit) and pf (prefetch 0/1), and
- * for both nr (rows of W per invocation or row group). An override the kernels cannot take,
- * or beyond the device's workgroup and shared-memory limits, is ignored with a warning and
- * the plan stays as chosen. */
+/* The device's shared memory for a GEMV workgroup, capped at QUANT_SPAN_MAX_SHARED. */
+static uint64_t span_shared_limit(const mcl_context *ctx)
+{
+    uint64_t limit = ctx->info.max_compute_shared_memory_size;
+    return limit < QUANT_SPAN_MAX_SHARED ? limit : QUANT_SPAN_MAX_SHARED;
+}
+
+/* MOTIFCL_QUANT_GEMV_PLAN, a tuning override: "key=value,..." with keys t (lanes along K),
+ * g (row groups), nr (rows of W per row group), u (pieces in flight), pb (bytes of codes per
+ * piece) and st (x staged: 0 or 1, float path only). An override the kernels cannot take, or
+ * beyond the device's workgroup and shared-memory limits, is ignored with a warning and the
+ * plan stays as chosen. */
 static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m,
-                               uint32_t nb, gemv_plan *p)
+                               gemv_plan *p)
 {
     const char *spec = mcl_env("MOTIFCL_QUANT_GEMV_PLAN");
     if (!spec)
         return;
     gemv_plan q = *p;
-    uint32_t nr = 0, g_set = 0;
-    const uint32_t block_bytes = (uint32_t)mcl_dtype_block_bytes(quant_formats[fmt]);
     int ok = 1;
     for (const char *c = spec; *c && ok;) {
         char key[8] = {0};
@@ -322,53 +272,28 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
         c += used;
         if (*c == ',')
             c++;
-        if (strcmp(key, "span") == 0)
-            q.span = value != 0;
-        else if (strcmp(key, "t") == 0)
+        if (strcmp(key, "t") == 0)
             q.t = value;
         else if (strcmp(key, "g") == 0)
-            q.g = g_set = value;
+            q.g = value;
+        else if (strcmp(key, "nr") == 0)
+            q.nr = value;
         else if (strcmp(key, "u") == 0)
             q.u = value;
         else if (strcmp(key, "pb") == 0)
             q.pb = value;
-        else if (strcmp(key, "rw") == 0)
-            q.rw = value;
         else if (strcmp(key, "st") == 0)
             q.stage = value != 0;
-        else if (strcmp(key, "r") == 0)
-            q.r = value;
-        else if (strcmp(key, "s") == 0)
-            q.s = value;
-        else if (strcmp(key, "nr") == 0)
-            nr = value;
-        else if (strcmp(key, "pf") == 0)
-            q.prefetch = value != 0;
-        else if (strcmp(key, "lw") == 0 && (value == 1 || value == 2 || value == 4) &&
-                 fmt <= FMT_Q4_0) {
-            q.lw = value;
-            q.ub = 4 * value / gcd_u32(block_bytes, 4 * value);
-            q.aligned = 1;
-            ok = nb % q.ub == 0;
-        } else
+        else
             ok = 0;
     }
-    if (nr)
-        *(q.span ? &q.span_nr : &q.nr) = nr;
-    if (!g_set && q.g < q.rw)
-        q.g = q.rw; /* rw alone: room for that many row groups */
-    q.tw = q.rw ? span_run(ctx, q.t, q.rw) : 0;
-    uint32_t x = q.span ? q.t : q.r, y = q.span ? q.g : q.s, qnr = q.span ? q.span_nr : q.nr;
-    uint64_t shared = q.span ? span_shared_bytes(fmt, &q, m)
-                             : (uint64_t)x * y * qnr * m * sizeof(float);
-    ok = ok && x >= 1 && x <= ctx->info.max_compute_workgroup_size[0] && y >= 1 &&
-         y <= ctx->info.max_compute_workgroup_size[1] &&
-         (uint64_t)x * y <= ctx->info.max_compute_workgroup_invocations &&
-         (qnr == 1 || qnr == 2 || qnr == 4) && q.u >= 1 && q.u <= 8 &&
-         (!q.span || (span_pieces(fmt, q.pb) && q.t % span_pieces(fmt, q.pb) == 0)) &&
-         (!q.span || (q.tw >= 1 && q.t % q.tw == 0 && q.g % q.rw == 0)) &&
-         (q.span || !dot) && !(q.stage && dot) &&
-         shared <= ctx->info.max_compute_shared_memory_size;
+    uint32_t ppb = span_pieces(fmt, q.pb);
+    ok = ok && q.t >= 1 && q.t <= ctx->info.max_compute_workgroup_size[0] && q.g >= 1 &&
+         q.g <= ctx->info.max_compute_workgroup_size[1] &&
+         (uint64_t)q.t * q.g <= ctx->info.max_compute_workgroup_invocations &&
+         (q.nr == 1 || q.nr == 2 || q.nr == 4) && q.u >= 1 && q.u <= 8 && ppb &&
+         q.t % ppb == 0 && !(q.stage && dot) &&
+         span_shared_bytes(fmt, &q, m) <= ctx->info.max_compute_shared_memory_size;
     if (!ok) {
         mcl_log(&ctx->log, MCL_LOG_WARNING,
                 "MOTIFCL_QUANT_GEMV_PLAN=%s does not fit this product or device; ignored", spec);
@@ -382,146 +307,52 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
                           uint32_t n, uint32_t k, gemv_plan *p)
 {
     const int wave64 = gemv_wave64(ctx);
-    const uint32_t block_bytes = (uint32_t)mcl_dtype_block_bytes(quant_formats[fmt]);
     const uint32_t nb = k / (uint32_t)mcl_dtype_block_weights(quant_formats[fmt]);
-    /* The shaders decode K-quant units of one block, and Q6_K (210-byte blocks) unaligned. */
-    const int may_align = quant_formats[fmt] != MCL_DTYPE_Q6_K;
-    const int single_block = fmt > FMT_Q4_0;
-    const uint32_t budget = m < QUANT_GEMV_NR_FROM ? QUANT_GEMV_RAW_BUDGET_FEW_ROWS
-                                                   : QUANT_GEMV_RAW_BUDGET;
-
-    /* Layout: the widest aligned load whose unit, for nr rows, fits the register budget; else
-     * unaligned units of one block; else fewer rows of W per invocation. */
-    uint32_t nr = 1;
-    if (m >= QUANT_GEMV_NR_FROM)
-        nr = wave64 ? QUANT_GEMV_NR_MANY_WAVE64 : QUANT_GEMV_NR_MANY;
-    uint32_t rw = 0;
-    for (;; nr /= 2) {
-        p->aligned = 0;
-        for (uint32_t lw = 4; may_align && lw >= 1; lw /= 2) {
-            uint32_t ub = 4 * lw / gcd_u32(block_bytes, 4 * lw);
-            if ((single_block && ub != 1) || nb % ub != 0 || ub * block_bytes / 4 * nr > budget)
-                continue;
-            p->aligned = 1;
-            p->lw = lw;
-            p->ub = ub;
-            rw = ub * block_bytes / 4;
-            break;
-        }
-        if (!p->aligned) {
-            uint32_t lb = 4 * QUANT_GEMV_UNALIGNED_LW;
-            p->lw = QUANT_GEMV_UNALIGNED_LW;
-            p->ub = 1;
-            rw = (lb - 2 + block_bytes + lb - 1) / lb * QUANT_GEMV_UNALIGNED_LW;
-        }
-        if (rw * nr <= budget || nr == 1)
-            break;
-    }
-    p->nr = nr;
-
-    /* Row lanes: one subgroup, fewer while the grid would be too small. */
-    uint32_t min_groups = wave64 ? QUANT_GEMV_MIN_GROUPS_WAVE64 : QUANT_GEMV_MIN_GROUPS;
-    p->r = wave64 ? QUANT_GEMV_ROW_LANES_WAVE64 : QUANT_GEMV_ROW_LANES;
-    while (p->r > QUANT_GEMV_MIN_ROW_LANES && ceil_div(n, (uint64_t)p->r * nr) < min_groups)
-        p->r /= 2;
-
-    /* Slices: one per unit of the row, within the workgroup and shared-memory limits; where
-     * the row has more units than that, the count (down to half the limit) that leaves the
-     * fewest lanes idle in the last round. */
-    uint32_t units = nb / p->ub;
-    uint32_t threads = QUANT_GEMV_MAX_THREADS;
+    const uint64_t shared = span_shared_limit(ctx);
+    uint32_t threads = wave64 ? QUANT_SPAN_THREADS_WAVE64 : QUANT_SPAN_THREADS;
     if (threads > ctx->info.max_compute_workgroup_invocations)
         threads = ctx->info.max_compute_workgroup_invocations;
-    uint32_t s_max = threads / p->r;
-    if (s_max > ctx->info.max_compute_workgroup_size[1])
-        s_max = ctx->info.max_compute_workgroup_size[1];
-    uint32_t shared = QUANT_GEMV_MAX_SHARED;
-    if (shared > ctx->info.max_compute_shared_memory_size)
-        shared = ctx->info.max_compute_shared_memory_size;
-    while (s_max > 1 && (uint64_t)s_max * p->r * nr * m * sizeof(float) > shared)
-        s_max--;
-    if (s_max < 1)
-        s_max = 1;
-    uint32_t s = units < s_max ? units : s_max;
-    if (units > s_max) {
-        /* The fullest last round among s_max / 2 .. s_max slices, the most slices on ties. */
-        uint64_t best_slots = (uint64_t)ceil_div(units, s) * s;
-        for (uint32_t t = s_max - 1; t >= 1 && t >= s_max / 2; t--) {
-            uint64_t slots = (uint64_t)ceil_div(units, t) * t;
-            if (slots < best_slots) {
-                best_slots = slots;
-                s = t;
-            }
-        }
-    }
-    p->s = s;
-    p->prefetch = units > s && 2 * rw * nr <= budget;
-
-    /* The span layout: one subgroup of lanes per row group, more while the grid is small.
-     * Taken at one row of x, on the integer-dot path, and for Q6_K; the float path at several
-     * rows of x keeps the row layout. On the H200 at 8 rows (evidence/h200-4de676b): Q8_0
-     * float 8-10% of stream read in the span layout against 12-17% in the row layout, Q4_0
-     * 4-5% against 10%, Q4_K / Q5_K 5-6% against 8-10%; Q6_K 11-13% against 8-9%, and on
-     * the dot path Q8_0 33% against 22-26%, Q4_0 18-20% against 16-17%. */
-    p->span = m == 1 || dot || fmt == FMT_Q6_K; /* the dot path has no row-layout kernel */
-    p->u = QUANT_SPAN_U;
-    uint32_t span_nr = QUANT_SPAN_NR;
-    uint32_t span_threads = wave64 ? QUANT_SPAN_THREADS_WAVE64 : QUANT_SPAN_THREADS;
-    if (span_threads > ctx->info.max_compute_workgroup_invocations)
-        span_threads = ctx->info.max_compute_workgroup_invocations;
     p->pb = fmt == FMT_Q4_0 && !dot ? QUANT_SPAN_PB_Q4_0_FLOAT : span_pb[fmt];
-    uint32_t pieces_per_row = nb * span_pieces(fmt, p->pb);
-    uint32_t t = wave64 ? QUANT_SPAN_LANES_WAVE64 : QUANT_SPAN_LANES;
-    while (2 * t <= QUANT_SPAN_MAX_LANES && 2 * t <= span_threads &&
-           (uint64_t)ceil_div(n, span_nr) * t < QUANT_SPAN_TARGET_LANES &&
-           4 * t * p->u <= pieces_per_row)
-        t *= 2;
-    if (t > span_threads)
-        t = span_threads;
-    if (t > ctx->info.max_compute_workgroup_size[0])
-        t = ctx->info.max_compute_workgroup_size[0];
-    p->t = t;
-    /* Interleaved row groups: at least RW of them per workgroup. */
-    uint32_t side = m > 1 ? QUANT_SPAN_RW : 1;
-    if ((uint64_t)t * side > span_threads)
-        span_threads = t * side <= ctx->info.max_compute_workgroup_invocations
-                           ? t * side
-                           : ctx->info.max_compute_workgroup_invocations;
-    uint32_t span_shared = QUANT_SPAN_MAX_SHARED;
-    if (span_shared > ctx->info.max_compute_shared_memory_size)
-        span_shared = ctx->info.max_compute_shared_memory_size;
-    p->g = span_threads / t;
-    if (p->g > ctx->info.max_compute_workgroup_size[1])
-        p->g = ctx->info.max_compute_workgroup_size[1];
-    while (p->g > 1 && (uint64_t)p->g * t * span_nr * m * sizeof(float) > span_shared)
-        p->g /= 2;
-    while (side > 1 && (p->g % side != 0 || !span_run(ctx, t, side)))
-        side /= 2;
-    p->rw = side;
-    p->tw = span_run(ctx, t, side);
-    p->span_nr = span_nr;
-    p->stage = 0;
+    const uint32_t ppb = span_pieces(fmt, p->pb);
+
     if (!dot && m > 1) {
-        /* The float path at several rows of x: rounds in step, x staged (see the note). */
-        p->span = 1;
+        /* Several rows of x, float path: x staged (see QUANT_STAGE_*). */
         p->stage = 1;
         p->u = QUANT_STAGE_U;
-        p->span_nr = QUANT_STAGE_NR;
+        p->nr = QUANT_STAGE_NR;
         p->t = QUANT_STAGE_LANES;
-        while (p->t % span_pieces(fmt, p->pb) != 0)
+        while (p->t % ppb != 0)
             p->t *= 2;
         p->g = QUANT_STAGE_GROUPS;
         while (p->g > 1 && ((uint64_t)p->t * p->g > ctx->info.max_compute_workgroup_invocations ||
                             p->g > ctx->info.max_compute_workgroup_size[1] ||
-                            span_shared_bytes(fmt, p, m) > span_shared))
+                            span_shared_bytes(fmt, p, m) > shared))
             p->g /= 2;
-        p->rw = 1;
-        p->tw = span_run(ctx, p->t, 1);
+    } else {
+        /* One subgroup of lanes per row group, more while the grid is small. */
+        p->stage = 0;
+        p->u = QUANT_SPAN_U;
+        p->nr = QUANT_SPAN_NR;
+        uint32_t pieces_per_row = nb * ppb;
+        uint32_t t = wave64 ? QUANT_SPAN_LANES_WAVE64 : QUANT_SPAN_LANES;
+        while (2 * t <= QUANT_SPAN_MAX_LANES && 2 * t <= threads &&
+               (uint64_t)ceil_div(n, p->nr) * t < QUANT_SPAN_TARGET_LANES &&
+               4 * t * p->u <= pieces_per_row)
+            t *= 2;
+        if (t > threads)
+            t = threads;
+        if (t > ctx->info.max_compute_workgroup_size[0])
+            t = ctx->info.max_compute_workgroup_size[0];
+        p->t = t;
+        p->g = threads / t;
+        if (p->g > ctx->info.max_compute_workgroup_size[1])
+            p->g = ctx->info.max_compute_workgroup_size[1];
+        while (p->g > 1 && span_shared_bytes(fmt, p, m) > shared)
+            p->g /= 2;
+        if (p->g < 1)
+            p->g = 1;
     }
-    gemv_plan_override(ctx, dot, fmt, m, nb, p);
-    uint32_t unit_weights = p->ub * (uint32_t)mcl_dtype_block_weights(quant_formats[fmt]);
-    uint32_t pieces = fmt > FMT_Q4_0 ? 4 : p->ub >= 2 ? p->ub / 2 : 1;
-    p->roll = pieces > 1 && unit_weights * m * p->nr > QUANT_GEMV_BODY_LIMIT;
+    gemv_plan_override(ctx, dot, fmt, m, p);
 }
 
 /* The GEMV (float or integer dot): `x` is a (float) or its quantized form (dot). */
@@ -532,43 +363,24 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
 {
     gemv_plan plan;
     gemv_plan_for(ctx, dot, fmt, rows, n, k, &plan);
+    mcl_log(&ctx->log, MCL_LOG_DEBUG, "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u",
+            mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t,
+            plan.g, plan.nr, plan.u, plan.pb, plan.stage);
     mcl_kernel_desc desc = {
+        .id = dot ? MCL_KERNEL_GEMV_Q_SPAN_DOT : MCL_KERNEL_GEMV_Q_SPAN,
         .binding_count = 5,
         .push_size = sizeof(gemv_push),
+        .local_size_x = plan.t,
+        .spec_count = dot ? 7 : 8,
+        .spec = {fmt, tail != NULL, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage},
     };
-    uint32_t rows_per_group;
-    if (plan.span) {
-        mcl_log(&ctx->log, MCL_LOG_DEBUG,
-                "gemv %s %ux%u, %u rows, %s: span t=%u g=%u nr=%u u=%u pb=%u rw=%u st=%u",
-                mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t,
-                plan.g, plan.span_nr, plan.u, plan.pb, plan.rw, plan.stage);
-        desc.id = dot ? MCL_KERNEL_GEMV_Q_SPAN_DOT : MCL_KERNEL_GEMV_Q_SPAN;
-        desc.local_size_x = plan.t;
-        desc.spec_count = dot ? 9 : 10;
-        uint32_t spec[10] = {fmt, tail != NULL, rows, plan.span_nr, plan.g, plan.u, plan.pb,
-                             plan.rw, plan.tw, plan.stage};
-        memcpy(desc.spec, spec, sizeof spec);
-        rows_per_group = plan.g * plan.span_nr;
-    } else {
-        mcl_log(&ctx->log, MCL_LOG_DEBUG,
-                "gemv %s %ux%u, %u rows, float: r=%u s=%u nr=%u lw=%u ub=%u pf=%u roll=%u",
-                mcl_dtype_name(quant_formats[fmt]), n, k, rows, plan.r, plan.s, plan.nr,
-                plan.lw, plan.ub, plan.prefetch, plan.roll);
-        desc.id = MCL_KERNEL_GEMV_Q;
-        desc.local_size_x = plan.r;
-        desc.spec_count = 10;
-        uint32_t spec[10] = {fmt, tail != NULL, rows, plan.nr, plan.s, plan.lw, plan.aligned,
-                             plan.ub, plan.prefetch, plan.roll};
-        memcpy(desc.spec, spec, sizeof spec);
-        rows_per_group = plan.r * plan.nr;
-    }
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
     gemv_push push = {.n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0};
     uint32_t gx, gy;
-    grid_2d(ceil_div(n, rows_per_group), &gx, &gy);
+    grid_2d(ceil_div(n, (uint64_t)plan.g * plan.nr), &gx, &gy);
     mcl_tensor *reads[4] = {x, w, tail ? tail : w, bias ? bias : x};
     return mcl_stream_dispatch(ctx, kernel, reads, 4, &y, 1, &push, gx, gy, 1);
 }

@@ -67,7 +67,7 @@ mcl_status mcl_matmul_quant_ex(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta
 
 /* mcl_dequantize_tensor with quant.glsl's lane decoder (by_lane = 1, the default) or the
  * GEMM's 4-weight decoder (by_lane = 0), so that a test can hold each to the CPU reference.
- * (The GEMVs decode whole blocks with gemv_stage.glsl.) */
+ * (The GEMVs decode pieces of blocks with gemv_span.glsl.) */
 mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *q, mcl_tensor *out,
                                     int by_lane);
 
