@@ -72,10 +72,6 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_STAGE_GROUPS 16u
 #define QUANT_STAGE_NR 4u
 #define QUANT_STAGE_U 1u
-/* Fewer row groups per workgroup while the grid would have fewer workgroups than this (about
- * one per multiprocessor of an H200): at 4096 rows of W, 64 rows a workgroup left half of
- * the H200 idle for a single GEMV (Q8_0 8.5% of stream read against 13.1% at 16 rows). */
-#define QUANT_STAGE_MIN_GROUPS 128u
 /* Shared memory of a span workgroup (partial sums, staged x), at most. */
 #define QUANT_SPAN_MAX_SHARED 49152u
 /* Bytes of codes per piece, per format (Q6_K's pieces are fixed: 4 positions). The float
@@ -330,8 +326,7 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         p->g = QUANT_STAGE_GROUPS;
         while (p->g > 1 && ((uint64_t)p->t * p->g > ctx->info.max_compute_workgroup_invocations ||
                             p->g > ctx->info.max_compute_workgroup_size[1] ||
-                            span_shared_bytes(fmt, p, m) > shared ||
-                            ceil_div(n, (uint64_t)p->g * p->nr) < QUANT_STAGE_MIN_GROUPS))
+                            span_shared_bytes(fmt, p, m) > shared))
             p->g /= 2;
     } else {
         /* One subgroup of lanes per row group, more while the grid is small. */
