@@ -72,8 +72,12 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_STAGE_GROUPS 16u
 #define QUANT_STAGE_NR 4u
 #define QUANT_STAGE_U 1u
-/* Shared memory of a span workgroup (partial sums, staged x), at most. */
+/* Shared memory of a span workgroup (partial sums, staged x), at most. A wave64 device (GCN:
+ * 64 KiB of LDS a compute unit) gets half, so that two staged workgroups share a compute unit
+ * (8 waves) rather than one; this is reasoned from the LDS size, not measured (no RX 580 ran
+ * it). */
 #define QUANT_SPAN_MAX_SHARED 49152u
+#define QUANT_SPAN_MAX_SHARED_WAVE64 32768u
 /* Bytes of codes per piece, per format (Q6_K's pieces are fixed: 4 positions). The float
  * path decodes Q4_0 in pieces of 8 bytes: on the H200 it ran at 29% of stream read so, 16%
  * with whole blocks (16), whose 32 weights and 8 loads of x per lane cost more than the
@@ -241,11 +245,12 @@ static uint64_t span_shared_bytes(uint32_t fmt, const gemv_plan *q, uint32_t m)
     return bytes;
 }
 
-/* The device's shared memory for a GEMV workgroup, capped at QUANT_SPAN_MAX_SHARED. */
+/* The device's shared memory for a GEMV workgroup, capped at QUANT_SPAN_MAX_SHARED(_WAVE64). */
 static uint64_t span_shared_limit(const mcl_context *ctx)
 {
     uint64_t limit = ctx->info.max_compute_shared_memory_size;
-    return limit < QUANT_SPAN_MAX_SHARED ? limit : QUANT_SPAN_MAX_SHARED;
+    uint64_t cap = gemv_wave64(ctx) ? QUANT_SPAN_MAX_SHARED_WAVE64 : QUANT_SPAN_MAX_SHARED;
+    return limit < cap ? limit : cap;
 }
 
 /* MOTIFCL_QUANT_GEMV_PLAN, a tuning override: "key=value,..." with keys t (lanes along K),
