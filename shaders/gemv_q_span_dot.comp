@@ -5,7 +5,7 @@
 // dot products of its codes); Q4_0's -8 offset is subtracted once per block (8 times the sum
 // of x's codes, by the block's first piece).
 //
-//   specialization constants: as gemv_q_span.comp (FORMAT is FMT_Q8_0 or FMT_Q4_0)
+//   specialization constants: as gemv_q_span.comp, less STAGE (FORMAT is FMT_Q8_0 or FMT_Q4_0)
 //   set 0: 0 quantized x (qdot.glsl's layout), 1 W blocks, 2 tail word (any buffer when
 //     unused), 3 bias [N] (any buffer when unused), 4 y [M, N]
 //   push constants: N, K, has_bias, ldy, y0 (as gemv_q_span.comp). The workgroup index is
