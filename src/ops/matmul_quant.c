@@ -238,7 +238,7 @@ static uint64_t span_shared_bytes(uint32_t fmt, const gemv_plan *q, uint32_t m)
     uint64_t bytes = (uint64_t)q->t * q->g * q->nr * m * sizeof(float);
     uint32_t ppb = span_pieces(fmt, q->pb);
     if (q->stage && ppb) {
-        uint64_t qk = fmt <= FMT_Q4_0 ? 32 : 256;
+        uint64_t qk = (uint64_t)mcl_dtype_block_weights(quant_formats[fmt]);
         uint64_t xch = (uint64_t)q->u * q->t * qk / ppb / 4;
         bytes += (uint64_t)m * (xch + xch / 8) * 16;
     }
@@ -329,10 +329,6 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         while (p->t % ppb != 0)
             p->t *= 2;
         p->g = QUANT_STAGE_GROUPS;
-        while (p->g > 1 && ((uint64_t)p->t * p->g > ctx->info.max_compute_workgroup_invocations ||
-                            p->g > ctx->info.max_compute_workgroup_size[1] ||
-                            span_shared_bytes(fmt, p, m) > shared))
-            p->g /= 2;
     } else {
         /* One subgroup of lanes per row group, more while the grid is small. */
         p->stage = 0;
@@ -350,13 +346,12 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
             t = ctx->info.max_compute_workgroup_size[0];
         p->t = t;
         p->g = threads / t;
-        if (p->g > ctx->info.max_compute_workgroup_size[1])
-            p->g = ctx->info.max_compute_workgroup_size[1];
-        while (p->g > 1 && span_shared_bytes(fmt, p, m) > shared)
-            p->g /= 2;
-        if (p->g < 1)
-            p->g = 1;
     }
+    /* Fewer row groups while the workgroup is beyond the device or the shared memory. */
+    while (p->g > 1 && ((uint64_t)p->t * p->g > ctx->info.max_compute_workgroup_invocations ||
+                        p->g > ctx->info.max_compute_workgroup_size[1] ||
+                        span_shared_bytes(fmt, p, m) > shared))
+        p->g /= 2;
     gemv_plan_override(ctx, dot, fmt, m, p);
 }
 
@@ -368,9 +363,10 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
 {
     gemv_plan plan;
     gemv_plan_for(ctx, dot, fmt, rows, n, k, &plan);
-    mcl_log(&ctx->log, MCL_LOG_DEBUG, "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u",
-            mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t,
-            plan.g, plan.nr, plan.u, plan.pb, plan.stage);
+    mcl_log(&ctx->log, MCL_LOG_DEBUG,
+            "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u",
+            mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t, plan.g,
+            plan.nr, plan.u, plan.pb, plan.stage);
     mcl_kernel_desc desc = {
         .id = dot ? MCL_KERNEL_GEMV_Q_SPAN_DOT : MCL_KERNEL_GEMV_Q_SPAN,
         .binding_count = 5,
