@@ -21,6 +21,13 @@ void mcl_test_begin(int argc, char **argv)
     else
         snprintf(name, sizeof name, "%s", argv[0]);
     witness = mcl_witness_create("test", name, argc, argv);
+    /* A development aid: run only the tests whose names match the pattern (cmocka's). The
+     * witness records it, so that a filtered run never passes for a whole one. */
+    const char *filter = getenv("MOTIFCL_TEST_FILTER");
+    if (filter && *filter) {
+        cmocka_set_test_filter(filter);
+        mcl_witness_set_note(witness, "MOTIFCL_TEST_FILTER", filter);
+    }
     mcl_witness_set_note(witness, "strict", mcl_test_strict() ? "1" : "0");
     mcl_witness_set_note(witness, "MOTIFCL_DEVICE_PROFILE", profile ? profile : "");
     const char *validation = mcl_env("MOTIFCL_VALIDATION");

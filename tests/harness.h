@@ -20,7 +20,8 @@
 
 #define MCL_TEST_SKIP 77
 
-/* Start the run: remember argv for the witness. */
+/* Start the run: remember argv for the witness. MOTIFCL_TEST_FILTER (a cmocka name pattern,
+ * '*' and '?') runs only the matching tests, a development aid that the witness notes. */
 void mcl_test_begin(int argc, char **argv);
 
 /* A context on the device the environment selects, or exit 77 / 1 as above. The harness
