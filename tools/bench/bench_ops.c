@@ -65,14 +65,24 @@ static mcl_status stream_prepare(bench *b, stream_run *s, uint32_t spec)
 typedef struct stream_copies_run {
     stream_run s;
     mcl_tensor **x;
-    int copies;
+    mcl_tensor **y; /* batched: an output per read, so that nothing orders them; else NULL */
+    int copies, count;
 } stream_copies_run;
 
+/* One read, or with y a batch of `count` reads of distinct copies (a rotating start). */
 static mcl_status stream_copies_once(bench *b, void *user, int rep)
 {
     stream_copies_run *r = user;
-    r->s.x = r->x[rep % r->copies];
-    return stream_once(b, &r->s, rep);
+    int count = r->y ? r->count : 1;
+    for (int j = 0; j < count; j++) {
+        r->s.x = r->x[(rep * count + j) % r->copies];
+        if (r->y)
+            r->s.y = r->y[j];
+        mcl_status status = stream_once(b, &r->s, rep);
+        if (status != MCL_SUCCESS)
+            return status;
+    }
+    return MCL_SUCCESS;
 }
 
 int bench_stream(bench *b)
@@ -417,25 +427,44 @@ static mcl_tensor *quant_weights(bench *b, mcl_dtype dtype, int64_t n, int64_t k
     return t;
 }
 
+/* GEMVs (and their stream reads) timed together; each against its own copy of the weights. */
+#define QGEMV_BATCH 8
+
 /* The streaming read of bench_stream over `bytes` (rounded down to whole vec4s), rotated through
  * as many copies as a GEMV over weights of that size: the ceiling of the GEMV at its own size,
  * whose bandwidth can differ from the 1 GiB stream's (ramp-up and tail of a short dispatch, and
- * a last-level cache that holds a single copy of these weights). GB/s, or negative. */
-static double stream_read_same(bench *b, uint64_t bytes, const char *name)
+ * a last-level cache that holds a single copy of these weights). GB/s, or negative. With
+ * cold copies, `*batch_gbs` receives the same read batched as the GEMVs are (up to
+ * QGEMV_BATCH distinct copies between one pair of timestamps, nothing ordered between them):
+ * the batched GEMV's own ceiling; else it is negative. */
+static double stream_read_same(bench *b, uint64_t bytes, const char *name, double *batch_gbs)
 {
-    mcl_tensor *x[16] = {NULL};
+    mcl_tensor *x[16] = {NULL}, *y[QGEMV_BATCH] = {NULL};
     stream_copies_run r = {.s = {.n4 = (uint32_t)(bytes / 16)}, .x = x,
                            .copies = copies_for(b, bytes)};
+    *batch_gbs = -1.0;
     int ok = r.s.n4 > 0 && stream_prepare(b, &r.s, 0) == MCL_SUCCESS;
     /* The read kernel writes at most one vec4 per invocation. */
     int64_t n = (int64_t)r.s.n4 * 4, ny = (int64_t)r.s.groups * 256 * 4;
     for (int i = 0; i < r.copies && ok; i++)
         ok = (x[i] = tensor_f32(b, 1, &n, 1.0f)) != NULL;
     r.s.y = ok ? tensor_f32(b, 1, &ny, 0.0f) : NULL;
+    mcl_tensor *single_y = r.s.y;
     double t = r.s.y ? bench_gpu_time(b, b->repeat, stream_copies_once, &r) : -1.0;
+    r.count = r.copies < QGEMV_BATCH ? r.copies : QGEMV_BATCH;
+    double tb = -1.0;
+    if (t > 0 && r.count >= 2) {
+        for (int j = 0; j < r.count && ok; j++)
+            ok = (y[j] = tensor_f32(b, 1, &ny, 0.0f)) != NULL;
+        r.y = y;
+        if (ok)
+            tb = bench_gpu_time(b, b->repeat, stream_copies_once, &r);
+    }
     for (int i = 0; i < r.copies; i++)
         mcl_tensor_destroy(x[i]);
-    mcl_tensor_destroy(r.s.y);
+    for (int j = 0; j < QGEMV_BATCH; j++)
+        mcl_tensor_destroy(y[j]);
+    mcl_tensor_destroy(single_y);
     char line[224];
     snprintf(line, sizeof line, "%s: stream read of the same bytes", name);
     if (t <= 0) {
@@ -444,11 +473,13 @@ static double stream_read_same(bench *b, uint64_t bytes, const char *name)
     }
     double gbs = (double)r.s.n4 * 16.0 / t / 1e9;
     bench_figure(b, line, gbs, "GB/s");
+    if (tb > 0) {
+        *batch_gbs = (double)r.count * (double)r.s.n4 * 16.0 / tb / 1e9;
+        snprintf(line, sizeof line, "%s: the same batched x%d", name, r.count);
+        bench_figure(b, line, *batch_gbs, "GB/s");
+    }
     return gbs;
 }
-
-/* GEMVs timed together; each against its own copy of the weights. */
-#define QGEMV_BATCH 8
 
 typedef struct qbatch_run {
     const mm_run *r;
@@ -481,7 +512,7 @@ static uint64_t quant_bytes(mcl_dtype dtype, int64_t n, int64_t k)
 
 /* `same_gbs`: stream_read_same over these weights' bytes; not positive when unavailable. */
 static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t rows,
-                      double same_gbs)
+                      double same_gbs, double same_batch_gbs)
 {
     mm_run r = {.ta = MCL_NO_TRANSPOSE, .tb = MCL_TRANSPOSE};
     uint64_t weight_bytes = quant_bytes(dtype, n, k);
@@ -564,6 +595,10 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     bench_figure(b, line, batch_gbs, "GB/s");
     snprintf(line, sizeof line, "%s: batched, of stream read", name);
     bench_figure(b, line, 100.0 * batch_gbs / b->stream_read_gbs, "%");
+    if (same_batch_gbs > 0) {
+        snprintf(line, sizeof line, "%s: batched, of same-size batched stream read", name);
+        bench_figure(b, line, 100.0 * batch_gbs / same_batch_gbs, "%");
+    }
     return 0;
 }
 
@@ -589,12 +624,15 @@ int bench_qgemv(bench *b)
             char name[96];
             snprintf(name, sizeof name, "gemv %s %lldx%lld", mcl_dtype_name(types[f]),
                      (long long)n, (long long)k);
-            double same_gbs = stream_read_same(b, quant_bytes(types[f], n, k), name);
+            double same_batch_gbs;
+            double same_gbs = stream_read_same(b, quant_bytes(types[f], n, k), name,
+                                               &same_batch_gbs);
             if (same_gbs <= 0)
                 rc = 1;
             for (int c = 0; c < 2; c++) {
                 if (only_rows <= 0 || only_rows == row_cases[c])
-                    rc |= qgemv_case(b, types[f], n, k, row_cases[c], same_gbs);
+                    rc |= qgemv_case(b, types[f], n, k, row_cases[c], same_gbs,
+                                     same_batch_gbs);
             }
         }
     }
