@@ -30,7 +30,6 @@ layout(constant_id = 4) const uint NR = 1;
 layout(constant_id = 6) const uint U = 2;
 layout(constant_id = 7) const uint PB = 8;
 layout(constant_id = 8) const bool STAGE = false;
-layout(constant_id = 9) const bool SW = false;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufX4 { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };

@@ -45,8 +45,8 @@
 //
 // The includer declares, before including this file and after quant.glsl:
 //   layout(local_size_x_id = 0, local_size_y_id = 5) in;   (T lanes along K, G row groups)
-//   spec constants FORMAT (1), TAIL (2), M (3), NR (4), U (6), PB (7), STAGE (8, or a
-//   constant false) and SW (9: W staged, not with STAGE)
+//   spec constants FORMAT (1), TAIL (2), M (3), NR (4), U (6), PB (7), and STAGE (8, or a
+//   constant false)
 //   buffers `uint wq[]`, `uvec2 wq2[]`, `uvec4 wq4[]` aliasing the weights, `uint wtail[]`,
 //   `float bias[]`, `float y[]`, and push constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0;
 //   after it, the decoder piece() (prototype below) and a main() that calls span_main().
@@ -72,78 +72,6 @@ uint span_word(uint i) {
     return TAIL ? quant_word(i) : wq[i];
 }
 
-// SW: the weights of a round staged in shared memory. Per round, each row group copies the
-// RB blocks of each of its rows that the round covers (SW4 uvec4s from the one holding the
-// round's first byte) into its own region of span_ws with loads of consecutive uvec4s, and
-// the lanes cut their pieces out of that copy: a subgroup's loads of W are then whole,
-// contiguous lines, where the pieces' own loads (words at 2-aligned offsets, a block a lane
-// pair) touch a line per few lanes on every load.
-const uint RB = U * T / PPB;                                    // blocks per row and round
-const uint SW4 = SW ? (RB * BLOCK_BYTES + 15u) / 16u + 1u : 1u; // uvec4s per row and round
-const uint SWL = (SW4 + T - 1u) / T;                            // of them, per lane
-shared uint span_ws[SW ? G * NR * SW4 * 4u : 1u];
-// The word of W at span_ws[sw_base], for the row span_load reads (set before each call).
-uint sw_at = 0u;
-uint sw_base = 0u;
-
-// Word i of the weights, from the staged copy with SW.
-uint span_wq(uint i) {
-    return SW ? span_ws[sw_base + i - sw_at] : wq[i];
-}
-uvec2 span_wq2(uint i2) {
-    return SW ? uvec2(span_wq(2u * i2), span_wq(2u * i2 + 1u)) : wq2[i2];
-}
-uvec4 span_wq4(uint i4) {
-    if (SW) {
-        const uint i = 4u * i4;
-        return uvec4(span_wq(i), span_wq(i + 1u), span_wq(i + 2u), span_wq(i + 3u));
-    }
-    return wq4[i4];
-}
-
-// uvec4 q of the weights for the staged copy: words past the binding read as zero, the tail
-// word (TAIL) as itself.
-uvec4 sw_fetch4(uint q) {
-    const uint len = uint(wq.length());
-    if (4u * q + 4u <= len) {
-        return wq4[q];
-    }
-    uvec4 v;
-    [[unroll]] for (uint c = 0u; c < 4u; c++) {
-        const uint k = 4u * q + c;
-        v[c] = k < len ? wq[k] : TAIL && k == len ? wtail[0] : 0u;
-    }
-    return v;
-}
-
-// The uvec4s of a round (its first block b0) of rows row_at[] that lane t copies.
-void sw_fetch(uint row_at[NR], uint b0, out uvec4 v[NR][SWL]) {
-    const uint t = gl_LocalInvocationID.x;
-    [[unroll]] for (uint i = 0u; i < NR; i++) {
-        const uint a0 = (row_at[i] + b0 * BLOCK_BYTES) >> 4;
-        [[unroll]] for (uint j = 0u; j < SWL; j++) {
-            const uint q = t + j * T;
-            v[i][j] = q < SW4 ? sw_fetch4(a0 + q) : uvec4(0u);
-        }
-    }
-}
-
-// Stores them into the row group's regions, between barriers.
-void sw_store(uvec4 v[NR][SWL]) {
-    const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;
-    [[unroll]] for (uint i = 0u; i < NR; i++) {
-        const uint base = (g * NR + i) * SW4 * 4u;
-        [[unroll]] for (uint j = 0u; j < SWL; j++) {
-            const uint q = t + j * T;
-            if (q < SW4) {
-                [[unroll]] for (uint c = 0u; c < 4u; c++) {
-                    span_ws[base + 4u * q + c] = v[i][j][c];
-                }
-            }
-        }
-    }
-}
-
 // The W words of the 4W bytes at byte o (2-aligned) into r[at ..]: W + 1 loads where o is
 // not word-aligned, W where it is.
 void span_field(uint o, const uint W, const uint at, inout uint r[RP]) {
@@ -151,9 +79,9 @@ void span_field(uint o, const uint W, const uint at, inout uint r[RP]) {
     const bool sh = (o & 2u) != 0u;
     uint w[9];
     [[unroll]] for (uint k = 0u; k < W; k++) {
-        w[k] = span_wq(a + k);
+        w[k] = wq[a + k];
     }
-    w[W] = sh ? (SW ? span_wq(a + W) : span_word(a + W)) : 0u;
+    w[W] = sh ? span_word(a + W) : 0u;
     [[unroll]] for (uint k = 0u; k < W; k++) {
         r[at + k] = sh ? funnel16(w[k], w[k + 1u]) : w[k];
     }
@@ -161,7 +89,7 @@ void span_field(uint o, const uint W, const uint at, inout uint r[RP]) {
 
 // The half at byte o (2-aligned) as float bits (Q6_K's d may lie in the tail word).
 uint span_half(uint o) {
-    const uint w = SW ? span_wq(o >> 2) : span_word(o >> 2);
+    const uint w = span_word(o >> 2);
     return floatBitsToUint(quant_half((o & 2u) != 0u ? w >> 16 : w & 0xFFFFu));
 }
 
@@ -175,17 +103,17 @@ void span_load(uint bo, uint p, out uint r[RP]) {
         const uint qs = FORMAT == FMT_Q4_K ? 16u : 48u;
         const uint o = bo + qs + 32u * c + PB * j;
         if (PB == 8u) {
-            const uvec2 q = span_wq2(o >> 3);
+            const uvec2 q = wq2[o >> 3];
             r[0] = q.x;
             r[1] = q.y;
         } else {
-            const uvec4 q = span_wq4(o >> 4);
+            const uvec4 q = wq4[o >> 4];
             r[0] = q.x;
             r[1] = q.y;
             r[2] = q.z;
             r[3] = q.w;
         }
-        const uvec4 h = span_wq4(bo >> 4);
+        const uvec4 h = wq4[bo >> 4];
         r[CW] = h.x;
         r[CW + 1u] = h.y;
         r[CW + 2u] = h.z;
@@ -193,11 +121,11 @@ void span_load(uint bo, uint p, out uint r[RP]) {
         if (FORMAT == FMT_Q5_K) {
             const uint oh = bo + 16u + PB * j;
             if (PB == 8u) {
-                const uvec2 q = span_wq2(oh >> 3);
+                const uvec2 q = wq2[oh >> 3];
                 r[CW + 4u] = q.x;
                 r[CW + 5u] = q.y;
             } else {
-                const uvec4 q = span_wq4(oh >> 4);
+                const uvec4 q = wq4[oh >> 4];
                 r[CW + 4u] = q.x;
                 r[CW + 5u] = q.y;
                 r[CW + 6u] = q.z;
@@ -303,37 +231,6 @@ void span_main() {
                 [[unroll]] for (uint u = 0u; u < U; u++) {
                     piece(r[u], bu[u], p, q0 + u * T + t < P, acc);
                 }
-            }
-        }
-        span_finish(acc, wg);
-        return;
-    }
-    if (SW) {
-        // Rounds in step across the workgroup; the next round's copy is loaded while this
-        // one is decoded. Past the row, a lane reads the round's first block, counted zero.
-        const uint rounds = (P + U * T - 1u) / (U * T);
-        uvec4 v[NR][SWL];
-        sw_fetch(row_at, 0u, v);
-        for (uint r = 0u; r < rounds; r++) {
-            const uint b0 = r * RB, q0 = r * U * T;
-            barrier();  // the last round's reads are done
-            sw_store(v);
-            barrier();
-            if (r + 1u < rounds) {
-                sw_fetch(row_at, b0 + RB, v);
-            }
-            uint rr[U][NR][RP];
-            uint bu[U];
-            [[unroll]] for (uint u = 0u; u < U; u++) {
-                bu[u] = q0 + u * T + t < P ? b0 + u * (T / PPB) + t / PPB : b0;
-                [[unroll]] for (uint i = 0u; i < NR; i++) {
-                    sw_at = ((row_at[i] + b0 * BLOCK_BYTES) >> 4) * 4u;
-                    sw_base = (g * NR + i) * SW4 * 4u;
-                    span_load(row_at[i] + bu[u] * BLOCK_BYTES, p, rr[u][i]);
-                }
-            }
-            [[unroll]] for (uint u = 0u; u < U; u++) {
-                piece(rr[u], bu[u], p, q0 + u * T + t < P, acc);
             }
         }
         span_finish(acc, wg);

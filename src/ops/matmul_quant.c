@@ -212,7 +212,6 @@ typedef struct gemv_plan {
     uint32_t u;     /* pieces per row and lane in flight */
     uint32_t pb;    /* bytes of codes per piece */
     uint32_t stage; /* float path: rounds in step, their x staged in shared memory */
-    uint32_t sw;    /* rounds in step, their W staged in shared memory (not with stage) */
 } gemv_plan;
 
 static uint32_t gcd_u32(uint32_t a, uint32_t b)
@@ -243,11 +242,6 @@ static uint64_t span_shared_bytes(uint32_t fmt, const gemv_plan *q, uint32_t m)
         uint64_t xch = (uint64_t)q->u * q->t * qk / ppb / 4;
         bytes += (uint64_t)m * (xch + xch / 8) * 16;
     }
-    if (q->sw && ppb) {
-        uint64_t rb = (uint64_t)q->u * q->t / ppb;
-        uint64_t sw4 = (rb * mcl_dtype_block_bytes(quant_formats[fmt]) + 15) / 16 + 1;
-        bytes += (uint64_t)q->g * q->nr * sw4 * 16;
-    }
     return bytes;
 }
 
@@ -261,7 +255,7 @@ static uint64_t span_shared_limit(const mcl_context *ctx)
 
 /* MOTIFCL_QUANT_GEMV_PLAN, a tuning override: "key=value,..." with keys t (lanes along K),
  * g (row groups), nr (rows of W per row group), u (pieces in flight), pb (bytes of codes per
- * piece), st (x staged: 0 or 1, float path only) and sw (W staged: 0 or 1, not with st). An override the kernels cannot take, or
+ * piece) and st (x staged: 0 or 1, float path only). An override the kernels cannot take, or
  * beyond the device's workgroup and shared-memory limits, is ignored with a warning and the
  * plan stays as chosen. */
 static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m,
@@ -295,8 +289,6 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
             q.pb = value;
         else if (strcmp(key, "st") == 0)
             q.stage = value != 0;
-        else if (strcmp(key, "sw") == 0)
-            q.sw = value != 0;
         else
             ok = 0;
     }
@@ -305,7 +297,7 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
          q.g <= ctx->info.max_compute_workgroup_size[1] &&
          (uint64_t)q.t * q.g <= ctx->info.max_compute_workgroup_invocations &&
          (q.nr == 1 || q.nr == 2 || q.nr == 4) && q.u >= 1 && q.u <= 8 && ppb &&
-         q.t % ppb == 0 && !(q.stage && dot) && !(q.stage && q.sw) &&
+         q.t % ppb == 0 && !(q.stage && dot) &&
          span_shared_bytes(fmt, &q, m) <= ctx->info.max_compute_shared_memory_size;
     if (!ok) {
         mcl_log(&ctx->log, MCL_LOG_WARNING,
@@ -326,7 +318,6 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
     if (threads > ctx->info.max_compute_workgroup_invocations)
         threads = ctx->info.max_compute_workgroup_invocations;
     p->pb = fmt == FMT_Q4_0 && !dot ? QUANT_SPAN_PB_Q4_0_FLOAT : span_pb[fmt];
-    p->sw = 0;
     const uint32_t ppb = span_pieces(fmt, p->pb);
 
     if (!dot && m > 1) {
@@ -373,16 +364,16 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     gemv_plan plan;
     gemv_plan_for(ctx, dot, fmt, rows, n, k, &plan);
     mcl_log(&ctx->log, MCL_LOG_DEBUG,
-            "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u sw=%u",
+            "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u",
             mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t, plan.g,
-            plan.nr, plan.u, plan.pb, plan.stage, plan.sw);
+            plan.nr, plan.u, plan.pb, plan.stage);
     mcl_kernel_desc desc = {
         .id = dot ? MCL_KERNEL_GEMV_Q_SPAN_DOT : MCL_KERNEL_GEMV_Q_SPAN,
         .binding_count = 5,
         .push_size = sizeof(gemv_push),
         .local_size_x = plan.t,
-        .spec_count = 9,
-        .spec = {fmt, tail != NULL, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage, plan.sw},
+        .spec_count = dot ? 7 : 8,
+        .spec = {fmt, tail != NULL, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
