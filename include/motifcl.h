@@ -43,7 +43,7 @@ extern "C" {
  * ------------------------------------------------------------------------------------- */
 
 #define MOTIFCL_VERSION_MAJOR 0
-#define MOTIFCL_VERSION_MINOR 1
+#define MOTIFCL_VERSION_MINOR 2
 #define MOTIFCL_VERSION_PATCH 0
 /** The version as one number: major * 10000 + minor * 100 + patch. */
 #define MOTIFCL_VERSION_NUMBER \
@@ -595,6 +595,24 @@ MCL_API mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *a, mcl_transpo
  * A weight larger than one storage-buffer binding (maxStorageBufferRange) is multiplied in
  * row ranges, each bound at its own offset; every other operation refuses a tensor that large
  * (MCL_ERROR_TOO_LARGE), mcl_dequantize_tensor included. */
+
+/** The most weights one mcl_matmul_multi() call takes. */
+#define MCL_MATMUL_MULTI_MAX 16
+
+/** c[i] = a W[i]^T (+ bias[i]) for i < count: several block-quantised weights applied to one
+ *  input, such as the query, key and value projections of a layer, or SwiGLU's gate and up.
+ *  Each product is what mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, w[i], MCL_TRANSPOSE, bias[i],
+ *  c[i]) computes, on the path it would take; on the integer-dot path a is quantized once for
+ *  all of them (mcl_matmul quantizes it per call, and each product then waits for its
+ *  quantization). The products are independent: nothing orders them after one another.
+ *  `bias` may be NULL (no bias anywhere) or hold NULL entries. 1 <= count <=
+ *  MCL_MATMUL_MULTI_MAX. Every argument is checked before anything is recorded, with
+ *  mcl_matmul's statuses; besides, MCL_ERROR_DTYPE_MISMATCH for a weight that is not
+ *  block-quantised and MCL_ERROR_INVALID_ARGUMENT for an output that is also an input or
+ *  another output. */
+MCL_API mcl_status mcl_matmul_multi(mcl_context *ctx, const mcl_tensor *a, uint32_t count,
+                                    const mcl_tensor *const *w, const mcl_tensor *const *bias,
+                                    mcl_tensor *const *c);
 
 /** out = the f32 values of the block-quantised tensor q (same shape), bit-identical to
  *  mcl_dequantize() (NaN payloads aside). Errors: MCL_ERROR_DTYPE_MISMATCH (q not a block type

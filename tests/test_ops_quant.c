@@ -420,6 +420,94 @@ static void gemv_plan_override(void **state)
     unsetenv("MOTIFCL_QUANT_GEMV_PLAN");
 }
 
+/* mcl_matmul_multi: four weights of different formats and widths on one input, at 3 rows (the
+ * GEMV) and 10 (2 x 5, the GEMM), float path, integer-dot path (its formats) and each weight's
+ * own path; every output against the double reference. Then the arguments it refuses, and a
+ * refused call must record nothing: an output it would have written keeps its sentinel. */
+static void matmul_multi(void **state)
+{
+    (void)state;
+    enum { W = 4 };
+    static const mcl_dtype fmts[W] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DTYPE_Q4_K,
+                                      MCL_DTYPE_Q6_K};
+    static const int64_t ns[W] = {67, 300, 37, 5};
+    static const mm_case shapes[2] = {{1, 3, 0, 768, 0}, {2, 5, 0, 512, 0}};
+    for (int s = 0; s < 2; s++) {
+        mm_data d[W];
+        const mcl_tensor *ws[W], *bs[W];
+        mcl_tensor *cs[W];
+        for (int i = 0; i < W; i++) {
+            mm_case p = shapes[s];
+            p.n = ns[i];
+            p.bias = i % 2;
+            mm_setup(&d[i], fmts[i], &p, (uint32_t)(11000 + 100 * s + 10 * i));
+            /* One input for all: d[0]'s, on the host and on the device. */
+            memcpy(d[i].a, d[0].a, (size_t)(d[0].rows * p.k) * sizeof(float));
+            ws[i] = d[i].tw;
+            bs[i] = d[i].tbias;
+            cs[i] = d[i].tc;
+        }
+        for (int run = 0; run < 3; run++) {
+            mcl_quant_path path = run == 0 ? MCL_QUANT_PATH_FLOAT
+                                  : run == 1 ? MCL_QUANT_PATH_DOT : MCL_QUANT_PATH_AUTO;
+            if (path == MCL_QUANT_PATH_DOT && !has_dot)
+                continue;
+            uint32_t count = path == MCL_QUANT_PATH_DOT ? 2 : W; /* Q8_0, Q4_0 */
+            assert_mcl_ok(mcl_matmul_multi_ex(ctx, d[0].ta, count, ws, bs, cs, path));
+            for (uint32_t i = 0; i < count; i++) {
+                float *got = malloc((size_t)(d[i].rows * ns[i]) * sizeof *got);
+                assert_non_null(got);
+                assert_mcl_ok(mcl_tensor_download(cs[i], 0, got,
+                                                  (uint64_t)(d[i].rows * ns[i]) * 4));
+                float *want = ref_product(&d[i], d[i].a);
+                int exact = path == MCL_QUANT_PATH_FLOAT ||
+                            (path == MCL_QUANT_PATH_AUTO &&
+                             mcl_quant_path_select(ctx, fmts[i]) == MCL_QUANT_PATH_FLOAT);
+                char name[200], what[64];
+                snprintf(what, sizeof what, "multi (%s path) weight %u of %u",
+                         path == MCL_QUANT_PATH_FLOAT ? "float" : path == MCL_QUANT_PATH_DOT
+                         ? "dot" : "own", i, count);
+                case_name(name, sizeof name, what, fmts[i], &d[i].p);
+                expect_nmse(name, mcl_nmse(got, want, (size_t)(d[i].rows * ns[i])),
+                            exact ? NMSE_FLOAT : NMSE_DOT_VS_F32);
+                free(got);
+                free(want);
+            }
+        }
+        if (s == 0) {
+            /* Refusals, each before anything is recorded: d[0]'s output keeps a sentinel. */
+            size_t n0 = (size_t)(d[0].rows * ns[0]);
+            float *sentinel = malloc(n0 * sizeof *sentinel), *back = malloc(n0 * sizeof *back);
+            assert_true(sentinel && back);
+            for (size_t j = 0; j < n0; j++)
+                sentinel[j] = 1234.5f;
+            assert_mcl_ok(mcl_tensor_upload(cs[0], 0, sentinel, n0 * 4));
+            mcl_tensor *aliased[W] = {cs[0], cs[0], cs[2], cs[3]};
+            mcl_tensor *onto_a[W] = {cs[0], d[0].ta, cs[2], cs[3]};
+            mcl_tensor *onto_w[W] = {cs[0], d[1].tw, cs[2], cs[3]};
+            const mcl_tensor *f32_w[W] = {ws[0], d[0].ta, ws[2], ws[3]};
+            assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, 0, ws, bs, cs), INVALID);
+            assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, MCL_MATMUL_MULTI_MAX + 1, ws, bs, cs),
+                          INVALID);
+            assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, W, ws, bs, aliased), INVALID);
+            assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, W, ws, bs, onto_a), INVALID);
+            assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, W, ws, bs, onto_w), INVALID);
+            assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, W, f32_w, bs, cs), DTYPE);
+            /* The first weight's bias the second one's ([300] for N = 67), others valid. */
+            const mcl_tensor *bad_bias[W] = {bs[1], NULL, NULL, NULL};
+            assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, W, ws, bad_bias, cs), SHAPE);
+            assert_mcl_ok(mcl_tensor_download(cs[0], 0, back, n0 * 4));
+            int kept = memcmp(back, sentinel, n0 * 4) == 0;
+            if (!mcl_test_record_bool("mcl_matmul_multi: a refused call records nothing", kept))
+                fail_msg("a refused mcl_matmul_multi wrote an output");
+            free(sentinel);
+            free(back);
+        }
+        for (int i = 0; i < W; i++)
+            mm_free(&d[i]);
+    }
+}
+
 static void gemm_float(void **state)
 {
     (void)state;
@@ -887,6 +975,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(gemv_plan_override),
         cmocka_unit_test(split_weight),
         cmocka_unit_test(weight_beyond_binding),
+        cmocka_unit_test(matmul_multi),
         cmocka_unit_test(gemm_float),
         cmocka_unit_test(dot_path),
         cmocka_unit_test(graph_replay),

@@ -518,9 +518,17 @@ static mcl_status matmul_part(mcl_context *ctx, mcl_quant_path path, uint32_t fm
     return status;
 }
 
-mcl_status mcl_matmul_quant_ex(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
-                               mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c,
-                               mcl_quant_path path, mcl_quant_path *ran)
+/* A checked product c = a W^T with a block-quantised W: its format, path, rows of a, N, K,
+ * and the rows of W per binding (rows_per_part). */
+typedef struct quant_product {
+    uint32_t fmt, rows, n, k, part_rows;
+    mcl_quant_path path;
+} quant_product;
+
+/* Checks a product as mcl_matmul_quant_ex takes it and chooses its path; records nothing. */
+static mcl_status quant_check(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
+                              mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c,
+                              mcl_quant_path path, quant_product *p)
 {
     if (!ctx || !a || !b || !c)
         return MCL_ERROR_INVALID_ARGUMENT;
@@ -574,43 +582,116 @@ mcl_status mcl_matmul_quant_ex(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                         "the integer-dot path takes Q8_0 and Q4_0 weights on a device with "
                         "integer dot product enabled");
-
     /* a's batch dimensions fold into rows: a and c are contiguous and W is shared. */
-    uint32_t rows = (uint32_t)(mcl_tensor_numel(a) / k);
-    uint32_t part_rows;
-    mcl_status status = rows_per_part(ctx, b, (uint32_t)n, &part_rows);
-    if (status != MCL_SUCCESS)
-        return status;
-    /* The integer-dot path quantizes a once, into scratch, for every part of W. */
-    mcl_tensor *act = NULL;
-    if (path == MCL_QUANT_PATH_DOT) {
-        uint64_t words = (uint64_t)rows * ((uint64_t)k / QUANT_LANE_WEIGHTS) * ACT_WORDS_PER_BLOCK;
-        mcl_tensor_desc desc = {.size = sizeof desc, .dtype = MCL_DTYPE_I32, .ndim = 1,
-                                .shape = {(int64_t)words}, .memory_class = MCL_MEMORY_SCRATCH};
-        status = mcl_tensor_create_ex(ctx, &desc, &act);
-        if (status == MCL_SUCCESS)
-            status = mcl_quantize_activations(ctx, a, rows, (uint32_t)k, act);
-    }
+    *p = (quant_product){.fmt = (uint32_t)fmt, .rows = (uint32_t)(mcl_tensor_numel(a) / k),
+                         .n = (uint32_t)n, .k = (uint32_t)k, .path = path};
+    return rows_per_part(ctx, b, p->n, &p->part_rows);
+}
+
+/* a quantized for the integer-dot path into a new scratch tensor *act (the caller destroys it:
+ * at once is safe, scratch memory stays reserved until the recorded work has run). */
+static mcl_status quantize_into_scratch(mcl_context *ctx, mcl_tensor *a, uint32_t rows,
+                                        uint32_t k, mcl_tensor **act)
+{
+    uint64_t words = (uint64_t)rows * (k / QUANT_LANE_WEIGHTS) * ACT_WORDS_PER_BLOCK;
+    mcl_tensor_desc desc = {.size = sizeof desc, .dtype = MCL_DTYPE_I32, .ndim = 1,
+                            .shape = {(int64_t)words}, .memory_class = MCL_MEMORY_SCRATCH};
+    mcl_status status = mcl_tensor_create_ex(ctx, &desc, act);
+    if (status == MCL_SUCCESS)
+        status = mcl_quantize_activations(ctx, a, rows, k, *act);
+    return status;
+}
+
+/* Records a checked product; act holds a quantized where p->path is DOT. */
+static mcl_status quant_record(mcl_context *ctx, const quant_product *p, mcl_tensor *a,
+                               mcl_tensor *act, mcl_tensor *b, mcl_tensor *bias, mcl_tensor *c)
+{
     /* W in parts of part_rows rows (one part where it fits one binding), each a view. */
-    uint64_t row_bytes = b->nbytes / (uint64_t)n;
-    for (uint32_t c0 = 0; status == MCL_SUCCESS && c0 < (uint32_t)n; c0 += part_rows) {
-        uint32_t part = (uint32_t)n - c0 < part_rows ? (uint32_t)n - c0 : part_rows;
+    uint64_t row_bytes = b->nbytes / p->n;
+    mcl_status status = MCL_SUCCESS;
+    for (uint32_t c0 = 0; status == MCL_SUCCESS && c0 < p->n; c0 += p->part_rows) {
+        uint32_t part = p->n - c0 < p->part_rows ? p->n - c0 : p->part_rows;
         mcl_tensor *w = b;
-        if (part != (uint32_t)n) {
-            int64_t shape[2] = {part, k};
+        if (part != p->n) {
+            int64_t shape[2] = {part, p->k};
             status = mcl_tensor_view(b, c0 * row_bytes, b->dtype, 2, shape, &w);
             if (status != MCL_SUCCESS)
                 break;
         }
-        status = matmul_part(ctx, path, (uint32_t)fmt, a, act, w, bias, c, rows, part,
-                             (uint32_t)k, (uint32_t)n, c0);
+        status = matmul_part(ctx, p->path, p->fmt, a, act, w, bias, c, p->rows, part, p->k,
+                             p->n, c0);
         if (w != b)
             mcl_tensor_destroy(w);
     }
+    return status;
+}
+
+mcl_status mcl_matmul_quant_ex(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
+                               mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c,
+                               mcl_quant_path path, mcl_quant_path *ran)
+{
+    quant_product p;
+    mcl_status status = quant_check(ctx, a, ta, b, tb, bias, c, path, &p);
+    if (status != MCL_SUCCESS)
+        return status;
+    /* The integer-dot path quantizes a once, into scratch, for every part of W. */
+    mcl_tensor *act = NULL;
+    if (p.path == MCL_QUANT_PATH_DOT)
+        status = quantize_into_scratch(ctx, a, p.rows, p.k, &act);
+    if (status == MCL_SUCCESS)
+        status = quant_record(ctx, &p, a, act, b, bias, c);
     mcl_tensor_destroy(act);
     if (status == MCL_SUCCESS && ran)
-        *ran = path;
+        *ran = p.path;
     return status;
+}
+
+mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *ca, uint32_t count,
+                               const mcl_tensor *const *w, const mcl_tensor *const *bias,
+                               mcl_tensor *const *c, mcl_quant_path path)
+{
+    mcl_tensor *a = (mcl_tensor *)ca;
+    if (!ctx || !a || !w || !c || count == 0 || count > MCL_MATMUL_MULTI_MAX)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    for (uint32_t i = 0; i < count; i++) {
+        if (!w[i] || !c[i])
+            return MCL_ERROR_INVALID_ARGUMENT;
+        int aliased = c[i] == a;
+        for (uint32_t j = 0; j < count; j++)
+            aliased |= c[i] == w[j] || (bias && c[i] == bias[j]) || (j < i && c[i] == c[j]);
+        if (aliased)
+            return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                            "mcl_matmul_multi: output %u is also an input or another output", i);
+    }
+    quant_product p[MCL_MATMUL_MULTI_MAX];
+    int dot = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        mcl_tensor *wi = (mcl_tensor *)w[i], *bi = bias ? (mcl_tensor *)bias[i] : NULL;
+        if (format_index(wi->dtype) < 0)
+            return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
+                            "mcl_matmul_multi: weight %u is not block-quantised", i);
+        mcl_status status = quant_check(ctx, a, MCL_NO_TRANSPOSE, wi, MCL_TRANSPOSE, bi, c[i],
+                                        path, &p[i]);
+        if (status != MCL_SUCCESS)
+            return status;
+        dot |= p[i].path == MCL_QUANT_PATH_DOT;
+    }
+    /* One quantization of a serves every product on the integer-dot path. */
+    mcl_tensor *act = NULL;
+    mcl_status status = dot ? quantize_into_scratch(ctx, a, p[0].rows, p[0].k, &act)
+                            : MCL_SUCCESS;
+    for (uint32_t i = 0; i < count && status == MCL_SUCCESS; i++)
+        status = quant_record(ctx, &p[i], a, act, (mcl_tensor *)w[i],
+                              bias ? (mcl_tensor *)bias[i] : NULL, c[i]);
+    mcl_tensor_destroy(act);
+    return status;
+}
+
+mcl_status mcl_matmul_multi(mcl_context *ctx, const mcl_tensor *a, uint32_t count,
+                            const mcl_tensor *const *w, const mcl_tensor *const *bias,
+                            mcl_tensor *const *c)
+{
+    return mcl_matmul_multi_ex(ctx, a, count, w, bias, c, MCL_QUANT_PATH_AUTO);
 }
 
 mcl_status mcl_matmul_quant(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,

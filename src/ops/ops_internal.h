@@ -65,6 +65,11 @@ mcl_status mcl_matmul_quant_ex(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta
                                mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c,
                                mcl_quant_path path, mcl_quant_path *ran);
 
+/* mcl_matmul_multi along `path` (AUTO: each weight's mcl_quant_path_select), for the tests. */
+mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *a, uint32_t count,
+                               const mcl_tensor *const *w, const mcl_tensor *const *bias,
+                               mcl_tensor *const *c, mcl_quant_path path);
+
 /* mcl_dequantize_tensor with quant.glsl's lane decoder (by_lane = 1, the default) or the
  * GEMM's 4-weight decoder (by_lane = 0), so that a test can hold each to the CPU reference.
  * (The GEMVs decode pieces of blocks with gemv_span.glsl.) */

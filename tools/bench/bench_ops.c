@@ -505,6 +505,18 @@ static mcl_status qbatch_once(bench *b, void *user, int rep)
     return MCL_SUCCESS;
 }
 
+/* The same batch as one mcl_matmul_multi call: the weights share their input (as a layer's
+ * query, key and value projections do), so the integer-dot path quantizes it once for all. */
+static mcl_status qmulti_once(bench *b, void *user, int rep)
+{
+    qbatch_run *q = user;
+    const mm_run *r = q->r;
+    const mcl_tensor *w[QGEMV_BATCH];
+    for (int j = 0; j < q->count; j++)
+        w[j] = r->b[(rep * q->count + j) % r->copies];
+    return mcl_matmul_multi(b->ctx, r->a[0], (uint32_t)q->count, w, NULL, q->c);
+}
+
 static uint64_t quant_bytes(mcl_dtype dtype, int64_t n, int64_t k)
 {
     return (uint64_t)(n * k / mcl_dtype_block_weights(dtype)) * mcl_dtype_block_bytes(dtype);
@@ -542,13 +554,17 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     double t = r.c ? bench_gpu_time(b, b->repeat, matmul_once, &r) : -1.0;
     /* Batched: only with cold copies to spread the batch over (none with --hot). */
     qbatch_run q = {.r = &r, .count = r.copies < QGEMV_BATCH ? r.copies : QGEMV_BATCH};
-    double tb = -1.0;
+    double tb = -1.0, tm = -1.0;
+    int dot = mcl_quant_path_select(b->ctx, dtype) == MCL_QUANT_PATH_DOT;
     if (t > 0 && q.count >= 2) {
         int ok = 1;
         for (int j = 0; j < q.count && ok; j++)
             ok = (q.c[j] = tensor_f32(b, 2, sy, 0.0f)) != NULL;
         if (ok)
             tb = bench_gpu_time(b, b->repeat, qbatch_once, &q);
+        /* On the float path the two batches record the same dispatches. */
+        if (ok && dot && tb > 0)
+            tm = bench_gpu_time(b, b->repeat, qmulti_once, &q);
         for (int j = 0; j < q.count; j++)
             mcl_tensor_destroy(q.c[j]);
     }
@@ -598,6 +614,23 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     if (same_batch_gbs > 0) {
         snprintf(line, sizeof line, "%s: batched, of same-size batched stream read", name);
         bench_figure(b, line, 100.0 * batch_gbs / same_batch_gbs, "%");
+    }
+    if (!dot)
+        return 0;
+    if (tm <= 0) {
+        snprintf(line, sizeof line, "%s: one input x%d", name, q.count);
+        printf("%-58s unavailable: %s\n", line, mcl_context_last_error(b->ctx));
+        return 1;
+    }
+    double multi_gbs = (double)q.count * (double)weight_bytes / tm / 1e9;
+    snprintf(line, sizeof line, "%s: one input x%d (mcl_matmul_multi), per GEMV", name,
+             q.count);
+    bench_figure(b, line, tm / q.count * 1e6, "us");
+    snprintf(line, sizeof line, "%s: one input, of stream read", name);
+    bench_figure(b, line, 100.0 * multi_gbs / b->stream_read_gbs, "%");
+    if (same_batch_gbs > 0) {
+        snprintf(line, sizeof line, "%s: one input, of same-size batched stream read", name);
+        bench_figure(b, line, 100.0 * multi_gbs / same_batch_gbs, "%");
     }
     return 0;
 }
