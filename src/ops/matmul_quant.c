@@ -60,6 +60,12 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_SPAN_THREADS_WAVE64 256u
 #define QUANT_SPAN_NR 2u
 #define QUANT_SPAN_U 2u
+/* The integer-dot path, Q4_0 at several rows of x: 4 rows of W per row group, one piece in
+ * flight. On the H200 at 8 rows (evidence/h200-8bfc42c-plans, batches on one input) it read
+ * 33-35% of stream read against 25-27% with the plan above; Q8_0 lost with it (36-39% against
+ * 43-45%). */
+#define QUANT_SPAN_DOT_Q4_0_ROWS_NR 4u
+#define QUANT_SPAN_DOT_Q4_0_ROWS_U 1u
 /* The float path at several rows of x: rounds in step and x staged in shared memory, 16
  * lanes, up to 16 row groups of 4 rows (64 rows of W share each staged x), one piece per
  * lane and round. At 8 rows on the H200 (evidence/h200-e4e5e06) 4 rows of W per row group
@@ -334,6 +340,10 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         p->stage = 0;
         p->u = QUANT_SPAN_U;
         p->nr = QUANT_SPAN_NR;
+        if (dot && m > 1 && fmt == FMT_Q4_0) {
+            p->u = QUANT_SPAN_DOT_Q4_0_ROWS_U;
+            p->nr = QUANT_SPAN_DOT_Q4_0_ROWS_NR;
+        }
         uint32_t pieces_per_row = nb * ppb;
         uint32_t t = wave64 ? QUANT_SPAN_LANES_WAVE64 : QUANT_SPAN_LANES;
         while (2 * t <= QUANT_SPAN_MAX_LANES && 2 * t <= threads &&
