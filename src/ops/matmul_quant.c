@@ -78,6 +78,14 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_STAGE_GROUPS 16u
 #define QUANT_STAGE_NR 4u
 #define QUANT_STAGE_U 1u
+/* Q4_K and Q5_K on the float path at one row of x are staged too, 64 lanes, 2 row groups of 4
+ * rows: on the H200 (evidence/h200-8bfc42c, p6 against p1) they read 29-33% of stream read
+ * alone and 40-42% batched, against 22-30% and 35-39% unstaged (reasoned, not measured: their x
+ * loads, 8 vec4s a piece 64 bytes apart across a block's lanes, touch a cache line per two
+ * lanes). The other formats lost alone with it (Q8_0, Q4_0 at 4096 rows: fewer workgroups
+ * than the GPU holds; Q6_K everywhere). */
+#define QUANT_STAGE1_LANES 64u
+#define QUANT_STAGE1_GROUPS 2u
 /* Shared memory of a span workgroup (partial sums, staged x), at most. A wave64 device (GCN:
  * 64 KiB of LDS a compute unit) gets half, so that two staged workgroups share a compute unit
  * (8 waves) rather than one; this is reasoned from the LDS size, not measured (no RX 580 ran
@@ -326,15 +334,16 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
     p->pb = fmt == FMT_Q4_0 && !dot ? QUANT_SPAN_PB_Q4_0_FLOAT : span_pb[fmt];
     const uint32_t ppb = span_pieces(fmt, p->pb);
 
-    if (!dot && m > 1) {
-        /* Several rows of x, float path: x staged (see QUANT_STAGE_*). */
+    const int k_pair = fmt != FMT_Q8_0 && fmt != FMT_Q4_0 && fmt != FMT_Q6_K;
+    if (!dot && (m > 1 || k_pair)) {
+        /* Float path, several rows of x (and Q4_K / Q5_K at one): x staged (QUANT_STAGE*). */
         p->stage = 1;
         p->u = QUANT_STAGE_U;
         p->nr = QUANT_STAGE_NR;
-        p->t = QUANT_STAGE_LANES;
+        p->t = m > 1 ? QUANT_STAGE_LANES : QUANT_STAGE1_LANES;
         while (p->t % ppb != 0)
             p->t *= 2;
-        p->g = QUANT_STAGE_GROUPS;
+        p->g = m > 1 ? QUANT_STAGE_GROUPS : QUANT_STAGE1_GROUPS;
     } else {
         /* One subgroup of lanes per row group, more while the grid is small. */
         p->stage = 0;
