@@ -599,17 +599,19 @@ MCL_API mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *a, mcl_transpo
 /** The most weights one mcl_matmul_multi() call takes. */
 #define MCL_MATMUL_MULTI_MAX 16
 
-/** c[i] = a W[i]^T (+ bias[i]) for i < count: several block-quantised weights applied to one
- *  input, such as the query, key and value projections of a layer, or SwiGLU's gate and up.
- *  Each product is what mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, w[i], MCL_TRANSPOSE, bias[i],
- *  c[i]) computes, on the path it would take; on the integer-dot path a is quantized once for
- *  all of them (mcl_matmul quantizes it per call, and each product then waits for its
+/** c[i] = a W[i]^T (+ bias[i]) for i < count: several weights applied to one input, such as
+ *  the query, key and value projections of a layer, or SwiGLU's gate and up. W[i] is a 2-D
+ *  [N_i, K] weight, f32 or block-quantised (in any mix); a is f32 [..., K] and c[i] f32
+ *  [..., N_i]. Each product is what mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, w[i], MCL_TRANSPOSE,
+ *  bias[i], c[i]) computes, on the path it would take; on the integer-dot path a is quantized
+ *  once for all of them (mcl_matmul quantizes it per call, and each product then waits for its
  *  quantization). The products are independent: nothing orders them after one another.
  *  `bias` may be NULL (no bias anywhere) or hold NULL entries. 1 <= count <=
  *  MCL_MATMUL_MULTI_MAX. Every argument is checked before anything is recorded, with
- *  mcl_matmul's statuses; besides, MCL_ERROR_DTYPE_MISMATCH for a weight that is not
- *  block-quantised and MCL_ERROR_INVALID_ARGUMENT for an output that is also an input or
- *  another output. */
+ *  mcl_matmul's statuses; besides, MCL_ERROR_DTYPE_MISMATCH for a weight of another type and
+ *  MCL_ERROR_INVALID_ARGUMENT for an output that is also an input or another output. A
+ *  failure while recording (MCL_ERROR_OUT_OF_DEVICE_MEMORY, MCL_ERROR_VULKAN) can leave the
+ *  products before it recorded. */
 MCL_API mcl_status mcl_matmul_multi(mcl_context *ctx, const mcl_tensor *a, uint32_t count,
                                     const mcl_tensor *const *w, const mcl_tensor *const *bias,
                                     mcl_tensor *const *c);

@@ -422,7 +422,8 @@ static void gemv_plan_override(void **state)
 
 /* mcl_matmul_multi: four weights of different formats and widths on one input, at 3 rows (the
  * GEMV) and 10 (2 x 5, the GEMM), float path, integer-dot path (its formats) and each weight's
- * own path; every output against the double reference. Then the arguments it refuses, and a
+ * own path, that one with a fifth, f32 weight (the first one dequantized); every output
+ * against the double reference. Then the arguments it refuses, and a
  * refused call must record nothing: an output it would have written keeps its sentinel. */
 static void matmul_multi(void **state)
 {
@@ -434,8 +435,8 @@ static void matmul_multi(void **state)
     static const mm_case shapes[2] = {{1, 3, 0, 768, 0}, {2, 5, 0, 512, 0}};
     for (int s = 0; s < 2; s++) {
         mm_data d[W];
-        const mcl_tensor *ws[W], *bs[W];
-        mcl_tensor *cs[W];
+        const mcl_tensor *ws[W + 1], *bs[W + 1];
+        mcl_tensor *cs[W + 1];
         for (int i = 0; i < W; i++) {
             mm_case p = shapes[s];
             p.n = ns[i];
@@ -447,28 +448,37 @@ static void matmul_multi(void **state)
             bs[i] = d[i].tbias;
             cs[i] = d[i].tc;
         }
+        int64_t sw0[2] = {ns[0], shapes[s].k};
+        mcl_tensor *w_f32 = make_f32(d[0].w, 2, sw0);
+        ws[W] = w_f32;
+        bs[W] = NULL;
+        int64_t sc0[3] = {shapes[s].batch, shapes[s].m, ns[0]};
+        cs[W] = shapes[s].batch > 1 ? make_f32(NULL, 3, sc0) : make_f32(NULL, 2, sc0 + 1);
         for (int run = 0; run < 3; run++) {
             mcl_quant_path path = run == 0 ? MCL_QUANT_PATH_FLOAT
                                   : run == 1 ? MCL_QUANT_PATH_DOT : MCL_QUANT_PATH_AUTO;
             if (path == MCL_QUANT_PATH_DOT && !has_dot)
                 continue;
-            uint32_t count = path == MCL_QUANT_PATH_DOT ? 2 : W; /* Q8_0, Q4_0 */
+            /* The integer-dot path: Q8_0 and Q4_0; each one's own: the f32 weight too. */
+            uint32_t count = path == MCL_QUANT_PATH_DOT ? 2 : path == MCL_QUANT_PATH_AUTO ? W + 1
+                                                                                           : W;
             assert_mcl_ok(mcl_matmul_multi_ex(ctx, d[0].ta, count, ws, bs, cs, path));
             for (uint32_t i = 0; i < count; i++) {
-                float *got = malloc((size_t)(d[i].rows * ns[i]) * sizeof *got);
+                const mm_data *di = &d[i < W ? i : 0];
+                float *got = malloc((size_t)(di->rows * di->p.n) * sizeof *got);
                 assert_non_null(got);
                 assert_mcl_ok(mcl_tensor_download(cs[i], 0, got,
-                                                  (uint64_t)(d[i].rows * ns[i]) * 4));
-                float *want = ref_product(&d[i], d[i].a);
-                int exact = path == MCL_QUANT_PATH_FLOAT ||
+                                                  (uint64_t)(di->rows * di->p.n) * 4));
+                float *want = ref_product(di, di->a);
+                int exact = path == MCL_QUANT_PATH_FLOAT || i == W ||
                             (path == MCL_QUANT_PATH_AUTO &&
                              mcl_quant_path_select(ctx, fmts[i]) == MCL_QUANT_PATH_FLOAT);
                 char name[200], what[64];
                 snprintf(what, sizeof what, "multi (%s path) weight %u of %u",
                          path == MCL_QUANT_PATH_FLOAT ? "float" : path == MCL_QUANT_PATH_DOT
                          ? "dot" : "own", i, count);
-                case_name(name, sizeof name, what, fmts[i], &d[i].p);
-                expect_nmse(name, mcl_nmse(got, want, (size_t)(d[i].rows * ns[i])),
+                case_name(name, sizeof name, what, i < W ? fmts[i] : MCL_DTYPE_F32, &di->p);
+                expect_nmse(name, mcl_nmse(got, want, (size_t)(di->rows * di->p.n)),
                             exact ? NMSE_FLOAT : NMSE_DOT_VS_F32);
                 free(got);
                 free(want);
@@ -485,14 +495,23 @@ static void matmul_multi(void **state)
             mcl_tensor *aliased[W] = {cs[0], cs[0], cs[2], cs[3]};
             mcl_tensor *onto_a[W] = {cs[0], d[0].ta, cs[2], cs[3]};
             mcl_tensor *onto_w[W] = {cs[0], d[1].tw, cs[2], cs[3]};
-            const mcl_tensor *f32_w[W] = {ws[0], d[0].ta, ws[2], ws[3]};
+            int64_t si[2] = {300, shapes[s].k};
+            mcl_tensor *i32 = NULL;
+            mcl_tensor_desc idesc = {.size = sizeof idesc, .dtype = MCL_DTYPE_I32, .ndim = 2,
+                                     .shape = {si[0], si[1]}};
+            assert_mcl_ok(mcl_tensor_create_ex(ctx, &idesc, &i32));
+            const mcl_tensor *i32_w[W] = {ws[0], i32, ws[2], ws[3]};
+            /* An f32 weight of the wrong width ([3, K] for an output of 300). */
+            const mcl_tensor *narrow_w[W] = {ws[0], d[0].ta, ws[2], ws[3]};
             assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, 0, ws, bs, cs), INVALID);
             assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, MCL_MATMUL_MULTI_MAX + 1, ws, bs, cs),
                           INVALID);
             assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, W, ws, bs, aliased), INVALID);
             assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, W, ws, bs, onto_a), INVALID);
             assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, W, ws, bs, onto_w), INVALID);
-            assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, W, f32_w, bs, cs), DTYPE);
+            assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, W, i32_w, bs, cs), DTYPE);
+            assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, W, narrow_w, bs, cs), SHAPE);
+            mcl_tensor_destroy(i32);
             /* The first weight's bias the second one's ([300] for N = 67), others valid. */
             const mcl_tensor *bad_bias[W] = {bs[1], NULL, NULL, NULL};
             assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, W, ws, bad_bias, cs), SHAPE);
@@ -505,6 +524,8 @@ static void matmul_multi(void **state)
         }
         for (int i = 0; i < W; i++)
             mm_free(&d[i]);
+        mcl_tensor_destroy(w_f32);
+        mcl_tensor_destroy(cs[W]);
     }
 }
 

@@ -665,6 +665,31 @@ mcl_status mcl_matmul_quant_ex(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta
     return status;
 }
 
+/* Checks c = a W^T for an f32 W as mcl_matmul takes it in mcl_matmul_multi (W 2-D [N, K] and
+ * transposed, a [..., K]); records nothing. */
+static mcl_status f32_check(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w,
+                            const mcl_tensor *bias, const mcl_tensor *c)
+{
+    if (a->ctx != ctx || w->ctx != ctx || c->ctx != ctx || (bias && bias->ctx != ctx))
+        return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_matmul: tensor of another context");
+    if (a->dtype != MCL_DTYPE_F32 || c->dtype != MCL_DTYPE_F32 ||
+        (bias && bias->dtype != MCL_DTYPE_F32))
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_matmul takes f32 tensors");
+    if (w->ndim != 2 || a->ndim < 2 || c->ndim != a->ndim)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_matmul_multi: W must be 2-D, a and c of the same rank >= 2");
+    int64_t k = a->shape[a->ndim - 1], n = w->shape[0];
+    int same = w->shape[1] == k && c->shape[c->ndim - 1] == n;
+    for (uint32_t i = 0; i + 1 < a->ndim; i++)
+        same = same && a->shape[i] == c->shape[i];
+    if (!same || (bias && mcl_tensor_numel(bias) != n))
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_matmul: a is [..., %lld], W [%lld, %lld], c [..., %lld]%s",
+                        (long long)k, (long long)n, (long long)w->shape[1],
+                        (long long)c->shape[c->ndim - 1], bias ? " with a bias" : "");
+    return MCL_SUCCESS;
+}
+
 mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *ca, uint32_t count,
                                const mcl_tensor *const *w, const mcl_tensor *const *bias,
                                mcl_tensor *const *c, mcl_quant_path path)
@@ -686,22 +711,35 @@ mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *ca, uint32_t 
     int dot = 0;
     for (uint32_t i = 0; i < count; i++) {
         mcl_tensor *wi = (mcl_tensor *)w[i], *bi = bias ? (mcl_tensor *)bias[i] : NULL;
-        if (format_index(wi->dtype) < 0)
-            return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
-                            "mcl_matmul_multi: weight %u is not block-quantised", i);
-        mcl_status status = quant_check(ctx, a, MCL_NO_TRANSPOSE, wi, MCL_TRANSPOSE, bi, c[i],
-                                        path, &p[i]);
+        mcl_status status;
+        if (wi->dtype == MCL_DTYPE_F32) {
+            status = f32_check(ctx, a, wi, bi, c[i]);
+        } else if (format_index(wi->dtype) < 0) {
+            status = mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
+                              "mcl_matmul_multi: weight %u is %s, not f32 or block-quantised", i,
+                              mcl_dtype_name(wi->dtype));
+        } else {
+            status = quant_check(ctx, a, MCL_NO_TRANSPOSE, wi, MCL_TRANSPOSE, bi, c[i], path,
+                                 &p[i]);
+            dot |= p[i].path == MCL_QUANT_PATH_DOT;
+        }
         if (status != MCL_SUCCESS)
             return status;
-        dot |= p[i].path == MCL_QUANT_PATH_DOT;
     }
     /* One quantization of a serves every product on the integer-dot path. */
     mcl_tensor *act = NULL;
-    mcl_status status = dot ? quantize_into_scratch(ctx, a, p[0].rows, p[0].k, &act)
-                            : MCL_SUCCESS;
-    for (uint32_t i = 0; i < count && status == MCL_SUCCESS; i++)
-        status = quant_record(ctx, &p[i], a, act, (mcl_tensor *)w[i],
-                              bias ? (mcl_tensor *)bias[i] : NULL, c[i]);
+    mcl_status status = MCL_SUCCESS;
+    for (uint32_t i = 0; i < count && status == MCL_SUCCESS; i++) {
+        mcl_tensor *bi = bias ? (mcl_tensor *)bias[i] : NULL;
+        if (w[i]->dtype == MCL_DTYPE_F32) {
+            status = mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, w[i], MCL_TRANSPOSE, bi, c[i]);
+            continue;
+        }
+        if (p[i].path == MCL_QUANT_PATH_DOT && !act)
+            status = quantize_into_scratch(ctx, a, p[i].rows, p[i].k, &act);
+        if (status == MCL_SUCCESS)
+            status = quant_record(ctx, &p[i], a, act, (mcl_tensor *)w[i], bi, c[i]);
+    }
     mcl_tensor_destroy(act);
     return status;
 }
