@@ -517,6 +517,31 @@ static mcl_status qmulti_once(bench *b, void *user, int rep)
     return mcl_matmul_multi(b->ctx, r->a[0], (uint32_t)q->count, w, NULL, q->c);
 }
 
+/* The figures of a batch of `count` GEMVs over `bytes` of weights each that took t seconds
+ * (`what`: "batched", or "one input" for mcl_matmul_multi's); 1 where it did not run. */
+static int qbatch_report(bench *b, const char *name, const char *what, int count,
+                         uint64_t bytes, double t, double same_batch_gbs)
+{
+    char line[224];
+    if (t <= 0) {
+        snprintf(line, sizeof line, "%s: %s x%d", name, what, count);
+        printf("%-58s unavailable: %s\n", line, mcl_context_last_error(b->ctx));
+        return 1;
+    }
+    double gbs = (double)count * (double)bytes / t / 1e9;
+    snprintf(line, sizeof line, "%s: %s x%d, per GEMV", name, what, count);
+    bench_figure(b, line, t / count * 1e6, "us");
+    snprintf(line, sizeof line, "%s: %s weights", name, what);
+    bench_figure(b, line, gbs, "GB/s");
+    snprintf(line, sizeof line, "%s: %s, of stream read", name, what);
+    bench_figure(b, line, 100.0 * gbs / b->stream_read_gbs, "%");
+    if (same_batch_gbs > 0) {
+        snprintf(line, sizeof line, "%s: %s, of same-size batched stream read", name, what);
+        bench_figure(b, line, 100.0 * gbs / same_batch_gbs, "%");
+    }
+    return 0;
+}
+
 static uint64_t quant_bytes(mcl_dtype dtype, int64_t n, int64_t k)
 {
     return (uint64_t)(n * k / mcl_dtype_block_weights(dtype)) * mcl_dtype_block_bytes(dtype);
@@ -599,40 +624,10 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     }
     if (q.count < 2)
         return 0;
-    if (tb <= 0) {
-        snprintf(line, sizeof line, "%s: batched x%d", name, q.count);
-        printf("%-58s unavailable: %s\n", line, mcl_context_last_error(b->ctx));
-        return 1;
-    }
-    double batch_gbs = (double)q.count * (double)weight_bytes / tb / 1e9;
-    snprintf(line, sizeof line, "%s: batched x%d, per GEMV", name, q.count);
-    bench_figure(b, line, tb / q.count * 1e6, "us");
-    snprintf(line, sizeof line, "%s: batched weights", name);
-    bench_figure(b, line, batch_gbs, "GB/s");
-    snprintf(line, sizeof line, "%s: batched, of stream read", name);
-    bench_figure(b, line, 100.0 * batch_gbs / b->stream_read_gbs, "%");
-    if (same_batch_gbs > 0) {
-        snprintf(line, sizeof line, "%s: batched, of same-size batched stream read", name);
-        bench_figure(b, line, 100.0 * batch_gbs / same_batch_gbs, "%");
-    }
-    if (!dot)
-        return 0;
-    if (tm <= 0) {
-        snprintf(line, sizeof line, "%s: one input x%d", name, q.count);
-        printf("%-58s unavailable: %s\n", line, mcl_context_last_error(b->ctx));
-        return 1;
-    }
-    double multi_gbs = (double)q.count * (double)weight_bytes / tm / 1e9;
-    snprintf(line, sizeof line, "%s: one input x%d (mcl_matmul_multi), per GEMV", name,
-             q.count);
-    bench_figure(b, line, tm / q.count * 1e6, "us");
-    snprintf(line, sizeof line, "%s: one input, of stream read", name);
-    bench_figure(b, line, 100.0 * multi_gbs / b->stream_read_gbs, "%");
-    if (same_batch_gbs > 0) {
-        snprintf(line, sizeof line, "%s: one input, of same-size batched stream read", name);
-        bench_figure(b, line, 100.0 * multi_gbs / same_batch_gbs, "%");
-    }
-    return 0;
+    int rc = qbatch_report(b, name, "batched", q.count, weight_bytes, tb, same_batch_gbs);
+    return dot ? rc | qbatch_report(b, name, "one input", q.count, weight_bytes, tm,
+                                    same_batch_gbs)
+               : rc;
 }
 
 int bench_qgemv(bench *b)
