@@ -19,7 +19,9 @@
  * 2-aligned offsets (an odd block count of Q8_0/Q4_0/Q6_K: K = 96, 4128, 4160, 768, 9984),
  * one and several rounds per lane (K = 256 .. 10240). At one row of x (and on the dot path)
  * the row groups stream on their own; at several rows of x the float path's rounds go in step
- * with x staged in shared memory, the last round's stage zero-filled past K. Run under
+ * with x staged in shared memory, the last round's stage zero-filled past K (so do Q4_K's and
+ * Q5_K's at one row). mcl_matmul_multi (several weights, one input) is held to the same
+ * references, product by product. Run under
  * MOTIFCL_DEVICE_PROFILE=polaris, the same cases take the wave64 plan (64 lanes a row group
  * at one row of x).
  *

@@ -334,8 +334,8 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
     p->pb = fmt == FMT_Q4_0 && !dot ? QUANT_SPAN_PB_Q4_0_FLOAT : span_pb[fmt];
     const uint32_t ppb = span_pieces(fmt, p->pb);
 
-    const int k_pair = fmt != FMT_Q8_0 && fmt != FMT_Q4_0 && fmt != FMT_Q6_K;
-    if (!dot && (m > 1 || k_pair)) {
+    const int q4k_q5k = fmt != FMT_Q8_0 && fmt != FMT_Q4_0 && fmt != FMT_Q6_K;
+    if (!dot && (m > 1 || q4k_q5k)) {
         /* Float path, several rows of x (and Q4_K / Q5_K at one): x staged (QUANT_STAGE*). */
         p->stage = 1;
         p->u = QUANT_STAGE_U;
