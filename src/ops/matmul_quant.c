@@ -12,8 +12,13 @@
  *    (see mcl_quant_path_select).
  *
  * The GEMVs (shaders/gemv_span.glsl) read each row of W along K with the lanes of a row group,
- * a few words each; with several rows of x on the float path, the rounds of a workgroup go in
- * step and the x of each round is staged in shared memory (gemv_plan_for chooses).
+ * a few words each; with several rows of x on the float path (and Q4_K / Q5_K at one), the
+ * rounds of a workgroup go in step and the x of each round is staged in shared memory
+ * (gemv_plan_for chooses).
+ *
+ * mcl_matmul_multi applies several weights to one input: on the integer-dot path that input is
+ * quantized once for all, where each mcl_matmul quantizes its own and the GEMV then waits
+ * for it.
  *
  * A weight larger than one binding (maxStorageBufferRange, or MOTIFCL_MAX_BINDING) is bound
  * in row ranges, views at offsets the device can bind; each writes its columns of c (the
