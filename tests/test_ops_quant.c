@@ -507,7 +507,7 @@ static void matmul_multi(void **state)
             const mcl_tensor *narrow_w[W] = {ws[0], d[0].ta, ws[2], ws[3]};
             assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, 0, ws, bs, cs), INVALID);
             assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, MCL_MATMUL_MULTI_MAX + 1, ws, bs, cs),
-                          INVALID);
+                             INVALID);
             assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, W, ws, bs, aliased), INVALID);
             assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, W, ws, bs, onto_a), INVALID);
             assert_int_equal(mcl_matmul_multi(ctx, d[0].ta, W, ws, bs, onto_w), INVALID);
