@@ -549,6 +549,33 @@ typedef struct quant_product {
     mcl_quant_path path;
 } quant_product;
 
+/* The shapes of c = a W^T (+ bias) for a 2-D W [N, K]: a [..., K] of rank >= 2, c [..., N]
+ * with a's batch dimensions, bias of N elements. */
+static mcl_status linear_shapes_check(mcl_context *ctx, const mcl_tensor *a,
+                                      const mcl_tensor *w, const mcl_tensor *bias,
+                                      const mcl_tensor *c)
+{
+    if (a->ndim < 2 || c->ndim != a->ndim)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_matmul: a and c need the same rank >= 2");
+    int64_t k = a->shape[a->ndim - 1], n = w->shape[0];
+    if (w->shape[1] != k || c->shape[c->ndim - 1] != n)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_matmul: a is [..., %lld], W [%lld, %lld], c [..., %lld]",
+                        (long long)k, (long long)n, (long long)w->shape[1],
+                        (long long)c->shape[c->ndim - 1]);
+    for (uint32_t i = 0; i + 1 < a->ndim; i++) {
+        if (a->shape[i] != c->shape[i])
+            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                            "mcl_matmul: a and c differ in dimension %u", i);
+    }
+    if (bias && mcl_tensor_numel(bias) != n)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_matmul: bias has %lld elements, not %lld",
+                        (long long)mcl_tensor_numel(bias), (long long)n);
+    return MCL_SUCCESS;
+}
+
 /* Checks a product as mcl_matmul_quant_ex takes it and chooses its path; records nothing. */
 static mcl_status quant_check(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
                               mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c,
@@ -579,25 +606,10 @@ static mcl_status quant_check(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta,
                         mcl_dtype_name(b->dtype));
     if (c == a || c == bias)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_matmul: c aliases an input");
-    if (a->ndim < 2 || c->ndim != a->ndim)
-        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                        "mcl_matmul: a and c need the same rank >= 2");
+    mcl_status status = linear_shapes_check(ctx, a, b, bias, c);
+    if (status != MCL_SUCCESS)
+        return status;
     int64_t k = a->shape[a->ndim - 1], n = b->shape[0];
-    if (b->shape[1] != k || c->shape[c->ndim - 1] != n)
-        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                        "mcl_matmul: a is [..., %lld], W [%lld, %lld], c [..., %lld]",
-                        (long long)k, (long long)n, (long long)b->shape[1],
-                        (long long)c->shape[c->ndim - 1]);
-    for (uint32_t i = 0; i + 1 < a->ndim; i++) {
-        if (a->shape[i] != c->shape[i])
-            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                            "mcl_matmul: a and c differ in dimension %u", i);
-    }
-    if (bias && mcl_tensor_numel(bias) != n)
-        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                        "mcl_matmul: bias has %lld elements, not %lld",
-                        (long long)mcl_tensor_numel(bias), (long long)n);
-
     if (path == MCL_QUANT_PATH_AUTO)
         path = mcl_quant_path_select(ctx, b->dtype);
     if (path == MCL_QUANT_PATH_DOT &&
@@ -680,19 +692,9 @@ static mcl_status f32_check(mcl_context *ctx, const mcl_tensor *a, const mcl_ten
     if (a->dtype != MCL_DTYPE_F32 || c->dtype != MCL_DTYPE_F32 ||
         (bias && bias->dtype != MCL_DTYPE_F32))
         return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_matmul takes f32 tensors");
-    if (w->ndim != 2 || a->ndim < 2 || c->ndim != a->ndim)
-        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                        "mcl_matmul_multi: W must be 2-D, a and c of the same rank >= 2");
-    int64_t k = a->shape[a->ndim - 1], n = w->shape[0];
-    int same = w->shape[1] == k && c->shape[c->ndim - 1] == n;
-    for (uint32_t i = 0; i + 1 < a->ndim; i++)
-        same = same && a->shape[i] == c->shape[i];
-    if (!same || (bias && mcl_tensor_numel(bias) != n))
-        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                        "mcl_matmul: a is [..., %lld], W [%lld, %lld], c [..., %lld]%s",
-                        (long long)k, (long long)n, (long long)w->shape[1],
-                        (long long)c->shape[c->ndim - 1], bias ? " with a bias" : "");
-    return MCL_SUCCESS;
+    if (w->ndim != 2)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_matmul_multi: W must be 2-D");
+    return linear_shapes_check(ctx, a, w, bias, c);
 }
 
 mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *ca, uint32_t count,
