@@ -71,6 +71,15 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
  * 43-45%). */
 #define QUANT_SPAN_DOT_Q4_0_ROWS_NR 4u
 #define QUANT_SPAN_DOT_Q4_0_ROWS_U 1u
+/* The float path, Q8_0 and Q4_0 at one row of x: more rows of W per row group, so that each
+ * vec4 of x a lane loads serves more weights. Their loads are what bound these formats: a
+ * lane's pieces lie 64 bytes of x apart, so a subgroup's load of x touches a cache line per
+ * two lanes. On the H200 (evidence/h200-a87cb91-plans, batched) Q8_0 read 69.2 / 61.5% of
+ * stream read with 4 rows against 55.3 / 55.1% with 2, and Q4_0 44.9 / 44.3% with 8 rows and
+ * one piece in flight against 35.7 / 35.6%. The K-quants and Q6_K did not gain. */
+#define QUANT_SPAN_FLOAT_Q8_0_NR 4u
+#define QUANT_SPAN_FLOAT_Q4_0_NR 8u
+#define QUANT_SPAN_FLOAT_Q4_0_U 1u
 /* The float path at several rows of x: rounds in step and x staged in shared memory, 16
  * lanes, up to 16 row groups of 4 rows (64 rows of W share each staged x), one piece per
  * lane and round. At 8 rows on the H200 (evidence/h200-e4e5e06) 4 rows of W per row group
@@ -315,7 +324,7 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
     ok = ok && q.t >= 1 && q.t <= ctx->info.max_compute_workgroup_size[0] && q.g >= 1 &&
          q.g <= ctx->info.max_compute_workgroup_size[1] &&
          (uint64_t)q.t * q.g <= ctx->info.max_compute_workgroup_invocations &&
-         (q.nr == 1 || q.nr == 2 || q.nr == 4) && q.u >= 1 && q.u <= 8 && ppb &&
+         (q.nr == 1 || q.nr == 2 || q.nr == 4 || q.nr == 8) && q.u >= 1 && q.u <= 8 && ppb &&
          q.t % ppb == 0 && !(q.stage && dot) &&
          span_shared_bytes(fmt, &q, m) <= ctx->info.max_compute_shared_memory_size;
     if (!ok) {
@@ -357,6 +366,11 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         if (dot && m > 1 && fmt == FMT_Q4_0) {
             p->u = QUANT_SPAN_DOT_Q4_0_ROWS_U;
             p->nr = QUANT_SPAN_DOT_Q4_0_ROWS_NR;
+        } else if (!dot && fmt == FMT_Q8_0) {
+            p->nr = QUANT_SPAN_FLOAT_Q8_0_NR;
+        } else if (!dot && fmt == FMT_Q4_0) {
+            p->nr = QUANT_SPAN_FLOAT_Q4_0_NR;
+            p->u = QUANT_SPAN_FLOAT_Q4_0_U;
         }
         uint32_t pieces_per_row = nb * ppb;
         uint32_t t = wave64 ? QUANT_SPAN_LANES_WAVE64 : QUANT_SPAN_LANES;
