@@ -13,8 +13,7 @@
 //   specialization constants: 0 T (local_size_x), 1 FORMAT (quant.glsl), 2 TAIL, 3 M (rows of
 //     x, 1..8), 4 NR (rows of W per row group), 5 G (local_size_y), 6 U (pieces per row in
 //     flight), 7 PB (bytes of codes per piece), 8 STAGE (rounds in step, the x of a round
-//     in shared memory: several rows of x), 9 PF (the next round's pieces loaded before the
-//     current one is decoded)
+//     in shared memory: several rows of x)
 //   set 0: 0 x [M, K] f32, 1 W blocks, 2 tail word (any buffer when unused), 3 bias [N] (any
 //     buffer when unused), 4 y [M, N]
 //   push constants: N, K, has_bias, ldy, y0: y[m, y0 + n] is y[m * ldy + y0 + n] and its
@@ -31,7 +30,6 @@ layout(constant_id = 4) const uint NR = 1;
 layout(constant_id = 6) const uint U = 2;
 layout(constant_id = 7) const uint PB = 8;
 layout(constant_id = 8) const bool STAGE = false;
-layout(constant_id = 9) const bool PF = false;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufX4 { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };

@@ -21,7 +21,6 @@ layout(constant_id = 4) const uint NR = 1;
 layout(constant_id = 6) const uint U = 2;
 layout(constant_id = 7) const uint PB = 8;
 const bool STAGE = false;
-layout(constant_id = 9) const bool PF = false;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct { uint act[]; };
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct2 { uvec2 act2[]; };

@@ -45,8 +45,8 @@
 //
 // The includer declares, before including this file and after quant.glsl:
 //   layout(local_size_x_id = 0, local_size_y_id = 5) in;   (T lanes along K, G row groups)
-//   spec constants FORMAT (1), TAIL (2), M (3), NR (4), U (6), PB (7), STAGE (8, or a
-//   constant false) and PF (9)
+//   spec constants FORMAT (1), TAIL (2), M (3), NR (4), U (6), PB (7), and STAGE (8, or a
+//   constant false)
 //   buffers `uint wq[]`, `uvec2 wq2[]`, `uvec4 wq4[]` aliasing the weights, `uint wtail[]`,
 //   `float bias[]`, `float y[]`, and push constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0;
 //   after it, the decoder piece() (prototype below) and a main() that calls span_main().
@@ -192,42 +192,7 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]);
 // shared memory, between barriers.
 void span_stage(uint b0);
 
-// The U pieces of each of a lane's NR rows at blocks kb, kb + T / PPB, ... (a full round).
-void span_round(uint row_at[NR], uint kb, uint p, out uint r[U][NR][RP]) {
-    [[unroll]] for (uint u = 0u; u < U; u++) {
-        [[unroll]] for (uint i = 0u; i < NR; i++) {
-            span_load(row_at[i] + (kb + u * (T / PPB)) * BLOCK_BYTES, p, r[u][i]);
-        }
-    }
-}
-
-// With STAGE: the blocks bu of the round from piece q0 (past the row: the round's first block,
-// counted zero by its caller) and their pieces.
-void span_round_staged(uint row_at[NR], uint q0, uint P, uint p, out uint bu[U],
-                       out uint r[U][NR][RP]) {
-    const uint t = gl_LocalInvocationID.x;
-    const uint b0 = q0 / PPB;
-    [[unroll]] for (uint u = 0u; u < U; u++) {
-        bu[u] = q0 + u * T + t < P ? b0 + u * (T / PPB) + t / PPB : b0;
-        [[unroll]] for (uint i = 0u; i < NR; i++) {
-            span_load(row_at[i] + bu[u] * BLOCK_BYTES, p, r[u][i]);
-        }
-    }
-}
-
-// b = a (arrays sized by specialization constants cannot be assigned whole).
-void span_copy(uint a[U][NR][RP], out uint b[U][NR][RP]) {
-    [[unroll]] for (uint u = 0u; u < U; u++) {
-        [[unroll]] for (uint i = 0u; i < NR; i++) {
-            [[unroll]] for (uint k = 0u; k < RP; k++) {
-                b[u][i][k] = a[u][i][k];
-            }
-        }
-    }
-}
-
-// The streaming loop, shared by both kernels (their main()). With PF the loads of a lane's next
-// round are issued before it decodes the current one (twice the registers for pieces).
+// The streaming loop, shared by both kernels (their main()).
 void span_main() {
     const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;
     const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
@@ -247,20 +212,15 @@ void span_main() {
     if (STAGE) {
         // Rounds in step across the workgroup: the round's x is staged once for all its rows
         // (gemv_q_span.comp); past the row, a lane reads the round's first block, counted zero.
-        uint r[U][NR][RP];
-        uint bu[U];
-        if (PF) {
-            span_round_staged(row_at, 0u, P, p, bu, r);
-        }
         for (uint q0 = 0u; q0 < P; q0 += U * T) {
             const uint b0 = q0 / PPB;
-            const bool more = q0 + U * T < P;  // the same for the whole workgroup
-            uint rn[U][NR][RP];
-            uint bn[U];
-            if (PF && more) {
-                span_round_staged(row_at, q0 + U * T, P, p, bn, rn);
-            } else if (!PF) {
-                span_round_staged(row_at, q0, P, p, bu, r);
+            uint r[U][NR][RP];
+            uint bu[U];
+            [[unroll]] for (uint u = 0u; u < U; u++) {
+                bu[u] = q0 + u * T + t < P ? b0 + u * (T / PPB) + t / PPB : b0;
+                [[unroll]] for (uint i = 0u; i < NR; i++) {
+                    span_load(row_at[i] + bu[u] * BLOCK_BYTES, p, r[u][i]);
+                }
             }
             span_stage(b0);
             if (q0 + U * T <= P) {
@@ -272,47 +232,21 @@ void span_main() {
                     piece(r[u], bu[u], p, q0 + u * T + t < P, acc);
                 }
             }
-            if (PF && more) {
-                span_copy(rn, r);
-                [[unroll]] for (uint u = 0u; u < U; u++) {
-                    bu[u] = bn[u];
-                }
-            }
         }
         span_finish(acc, wg);
         return;
     }
     uint kb = t / PPB;
     uint q0 = t;
-    if (PF) {
-        if (q0 + (U - 1u) * T < P) {
-            uint r[U][NR][RP];
-            span_round(row_at, kb, p, r);
-            for (;;) {
-                const uint nkb = kb + U * T / PPB;
-                const bool more = q0 + (2u * U - 1u) * T < P;
-                uint rn[U][NR][RP];
-                if (more) {
-                    span_round(row_at, nkb, p, rn);
-                }
-                [[unroll]] for (uint u = 0u; u < U; u++) {
-                    piece(r[u], kb + u * (T / PPB), p, true, acc);
-                }
-                kb = nkb;
-                q0 += U * T;
-                if (!more) {
-                    break;
-                }
-                span_copy(rn, r);
+    for (; q0 + (U - 1u) * T < P; q0 += U * T, kb += U * T / PPB) {
+        uint r[U][NR][RP];
+        [[unroll]] for (uint u = 0u; u < U; u++) {
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                span_load(row_at[i] + (kb + u * (T / PPB)) * BLOCK_BYTES, p, r[u][i]);
             }
         }
-    } else {
-        for (; q0 + (U - 1u) * T < P; q0 += U * T, kb += U * T / PPB) {
-            uint r[U][NR][RP];
-            span_round(row_at, kb, p, r);
-            [[unroll]] for (uint u = 0u; u < U; u++) {
-                piece(r[u], kb + u * (T / PPB), p, true, acc);
-            }
+        [[unroll]] for (uint u = 0u; u < U; u++) {
+            piece(r[u], kb + u * (T / PPB), p, true, acc);
         }
     }
     if (q0 < P) {

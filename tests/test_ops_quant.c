@@ -395,19 +395,18 @@ static void gemv_layouts(void **state)
 static void check_dot_path(mcl_dtype dtype, const mm_case *p, uint32_t seed);
 
 /* MOTIFCL_QUANT_GEMV_PLAN (a tuning override) reaches shapes the plan would not choose:
- * pieces of 8 and 32 bytes, one row group per workgroup, narrow row groups, 1, 4 and 8 rows of
- * W, U = 1, 2 or 3 pieces in flight, x staged or not at several rows of x, the next round
- * prefetched or not (plan i runs at i + 1 rows). Plans that cannot fit (more lanes than a
- * workgroup holds; fewer lanes than pieces per block, for some formats; a piece size a format
- * does not have; staging on the integer-dot path) are ignored. Every one must still compute
- * the product, on both paths. */
+ * pieces of 8 and 32 bytes, one row group per workgroup, narrow row groups, 1, 4 and 8 rows of W,
+ * U = 1, 2 or 3 pieces in flight, x staged or not at several rows of x (plan i runs at i + 1
+ * rows). Plans that cannot fit (more lanes than a workgroup holds; fewer lanes than pieces
+ * per block, for some formats; a piece size a format does not have; staging on the
+ * integer-dot path) are ignored. Every one must still compute the product, on both paths. */
 static void gemv_plan_override(void **state)
 {
     (void)state;
     static const char *const plans[] = {
-        "pb=8,u=3,nr=1,pf=1",      "st=0,nr=8",
-        "st=1,t=8,g=32,u=2,pf=1",  "st=1,t=32,g=2,nr=1,u=3,pb=8",
-        "pb=32,t=16,g=8,nr=4,u=1", "st=0,t=64,g=1,u=1,nr=1,pf=1",
+        "pb=8,u=3,nr=1",           "st=0,nr=8",
+        "st=1,t=8,g=32,u=2",       "st=1,t=32,g=2,nr=1,u=3,pb=8",
+        "pb=32,t=16,g=8,nr=4,u=1", "st=0,t=64,g=1,u=1,nr=1",
         "pb=8,t=8,g=4",            "t=100000",
     };
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {

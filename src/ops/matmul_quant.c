@@ -240,7 +240,6 @@ typedef struct gemv_plan {
     uint32_t u;     /* pieces per row and lane in flight */
     uint32_t pb;    /* bytes of codes per piece */
     uint32_t stage; /* float path: rounds in step, their x staged in shared memory */
-    uint32_t pf;    /* the next round's pieces loaded before the current one is decoded */
 } gemv_plan;
 
 static uint32_t gcd_u32(uint32_t a, uint32_t b)
@@ -284,10 +283,9 @@ static uint64_t span_shared_limit(const mcl_context *ctx)
 
 /* MOTIFCL_QUANT_GEMV_PLAN, a tuning override: "key=value,..." with keys t (lanes along K),
  * g (row groups), nr (rows of W per row group), u (pieces in flight), pb (bytes of codes per
- * piece), st (x staged: 0 or 1, float path only) and pf (the next round's pieces loaded before
- * the current one is decoded: 0 or 1). An override the kernels cannot take, or beyond the
- * device's workgroup and shared-memory limits, is ignored with a warning and the plan stays as
- * chosen. */
+ * piece) and st (x staged: 0 or 1, float path only). An override the kernels cannot take, or
+ * beyond the device's workgroup and shared-memory limits, is ignored with a warning and the
+ * plan stays as chosen. */
 static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m,
                                gemv_plan *p)
 {
@@ -319,8 +317,6 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
             q.pb = value;
         else if (strcmp(key, "st") == 0)
             q.stage = value != 0;
-        else if (strcmp(key, "pf") == 0)
-            q.pf = value != 0;
         else
             ok = 0;
     }
@@ -350,7 +346,6 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
     if (threads > ctx->info.max_compute_workgroup_invocations)
         threads = ctx->info.max_compute_workgroup_invocations;
     p->pb = fmt == FMT_Q4_0 && !dot ? QUANT_SPAN_PB_Q4_0_FLOAT : span_pb[fmt];
-    p->pf = 0;
     const uint32_t ppb = span_pieces(fmt, p->pb);
 
     const int q4k_q5k = fmt != FMT_Q8_0 && fmt != FMT_Q4_0 && fmt != FMT_Q6_K;
@@ -407,17 +402,16 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     gemv_plan plan;
     gemv_plan_for(ctx, dot, fmt, rows, n, k, &plan);
     mcl_log(&ctx->log, MCL_LOG_DEBUG,
-            "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u pf=%u",
+            "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u",
             mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t, plan.g,
-            plan.nr, plan.u, plan.pb, plan.stage, plan.pf);
+            plan.nr, plan.u, plan.pb, plan.stage);
     mcl_kernel_desc desc = {
         .id = dot ? MCL_KERNEL_GEMV_Q_SPAN_DOT : MCL_KERNEL_GEMV_Q_SPAN,
         .binding_count = 5,
         .push_size = sizeof(gemv_push),
         .local_size_x = plan.t,
-        /* Constant 8 (STAGE) is no specialization constant of the integer-dot kernel. */
-        .spec_count = 9,
-        .spec = {fmt, tail != NULL, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage, plan.pf},
+        .spec_count = dot ? 7 : 8,
+        .spec = {fmt, tail != NULL, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
