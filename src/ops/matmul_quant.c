@@ -12,9 +12,8 @@
  *    (see mcl_quant_path_select).
  *
  * The GEMVs (shaders/gemv_span.glsl) read each row of W along K with the lanes of a row group,
- * a few words each; with several rows of x on the float path (and Q4_K / Q5_K at one), the
- * rounds of a workgroup go in step and the x of each round is staged in shared memory
- * (gemv_plan_for chooses).
+ * a few words each; with several rows of x on the float path the rounds of a workgroup go in
+ * step and the x of each round is staged in shared memory (gemv_plan_for chooses).
  *
  * mcl_matmul_multi applies several weights to one input: on the integer-dot path that input is
  * quantized once for all, where each mcl_matmul quantizes its own and the GEMV then waits
@@ -76,7 +75,8 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
  * lane's pieces lie 64 bytes of x apart, so a subgroup's load of x touches a cache line per
  * two lanes. On the H200 (evidence/h200-a87cb91-plans, batched) Q8_0 read 69.2 / 61.5% of
  * stream read with 4 rows against 55.3 / 55.1% with 2, and Q4_0 44.9 / 44.3% with 8 rows and
- * one piece in flight against 35.7 / 35.6%. The K-quants and Q6_K did not gain. */
+ * one piece in flight against 35.7 / 35.6% (and whole blocks then: QUANT_SPAN_PB_Q4_0_FLOAT1).
+ * Q6_K did not gain. */
 #define QUANT_SPAN_FLOAT_Q8_0_NR 4u
 #define QUANT_SPAN_FLOAT_Q4_0_NR 8u
 #define QUANT_SPAN_FLOAT_Q4_0_U 1u
@@ -92,14 +92,14 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_STAGE_GROUPS 16u
 #define QUANT_STAGE_NR 4u
 #define QUANT_STAGE_U 1u
-/* Q4_K and Q5_K on the float path at one row of x are staged too, 64 lanes, 2 row groups of 4
- * rows: on the H200 (evidence/h200-8bfc42c, p6 against p1) they read 29-33% of stream read
- * alone and 40-42% batched, against 22-30% and 35-39% unstaged (reasoned, not measured: their x
- * loads, 8 vec4s a piece 64 bytes apart across a block's lanes, touch a cache line per two
- * lanes). The other formats lost alone with it (Q8_0, Q4_0 at 4096 rows: fewer workgroups
- * than the GPU holds; Q6_K everywhere). */
-#define QUANT_STAGE1_LANES 64u
-#define QUANT_STAGE1_GROUPS 2u
+/* Q4_K and Q5_K at one row of x: 4 rows of W per row group, one piece in flight, x not
+ * staged. Staged (64 lanes, 2 row groups of 4 rows) they had beaten the plan of 2 rows and 2
+ * pieces (evidence/h200-8bfc42c, p6); unstaged with 4 rows and 1 piece Q4_K read 42.9 / 42.5%
+ * of stream read batched against 40.2 / 39.8% staged (evidence/h200-db9f804-plans, s13): the
+ * barriers of staged rounds cost more than the x loads they save once each x load serves 4
+ * rows. */
+#define QUANT_SPAN_FLOAT_KQ_NR 4u
+#define QUANT_SPAN_FLOAT_KQ_U 1u
 /* Shared memory of a span workgroup (partial sums, staged x), at most. A wave64 device (GCN:
  * 64 KiB of LDS a compute unit) gets half, so that two staged workgroups share a compute unit
  * (8 waves) rather than one; this is reasoned from the LDS size, not measured (no RX 580 ran
@@ -107,11 +107,14 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_SPAN_MAX_SHARED 49152u
 #define QUANT_SPAN_MAX_SHARED_WAVE64 32768u
 /* Bytes of codes per piece, per format (Q6_K's pieces are fixed: 4 positions). The float
- * path decodes Q4_0 in pieces of 8 bytes: on the H200 it ran at 29% of stream read so, 16%
- * with whole blocks (16), whose 32 weights and 8 loads of x per lane cost more than the
- * longer pieces save. */
+ * path decodes Q4_0 in pieces of 8 bytes at several rows of x: with 2 rows of W per row group
+ * it ran at 29% of stream read so, 16% with whole blocks (16), whose 32 weights and 8 loads of
+ * x per lane cost more than the longer pieces save. At one row with 8 rows of W per row group
+ * whole blocks won: 48.4 / 48.8% batched against 45.0 / 44.4% (evidence/h200-db9f804-plans,
+ * s7). */
 static const uint32_t span_pb[] = {16, 16, 16, 16, 4};
 #define QUANT_SPAN_PB_Q4_0_FLOAT 8u
+#define QUANT_SPAN_PB_Q4_0_FLOAT1 16u
 
 /* Pieces per block of a span plan (gemv_span.glsl's PPB), 0 where pb does not fit fmt. */
 static uint32_t span_pieces(uint32_t fmt, uint32_t pb)
@@ -345,19 +348,21 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
     uint32_t threads = wave64 ? QUANT_SPAN_THREADS_WAVE64 : QUANT_SPAN_THREADS;
     if (threads > ctx->info.max_compute_workgroup_invocations)
         threads = ctx->info.max_compute_workgroup_invocations;
-    p->pb = fmt == FMT_Q4_0 && !dot ? QUANT_SPAN_PB_Q4_0_FLOAT : span_pb[fmt];
+    p->pb = span_pb[fmt];
+    if (fmt == FMT_Q4_0 && !dot)
+        p->pb = m > 1 ? QUANT_SPAN_PB_Q4_0_FLOAT : QUANT_SPAN_PB_Q4_0_FLOAT1;
     const uint32_t ppb = span_pieces(fmt, p->pb);
 
     const int q4k_q5k = fmt != FMT_Q8_0 && fmt != FMT_Q4_0 && fmt != FMT_Q6_K;
-    if (!dot && (m > 1 || q4k_q5k)) {
-        /* Float path, several rows of x (and Q4_K / Q5_K at one): x staged (QUANT_STAGE*). */
+    if (!dot && m > 1) {
+        /* Float path, several rows of x: x staged (QUANT_STAGE*). */
         p->stage = 1;
         p->u = QUANT_STAGE_U;
         p->nr = QUANT_STAGE_NR;
-        p->t = m > 1 ? QUANT_STAGE_LANES : QUANT_STAGE1_LANES;
+        p->t = QUANT_STAGE_LANES;
         while (p->t % ppb != 0)
             p->t *= 2;
-        p->g = m > 1 ? QUANT_STAGE_GROUPS : QUANT_STAGE1_GROUPS;
+        p->g = QUANT_STAGE_GROUPS;
     } else {
         /* One subgroup of lanes per row group, more while the grid is small. */
         p->stage = 0;
@@ -371,6 +376,9 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         } else if (!dot && fmt == FMT_Q4_0) {
             p->nr = QUANT_SPAN_FLOAT_Q4_0_NR;
             p->u = QUANT_SPAN_FLOAT_Q4_0_U;
+        } else if (!dot && q4k_q5k) {
+            p->nr = QUANT_SPAN_FLOAT_KQ_NR;
+            p->u = QUANT_SPAN_FLOAT_KQ_U;
         }
         uint32_t pieces_per_row = nb * ppb;
         uint32_t t = wave64 ? QUANT_SPAN_LANES_WAVE64 : QUANT_SPAN_LANES;
