@@ -12,8 +12,9 @@
  *    (see mcl_quant_path_select).
  *
  * The GEMVs (shaders/gemv_span.glsl) read each row of W along K with the lanes of a row group,
- * a few words each; with several rows of x on the float path the rounds of a workgroup go in
- * step and the x of each round is staged in shared memory (gemv_plan_for chooses).
+ * a few words each; with several rows of x on the float path (and Q5_K at one) the rounds of
+ * a workgroup go in step and the x of each round is staged in shared memory (gemv_plan_for
+ * chooses).
  *
  * mcl_matmul_multi applies several weights to one input: on the integer-dot path that input is
  * quantized once for all, where each mcl_matmul quantizes its own and the GEMV then waits
@@ -39,6 +40,8 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
                                           MCL_DTYPE_Q5_K, MCL_DTYPE_Q6_K};
 #define FMT_Q8_0 0u
 #define FMT_Q4_0 1u
+#define FMT_Q4_K 2u
+#define FMT_Q5_K 3u
 #define FMT_Q6_K 4u
 
 /* Weights per lane of the shaders' decoder (quant.glsl), and per block of quantized
@@ -92,14 +95,16 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_STAGE_GROUPS 16u
 #define QUANT_STAGE_NR 4u
 #define QUANT_STAGE_U 1u
-/* Q4_K and Q5_K at one row of x: 4 rows of W per row group, one piece in flight, x not
- * staged. Staged (64 lanes, 2 row groups of 4 rows) they had beaten the plan of 2 rows and 2
- * pieces (evidence/h200-8bfc42c, p6); unstaged with 4 rows and 1 piece Q4_K read 42.9 / 42.5%
- * of stream read batched against 40.2 / 39.8% staged (evidence/h200-db9f804-plans, s13): the
- * barriers of staged rounds cost more than the x loads they save once each x load serves 4
- * rows. */
-#define QUANT_SPAN_FLOAT_KQ_NR 4u
-#define QUANT_SPAN_FLOAT_KQ_U 1u
+/* Q4_K at one row of x: 4 rows of W per row group, one piece in flight, x not staged; Q5_K
+ * at one row: x staged, 64 lanes, 2 row groups of 4 rows, one piece. Staged, both had beaten
+ * the plan of 2 rows and 2 pieces (evidence/h200-8bfc42c, p6). Unstaged with 4 rows and one
+ * piece, Q4_K read 43.1 / 42.5% of stream read batched against 40.2 / 39.8% staged
+ * (evidence/h200-db9f804-plans s13, h200-09bf3fc), but Q5_K 40.6 / 38.9% against 41.5 / 39.9%
+ * (h200-09bf3fc, c5), and it lost alone (30.7 / 26.4% against 32.8 / 30.7%). */
+#define QUANT_SPAN_FLOAT_Q4_K_NR 4u
+#define QUANT_SPAN_FLOAT_Q4_K_U 1u
+#define QUANT_STAGE1_LANES 64u
+#define QUANT_STAGE1_GROUPS 2u
 /* Shared memory of a span workgroup (partial sums, staged x), at most. A wave64 device (GCN:
  * 64 KiB of LDS a compute unit) gets half, so that two staged workgroups share a compute unit
  * (8 waves) rather than one; this is reasoned from the LDS size, not measured (no RX 580 ran
@@ -353,16 +358,15 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         p->pb = m > 1 ? QUANT_SPAN_PB_Q4_0_FLOAT : QUANT_SPAN_PB_Q4_0_FLOAT1;
     const uint32_t ppb = span_pieces(fmt, p->pb);
 
-    const int q4k_q5k = fmt != FMT_Q8_0 && fmt != FMT_Q4_0 && fmt != FMT_Q6_K;
-    if (!dot && m > 1) {
-        /* Float path, several rows of x: x staged (QUANT_STAGE*). */
+    if (!dot && (m > 1 || fmt == FMT_Q5_K)) {
+        /* Float path, several rows of x (and Q5_K at one): x staged (QUANT_STAGE*). */
         p->stage = 1;
         p->u = QUANT_STAGE_U;
         p->nr = QUANT_STAGE_NR;
-        p->t = QUANT_STAGE_LANES;
+        p->t = m > 1 ? QUANT_STAGE_LANES : QUANT_STAGE1_LANES;
         while (p->t % ppb != 0)
             p->t *= 2;
-        p->g = QUANT_STAGE_GROUPS;
+        p->g = m > 1 ? QUANT_STAGE_GROUPS : QUANT_STAGE1_GROUPS;
     } else {
         /* One subgroup of lanes per row group, more while the grid is small. */
         p->stage = 0;
@@ -376,9 +380,9 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         } else if (!dot && fmt == FMT_Q4_0) {
             p->nr = QUANT_SPAN_FLOAT_Q4_0_NR;
             p->u = QUANT_SPAN_FLOAT_Q4_0_U;
-        } else if (!dot && q4k_q5k) {
-            p->nr = QUANT_SPAN_FLOAT_KQ_NR;
-            p->u = QUANT_SPAN_FLOAT_KQ_U;
+        } else if (!dot && fmt == FMT_Q4_K) {
+            p->nr = QUANT_SPAN_FLOAT_Q4_K_NR;
+            p->u = QUANT_SPAN_FLOAT_Q4_K_U;
         }
         uint32_t pieces_per_row = nb * ppb;
         uint32_t t = wave64 ? QUANT_SPAN_LANES_WAVE64 : QUANT_SPAN_LANES;
