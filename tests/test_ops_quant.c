@@ -692,7 +692,7 @@ static void dot_path(void **state)
             {1, 3, 37, 96, 0},     /* odd block count: tail word */
             {2, 4, 1031, 32, 1},   /* 8 rows, one block per row */
             {1, 1, 1, 64, 0},
-            {1, 67, 1031, 96, 1},  /* GEMM: partial 64 x 64 tiles */
+            {1, 67, 1031, 96, 1},  /* GEMM: partial tiles, an odd block count */
             {3, 100, 37, 4128, 0}, /* GEMM: batched, many blocks */
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

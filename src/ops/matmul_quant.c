@@ -135,8 +135,9 @@ static uint32_t span_pieces(uint32_t fmt, uint32_t pb)
         return pb == 8 || pb == 16 ? 128 / pb : 0;
     }
 }
-/* gemm_q_dot's fixed tile: 64 x 64 outputs, 256 invocations. */
-#define QUANT_DOT_TILE 64u
+/* gemm_q_dot's fixed tile: 128 rows of a by 64 rows of W, 256 invocations. */
+#define QUANT_DOT_TILE_M 128u
+#define QUANT_DOT_TILE_N 64u
 #define QUANT_DOT_THREADS 256u
 /* Element-wise kernels: invocations per workgroup. */
 #define QUANT_THREADS 256u
@@ -482,7 +483,7 @@ static mcl_status gemm_dot(mcl_context *ctx, uint32_t fmt, mcl_tensor *act, mcl_
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
-    uint32_t gx = ceil_div(n, QUANT_DOT_TILE), gy = ceil_div(m, QUANT_DOT_TILE);
+    uint32_t gx = ceil_div(n, QUANT_DOT_TILE_N), gy = ceil_div(m, QUANT_DOT_TILE_M);
     if (gx > QUANT_MAX_GROUPS || gy > QUANT_MAX_GROUPS)
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
     gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0};
