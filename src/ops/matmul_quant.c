@@ -74,12 +74,12 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_SPAN_DOT_Q4_0_ROWS_NR 4u
 #define QUANT_SPAN_DOT_Q4_0_ROWS_U 1u
 /* The float path, Q8_0 and Q4_0 at one row of x: more rows of W per row group, so that each
- * vec4 of x a lane loads serves more weights. Their loads are what bound these formats: a
- * lane's pieces lie 64 bytes of x apart, so a subgroup's load of x touches a cache line per
- * two lanes. On the H200 (evidence/h200-a87cb91-plans, batched) Q8_0 read 69.2 / 61.5% of
- * stream read with 4 rows against 55.3 / 55.1% with 2, and Q4_0 44.9 / 44.3% with 8 rows and
- * one piece in flight against 35.7 / 35.6% (and whole blocks then: QUANT_SPAN_PB_Q4_0_FLOAT1).
- * Q6_K did not gain. */
+ * vec4 of x a lane loads serves more weights (reasoned, not profiled: a lane's pieces lie 64
+ * bytes of x apart, so a subgroup's load of x touches a cache line per two lanes, and these
+ * formats load the most x per byte of W). On the H200 (evidence/h200-a87cb91-plans, batched)
+ * Q8_0 read 69.2 / 61.5% of stream read with 4 rows against 55.3 / 55.1% with 2, and Q4_0
+ * 44.9 / 44.3% with 8 rows and one piece in flight against 35.7 / 35.6% (and whole blocks
+ * then: QUANT_SPAN_PB_Q4_0_FLOAT1). Q6_K did not gain. */
 #define QUANT_SPAN_FLOAT_Q8_0_NR 4u
 #define QUANT_SPAN_FLOAT_Q4_0_NR 8u
 #define QUANT_SPAN_FLOAT_Q4_0_U 1u
