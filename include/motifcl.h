@@ -322,8 +322,9 @@ typedef enum mcl_dtype {
     MCL_DTYPE_U8 = 3,
     /* Block-quantised types, byte for byte GGUF's layouts (docs/quant-formats.md). A tensor of
      * these types has its last dimension a multiple of the block's weight count (32 for
-     * Q8_0 and Q4_0, 256 for the K types); each row is stored as its blocks, as in a GGUF
-     * file, so a GGUF tensor's bytes upload unchanged. */
+     * Q8_0 and Q4_0, 256 for the K types); its bytes are a GGUF tensor's, rows of blocks, and
+     * upload and download as such, in any byte range. (On the device, Q8_0, Q4_0 and Q6_K
+     * keep each block's fp16 scale apart from its codes; the transfers convert.) */
     MCL_DTYPE_Q8_0 = 16,
     MCL_DTYPE_Q4_0 = 17,
     MCL_DTYPE_Q4_K = 18,
@@ -587,10 +588,12 @@ MCL_API mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *a, mcl_transpo
  * into rows, K matching (else MCL_ERROR_SHAPE_MISMATCH). Two paths:
  *  - float: W is dequantized in the shader; the result equals an f32 matmul with
  *    mcl_dequantize()'d weights up to the order of summation. Every device runs it, and it is
- *    the only path under the polaris profile and for the K types;
- *  - integer dot (Q8_0 and Q4_0, where the device's packed 8-bit dot product is accelerated
- *    and no quirk disables it): a is quantized on the GPU to 8 bits per 32 values (about 0.4%
- *    RMS error on the activations), so results differ slightly between devices and paths.
+ *    the only path under the polaris profile;
+ *  - integer dot (where the device's packed 8-bit dot product is accelerated and no quirk
+ *    disables it; every format up to 8 rows of a, Q8_0 and Q4_0 beyond, the K types' larger
+ *    products taking the float path): a is quantized on the GPU to 8 bits per 32 values
+ *    (about 0.4% RMS error on the activations), so results differ slightly between devices
+ *    and paths.
  * MOTIFCL_QUANT_PATH=float|dot or MOTIFCL_DISABLE / MOTIFCL_FORCE=integer-dot choose.
  * A weight larger than one storage-buffer binding (maxStorageBufferRange) is multiplied in
  * row ranges, each bound at its own offset; every other operation refuses a tensor that large
@@ -644,7 +647,8 @@ MCL_API mcl_status mcl_embedding(mcl_context *ctx, const mcl_tensor *table,
                                  const mcl_tensor *ids, mcl_tensor *out);
 
 /** dst = src, bit for bit, for tensors of the same number of elements and element size
- *  (shapes and dtypes may differ: a reshape or a reinterpretation) whose byte count is a
+ *  (shapes and dtypes may differ: a reshape or a reinterpretation; a block-quantised tensor
+ *  copies only to one of its own type, else MCL_ERROR_DTYPE_MISMATCH) whose byte count is a
  *  multiple of 4 (else MCL_ERROR_UNSUPPORTED). src == dst does nothing. */
 MCL_API mcl_status mcl_copy(mcl_context *ctx, const mcl_tensor *src, mcl_tensor *dst);
 

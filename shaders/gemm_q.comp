@@ -10,26 +10,32 @@
 // multiplied. An invocation's TM rows are two groups of TM/2 rows BM/2 apart (likewise its
 // columns), so that neighbouring invocations read neighbouring vec4s of shared memory.
 //
+// The loop over a tile's BK values of K is not unrolled: unrolled with the 128 x 128 tile's
+// 64 accumulators, it took the NVIDIA compiler about 60 s a pipeline (evidence/
+// h200-3ba84a6-lab), 0.4 s rolled.
+//
 //   specialization constants: 0 workgroup size (= (BM/TM) * (BN/TN)), 1 FORMAT (quant.glsl),
-//     2 TAIL, 3 BM, 4 BN, 5 TM, 6 TN (4 or 8)
-//   set 0: 0 A, 1 W blocks, 2 tail word (any buffer when unused), 3 bias [N] (any buffer
-//     when unused), 4 C [M, N]
-//   push constants: M, N, K, has_bias, ldc, c0: c[m, c0 + n] at c[m * ldc + c0 + n], bias[c0 + n]
+//     2 BM, 3 BN, 4 TM, 5 TN (4 or 8)
+//   set 0: 0 A, 1 W bodies (quant.glsl's device layout), 2 W's d values (any buffer for Q4_K,
+//     Q5_K), 3 bias [N] (any buffer when unused), 4 C [M, N]
+//   push constants: M, N, K, has_bias, ldc, c0, dlo: c[m, c0 + n] at c[m * ldc + c0 + n],
+//     bias[c0 + n]; block b's d is the (dlo + b)th half of binding 2
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint FORMAT = 0;
-layout(constant_id = 2) const bool TAIL = false;
-layout(constant_id = 3) const uint BM = 64;
-layout(constant_id = 4) const uint BN = 64;
-layout(constant_id = 5) const uint TM = 4;
-layout(constant_id = 6) const uint TN = 4;
+layout(constant_id = 2) const uint BM = 64;
+layout(constant_id = 3) const uint BN = 64;
+layout(constant_id = 4) const uint TM = 4;
+layout(constant_id = 5) const uint TN = 4;
+const uint PB = 16u;  // quant.glsl's pieces are not used here
 
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { vec4 a4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufQ { uint wq[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufQ2 { uvec2 wq2[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufQ4 { uvec4 wq4[]; };
-layout(std430, set = 0, binding = 2) readonly buffer BufTail { uint wtail[]; };
+layout(std430, set = 0, binding = 2) readonly buffer BufD { uint wd[]; };
 layout(std430, set = 0, binding = 3) readonly buffer BufBias { float bias[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer BufC { float c[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer BufC4 { vec4 c4[]; };
@@ -38,6 +44,7 @@ layout(push_constant) uniform Push {
     uint M, N, K;
     uint has_bias;
     uint ldc, c0;  // c's row stride and the column of W's row 0 (a W split in row ranges)
+    uint dlo;      // the half of binding 2 that is block 0's d
 } pc;
 
 #include "quant.glsl"
@@ -87,7 +94,7 @@ void main() {
             uint nn = v / (BK / 4u), kk = (v % (BK / 4u)) * 4u;                               \
             uint k = (k0) + kk;                                                               \
             uint blk = min(n0 + nn, N - 1u) * nb + k / QK;                                    \
-            rb[l] = v < BN * BK / 4u ? quant_decode4(blk * BLOCK_BYTES, k % QK) : vec4(0.0);  \
+            rb[l] = v < BN * BK / 4u ? quant_decode4(blk, pc.dlo + blk, k % QK) : vec4(0.0);  \
         }
 
     LOAD_TILES(0u)
@@ -121,7 +128,7 @@ void main() {
             LOAD_TILES(k0 + BK)
         }
 
-        [[unroll]] for (uint k = 0u; k < BK; k++) {
+        [[dont_unroll]] for (uint k = 0u; k < BK; k++) {
             float ar[TM];
             float br[TN];
             [[unroll]] for (uint gi = 0u; gi < TM / 4u; gi++) {

@@ -17,27 +17,28 @@
 //
 // Loading a stage: invocation id takes the 2 uvec4s of codes, the scale and the code sum of
 // block id % 2 of row id / 2 of A, and half id % 2 of block (id / 2) % 2 of row id / 4 of W
-// (Q8_0: code words 4h .. 4h + 3; Q4_0: qs words 2h, 2h + 1, whose low nibbles are code words
-// 2h, 2h + 1 and high ones 4 + 2h, 5 + 2h), with its scale where h = 0. Rows past M and
-// blocks past K are zero; rows past N repeat row N - 1 and are not written.
+// (Q8_0: code words 4h .. 4h + 3 of the block body; Q4_0: body words 2h, 2h + 1, whose low
+// nibbles are code words 2h, 2h + 1 and high ones 4 + 2h, 5 + 2h), with its scale where h = 0.
+// Rows past M and blocks past K are zero; rows past N repeat row N - 1 and are not written.
 //
-//   specialization constants: 0 workgroup size (256), 1 FORMAT (FMT_Q8_0 or FMT_Q4_0),
-//     2 TAIL
-//   set 0: 0 quantized A (qdot.glsl's layout), 1 W blocks, 2 tail word (any buffer when
-//     unused), 3 bias [N] (any buffer when unused), 4 C [M, N]
-//   push constants: M, N, K, has_bias, ldc, c0: c[m, c0 + n] at c[m * ldc + c0 + n], bias[c0 + n]
+//   specialization constants: 0 workgroup size (256), 1 FORMAT (FMT_Q8_0 or FMT_Q4_0)
+//   set 0: 0 quantized A (qdot.glsl's layout), 1 W bodies (quant.glsl's device layout), 2 W's
+//     d values, 3 bias [N] (any buffer when unused), 4 C [M, N]
+//   push constants: M, N, K, has_bias, ldc, c0, dlo: c[m, c0 + n] at c[m * ldc + c0 + n],
+//     bias[c0 + n]; block b's d is the (dlo + b)th half of binding 2
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint FORMAT = 0;
-layout(constant_id = 2) const bool TAIL = false;
+const uint PB = 16u;  // quant.glsl's pieces are not used here
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct { uint act[]; };
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct4 { uvec4 act4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };
+layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ2 { uvec2 wq2[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ4 { uvec4 wq4[]; };
-layout(std430, set = 0, binding = 2) restrict readonly buffer BufTail { uint wtail[]; };
+layout(std430, set = 0, binding = 2) restrict readonly buffer BufD { uint wd[]; };
 layout(std430, set = 0, binding = 3) restrict readonly buffer BufBias { float bias[]; };
 layout(std430, set = 0, binding = 4) restrict writeonly buffer BufC { float c[]; };
 
@@ -45,6 +46,7 @@ layout(push_constant) uniform Push {
     uint M, N, K;
     uint has_bias;
     uint ldc, c0;  // c's row stride and the column of W's row 0 (a W split in row ranges)
+    uint dlo;      // the half of binding 2 that is block 0's d
 } pc;
 
 #include "quant.glsl"
@@ -69,26 +71,6 @@ struct Stage {
     float ws;
 };
 
-// Word i of W; with TAIL the word past the last whole one is the tail word.
-uint w_word(uint i) {
-    return TAIL ? quant_word(i) : wq[i];
-}
-
-// The CW words of the 4 CW bytes at byte o (2-aligned) of W: CW + 1 loads where o is not
-// word-aligned, CW where it is (that word may lie past the tensor, or be the tail word).
-void w_field(uint o, const uint CW, out uint r[4]) {
-    const uint a = o >> 2;
-    const bool sh = (o & 2u) != 0u;
-    uint v[5];
-    [[unroll]] for (uint k = 0u; k < CW; k++) {
-        v[k] = wq[a + k];
-    }
-    v[CW] = sh ? w_word(a + CW) : 0u;
-    [[unroll]] for (uint k = 0u; k < 4u; k++) {
-        r[k] = k < CW ? (sh ? funnel16(v[k], v[k + 1u]) : v[k]) : 0u;
-    }
-}
-
 Stage load_stage(uint b0, uint m0, uint wrow, uint nb) {
     const uint tid = gl_LocalInvocationID.x;
     Stage s;
@@ -105,16 +87,18 @@ Stage load_stage(uint b0, uint m0, uint wrow, uint nb) {
     const uint wb = b0 + (tid / 2u) % 2u;
     const uint h = tid % 2u;
     const bool w_in = wb < nb;
-    const uint so = (wrow * nb + (w_in ? wb : 0u)) * BLOCK_BYTES;
+    const uint blk = wrow * nb + (w_in ? wb : 0u);
     if (FORMAT == FMT_Q8_0) {
-        w_field(so + 2u + 16u * h, 4u, s.w);
+        const uvec4 v = wq4[2u * blk + h];
+        s.w = uint[4](v.x, v.y, v.z, v.w);
     } else {
-        w_field(so + 2u + 8u * h, 2u, s.w);
+        const uvec2 v = wq2[2u * blk + h];
+        s.w = uint[4](v.x, v.y, 0u, 0u);
     }
     if (!w_in) {
         s.w = uint[4](0u, 0u, 0u, 0u);
     }
-    s.ws = h == 0u && w_in ? quant_half(quant_read16(so)) : 0.0;
+    s.ws = h == 0u && w_in ? quant_d(pc.dlo + blk) : 0.0;
     return s;
 }
 

@@ -1,32 +1,29 @@
-// quant.glsl: reading GGUF block formats (docs/quant-formats.md) through 32-bit words.
+// quant.glsl: reading the GGUF block formats as MotifCL stores them on the device
+// (docs/quant-formats.md, "On the device").
 //
-// Weights are read without 8- or 16-bit storage: the weight binding is a uint[] (and, for the
-// 16-byte blocks of Q4_K and Q5_K, a uvec4[] alias), and bytes, nibbles and fp16 halves are cut
-// out of words with shifts. Q8_0, Q4_0 and Q6_K blocks (34, 18, 210 bytes) start at byte
-// offsets that are 0 or 2 mod 4, so their fields are assembled from two neighbouring words
-// (funnel16). Every word a decoder reads holds at least one byte of the block it decodes.
+// Q8_0, Q4_0 and Q6_K blocks (34, 18, 210 bytes) keep their fp16 d apart on the device: a
+// tensor of B blocks holds the B block bodies (the block less its d: 32, 16, 208 bytes) from
+// byte 0, then the B d values, two bytes each. Every body starts at a multiple of 16 bytes,
+// so a kernel reads whole words, uvec2s and uvec4s, none straddling a field, and the lanes of
+// a subgroup read neighbouring 16-byte pieces. Q4_K and Q5_K blocks (144, 176 bytes) are
+// 16-byte multiples and are stored as GGUF lays them out. Kernels bind the bodies (`wq`) and
+// the d values (`wd`, two halves a word) separately; the host converts on upload and
+// download (src/quant/device_layout.c), so that users see GGUF's bytes.
 //
-// A tensor of 2 mod 4 bytes ends in half a word that a uint[] binding of its exact size cannot
-// reach (the runtime array's length is floor(size / 4)). With TAIL the host copies those two
-// bytes into a one-word buffer, and quant_word() reads that word in place of the missing one.
-//
-// Two decoders, both exact (docs/quant-formats.md, "Arithmetic"):
-//   quant_decode4   4 consecutive weights, fully dequantized (the GEMM's tiles, and one variant
-//                   of the dequantize kernel)
-//   quant_load, quant_scales, quant_group   one "lane" of a block: 32 weights as 8 groups of
-//                   4 consecutive elements, with codes, scales and mins kept apart so that a
-//                   kernel can apply a scale once per segment (the other variant of the
-//                   dequantize kernel). quant_load only issues the loads, so that a kernel can
-//                   start the loads of several blocks before it decodes any of them;
-//                   quant_group decodes one group at a time, which keeps few decoded values
-//                   live.
-// The GEMV kernels decode pieces of blocks instead (gemv_span.glsl), with the helpers here
-// for words, halves, code-to-float conversion and K-quant scales.
+// Decoders, all exact (docs/quant-formats.md, "Arithmetic"):
+//   quant_decode4     4 consecutive weights, fully dequantized (the GEMM's tiles and one
+//                     variant of the dequantize kernel)
+//   piece_load        one piece of a block: the words a lane of a GEMV (gemv_q.glsl) reads
+//                     per block, decoded by the kernel that loaded them; piece_values
+//                     dequantizes one (the other variant of the dequantize kernel, which holds
+//                     the pieces' positions and fields to the CPU reference)
 //
 // The including shader declares, before including this file:
 //   layout(constant_id = ...) const uint FORMAT;   one of the FMT_* values below
-//   layout(constant_id = ...) const bool TAIL;
-//   buffers `uint wq[]` and `uvec4 wq4[]` aliasing the weight binding, and `uint wtail[]`.
+//   layout(constant_id = ...) const uint PB;        bytes of codes per piece (Q8_0: 16, 32;
+//                                                   Q4_0: 8, 16; ignored for the K types)
+//   buffers `uint wq[]`, `uvec2 wq2[]`, `uvec4 wq4[]` aliasing the body binding, and
+//   `uint wd[]` (the d binding; any buffer for Q4_K and Q5_K)
 #ifndef QUANT_GLSL
 #define QUANT_GLSL
 
@@ -37,20 +34,14 @@ const uint FMT_Q4_K = 2u;
 const uint FMT_Q5_K = 3u;
 const uint FMT_Q6_K = 4u;
 
-// Weights per block and bytes per block (ggml-common.h: QK8_0, QK4_0, QK_K and the structs).
+// Weights per block (ggml-common.h: QK8_0, QK4_0, QK_K).
 const uint QK = FORMAT <= FMT_Q4_0 ? 32u : 256u;
-const uint BLOCK_BYTES = FORMAT == FMT_Q8_0 ? 34u
-                       : FORMAT == FMT_Q4_0 ? 18u
-                       : FORMAT == FMT_Q4_K ? 144u
-                       : FORMAT == FMT_Q5_K ? 176u
-                       : 210u;
-// Lanes per block: each lane decodes 32 weights.
-const uint LANES = QK / 32u;
-// Scale segments per lane: the 8 groups of a lane share 1 scale (Q8_0, Q4_0), 2 (Q4_K, Q5_K:
-// its 16 low-nibble and 16 high-nibble weights lie in two sub-blocks) or 4 (Q6_K: 8 weights
-// in each quarter of a half, each quarter with its own scale).
-const uint SEGS = FORMAT <= FMT_Q4_0 ? 1u : FORMAT == FMT_Q6_K ? 4u : 2u;
-const uint GROUPS_PER_SEG = 8u / SEGS;
+// Words of a block's body on the device: the block less its d where d is kept apart.
+const uint BODY_WORDS = FORMAT == FMT_Q8_0 ? 8u
+                      : FORMAT == FMT_Q4_0 ? 4u
+                      : FORMAT == FMT_Q4_K ? 36u
+                      : FORMAT == FMT_Q5_K ? 44u
+                      : 52u;
 // Q4_K and Q5_K subtract a min per sub-block (y = d*sc*q - dmin*m).
 const bool HAS_MIN = FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K;
 
@@ -99,51 +90,25 @@ void gemv_nibbles(uint q, float off, out vec4 lo, out vec4 hi) {
               uintBitsToFloat((q2 & 0xF0000u) | EXP7) - (128.0 + off));
 }
 
-// IEEE binary16 bits -> float, exactly, subnormals included, with integer operations: a
-// device that flushes denormals must not flush fp16 subnormal scales (common in real files).
-// The float of a subnormal half is a normal float (>= 2^-24), so nothing here is denormal.
+// IEEE binary16 bits -> float, exactly, subnormals, infinities and NaN payloads included,
+// with integer operations and selects (no branches): a device that flushes denormals must
+// not flush fp16 subnormal scales (common in real files), and nothing computed here is a
+// denormal float. A subnormal half m * 2^-24 is (1 + m / 1024) * 2^-14 - 2^-14, both terms
+// normal floats and the difference exact.
 float quant_half(uint h) {
-    uint sign = (h & 0x8000u) << 16;
-    uint em = h & 0x7FFFu;
-    uint mag;
-    if (em < 0x0400u) {
-        mag = floatBitsToUint(float(em) * (1.0 / 16777216.0));
-    } else if (em >= 0x7C00u) {
-        mag = 0x7F800000u | ((em & 0x03FFu) << 13);  // inf, NaN with its payload kept
-    } else {
-        mag = (em << 13) + 0x38000000u;               // rebias the exponent: 127 - 15 = 112
-    }
-    return uintBitsToFloat(sign | mag);
+    const uint em = h & 0x7FFFu;
+    const uint normal = (em << 13) + 0x38000000u;  // rebias the exponent: 127 - 15 = 112
+    const float sub = uintBitsToFloat((em << 13) + 0x38800000u) - 6.103515625e-05;
+    const uint mag = em < 0x0400u ? floatBitsToUint(sub)
+                   : em >= 0x7C00u ? (em << 13) | 0x7F800000u  // inf, NaN with its payload
+                   : normal;
+    return uintBitsToFloat(mag | ((h & 0x8000u) << 16));
 }
 
-// Word i of the weight tensor; the half word past the last whole one comes from wtail.
-uint quant_word(uint i) {
-    if (TAIL && i >= uint(wq.length())) {
-        return wtail[0];
-    }
-    return wq[i];
-}
-
-// Bytes 2..5 of the 8 bytes lo:hi (lo first): 4 bytes that start 2 bytes into a word.
-uint funnel16(uint lo, uint hi) {
-    return (lo >> 16) | (hi << 16);
-}
-
-// 4 bytes at a 2-aligned byte offset.
-uint quant_read32(uint o) {
-    uint lo = quant_word(o >> 2);
-    if ((o & 2u) == 0u) {
-        return lo;
-    }
-    return funnel16(lo, quant_word((o >> 2) + 1u));
-}
-
-// The 2 bytes at a 2-aligned offset, and the byte at any offset.
-uint quant_read16(uint o) {
-    return (quant_word(o >> 2) >> ((o & 2u) * 8u)) & 0xFFFFu;
-}
-uint quant_read8(uint o) {
-    return (quant_word(o >> 2) >> ((o & 3u) * 8u)) & 0xFFu;
+// d of block i, i counted from the first half of the d binding (Q8_0, Q4_0, Q6_K).
+float quant_d(uint i) {
+    const uint w = wd[i >> 1];
+    return quant_half((i & 1u) != 0u ? w >> 16 : w & 0xFFFFu);
 }
 
 // Byte i (0..11) of a K-quant scale array held in three words.
@@ -180,176 +145,169 @@ uvec4 kscale_pair(uvec3 s, uint c) {
 }
 
 // ------------------------------------------------------------------------------------------
-// quant_decode4: weights e4 .. e4 + 3 (e4 a multiple of 4) of the block at byte offset s,
-// dequantized. Reads each field where it lies, so it suits scattered access (a GEMM tile).
+// quant_decode4: weights e4 .. e4 + 3 (e4 a multiple of 4) of block `blk` (its d the `di`th
+// of the d binding), dequantized. Reads each field where it lies, so it suits scattered
+// access (a GEMM tile).
 // ------------------------------------------------------------------------------------------
-vec4 quant_decode4(uint s, uint e4) {
+vec4 quant_decode4(uint blk, uint di, uint e4) {
+    const uint s = blk * BODY_WORDS;  // the body's first word
     if (FORMAT == FMT_Q8_0) {
-        float d = quant_half(quant_read16(s));
-        return d * quant_bytes(quant_read32(s + 2u + e4) ^ 0x80808080u, 0xFFu, 128.0);
+        return quant_d(di) * quant_bytes(wq[s + e4 / 4u] ^ 0x80808080u, 0xFFu, 128.0);
     }
     if (FORMAT == FMT_Q4_0) {
-        float d = quant_half(quant_read16(s));
-        uint w = quant_read32(s + 2u + (e4 & 15u)) >> (e4 >= 16u ? 4u : 0u);
-        return d * quant_bytes(w, 0x0Fu, 8.0);
+        const uint w = wq[s + (e4 & 15u) / 4u] >> (e4 >= 16u ? 4u : 0u);
+        return quant_d(di) * quant_bytes(w, 0x0Fu, 8.0);
     }
     if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
-        // Q4_K and Q5_K blocks are 16-byte multiples: every field below is word-aligned.
         uint sb = e4 / 32u, l = e4 % 32u;
-        uint w0 = wq[s >> 2];
-        uvec3 sc = uvec3(wq[(s >> 2) + 1u], wq[(s >> 2) + 2u], wq[(s >> 2) + 3u]);
-        uvec2 scm = kscale_min(sc, sb);
+        uint w0 = wq[s];
+        uvec2 scm = kscale_min(uvec3(wq[s + 1u], wq[s + 2u], wq[s + 3u]), sb);
         float step = quant_half(w0 & 0xFFFFu) * float(scm.x);
         float offset = quant_half(w0 >> 16) * float(scm.y);
-        uint qs_at = FORMAT == FMT_Q4_K ? 16u : 48u;
-        uint q = (wq[(s + qs_at + 32u * (sb / 2u) + l) >> 2] >> (4u * (sb & 1u))) & 0x0F0F0F0Fu;
+        uint qs_at = FORMAT == FMT_Q4_K ? 4u : 12u;  // words
+        uint q = (wq[s + qs_at + 8u * (sb / 2u) + l / 4u] >> (4u * (sb & 1u))) & 0x0F0F0F0Fu;
         if (FORMAT == FMT_Q5_K) {
-            q |= ((wq[(s + 16u + l) >> 2] >> sb) & 0x01010101u) << 4;
+            q |= ((wq[s + 4u + l / 4u] >> sb) & 0x01010101u) << 4;
         }
         return step * quant_bytes(q, 0xFFu, 0.0) - offset;
     }
-    // Q6_K: half h, quarter k, position l (docs/quant-formats.md's table).
+    // Q6_K: half h, quarter k, position l (docs/quant-formats.md's table); the body is
+    // ql (words 0..31), qh (32..47), scales (48..51).
     uint h = e4 / 128u, k = (e4 % 128u) / 32u, l = e4 % 32u;
-    uint ql = quant_read32(s + 64u * h + 32u * (k & 1u) + l) >> (4u * (k >> 1));
-    uint qh = quant_read32(s + 128u + 32u * h + l) >> (2u * k);
+    uint ql = wq[s + 16u * h + 8u * (k & 1u) + l / 4u] >> (4u * (k >> 1));
+    uint qh = wq[s + 32u + 8u * h + l / 4u] >> (2u * k);
     uint code = (ql & 0x0F0F0F0Fu) | ((qh & 0x03030303u) << 4);
-    int sc = bitfieldExtract(int(quant_read8(s + 192u + e4 / 16u)), 0, 8);
-    float d = quant_half(quant_read16(s + 208u));
-    return (d * float(sc)) * quant_bytes(code, 0xFFu, 32.0);
+    uint si = e4 / 16u;
+    int sc = bitfieldExtract(int(wq[s + 48u + si / 4u]), int(8u * (si & 3u)), 8);
+    return (quant_d(di) * float(sc)) * quant_bytes(code, 0xFFu, 32.0);
 }
 
 // ------------------------------------------------------------------------------------------
-// Lanes: lane j of a block decodes 32 weights, as 8 groups of 4 consecutive elements.
+// Pieces: what one lane of a GEMV reads of a block per step. A block is PPB pieces; a piece
+// is 4 CW bytes of codes per field, plus the block's scales:
+//   Q8_0 (PB 16, 32)  codes words CW p .. of the body: elements PB p + 4k .. + 3 in word k;
+//                     d (as float bits) after them
+//   Q4_0 (PB 8, 16)   codes words CW p ..: the low nibbles of word k are elements PB p + 4k
+//                     .. + 3, the high ones 16 + PB p + 4k ..; d after them
+//   Q4_K (16 bytes)   piece j (PPB 8): qs[16j .. 16j + 15] (words 0..3): positions l0 = 16 (j
+//                     & 1) .. l0 + 15 of sub-block 2c (low nibbles) and 2c + 1 (high), c = j
+//                     / 2; the block's first uvec4 (d, dmin, scales) at words 4..7
+//   Q5_K (16 bytes)   as Q4_K, and qh[l0 .. l0 + 15] (the fifth bits) at words 8..11
+//   Q6_K (64 weights) piece p (PPB 4): half h = p / 2, positions l0 = 16 (p & 1) .. l0 + 15
+//                     of its four quarters: ql[64h + l0 ..] (words 0..3: quarters 0 and 2),
+//                     ql[64h + 32 + l0 ..] (4..7: quarters 1 and 3), qh[32h + l0 ..] (8..11),
+//                     the half's scales[8h .. 8h + 7] (12, 13), d as float bits (14)
 // ------------------------------------------------------------------------------------------
+const uint PPB = FORMAT == FMT_Q8_0 ? 32u / PB
+               : FORMAT == FMT_Q4_0 ? 16u / PB
+               : FORMAT == FMT_Q6_K ? 4u : 8u;
+// Words of codes per field of a piece.
+const uint CW = FORMAT <= FMT_Q4_0 ? PB / 4u : 4u;
+// Words a piece holds, at most (Q6_K: 15).
+const uint RP = 16u;
 
-// The words a lane needs, loaded but not yet decoded (at most 13).
-struct QuantRaw {
-    uvec4 v[4];
-};
-
-uint raw_word(QuantRaw r, uint i) {
-    return r.v[i >> 2][i & 3u];
-}
-
-// The 2-aligned formats (Q8_0, Q4_0, Q6_K) load scalar words: raw word i of lane j is the word
-// that holds block byte quant_raw_rel(j, i). Q8_0 and Q4_0 take the 9 / 5 words that hold the
-// whole block, whichever its alignment; Q6_K lane j (half h = j / 4, positions l0 .. l0 + 7
-// of each quarter) takes the 3 words that cover each of its four 8-byte fields (ql, ql + 32,
-// qh, scales) and the word of d. Q4_K and Q5_K (16-byte blocks) load uvec4s instead.
-const bool QUANT_WORD_LOADS = FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0 || FORMAT == FMT_Q6_K;
-const uint RAW_WORDS = FORMAT == FMT_Q8_0 ? 9u : FORMAT == FMT_Q4_0 ? 5u : 13u;
-
-uint quant_raw_rel(uint j, uint i) {
-    if (FORMAT != FMT_Q6_K) {
-        return 4u * i;
+// Piece p of block `blk` (its d the `di`th of the d binding) into r.
+void piece_load(uint blk, uint di, uint p, out uint r[RP]) {
+    [[unroll]] for (uint i = 0u; i < RP; i++) {
+        r[i] = 0u;
     }
-    if (i == 12u) {
-        return 208u;  // d
-    }
-    uint h = j >> 2, l0 = 8u * (j & 3u), f = i / 3u;
-    uint at = f == 0u ? 64u * h + l0
-            : f == 1u ? 64u * h + 32u + l0
-            : f == 2u ? 128u + 32u * h + l0
-            : 192u + 8u * h;
-    return at + 4u * (i % 3u);
-}
-
-// Issue the loads of lane j of the block at byte offset s.
-QuantRaw quant_load(uint s, uint j) {
-    QuantRaw r;
-    r.v[0] = uvec4(0u); r.v[1] = uvec4(0u); r.v[2] = uvec4(0u); r.v[3] = uvec4(0u);
-    if (QUANT_WORD_LOADS) {
-        [[unroll]] for (uint i = 0u; i < RAW_WORDS; i++) {
-            r.v[i >> 2][i & 3u] = quant_word((s + quant_raw_rel(j, i)) >> 2);
-        }
-    } else if (FORMAT == FMT_Q4_K) {
-        r.v[0] = wq4[s >> 4];                // d, dmin, scales
-        r.v[1] = wq4[(s >> 4) + 1u + j];     // qs[16j .. 16j + 15]
-    } else {
-        r.v[0] = wq4[s >> 4];                    // Q5_K: d, dmin, scales
-        r.v[1] = wq4[(s >> 4) + 1u + (j & 1u)];  // qh[16(j&1) .. +15]
-        r.v[2] = wq4[(s >> 4) + 3u + j];         // qs[16j .. 16j + 15]
-    }
-    return r;
-}
-
-// Element offset, inside its block, of group g of lane j.
-uint quant_group_pos(uint j, uint g) {
     if (FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0) {
-        return 4u * g;  // Q4_0: groups 0-3 low nibbles (0..15), 4-7 high (16..31)
+        const uint w0 = blk * BODY_WORDS + CW * p;
+        if (CW == 2u) {
+            const uvec2 v = wq2[w0 >> 1];
+            r[0] = v.x;
+            r[1] = v.y;
+        } else {
+            [[unroll]] for (uint k = 0u; k < CW / 4u; k++) {
+                const uvec4 v = wq4[(w0 >> 2) + k];
+                r[4u * k] = v.x;
+                r[4u * k + 1u] = v.y;
+                r[4u * k + 2u] = v.z;
+                r[4u * k + 3u] = v.w;
+            }
+        }
+        r[CW] = floatBitsToUint(quant_d(di));
+    } else if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
+        const uint v0 = blk * (BODY_WORDS / 4u);  // the block's first uvec4
+        const uvec4 q = wq4[v0 + (FORMAT == FMT_Q4_K ? 1u : 3u) + p];
+        const uvec4 hd = wq4[v0];
+        r[0] = q.x; r[1] = q.y; r[2] = q.z; r[3] = q.w;
+        r[4] = hd.x; r[5] = hd.y; r[6] = hd.z; r[7] = hd.w;
+        if (FORMAT == FMT_Q5_K) {
+            const uvec4 qh = wq4[v0 + 1u + (p & 1u)];
+            r[8] = qh.x; r[9] = qh.y; r[10] = qh.z; r[11] = qh.w;
+        }
+    } else {
+        const uint v0 = blk * (BODY_WORDS / 4u), h = p >> 1, j = p & 1u;
+        const uvec4 a = wq4[v0 + 4u * h + j];
+        const uvec4 b = wq4[v0 + 4u * h + 2u + j];
+        const uvec4 q = wq4[v0 + 8u + 2u * h + j];
+        const uvec2 sc = wq2[blk * (BODY_WORDS / 2u) + 24u + h];
+        r[0] = a.x; r[1] = a.y; r[2] = a.z; r[3] = a.w;
+        r[4] = b.x; r[5] = b.y; r[6] = b.z; r[7] = b.w;
+        r[8] = q.x; r[9] = q.y; r[10] = q.z; r[11] = q.w;
+        r[12] = sc.x;
+        r[13] = sc.y;
+        r[14] = floatBitsToUint(quant_d(di));
+    }
+}
+
+// Groups of 4 weights in a piece, and their element offsets inside the block.
+const uint PIECE_GROUPS = FORMAT == FMT_Q8_0 ? CW : FORMAT == FMT_Q4_0 ? 2u * CW
+                        : FORMAT == FMT_Q6_K ? 16u : 8u;
+
+// Element offset (inside its block) of group g of piece p: Q8_0 / Q4_0 groups k < CW are
+// code word k (Q4_0: its low nibbles), Q4_0's CW + k its high nibbles; Q4_K / Q5_K groups
+// 0..3 sub-block 2c, 4..7 sub-block 2c + 1 (word g & 3); Q6_K group 4k + w is quarter k,
+// word w.
+uint piece_pos(uint p, uint g) {
+    if (FORMAT == FMT_Q8_0) {
+        return PB * p + 4u * g;
+    }
+    if (FORMAT == FMT_Q4_0) {
+        return g < CW ? PB * p + 4u * g : 16u + PB * p + 4u * (g - CW);
     }
     if (FORMAT == FMT_Q6_K) {
-        uint h = j >> 2, l0 = 8u * (j & 3u);
-        return 128u * h + 32u * (g >> 1) + l0 + 4u * (g & 1u);
+        return 128u * (p >> 1) + 32u * (g >> 2) + 16u * (p & 1u) + 4u * (g & 3u);
     }
-    // Q4_K, Q5_K: lane j holds qs[16j .. 16j + 15]: low nibbles are elements
-    // 64c + l0 .. + 15 (sub-block 2c), high nibbles 64c + 32 + l0 .. + 15 (sub-block 2c + 1).
-    uint c = j >> 1, l0 = 16u * (j & 1u);
-    return 64u * c + 32u * (g >> 2) + l0 + 4u * (g & 3u);
+    return 64u * (p >> 1) + 32u * (g >> 2) + 16u * (p & 1u) + 4u * (g & 3u);
 }
 
-// The scales and mins of the segments of lane j (loaded by quant_load(s, j)): weight =
-// scale[seg] * code - minv[seg], with seg = g / GROUPS_PER_SEG for group g.
-void quant_scales(QuantRaw r, uint s, uint j, out vec4 scale, out vec4 minv) {
-    scale = vec4(0.0);
-    minv = vec4(0.0);
-    const bool shifted = (s & 2u) != 0u;  // the block starts 2 bytes into its first word
-    if (FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0) {
-        uint w0 = raw_word(r, 0u);
-        scale.x = quant_half(shifted ? w0 >> 16 : w0 & 0xFFFFu);
-    } else if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
-        uvec4 hd = r.v[0];
-        uint c = j >> 1;
-        float d = quant_half(hd.x & 0xFFFFu), dmin = quant_half(hd.x >> 16);
-        vec4 scm = vec4(kscale_pair(hd.yzw, c));
-        scale.xy = d * scm.xy;
-        minv.xy = dmin * scm.zw;
-    } else {
-        // Q6_K: quarter k's scale is scales[8h + (l0 >= 16) + 2k], a signed byte; the two
-        // words of scales[8h .. 8h + 7] are raw words 9..11.
-        uint w = raw_word(r, 12u);
-        float d = quant_half(shifted ? w >> 16 : w & 0xFFFFu);
-        uint s0 = shifted ? funnel16(raw_word(r, 9u), raw_word(r, 10u)) : raw_word(r, 9u);
-        uint s1 = shifted ? funnel16(raw_word(r, 10u), raw_word(r, 11u)) : raw_word(r, 10u);
-        uint first = (j & 3u) >= 2u ? 1u : 0u;
-        [[unroll]] for (uint k = 0u; k < 4u; k++) {
-            uint b = first + 2u * k;
-            int sc = bitfieldExtract(int(b < 4u ? s0 : s1), int(8u * (b & 3u)), 8);
-            scale[k] = d * float(sc);
-        }
-    }
+// Q6_K: the four 6-bit codes of quarter k, word w of a piece (bytes 0..63).
+uint q6k_codes(uint r[RP], uint k, uint w) {
+    const uint l = r[4u * (k & 1u) + w] >> (4u * (k >> 1));
+    return (l & 0x0F0F0F0Fu) | (((r[8u + w] >> (2u * k)) & 0x03030303u) << 4);
 }
 
-// The codes of group g (0..7) of lane j as floats, offsets such as Q4_0's -8 applied.
-vec4 quant_group(QuantRaw r, uint s, uint j, uint g) {
-    const bool shifted = (s & 2u) != 0u;
-    if (FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0) {
-        // Data word k holds block bytes 2 + 4k .. 5 + 4k.
-        uint k = FORMAT == FMT_Q8_0 ? g : g & 3u;
-        uint w = shifted ? raw_word(r, k + 1u) : funnel16(raw_word(r, k), raw_word(r, k + 1u));
-        if (FORMAT == FMT_Q8_0) {
-            return quant_bytes(w ^ 0x80808080u, 0xFFu, 128.0);  // signed bytes, + 128
-        }
-        return quant_bytes(w >> (g >= 4u ? 4u : 0u), 0x0Fu, 8.0);
+// Q5_K: the four 5-bit codes of word w of a piece, sub-block 2c + hi.
+uint q5k_codes(uint r[RP], uint c, uint hi, uint w) {
+    return ((r[w] >> (4u * hi)) & 0x0F0F0F0Fu) | (((r[8u + w] >> (2u * c + hi)) & 0x01010101u) << 4);
+}
+
+// Group g of piece p, dequantized (the GEMVs' fields and positions; the dequantize kernel
+// holds them to the CPU reference).
+vec4 piece_values(uint r[RP], uint p, uint g) {
+    if (FORMAT == FMT_Q8_0) {
+        return uintBitsToFloat(r[CW]) * gemv_bytes(r[g] ^ 0x80808080u, 128.0);
+    }
+    if (FORMAT == FMT_Q4_0) {
+        vec4 lo, hi;
+        gemv_nibbles(r[g % CW], 8.0, lo, hi);
+        return uintBitsToFloat(r[CW]) * (g < CW ? lo : hi);
     }
     if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
-        uint k = g & 3u, high = g >> 2;  // high: the odd sub-block, in the high nibbles
-        if (FORMAT == FMT_Q4_K) {
-            return quant_bytes(r.v[1][k] >> (4u * high), 0x0Fu, 0.0);
-        }
-        // Q5_K: the fifth bit of element l of sub-block sb is bit sb of qh[l].
-        uint q = ((r.v[2][k] >> (4u * high)) & 0x0F0F0F0Fu) |
-                 (((r.v[1][k] >> (2u * (j >> 1) + high)) & 0x01010101u) << 4);
-        return quant_bytes(q, 0xFFu, 0.0);
+        const uint c = p >> 1, hi = g >> 2, w = g & 3u;
+        const vec4 sm = vec4(kscale_pair(uvec3(r[5], r[6], r[7]), c));
+        const float step = quant_half(r[4] & 0xFFFFu) * sm[hi];
+        const float offset = quant_half(r[4] >> 16) * sm[2u + hi];
+        const uint q = FORMAT == FMT_Q4_K ? (r[w] >> (4u * hi)) & 0x0F0F0F0Fu
+                                          : q5k_codes(r, c, hi, w);
+        return step * gemv_bytes(q, 0.0) - offset;
     }
-    // Q6_K: quarter k = g / 2, word i = g % 2 of each 8-byte field (raw words 3f .. 3f + 2).
-    uint k = g >> 1, i = g & 1u;
-    uint f = k & 1u;  // ql or ql + 32
-    uint a = shifted ? funnel16(raw_word(r, 3u * f + i), raw_word(r, 3u * f + i + 1u))
-                     : raw_word(r, 3u * f + i);
-    uint h = shifted ? funnel16(raw_word(r, 6u + i), raw_word(r, 7u + i)) : raw_word(r, 6u + i);
-    uint code = ((a >> (4u * (k >> 1))) & 0x0F0F0F0Fu) | (((h >> (2u * k)) & 0x03030303u) << 4);
-    return quant_bytes(code, 0xFFu, 32.0);
+    const uint k = g >> 2;
+    const uint si = 2u * k + (p & 1u);  // scale index inside the half
+    const float sc = float(bitfieldExtract(int(r[12u + si / 4u]), int(8u * (si & 3u)), 8));
+    return (uintBitsToFloat(r[14]) * sc) * gemv_bytes(q6k_codes(r, k, g & 3u), 32.0);
 }
 
 #endif

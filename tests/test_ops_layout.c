@@ -421,6 +421,17 @@ static void bad_arguments(void **state)
     EXPECT_STATUS(mcl_copy(ctx, x, odd), SHAPE);
     EXPECT_STATUS(mcl_copy(ctx, x, f16), DTYPE);
     EXPECT_STATUS(mcl_copy(ctx, u8, u8b), UNSUPPORTED);  /* 6 bytes: not whole words */
+    {
+        /* Block types: no element size, so only the same type matches (68 bytes of Q8_0
+         * would overrun Q4_0's 36). */
+        int64_t s64[1] = {64};
+        mcl_tensor *q8 = mcl_test_tensor(ctx, MCL_DTYPE_Q8_0, 1, s64, NULL);
+        mcl_tensor *q4 = mcl_test_tensor(ctx, MCL_DTYPE_Q4_0, 1, s64, NULL);
+        EXPECT_STATUS(mcl_copy(ctx, q8, q4), DTYPE);
+        EXPECT_STATUS(mcl_copy(ctx, q4, q8), DTYPE);
+        mcl_tensor_destroy(q8);
+        mcl_tensor_destroy(q4);
+    }
     EXPECT_STATUS(mcl_copy(ctx, NULL, y), INVALID);
     /* Permute */
     const uint32_t p_ok[4] = {0, 2, 1, 3}, p_dup[4] = {0, 1, 1, 3}, p_range[4] = {0, 1, 2, 4};

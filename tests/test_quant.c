@@ -1131,6 +1131,89 @@ static void corrupted_scale_bit_changes_output(void **state)
     assert_int_equal(mismatches(NULL, b8, g8, 32), 3);
 }
 
+#define LAYOUT_BLOCKS 7
+
+/* device_layout_round_trip's checks of a split type: `map` gives each GGUF byte's device
+ * offset, `hand` the device bytes written out from it. */
+static void check_split(const mcl_quant_layout *l, const uint8_t *gguf, const uint64_t *map,
+                        uint8_t *hand, uint8_t *dev, uint8_t *back)
+{
+    size_t n = LAYOUT_BLOCKS * (size_t)l->block_bytes;
+    uint64_t d_area = LAYOUT_BLOCKS * (uint64_t)l->body_bytes;
+    mcl_quant_split(l, 0, gguf, n, dev);
+    assert_memory_equal(dev, hand, n);
+    for (size_t lo = 0; lo < n; lo += 3) {
+        for (size_t hi = lo + 1; hi <= n; hi += 5) {
+            uint64_t body_at, body_bytes, d_at, d_bytes;
+            mcl_quant_device_ranges(l, LAYOUT_BLOCKS, lo, hi - lo, &body_at, &body_bytes, &d_at,
+                                    &d_bytes);
+            /* Each GGUF byte of the range lands in one of the two device ranges, in order,
+             * and in the split's part for it. */
+            mcl_quant_split(l, lo, gguf + lo, hi - lo, dev);
+            uint64_t nb = 0, nd = 0;
+            for (size_t i = lo; i < hi; i++) {
+                int in_d = map[i] >= d_area;
+                uint64_t want = in_d ? d_at + nd : body_at + nb;
+                assert_int_equal(map[i], want);
+                assert_int_equal(dev[in_d ? body_bytes + nd : nb], gguf[i]);
+                nd += in_d;
+                nb += !in_d;
+            }
+            assert_int_equal(nb, body_bytes);
+            assert_int_equal(nd, d_bytes);
+            memset(back, 0, n);
+            mcl_quant_merge(l, lo, dev, hi - lo, back);
+            assert_memory_equal(back, gguf + lo, hi - lo);
+        }
+    }
+    /* Control: a layout with the d values of blocks 1 and 2 swapped differs. */
+    uint8_t tmp[2] = {hand[d_area + 2], hand[d_area + 3]};
+    memcpy(hand + d_area + 2, hand + d_area + 4, 2);
+    memcpy(hand + d_area + 4, tmp, 2);
+    mcl_quant_split(l, 0, gguf, n, dev);
+    assert_true(memcmp(dev, hand, n) != 0);
+}
+
+/* The device layout: for every format, every byte range of a tensor of 7 blocks (an odd count)
+ * splits into the body and d ranges that a byte-by-byte mapping gives, split then merge
+ * restores the bytes, and the split of the whole tensor is the layout written out by hand
+ * (bodies, then the d values); Q4_K and Q5_K are not split. Control: the hand layout with two
+ * d values swapped is not what the split makes. */
+static void device_layout_round_trip(void **state)
+{
+    (void)state;
+    static const mcl_dtype types[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DTYPE_Q4_K,
+                                      MCL_DTYPE_Q5_K, MCL_DTYPE_Q6_K};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        mcl_quant_layout l;
+        assert_true(mcl_quant_layout_of(types[t], &l));
+        int split = types[t] == MCL_DTYPE_Q8_0 || types[t] == MCL_DTYPE_Q4_0 ||
+                    types[t] == MCL_DTYPE_Q6_K;
+        assert_int_equal(l.split, split);
+        assert_int_equal(l.body_bytes % 16, 0);
+        size_t bb = l.block_bytes, n = LAYOUT_BLOCKS * bb;
+        uint8_t *gguf = malloc(n), *dev = malloc(n), *back = malloc(n), *hand = malloc(n);
+        uint64_t *map = malloc(n * sizeof *map);
+        assert_true(gguf && dev && back && hand && map);
+        for (size_t i = 0; i < n; i++) {
+            size_t b = i / bb, j = i % bb;
+            int in_d = split && j >= l.d_at && j < l.d_at + 2;
+            gguf[i] = (uint8_t)(i * 131 + 7);
+            map[i] = !split ? i
+                     : in_d ? LAYOUT_BLOCKS * l.body_bytes + 2 * b + (j - l.d_at)
+                            : b * l.body_bytes + (j < l.d_at ? j : j - 2);
+            hand[map[i]] = gguf[i];
+        }
+        if (split)
+            check_split(&l, gguf, map, hand, dev, back);
+        free(gguf);
+        free(dev);
+        free(back);
+        free(hand);
+        free(map);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1159,6 +1242,7 @@ int main(void)
 #endif
         cmocka_unit_test(wrong_expected_vector_is_detected),
         cmocka_unit_test(corrupted_scale_bit_changes_output),
+        cmocka_unit_test(device_layout_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

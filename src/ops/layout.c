@@ -201,6 +201,13 @@ mcl_status mcl_copy(mcl_context *ctx, const mcl_tensor *src, mcl_tensor *dst)
         return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_copy: tensor of another context");
     if (mcl_dtype_size(src->dtype) != mcl_dtype_size(dst->dtype))
         return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_copy: element sizes differ");
+    /* Block types have no element size (both read 0): only one of the same type has the same
+     * bytes (and the same device layout). */
+    if ((mcl_dtype_block_weights(src->dtype) > 1 || mcl_dtype_block_weights(dst->dtype) > 1) &&
+        src->dtype != dst->dtype)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
+                        "mcl_copy: a %s tensor copies only to a tensor of its type, not %s",
+                        mcl_dtype_name(src->dtype), mcl_dtype_name(dst->dtype));
     if (mcl_tensor_numel(src) != mcl_tensor_numel(dst))
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_copy: element counts differ");
     /* The kernel moves whole words; a trailing partial word would need byte stores, which

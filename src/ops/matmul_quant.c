@@ -3,18 +3,21 @@
  *
  * Two paths:
  *  - float (every format): the weights are dequantized in the shader and multiplied in f32.
- *    gemv_q_span for 1..8 rows of a (decode), gemm_q with W's tiles dequantized
- *    into shared memory for more. The path an RX 580 runs (it has no packed 8-bit dot
- *    product).
- *  - integer dot (Q8_0, Q4_0): quantize_q8_1 quantizes a to 8 bits per 32 values, then
- *    gemv_q_span_dot / gemm_q_dot multiply packed int8 codes. Taken where the device's
- *    integer dot product is enabled and accelerated, or where it is enabled and asked for
- *    (see mcl_quant_path_select).
+ *    gemv_q for 1..8 rows of a (decode), gemm_q with W's tiles dequantized into shared
+ *    memory for more. The path an RX 580 runs (it has no packed 8-bit dot product).
+ *  - integer dot: quantize_q8_1 quantizes a to 8 bits per 32 values, then gemv_q_dot (every
+ *    format) / gemm_q_dot (Q8_0, Q4_0; the K types' GEMM is the float one) multiply packed
+ *    int8 codes. Taken where the device's integer dot product is enabled and accelerated, or
+ *    where it is enabled and asked for (see mcl_quant_path_select).
  *
- * The GEMVs (shaders/gemv_span.glsl) read each row of W along K with the lanes of a row group,
- * a few words each; with several rows of x on the float path (and Q5_K at one) the rounds of
- * a workgroup go in step and the x of each round is staged in shared memory (gemv_plan_for
- * chooses).
+ * Weights are stored in the device layout (shaders/quant.glsl, src/quant/device_layout.c):
+ * Q8_0, Q4_0 and Q6_K keep their fp16 d apart from the block bodies, so that every body is
+ * 16-byte aligned. A kernel binds the bodies and the d values as two buffers (weight_part).
+ *
+ * The GEMVs (shaders/gemv_q.glsl) read each row of W along K with the lanes of a row group,
+ * a piece of a block each; with several rows of x on the float path (and Q5_K at one) the
+ * rounds of a workgroup go in step and the x of each round is staged in shared memory
+ * (gemv_plan_for chooses).
  *
  * mcl_matmul_multi applies several weights to one input: on the integer-dot path that input is
  * quantized once for all, where each mcl_matmul quantizes its own and the GEMV then waits
@@ -22,11 +25,7 @@
  *
  * A weight larger than one binding (maxStorageBufferRange, or MOTIFCL_MAX_BINDING) is bound
  * in row ranges, views at offsets the device can bind; each writes its columns of c (the
- * kernels' ldc and c0), and the integer-dot path quantizes a once for all of them.
- *
- * Weights are bound as 32-bit words. A tensor of 2 mod 4 bytes ends in half a word that such a
- * binding cannot reach; its last bytes are copied into a one-word scratch tensor first (the
- * kernels' TAIL specialization). */
+ * kernels' ldc and c0), and the integer-dot path quantizes a once for all of them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +33,7 @@
 #include "../core/env.h"
 #include "../vk/context.h"
 #include "ops_internal.h"
+#include "quant/quant.h"
 
 /* The block formats, in the order of quant.glsl's FMT_* constants. */
 static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DTYPE_Q4_K,
@@ -111,28 +111,34 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
  * it). */
 #define QUANT_SPAN_MAX_SHARED 49152u
 #define QUANT_SPAN_MAX_SHARED_WAVE64 32768u
-/* Bytes of codes per piece, per format (Q6_K's pieces are fixed: 4 positions). The float
- * path decodes Q4_0 in pieces of 8 bytes at several rows of x: with 2 rows of W per row group
- * it ran at 29% of stream read so, 16% with whole blocks (16), whose 32 weights and 8 loads of
- * x per lane cost more than the longer pieces save. At one row with 8 rows of W per row group
- * whole blocks won: 48.4 / 48.8% batched against 45.0 / 44.4% (evidence/h200-db9f804-plans,
- * s7). */
-static const uint32_t span_pb[] = {16, 16, 16, 16, 4};
+/* Bytes of codes per piece (quant.glsl's PB), per format; the K types' pieces are fixed (16
+ * bytes of codes for Q4_K / Q5_K, 64 weights for Q6_K), their entries name that. The integer-dot
+ * path takes whole blocks of Q8_0 and Q4_0 (on the H200 a lane per Q8_0 block read 92-96% of
+ * stream read in a batch on one input, evidence/h200-3ba84a6-lab). The float path takes half a
+ * Q8_0 block (79 / 69% there, against 68 / 60% in the GGUF layout's best plan), and decodes
+ * Q4_0 in pieces of 8 bytes at several rows of x: with 2 rows of W per row group it ran at 29%
+ * of stream read so, 16% with whole blocks (16), whose 32 weights and 8 loads of x per lane
+ * cost more than the longer pieces save. At one row with 8 rows of W per row group whole
+ * blocks won: 48.4 / 48.8% batched against 45.0 / 44.4% (evidence/h200-db9f804-plans, s7). */
+static const uint32_t span_pb_dot[] = {32, 16, 16, 16, 16};
+static const uint32_t span_pb[] = {16, 16, 16, 16, 16};
 #define QUANT_SPAN_PB_Q4_0_FLOAT 8u
 #define QUANT_SPAN_PB_Q4_0_FLOAT1 16u
+/* The piece size the public mcl_dequantize_tensor decodes with. */
+#define QUANT_DEQUANT_PB 16u
 
-/* Pieces per block of a span plan (gemv_span.glsl's PPB), 0 where pb does not fit fmt. */
+/* Pieces per block of a plan (quant.glsl's PPB), 0 where pb does not fit fmt. */
 static uint32_t span_pieces(uint32_t fmt, uint32_t pb)
 {
     switch (fmt) {
     case FMT_Q8_0:
-        return pb == 8 || pb == 16 || pb == 32 ? 32 / pb : 0;
+        return pb == 16 || pb == 32 ? 32 / pb : 0;
     case FMT_Q4_0:
         return pb == 8 || pb == 16 ? 16 / pb : 0;
     case FMT_Q6_K:
-        return pb == 4 ? 16 : 0;
+        return pb == 16 ? 4 : 0;
     default: /* Q4_K, Q5_K */
-        return pb == 8 || pb == 16 ? 128 / pb : 0;
+        return pb == 16 ? 8 : 0;
     }
 }
 /* gemm_q_dot's fixed tile: 128 rows of a by 64 rows of W, 256 invocations. */
@@ -147,16 +153,20 @@ static uint32_t span_pieces(uint32_t fmt, uint32_t pb)
 /* ldc, c0: the output's row stride and the column of this W's row 0 (a W split in row ranges
  * writes its columns of the whole output). */
 typedef struct gemv_push {
-    uint32_t n, k, has_bias, ldc, c0;
+    uint32_t n, k, has_bias, ldc, c0, dlo;
 } gemv_push;
 
 typedef struct gemm_push {
-    uint32_t m, n, k, has_bias, ldc, c0;
+    uint32_t m, n, k, has_bias, ldc, c0, dlo;
 } gemm_push;
 
 typedef struct blocks_push {
     uint32_t blocks;
 } blocks_push;
+
+typedef struct dequant_push {
+    uint32_t blocks, dlo;
+} dequant_push;
 
 static int format_index(mcl_dtype dtype)
 {
@@ -181,7 +191,7 @@ static void grid_2d(uint32_t count, uint32_t *gx, uint32_t *gy)
 
 mcl_quant_path mcl_quant_path_select(const mcl_context *ctx, mcl_dtype dtype)
 {
-    if (!ctx || (dtype != MCL_DTYPE_Q8_0 && dtype != MCL_DTYPE_Q4_0))
+    if (!ctx || format_index(dtype) < 0)
         return MCL_QUANT_PATH_FLOAT;
     uint64_t features = ctx->info.features_enabled;
     if (!(features & MCL_FEATURE_INTEGER_DOT_PRODUCT))
@@ -201,33 +211,48 @@ mcl_quant_path mcl_quant_path_select(const mcl_context *ctx, mcl_dtype dtype)
     return MCL_QUANT_PATH_FLOAT;
 }
 
-/* When w's size is not a multiple of 4, copy its last partial word into a new one-word scratch
- * tensor (*tail); otherwise *tail = NULL. Ordered like a dispatch that reads w. */
-static mcl_status tail_word(mcl_context *ctx, mcl_tensor *w, mcl_tensor **tail)
+/* The two bindings of rows [r0, r0 + rows) of a quantized weight w (of n rows of k weights, a
+ * root tensor) in the device layout: its block bodies, and its d values (for Q4_K and Q5_K,
+ * any buffer: the bodies again), bound from an aligned offset below the first with dlo the
+ * half where it starts. Views: the caller destroys them. */
+typedef struct weight_part {
+    mcl_tensor *body, *d;
+    uint32_t dlo;
+} weight_part;
+
+static mcl_status weight_part_views(mcl_context *ctx, mcl_tensor *w, uint32_t n, uint32_t k,
+                                    uint32_t r0, uint32_t rows, weight_part *out)
 {
-    *tail = NULL;
-    uint64_t partial = w->nbytes % 4;
-    if (partial == 0)
-        return MCL_SUCCESS;
-    mcl_tensor_desc desc = {.size = sizeof desc, .dtype = MCL_DTYPE_I32, .ndim = 1,
-                            .shape = {1}, .memory_class = MCL_MEMORY_SCRATCH};
-    mcl_status status = mcl_tensor_create_ex(ctx, &desc, tail);
-    if (status != MCL_SUCCESS)
-        return status;
-    if ((status = mcl_stream_begin(ctx)) != MCL_SUCCESS) {
-        mcl_tensor_destroy(*tail);
-        *tail = NULL;
+    mcl_quant_layout l;
+    mcl_quant_layout_of(w->dtype, &l);
+    *out = (weight_part){0};
+    uint64_t nb = k / (uint64_t)mcl_dtype_block_weights(w->dtype);
+    uint64_t row_body = nb * l.body_bytes;
+    mcl_status status = mcl_tensor_bytes_view(w, r0 * row_body, rows * row_body, &out->body);
+    if (status != MCL_SUCCESS || !l.split) {
+        out->d = out->body;
         return status;
     }
-    mcl_stream_track(ctx, &w, 1, tail, 1);
-    VkBufferCopy region = {
-        .srcOffset = w->alloc.offset + w->nbytes - partial,
-        .dstOffset = (*tail)->alloc.offset,
-        .size = partial,
-    };
-    ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), w->alloc.block->buffer,
-                            (*tail)->alloc.block->buffer, 1, &region);
-    return MCL_SUCCESS;
+    uint64_t align = ctx->info.min_storage_buffer_offset_alignment;
+    if (align < 4)
+        align = 4;
+    uint64_t first = (uint64_t)n * row_body + 2 * r0 * nb;  /* byte of the part's first d */
+    uint64_t at = first / align * align, end = (first + 2 * rows * nb + 3) / 4 * 4;
+    out->dlo = (uint32_t)((first - at) / 2);
+    status = mcl_tensor_bytes_view(w, at, end - at, &out->d);
+    if (status != MCL_SUCCESS) {
+        mcl_tensor_destroy(out->body);
+        out->body = NULL;
+    }
+    return status;
+}
+
+static void weight_part_free(weight_part *wp)
+{
+    if (wp->d != wp->body)
+        mcl_tensor_destroy(wp->d);
+    mcl_tensor_destroy(wp->body);
+    *wp = (weight_part){0};
 }
 
 /* Get a kernel and check that the device gave it the workgroup size its tiles assume. */
@@ -354,7 +379,7 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
     uint32_t threads = wave64 ? QUANT_SPAN_THREADS_WAVE64 : QUANT_SPAN_THREADS;
     if (threads > ctx->info.max_compute_workgroup_invocations)
         threads = ctx->info.max_compute_workgroup_invocations;
-    p->pb = span_pb[fmt];
+    p->pb = dot ? span_pb_dot[fmt] : span_pb[fmt];
     if (fmt == FMT_Q4_0 && !dot)
         p->pb = m > 1 ? QUANT_SPAN_PB_Q4_0_FLOAT : QUANT_SPAN_PB_Q4_0_FLOAT1;
     const uint32_t ppb = span_pieces(fmt, p->pb);
@@ -408,9 +433,8 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
 
 /* The GEMV (float or integer dot): `x` is a (float) or its quantized form (dot). */
 static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_tensor *x,
-                                mcl_tensor *w, mcl_tensor *tail, mcl_tensor *bias,
-                                mcl_tensor *y, uint32_t rows, uint32_t n, uint32_t k,
-                                uint32_t ldc, uint32_t c0)
+                                const weight_part *w, mcl_tensor *bias, mcl_tensor *y,
+                                uint32_t rows, uint32_t n, uint32_t k, uint32_t ldc, uint32_t c0)
 {
     gemv_plan plan;
     gemv_plan_for(ctx, dot, fmt, rows, n, k, &plan);
@@ -419,31 +443,30 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
             mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t, plan.g,
             plan.nr, plan.u, plan.pb, plan.stage);
     mcl_kernel_desc desc = {
-        .id = dot ? MCL_KERNEL_GEMV_Q_SPAN_DOT : MCL_KERNEL_GEMV_Q_SPAN,
+        .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
         .binding_count = 5,
         .push_size = sizeof(gemv_push),
         .local_size_x = plan.t,
-        .spec_count = dot ? 7 : 8,
-        .spec = {fmt, tail != NULL, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage},
+        .spec_count = dot ? 6 : 7,
+        .spec = {fmt, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
-    gemv_push push = {.n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0};
+    gemv_push push = {.n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0,
+                      .dlo = w->dlo};
     uint32_t gx, gy;
     grid_2d(ceil_div(n, (uint64_t)plan.g * plan.nr), &gx, &gy);
-    mcl_tensor *reads[4] = {x, w, tail ? tail : w, bias ? bias : x};
+    mcl_tensor *reads[4] = {x, w->body, w->d, bias ? bias : x};
     return mcl_stream_dispatch(ctx, kernel, reads, 4, &y, 1, &push, gx, gy, 1);
 }
 
 /* The float GEMM: gemm_f32's tile shapes, 128 x 128 where there are enough tiles. */
-static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, mcl_tensor *w,
-                             mcl_tensor *tail, mcl_tensor *bias, mcl_tensor *c, uint32_t m,
-                             uint32_t n, uint32_t k, uint32_t ldc, uint32_t c0)
+static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, const weight_part *w,
+                             mcl_tensor *bias, mcl_tensor *c, uint32_t m, uint32_t n, uint32_t k,
+                             uint32_t ldc, uint32_t c0)
 {
-    /* The 128 x 128 variant took the NVIDIA driver 41 s a pipeline to create (evidence/
-     * h200-cbe01a9, gf2: Q4_0 and Q8_0; then 32-33 TFLOP/s at 512x14336 by 4096x14336). */
     uint32_t bm = 64, tm = 4;
     if ((uint64_t)ceil_div(m, 128) * ceil_div(n, 128) >= 96) {
         bm = 128;
@@ -454,8 +477,8 @@ static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, mcl_
         .binding_count = 5,
         .push_size = sizeof(gemm_push),
         .local_size_x = (bm / tm) * (bm / tm),
-        .spec_count = 6,
-        .spec = {fmt, tail != NULL, bm, bm, tm, tm},
+        .spec_count = 5,
+        .spec = {fmt, bm, bm, tm, tm},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
@@ -464,22 +487,23 @@ static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, mcl_
     uint32_t gx = ceil_div(n, bm), gy = ceil_div(m, bm);
     if (gx > QUANT_MAX_GROUPS || gy > QUANT_MAX_GROUPS)
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
-    gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0};
-    mcl_tensor *reads[4] = {a, w, tail ? tail : w, bias ? bias : a};
+    gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0,
+                      .dlo = w->dlo};
+    mcl_tensor *reads[4] = {a, w->body, w->d, bias ? bias : a};
     return mcl_stream_dispatch(ctx, kernel, reads, 4, &c, 1, &push, gx, gy, 1);
 }
 
-static mcl_status gemm_dot(mcl_context *ctx, uint32_t fmt, mcl_tensor *act, mcl_tensor *w,
-                           mcl_tensor *tail, mcl_tensor *bias, mcl_tensor *c, uint32_t m,
-                           uint32_t n, uint32_t k, uint32_t ldc, uint32_t c0)
+static mcl_status gemm_dot(mcl_context *ctx, uint32_t fmt, mcl_tensor *act, const weight_part *w,
+                           mcl_tensor *bias, mcl_tensor *c, uint32_t m, uint32_t n, uint32_t k,
+                           uint32_t ldc, uint32_t c0)
 {
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_GEMM_Q_DOT,
         .binding_count = 5,
         .push_size = sizeof(gemm_push),
         .local_size_x = QUANT_DOT_THREADS,
-        .spec_count = 2,
-        .spec = {fmt, tail != NULL},
+        .spec_count = 1,
+        .spec = {fmt},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
@@ -488,8 +512,9 @@ static mcl_status gemm_dot(mcl_context *ctx, uint32_t fmt, mcl_tensor *act, mcl_
     uint32_t gx = ceil_div(n, QUANT_DOT_TILE_N), gy = ceil_div(m, QUANT_DOT_TILE_M);
     if (gx > QUANT_MAX_GROUPS || gy > QUANT_MAX_GROUPS)
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
-    gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0};
-    mcl_tensor *reads[4] = {act, w, tail ? tail : w, bias ? bias : act};
+    gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0,
+                      .dlo = w->dlo};
+    mcl_tensor *reads[4] = {act, w->body, w->d, bias ? bias : act};
     return mcl_stream_dispatch(ctx, kernel, reads, 4, &c, 1, &push, gx, gy, 1);
 }
 
@@ -513,10 +538,11 @@ mcl_status mcl_quantize_activations(mcl_context *ctx, mcl_tensor *a, uint32_t ro
     return mcl_stream_dispatch(ctx, kernel, &a, 1, &act, 1, &push, groups, 1, 1);
 }
 
-/* Rows of W per binding: all of them where W fits one storage-buffer binding, else the most
- * that fit one and start every part at an offset the device can bind (a multiple of
- * minStorageBufferOffsetAlignment and of 4 bytes). MOTIFCL_MAX_BINDING (bytes) lowers the
- * limit, so that the split is tested on any device. */
+/* Rows of W per binding: all of them where W's block bodies fit one storage-buffer binding,
+ * else the most whose bodies fit one and start every part at an offset the device can bind (a
+ * multiple of minStorageBufferOffsetAlignment and of 4 bytes). (The d values of a part take
+ * an eighth of its bodies' bytes at most, bound on their own.) MOTIFCL_MAX_BINDING (bytes)
+ * lowers the limit, so that the split is tested on any device. */
 static mcl_status rows_per_part(mcl_context *ctx, const mcl_tensor *w, uint32_t n,
                                 uint32_t *out)
 {
@@ -527,10 +553,12 @@ static mcl_status rows_per_part(mcl_context *ctx, const mcl_tensor *w, uint32_t 
         if (v > 0 && v < limit)
             limit = v;
     }
+    mcl_quant_layout l;
+    mcl_quant_layout_of(w->dtype, &l);
+    uint64_t row_bytes = w->nbytes / n / l.block_bytes * l.body_bytes;
     *out = n;
-    if (w->nbytes <= limit)
+    if (row_bytes * n <= limit)
         return MCL_SUCCESS;
-    uint64_t row_bytes = w->nbytes / n;
     uint64_t align = ctx->info.min_storage_buffer_offset_alignment;
     if (align < 4)
         align = 4;
@@ -551,24 +579,17 @@ static mcl_status rows_per_part(mcl_context *ctx, const mcl_tensor *w, uint32_t 
 /* c[:, c0 .. c0 + n) = a W^T (+ bias) for the part of W of n rows that `w` binds: the integer-dot
  * path (a already quantized into `act`), the GEMV, or the float GEMM. */
 static mcl_status matmul_part(mcl_context *ctx, mcl_quant_path path, uint32_t fmt, mcl_tensor *a,
-                              mcl_tensor *act, mcl_tensor *w, mcl_tensor *bias, mcl_tensor *c,
-                              uint32_t rows, uint32_t n, uint32_t k, uint32_t ldc, uint32_t c0)
+                              mcl_tensor *act, const weight_part *w, mcl_tensor *bias,
+                              mcl_tensor *c, uint32_t rows, uint32_t n, uint32_t k, uint32_t ldc,
+                              uint32_t c0)
 {
-    mcl_tensor *tail;
-    mcl_status status = tail_word(ctx, w, &tail);
-    if (status != MCL_SUCCESS)
-        return status;
     if (path == MCL_QUANT_PATH_DOT)
-        status = rows <= QUANT_GEMV_MAX_ROWS
-                     ? gemv_dispatch(ctx, 1, fmt, act, w, tail, bias, c, rows, n, k, ldc, c0)
-                     : gemm_dot(ctx, fmt, act, w, tail, bias, c, rows, n, k, ldc, c0);
-    else if (rows <= QUANT_GEMV_MAX_ROWS)
-        status = gemv_dispatch(ctx, 0, fmt, a, w, tail, bias, c, rows, n, k, ldc, c0);
-    else
-        status = gemm_float(ctx, fmt, a, w, tail, bias, c, rows, n, k, ldc, c0);
-    /* Safe at once: scratch memory stays reserved until the recorded work has run. */
-    mcl_tensor_destroy(tail);
-    return status;
+        return rows <= QUANT_GEMV_MAX_ROWS
+                   ? gemv_dispatch(ctx, 1, fmt, act, w, bias, c, rows, n, k, ldc, c0)
+                   : gemm_dot(ctx, fmt, act, w, bias, c, rows, n, k, ldc, c0);
+    if (rows <= QUANT_GEMV_MAX_ROWS)
+        return gemv_dispatch(ctx, 0, fmt, a, w, bias, c, rows, n, k, ldc, c0);
+    return gemm_float(ctx, fmt, a, w, bias, c, rows, n, k, ldc, c0);
 }
 
 /* A checked product c = a W^T with a block-quantised W: its format, path, rows of a, N, K,
@@ -639,17 +660,25 @@ static mcl_status quant_check(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta,
     if (status != MCL_SUCCESS)
         return status;
     int64_t k = a->shape[a->ndim - 1], n = b->shape[0];
-    if (path == MCL_QUANT_PATH_AUTO)
-        path = mcl_quant_path_select(ctx, b->dtype);
-    if (path == MCL_QUANT_PATH_DOT &&
-        ((fmt != (int)FMT_Q8_0 && fmt != (int)FMT_Q4_0) ||
-         !(ctx->info.features_enabled & MCL_FEATURE_INTEGER_DOT_PRODUCT)))
-        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
-                        "the integer-dot path takes Q8_0 and Q4_0 weights on a device with "
-                        "integer dot product enabled");
     /* a's batch dimensions fold into rows: a and c are contiguous and W is shared. */
-    *p = (quant_product){.fmt = (uint32_t)fmt, .rows = (uint32_t)(mcl_tensor_numel(a) / k),
-                         .n = (uint32_t)n, .k = (uint32_t)k, .path = path};
+    uint32_t rows = (uint32_t)(mcl_tensor_numel(a) / k);
+    /* The integer-dot GEMM takes Q8_0 and Q4_0: the K types' GEMM is the float one, which the
+     * library's own choice takes quietly and an explicit request for the dot path refuses. */
+    int dot_gemm = fmt == (int)FMT_Q8_0 || fmt == (int)FMT_Q4_0 || rows <= QUANT_GEMV_MAX_ROWS;
+    if (path == MCL_QUANT_PATH_AUTO) {
+        path = mcl_quant_path_select(ctx, b->dtype);
+        if (!dot_gemm)
+            path = MCL_QUANT_PATH_FLOAT;
+    }
+    if (path == MCL_QUANT_PATH_DOT && !(ctx->info.features_enabled & MCL_FEATURE_INTEGER_DOT_PRODUCT))
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                        "the integer-dot path needs a device with integer dot product enabled");
+    if (path == MCL_QUANT_PATH_DOT && !dot_gemm)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                        "the integer-dot path multiplies more than %u rows of a by Q8_0 and Q4_0 "
+                        "weights only", QUANT_GEMV_MAX_ROWS);
+    *p = (quant_product){.fmt = (uint32_t)fmt, .rows = rows, .n = (uint32_t)n, .k = (uint32_t)k,
+                         .path = path};
     return rows_per_part(ctx, b, p->n, &p->part_rows);
 }
 
@@ -671,22 +700,17 @@ static mcl_status quantize_into_scratch(mcl_context *ctx, mcl_tensor *a, uint32_
 static mcl_status quant_record(mcl_context *ctx, const quant_product *p, mcl_tensor *a,
                                mcl_tensor *act, mcl_tensor *b, mcl_tensor *bias, mcl_tensor *c)
 {
-    /* W in parts of part_rows rows (one part where it fits one binding), each a view. */
-    uint64_t row_bytes = b->nbytes / p->n;
+    /* W in parts of part_rows rows (one part where it fits one binding), each two views. */
     mcl_status status = MCL_SUCCESS;
     for (uint32_t c0 = 0; status == MCL_SUCCESS && c0 < p->n; c0 += p->part_rows) {
         uint32_t part = p->n - c0 < p->part_rows ? p->n - c0 : p->part_rows;
-        mcl_tensor *w = b;
-        if (part != p->n) {
-            int64_t shape[2] = {part, p->k};
-            status = mcl_tensor_view(b, c0 * row_bytes, b->dtype, 2, shape, &w);
-            if (status != MCL_SUCCESS)
-                break;
-        }
-        status = matmul_part(ctx, p->path, p->fmt, a, act, w, bias, c, p->rows, part, p->k,
+        weight_part w;
+        status = weight_part_views(ctx, b, p->n, p->k, c0, part, &w);
+        if (status != MCL_SUCCESS)
+            break;
+        status = matmul_part(ctx, p->path, p->fmt, a, act, &w, bias, c, p->rows, part, p->k,
                              p->n, c0);
-        if (w != b)
-            mcl_tensor_destroy(w);
+        weight_part_free(&w);
     }
     return status;
 }
@@ -794,7 +818,7 @@ mcl_status mcl_matmul_quant(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, m
 }
 
 mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *cq, mcl_tensor *out,
-                                    int by_lane)
+                                    uint32_t pb)
 {
     mcl_tensor *q = (mcl_tensor *)cq;
     if (!ctx || !q || !out)
@@ -812,39 +836,49 @@ mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *cq, mcl_
     if (!same)
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
                         "mcl_dequantize_tensor: out must have q's shape");
+    if (q->nbytes > ctx->info.max_storage_buffer_range)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
+                        "mcl_dequantize_tensor: a %s tensor of %llu bytes is larger than one "
+                        "storage-buffer binding", mcl_dtype_name(q->dtype),
+                        (unsigned long long)q->nbytes);
+    uint32_t ppb = pb ? span_pieces((uint32_t)fmt, fmt <= (int)FMT_Q4_0 ? pb : QUANT_DEQUANT_PB) : 0;
+    if (pb && !ppb)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_dequantize_tensor: no pieces of %u bytes in %s", pb,
+                        mcl_dtype_name(q->dtype));
 
     uint64_t per_block = (uint64_t)mcl_dtype_block_weights(q->dtype);
     uint64_t blocks = (uint64_t)mcl_tensor_numel(q) / per_block;
-    uint64_t units = blocks * (by_lane ? per_block / QUANT_LANE_WEIGHTS : per_block / 4);
+    uint64_t units = blocks * (pb ? ppb : per_block / 4);
+    uint32_t k = (uint32_t)q->shape[q->ndim - 1];
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_DEQUANT_Q,
         .binding_count = 3,
-        .push_size = sizeof(blocks_push),
+        .push_size = sizeof(dequant_push),
         .local_size_x = QUANT_THREADS,
         .spec_count = 3,
+        .spec = {(uint32_t)fmt, pb != 0, fmt <= (int)FMT_Q4_0 && pb ? pb : QUANT_DEQUANT_PB},
     };
-    mcl_tensor *tail;
-    mcl_status status = tail_word(ctx, q, &tail);
+    weight_part w;
+    mcl_status status = weight_part_views(ctx, q, (uint32_t)(mcl_tensor_numel(q) / k), k, 0,
+                                          (uint32_t)(mcl_tensor_numel(q) / k), &w);
     if (status != MCL_SUCCESS)
         return status;
-    desc.spec[0] = (uint32_t)fmt;
-    desc.spec[1] = tail != NULL;
-    desc.spec[2] = by_lane != 0;
     const mcl_kernel *kernel;
     status = mcl_kernel_get(ctx, &desc, &kernel);
     if (status == MCL_SUCCESS) {
-        blocks_push push = {.blocks = (uint32_t)blocks};
+        dequant_push push = {.blocks = (uint32_t)blocks, .dlo = w.dlo};
         uint32_t groups = ceil_div(units, kernel->local_size_x);
         if (groups > QUANT_MAX_GROUPS)
             groups = QUANT_MAX_GROUPS;  /* the kernel loops over the rest */
-        mcl_tensor *reads[2] = {q, tail ? tail : q};
+        mcl_tensor *reads[2] = {w.body, w.d};
         status = mcl_stream_dispatch(ctx, kernel, reads, 2, &out, 1, &push, groups, 1, 1);
     }
-    mcl_tensor_destroy(tail);
+    weight_part_free(&w);
     return status;
 }
 
 mcl_status mcl_dequantize_tensor(mcl_context *ctx, const mcl_tensor *q, mcl_tensor *out)
 {
-    return mcl_dequantize_tensor_ex(ctx, q, out, 1);
+    return mcl_dequantize_tensor_ex(ctx, q, out, QUANT_DEQUANT_PB);
 }

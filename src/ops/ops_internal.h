@@ -44,11 +44,13 @@ mcl_status mcl_matmul_quant(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, m
 typedef enum mcl_quant_path {
     MCL_QUANT_PATH_AUTO = 0,  /* mcl_quant_path_select()'s choice */
     MCL_QUANT_PATH_FLOAT = 1, /* weights dequantized in the shader, f32 arithmetic (any format) */
-    MCL_QUANT_PATH_DOT = 2    /* a quantized to 8 bits, packed int8 dot products (Q8_0, Q4_0) */
+    MCL_QUANT_PATH_DOT = 2    /* a quantized to 8 bits, packed int8 dot products (the GEMV: any
+                               * format; the GEMM: Q8_0, Q4_0) */
 } mcl_quant_path;
 
-/* The path mcl_matmul takes for a weight of `dtype` on ctx: DOT for Q8_0 and Q4_0 where
- * integer dot product is enabled (not masked by the profile, the quirk table or
+/* The path mcl_matmul takes for a weight of `dtype` on ctx (a K type's product of more rows
+ * than the GEMV takes is FLOAT whatever this says): DOT for a block type where integer dot
+ * product is enabled (not masked by the profile, the quirk table or
  * MOTIFCL_DISABLE) and either accelerated, or asked for by MOTIFCL_QUANT_PATH=dot or
  * MOTIFCL_FORCE naming integer-dot; MOTIFCL_QUANT_PATH=float forces FLOAT. Else FLOAT. */
 mcl_quant_path mcl_quant_path_select(const mcl_context *ctx, mcl_dtype dtype);
@@ -59,8 +61,9 @@ mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_ten
                             const mcl_tensor *v, const mcl_attention_desc *desc,
                             uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out);
 
-/* mcl_matmul with a block-quantised b along `path` (AUTO: mcl_quant_path_select). `ran`, if
- * not NULL, receives the path recorded. DOT where it cannot run is MCL_ERROR_UNSUPPORTED. */
+/* mcl_matmul with a block-quantised b along `path` (AUTO: mcl_quant_path_select, and FLOAT for
+ * a K type's GEMM). `ran`, if not NULL, receives the path recorded. DOT where it cannot run
+ * (no integer dot product, or a K type's GEMM) is MCL_ERROR_UNSUPPORTED. */
 mcl_status mcl_matmul_quant_ex(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
                                mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c,
                                mcl_quant_path path, mcl_quant_path *ran);
@@ -70,11 +73,12 @@ mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *a, uint32_t c
                                const mcl_tensor *const *w, const mcl_tensor *const *bias,
                                mcl_tensor *const *c, mcl_quant_path path);
 
-/* mcl_dequantize_tensor with quant.glsl's lane decoder (by_lane = 1, the default) or the
- * GEMM's 4-weight decoder (by_lane = 0), so that a test can hold each to the CPU reference.
- * (The GEMVs decode pieces of blocks with gemv_span.glsl.) */
+/* mcl_dequantize_tensor with quant.glsl's piece decoder (pb: bytes of codes per piece, 8, 16
+ * or 32 as the format takes, any non-zero value for the K types; mcl_dequantize_tensor decodes
+ * pieces of 16) or, with pb = 0, the GEMM's 4-weight decoder, so that a test can hold each to
+ * the CPU reference. MCL_ERROR_INVALID_ARGUMENT for a piece size the format has not. */
 mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *q, mcl_tensor *out,
-                                    int by_lane);
+                                    uint32_t pb);
 
 /* The integer-dot path's first step: the first `rows` rows of K values of a (f32, K a multiple
  * of 32) quantized per 32 values into act (4-byte elements, at least rows * K / 32 * 10 of

@@ -194,4 +194,42 @@ int mcl_quantize_row(mcl_dtype type, const float *x, void *blocks, int64_t n);
  *  on FMA contraction. */
 int mcl_dequantize_row(mcl_dtype type, const void *blocks, float *y, int64_t n);
 
+/* ---------------------------------------------------------------------------------------
+ * The device layout (docs/quant-formats.md, "On the device"). Q8_0, Q4_0 and Q6_K keep each
+ * block's 2-byte d apart on the device, so that every block body (the block less its d: 32,
+ * 16, 208 bytes) starts at a multiple of 16 bytes: a tensor of B blocks holds the B bodies
+ * from byte 0 and then the B d values, 2 bytes each, in block order. Q4_K and Q5_K blocks are
+ * stored as they are. Users see GGUF bytes: uploads split them into this layout and
+ * downloads merge them back, for any byte range.
+ * ------------------------------------------------------------------------------------- */
+
+/** How `type` is laid out on the device; `split` is 0 for a type stored as GGUF stores it. */
+typedef struct mcl_quant_layout {
+    uint32_t block_bytes; /* GGUF bytes per block */
+    uint32_t body_bytes;  /* bytes per block in the body area (block_bytes when not split) */
+    uint32_t d_at;        /* split: offset of d inside the GGUF block (0, or block_bytes - 2) */
+    int split;
+} mcl_quant_layout;
+
+/** The layout of `type`; 0 (and *out zeroed) for a type that is not a block type. */
+int mcl_quant_layout_of(mcl_dtype type, mcl_quant_layout *out);
+
+/** Where GGUF bytes [offset, offset + bytes) of a split tensor of `blocks` blocks lie on the
+ *  device: body bytes [*body_at, *body_at + *body_bytes) and d bytes [*d_at, *d_at +
+ *  *d_bytes), both device offsets (the d area begins at blocks * body_bytes). Either part
+ *  may be empty. */
+void mcl_quant_device_ranges(const mcl_quant_layout *l, uint64_t blocks, uint64_t offset,
+                             uint64_t bytes, uint64_t *body_at, uint64_t *body_bytes,
+                             uint64_t *d_at, uint64_t *d_bytes);
+
+/** GGUF bytes [offset, offset + bytes) of a split tensor (`gguf`, `bytes` long) to their
+ *  device form in `dev` (`bytes` long): the body bytes first, then the d bytes, each part in
+ *  the order mcl_quant_device_ranges gives. */
+void mcl_quant_split(const mcl_quant_layout *l, uint64_t offset, const void *gguf,
+                     uint64_t bytes, void *dev);
+
+/** The inverse of mcl_quant_split: `dev` (body bytes, then d bytes) back to GGUF bytes. */
+void mcl_quant_merge(const mcl_quant_layout *l, uint64_t offset, const void *dev,
+                     uint64_t bytes, void *gguf);
+
 #endif

@@ -267,6 +267,11 @@ void mcl_tensor_release(mcl_tensor *t);
 mcl_status mcl_tensor_view(mcl_tensor *owner, uint64_t offset, mcl_dtype dtype, uint32_t ndim,
                            const int64_t *shape, mcl_tensor **out);
 
+/* A 1-D u8 tensor over `bytes` at byte `offset` of owner's allocation (which may extend past
+ * owner's bytes: a split block type's padding), offset aligned as mcl_tensor_view's. */
+mcl_status mcl_tensor_bytes_view(mcl_tensor *owner, uint64_t offset, uint64_t bytes,
+                                 mcl_tensor **out);
+
 /* The tensor that tracks t's hazards: t's owner for a view, else t. */
 static inline mcl_tensor *mcl_tensor_root(const mcl_tensor *t)
 {

@@ -4,6 +4,10 @@
 #include <string.h>
 
 #include "context.h"
+#include "quant/quant.h"
+
+/* Bytes of host memory a split upload or download converts at a time. */
+#define MCL_SPLIT_CHUNK (16u << 20)
 
 mcl_status mcl_tensor_create(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
                              const int64_t *shape, mcl_tensor **out)
@@ -72,7 +76,13 @@ mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, m
     mcl_tensor *t = calloc(1, sizeof *t);
     if (!t)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    mcl_status status = mcl_alloc(ctx, bytes, desc->memory_class, &t->alloc);
+    /* A split block type's d area ends in half a word when its block count is odd: the
+     * allocation extends to a whole 16 bytes so that kernels bind the d area in words. */
+    mcl_quant_layout layout;
+    uint64_t storage = bytes;
+    if (mcl_quant_layout_of(dtype, &layout) && layout.split)
+        storage = (bytes + 15) / 16 * 16;
+    mcl_status status = mcl_alloc(ctx, storage, desc->memory_class, &t->alloc);
     if (status != MCL_SUCCESS) {
         free(t);
         return status;
@@ -133,6 +143,35 @@ mcl_status mcl_tensor_view(mcl_tensor *owner, uint64_t offset, mcl_dtype dtype, 
     return MCL_SUCCESS;
 }
 
+mcl_status mcl_tensor_bytes_view(mcl_tensor *owner, uint64_t offset, uint64_t bytes,
+                                 mcl_tensor **out)
+{
+    *out = NULL;
+    mcl_context *ctx = owner->ctx;
+    uint64_t align = ctx->info.min_storage_buffer_offset_alignment;
+    if (owner->owner || bytes == 0 || bytes > owner->alloc.size ||
+        offset > owner->alloc.size - bytes || (align && offset % align))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "a byte view of %llu bytes at %llu does not fit its owner's memory, or is "
+                        "misaligned", (unsigned long long)bytes, (unsigned long long)offset);
+    int64_t shape[1] = {(int64_t)bytes};
+    mcl_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    t->ctx = ctx;
+    t->owner = owner;
+    t->dtype = MCL_DTYPE_U8;
+    t->ndim = 1;
+    t->shape[0] = shape[0];
+    t->nbytes = bytes;
+    t->cls = owner->cls;
+    t->alloc = owner->alloc;
+    t->alloc.offset += offset;
+    t->alloc.size = bytes;
+    *out = t;
+    return MCL_SUCCESS;
+}
+
 void mcl_tensor_release(mcl_tensor *t)
 {
     mcl_stream_release(t->ctx, &t->alloc, t->last_batch);
@@ -183,6 +222,43 @@ static mcl_status refuse_while_capturing(const mcl_tensor *t, const char *what)
     return mcl_fail(t->ctx, MCL_ERROR_INVALID_ARGUMENT, "%s during a graph capture", what);
 }
 
+/* An upload (or download) of GGUF bytes [offset, offset + bytes) of a tensor whose block type
+ * is split on the device (quant.h): converted on the host a chunk at a time, each chunk one
+ * transfer of body bytes and one of d bytes. */
+static mcl_status split_transfer(mcl_tensor *t, const mcl_quant_layout *l, uint64_t offset,
+                                 void *host, uint64_t bytes, int upload)
+{
+    uint64_t blocks = t->nbytes / l->block_bytes;
+    uint64_t chunk = bytes < MCL_SPLIT_CHUNK ? bytes : MCL_SPLIT_CHUNK;
+    unsigned char *dev = malloc((size_t)chunk);
+    if (!dev)
+        return mcl_fail(t->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    mcl_status status = MCL_SUCCESS;
+    for (uint64_t done = 0; status == MCL_SUCCESS && done < bytes; done += chunk) {
+        uint64_t n = bytes - done < chunk ? bytes - done : chunk;
+        unsigned char *at = (unsigned char *)host + done;
+        uint64_t body_at, body_bytes, d_at, d_bytes;
+        mcl_quant_device_ranges(l, blocks, offset + done, n, &body_at, &body_bytes, &d_at,
+                                &d_bytes);
+        if (upload) {
+            mcl_quant_split(l, offset + done, at, n, dev);
+            if (body_bytes)
+                status = mcl_transfer_upload(t->ctx, t, body_at, dev, body_bytes);
+            if (status == MCL_SUCCESS && d_bytes)
+                status = mcl_transfer_upload(t->ctx, t, d_at, dev + body_bytes, d_bytes);
+        } else {
+            if (body_bytes)
+                status = mcl_transfer_download(t->ctx, t, body_at, dev, body_bytes);
+            if (status == MCL_SUCCESS && d_bytes)
+                status = mcl_transfer_download(t->ctx, t, d_at, dev + body_bytes, d_bytes);
+            if (status == MCL_SUCCESS)
+                mcl_quant_merge(l, offset + done, dev, n, at);
+        }
+    }
+    free(dev);
+    return status;
+}
+
 mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, uint64_t bytes)
 {
     if (!t)
@@ -192,6 +268,9 @@ mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, ui
     mcl_status status = check_range(t, offset, src, bytes);
     if (status != MCL_SUCCESS)
         return status;
+    mcl_quant_layout layout;
+    if (mcl_quant_layout_of(t->dtype, &layout) && layout.split)
+        return split_transfer(t, &layout, offset, (void *)(uintptr_t)src, bytes, 1);
     return mcl_transfer_upload(t->ctx, t, offset, src, bytes);
 }
 
@@ -204,6 +283,9 @@ mcl_status mcl_tensor_download(mcl_tensor *t, uint64_t offset, void *dst, uint64
     mcl_status status = check_range(t, offset, dst, bytes);
     if (status != MCL_SUCCESS)
         return status;
+    mcl_quant_layout layout;
+    if (mcl_quant_layout_of(t->dtype, &layout) && layout.split)
+        return split_transfer(t, &layout, offset, dst, bytes, 0);
     return mcl_transfer_download(t->ctx, t, offset, dst, bytes);
 }
 

@@ -1,8 +1,8 @@
 #version 450
-// gemv_q_span: y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]) for a few rows m of x (decode: 1
-// to 8), W block-quantised [N, K] and dequantized in the shader with f32 arithmetic (the
-// float path, the one Polaris runs), in the span layout (gemv_span.glsl): the lanes of a row
-// group read their rows along K, a few words each at a time.
+// gemv_q: y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]) for a few rows m of x (decode: 1 to
+// 8), W block-quantised [N, K] in the device layout (quant.glsl) and dequantized in the
+// shader with f32 arithmetic (the float path, the one Polaris runs); the lanes of a row group
+// stream their rows along K piece by piece (gemv_q.glsl).
 //
 // Arithmetic, per piece: codes become floats exactly by or-ing them into the mantissa of a
 // power of two and subtracting it with the format's offset (gemv_bytes, gemv_nibbles); the
@@ -10,32 +10,32 @@
 // one row of x subtract min * (sum of x over the segment); with several rows they dequantize
 // each weight once (one fma) and reuse it for every row of x.
 //
-//   specialization constants: 0 T (local_size_x), 1 FORMAT (quant.glsl), 2 TAIL, 3 M (rows of
-//     x, 1..8), 4 NR (rows of W per row group), 5 G (local_size_y), 6 U (pieces per row in
-//     flight), 7 PB (bytes of codes per piece), 8 STAGE (rounds in step, the x of a round
-//     in shared memory: several rows of x)
-//   set 0: 0 x [M, K] f32, 1 W blocks, 2 tail word (any buffer when unused), 3 bias [N] (any
-//     buffer when unused), 4 y [M, N]
-//   push constants: N, K, has_bias, ldy, y0: y[m, y0 + n] is y[m * ldy + y0 + n] and its
-//     bias bias[y0 + n] (a W split in row ranges). The workgroup index is x + y * (groups in
-//     x): a grid beyond 65535 workgroups folds into y.
+//   specialization constants: 0 T (local_size_x), 1 FORMAT (quant.glsl), 2 M (rows of x,
+//     1..8), 3 NR (rows of W per row group), 4 G (local_size_y), 5 U (pieces per row in
+//     flight), 6 PB (bytes of codes per piece, Q8_0 / Q4_0), 7 STAGE (rounds in step, the x
+//     of a round in shared memory: several rows of x)
+//   set 0: 0 x [M, K] f32, 1 W bodies, 2 W's d values (any buffer for Q4_K, Q5_K), 3 bias [N]
+//     (any buffer when unused), 4 y [M, N]
+//   push constants: N, K, has_bias, ldy, y0, dlo: y[m, y0 + n] is y[m * ldy + y0 + n] and its
+//     bias bias[y0 + n] (a W split in row ranges); block b's d is the (dlo + b)th half of
+//     binding 2. The workgroup index is x + y * (groups in x): a grid beyond 65535
+//     workgroups folds into y.
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 
-layout(local_size_x_id = 0, local_size_y_id = 5) in;
+layout(local_size_x_id = 0, local_size_y_id = 4) in;
 layout(constant_id = 1) const uint FORMAT = 0;
-layout(constant_id = 2) const bool TAIL = false;
-layout(constant_id = 3) const uint M = 1;
-layout(constant_id = 4) const uint NR = 1;
-layout(constant_id = 6) const uint U = 2;
-layout(constant_id = 7) const uint PB = 8;
-layout(constant_id = 8) const bool STAGE = false;
+layout(constant_id = 2) const uint M = 1;
+layout(constant_id = 3) const uint NR = 1;
+layout(constant_id = 5) const uint U = 2;
+layout(constant_id = 6) const uint PB = 16;
+layout(constant_id = 7) const bool STAGE = false;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufX4 { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ2 { uvec2 wq2[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ4 { uvec4 wq4[]; };
-layout(std430, set = 0, binding = 2) restrict readonly buffer BufTail { uint wtail[]; };
+layout(std430, set = 0, binding = 2) restrict readonly buffer BufD { uint wd[]; };
 layout(std430, set = 0, binding = 3) restrict readonly buffer BufBias { float bias[]; };
 layout(std430, set = 0, binding = 4) restrict writeonly buffer BufY { float y[]; };
 
@@ -43,29 +43,30 @@ layout(push_constant) uniform Push {
     uint N, K;
     uint has_bias;
     uint ldy, y0;  // y's row stride and the column of W's row 0 (a W split in row ranges)
+    uint dlo;      // the half of binding 2 that is block 0's d
 } pc;
 
 #include "quant.glsl"
-#include "gemv_span.glsl"
+#include "gemv_q.glsl"
 
-// STAGE: the x of a round, XCH vec4s per row of x from vec4 span_xbase, in rows of XS (one
+// STAGE: the x of a round, XCH vec4s per row of x from vec4 gemv_xbase, in rows of XS (one
 // vec4 of padding after every 8, so that lanes reading 16-float pieces a piece apart fall in
 // distinct banks).
 const uint XCH = STAGE ? U * T * QK / PPB / 4u : 1u;
 const uint XS = XCH + XCH / 8u;
-shared vec4 span_x[STAGE ? M * XS : 1u];
-uint span_xbase = 0u;
+shared vec4 gemv_x[STAGE ? M * XS : 1u];
+uint gemv_xbase = 0u;
 
-void span_stage(uint b0) {
+void gemv_stage(uint b0) {
     if (!STAGE) {
         return;
     }
     const uint K4 = pc.K / 4u;
-    span_xbase = b0 * (QK / 4u);
+    gemv_xbase = b0 * (QK / 4u);
     barrier();  // the last round's reads are done
     for (uint j = gl_LocalInvocationIndex; j < M * XCH; j += T * G) {
         const uint m = j / XCH, v = j % XCH;
-        span_x[m * XS + v + v / 8u] = span_xbase + v < K4 ? x4[m * K4 + span_xbase + v]
+        gemv_x[m * XS + v + v / 8u] = gemv_xbase + v < K4 ? x4[m * K4 + gemv_xbase + v]
                                                           : vec4(0.0);
     }
     barrier();
@@ -74,8 +75,8 @@ void span_stage(uint b0) {
 // x4[m * K / 4 + i]: from memory, or with STAGE from the round's copy.
 vec4 xget(uint m, uint i) {
     if (STAGE) {
-        const uint v = i - span_xbase;
-        return span_x[m * XS + v + v / 8u];
+        const uint v = i - gemv_xbase;
+        return gemv_x[m * XS + v + v / 8u];
     }
     return x4[m * (pc.K / 4u) + i];
 }
@@ -131,25 +132,21 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             }
         }
     } else if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
-        // Code word k: sub-block 2c (low nibbles) and 2c + 1 (high), positions PB j + 4k ..
-        const uint c = p / JP, j = p % JP;
+        // Code word k: sub-block 2c (low nibbles) and 2c + 1 (high), positions l0 + 4k ..
+        const uint c = p >> 1;
         vec2 dsc[NR], dmn[NR];
-        vec4 lo[NR][CW], hi[NR][CW];
+        vec4 lo[NR][4], hi[NR][4];
         [[unroll]] for (uint i = 0u; i < NR; i++) {
-            const uint h0 = r[i][CW];
-            const vec4 pair = vec4(kscale_pair(uvec3(r[i][CW + 1u], r[i][CW + 2u], r[i][CW + 3u]), c));
+            const uint h0 = r[i][4];
+            const vec4 pair = vec4(kscale_pair(uvec3(r[i][5], r[i][6], r[i][7]), c));
             dsc[i] = quant_half(h0 & 0xFFFFu) * pair.xy;
             dmn[i] = quant_half(h0 >> 16) * pair.zw;
-            [[unroll]] for (uint k = 0u; k < CW; k++) {
-                const uint q = r[i][k];
+            [[unroll]] for (uint k = 0u; k < 4u; k++) {
                 if (FORMAT == FMT_Q4_K) {
-                    gemv_nibbles(q, 0.0, lo[i][k], hi[i][k]);
+                    gemv_nibbles(r[i][k], 0.0, lo[i][k], hi[i][k]);
                 } else {
-                    // The fifth bit of element l of sub-block s is bit s of qh[l].
-                    const uint qh = r[i][CW + 4u + k] >> (2u * c);
-                    lo[i][k] = gemv_bytes((q & 0x0F0F0F0Fu) | ((qh << 4) & 0x10101010u), 0.0);
-                    hi[i][k] = gemv_bytes(((q >> 4) & 0x0F0F0F0Fu) | ((qh << 3) & 0x10101010u),
-                                          0.0);
+                    lo[i][k] = gemv_bytes(q5k_codes(r[i], c, 0u, k), 0.0);
+                    hi[i][k] = gemv_bytes(q5k_codes(r[i], c, 1u, k), 0.0);
                 }
                 if (M > 1u) {
                     lo[i][k] = fma(lo[i][k], vec4(dsc[i].x), vec4(-dmn[i].x));
@@ -157,11 +154,11 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
                 }
             }
         }
-        const uint xb = 64u * b + 16u * c + CW * j;
+        const uint xb = 64u * b + 16u * c + 4u * (p & 1u);
         [[unroll]] for (uint m = 0u; m < M; m++) {
-            vec4 xl[CW], xh[CW];
+            vec4 xl[4], xh[4];
             vec4 sx = vec4(0.0), sy = vec4(0.0);
-            [[unroll]] for (uint k = 0u; k < CW; k++) {
+            [[unroll]] for (uint k = 0u; k < 4u; k++) {
                 xl[k] = xget(m, xb + k);
                 xh[k] = xget(m, xb + 8u + k);
                 sx += xl[k];
@@ -170,7 +167,7 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             const float sl = hsum(sx), sh = hsum(sy);
             [[unroll]] for (uint i = 0u; i < NR; i++) {
                 float dl = 0.0, dh = 0.0;
-                [[unroll]] for (uint k = 0u; k < CW; k++) {
+                [[unroll]] for (uint k = 0u; k < 4u; k++) {
                     dl = fdot(lo[i][k], xl[k], dl);
                     dh = fdot(hi[i][k], xh[k], dh);
                 }
@@ -187,42 +184,42 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             }
         }
     } else {
-        // Q6_K: half h, positions 4j .. 4j + 3 of quarters k = 0..3 (elements 128h + 32k +
-        // 4j ..): ql word a (quarters 0, 2: low, high nibbles), ql word bq (1, 3), qh word q
-        // (bits 2k, 2k + 1 of each byte); scale of quarter k: scales[8h + 2k + j / 4].
-        const uint h = p >> 3, j = p & 7u;
-        vec4 f[NR][4];
+        // Q6_K: half h, positions l0 + 4w .. of quarters k = 0..3 (elements 128h + 32k + l0 +
+        // 4w ..); the scale of quarter k is the half's scale 2k + l0 / 16.
+        const uint h = p >> 1, l4 = 4u * (p & 1u);
         vec4 sc[NR];
         [[unroll]] for (uint i = 0u; i < NR; i++) {
-            const uint a = r[i][0], bq = r[i][1], q = r[i][2];
-            f[i][0] = gemv_bytes((a & 0x0F0F0F0Fu) | ((q << 4) & 0x30303030u), 32.0);
-            f[i][1] = gemv_bytes((bq & 0x0F0F0F0Fu) | ((q << 2) & 0x30303030u), 32.0);
-            f[i][2] = gemv_bytes(((a >> 4) & 0x0F0F0F0Fu) | (q & 0x30303030u), 32.0);
-            f[i][3] = gemv_bytes(((bq >> 4) & 0x0F0F0F0Fu) | ((q >> 2) & 0x30303030u), 32.0);
-            const int jj = int(8u * (j >> 2));
-            const float d = uintBitsToFloat(r[i][5]);
-            sc[i] = d * vec4(bitfieldExtract(int(r[i][3]), jj, 8),
-                             bitfieldExtract(int(r[i][3]), jj + 16, 8),
-                             bitfieldExtract(int(r[i][4]), jj, 8),
-                             bitfieldExtract(int(r[i][4]), jj + 16, 8));
+            const int s0 = int(r[i][12]), s1 = int(r[i][13]);
+            const int sh = int(8u * (p & 1u));
+            sc[i] = uintBitsToFloat(r[i][14]) *
+                    vec4(bitfieldExtract(s0, sh, 8), bitfieldExtract(s0, sh + 16, 8),
+                         bitfieldExtract(s1, sh, 8), bitfieldExtract(s1, sh + 16, 8));
         }
-        const uint xb = 64u * b + 32u * h + j;
-        [[unroll]] for (uint m = 0u; m < M; m++) {
-            vec4 xv[4];
-            [[unroll]] for (uint k = 0u; k < 4u; k++) {
-                xv[k] = xget(m, xb + 8u * k);
-            }
+        const uint xb = 64u * b + 32u * h + l4;
+        [[unroll]] for (uint k = 0u; k < 4u; k++) {
+            vec4 f[NR][4];
             [[unroll]] for (uint i = 0u; i < NR; i++) {
-                float a = acc[i][m];
-                [[unroll]] for (uint k = 0u; k < 4u; k++) {
-                    a = fma(sc[i][k], fdot(f[i][k], xv[k], 0.0), a);
+                [[unroll]] for (uint w = 0u; w < 4u; w++) {
+                    f[i][w] = gemv_bytes(q6k_codes(r[i], k, w), 32.0);
                 }
-                acc[i][m] = ok ? a : acc[i][m];
+            }
+            [[unroll]] for (uint m = 0u; m < M; m++) {
+                vec4 xv[4];
+                [[unroll]] for (uint w = 0u; w < 4u; w++) {
+                    xv[w] = xget(m, xb + 8u * k + w);
+                }
+                [[unroll]] for (uint i = 0u; i < NR; i++) {
+                    float s = 0.0;
+                    [[unroll]] for (uint w = 0u; w < 4u; w++) {
+                        s = fdot(f[i][w], xv[w], s);
+                    }
+                    acc[i][m] = ok ? fma(sc[i][k], s, acc[i][m]) : acc[i][m];
+                }
             }
         }
     }
 }
 
 void main() {
-    span_main();
+    gemv_main();
 }

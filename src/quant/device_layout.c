@@ -1,0 +1,97 @@
+/* The device layout of the block formats (quant.h, docs/quant-formats.md "On the device"):
+ * the mapping between GGUF byte offsets and device offsets, and the conversions that uploads
+ * and downloads run on the host. */
+#include <string.h>
+
+#include "quant/quant.h"
+
+int mcl_quant_layout_of(mcl_dtype type, mcl_quant_layout *out)
+{
+    memset(out, 0, sizeof *out);
+    uint32_t bytes = (uint32_t)mcl_quant_block_bytes(type);
+    if (bytes == 0)
+        return 0;
+    out->block_bytes = bytes;
+    out->body_bytes = bytes;
+    switch (type) {
+    case MCL_DTYPE_Q8_0:
+    case MCL_DTYPE_Q4_0:
+        out->split = 1;
+        out->d_at = 0;
+        out->body_bytes = bytes - 2;
+        break;
+    case MCL_DTYPE_Q6_K:
+        out->split = 1;
+        out->d_at = bytes - 2;
+        out->body_bytes = bytes - 2;
+        break;
+    default:
+        break;
+    }
+    return 1;
+}
+
+/* d bytes among GGUF bytes [0, o): 2 per whole block, and the part of o's block's d before o. */
+static uint64_t d_before(const mcl_quant_layout *l, uint64_t o)
+{
+    uint64_t j = o % l->block_bytes;
+    uint64_t in = j <= l->d_at ? 0 : j - l->d_at > 2 ? 2 : j - l->d_at;
+    return o / l->block_bytes * 2 + in;
+}
+
+void mcl_quant_device_ranges(const mcl_quant_layout *l, uint64_t blocks, uint64_t offset,
+                             uint64_t bytes, uint64_t *body_at, uint64_t *body_bytes,
+                             uint64_t *d_at, uint64_t *d_bytes)
+{
+    uint64_t d0 = d_before(l, offset), d1 = d_before(l, offset + bytes);
+    *body_at = offset - d0;
+    *body_bytes = bytes - (d1 - d0);
+    *d_at = blocks * l->body_bytes + d0;
+    *d_bytes = d1 - d0;
+}
+
+/* Walks GGUF bytes [offset, offset + bytes) block by block; `to_dev` copies gguf -> dev. */
+static void convert(const mcl_quant_layout *l, uint64_t offset, unsigned char *gguf,
+                    uint64_t bytes, unsigned char *dev, int to_dev)
+{
+    unsigned char *body = dev;
+    unsigned char *d = dev + bytes - (d_before(l, offset + bytes) - d_before(l, offset));
+    uint64_t o = offset, end = offset + bytes;
+    while (o < end) {
+        uint64_t j = o % l->block_bytes;
+        uint64_t run = l->block_bytes - j;
+        if (run > end - o)
+            run = end - o;
+        /* [j, j + run) of this block: body bytes before d, d bytes, body bytes after d. */
+        uint64_t lo = j, hi = j + run;
+        uint64_t d_lo = l->d_at, d_hi = l->d_at + 2u;
+        uint64_t seg[3][2] = {{lo, hi < d_lo ? hi : d_lo},
+                              {lo > d_lo ? lo : d_lo, hi < d_hi ? hi : d_hi},
+                              {lo > d_hi ? lo : d_hi, hi}};
+        for (int s = 0; s < 3; s++) {
+            if (seg[s][1] <= seg[s][0])
+                continue;
+            uint64_t n = seg[s][1] - seg[s][0];
+            unsigned char *g = gguf + (o - offset) + (seg[s][0] - j);
+            unsigned char **at = s == 1 ? &d : &body;
+            if (to_dev)
+                memcpy(*at, g, (size_t)n);
+            else
+                memcpy(g, *at, (size_t)n);
+            *at += n;
+        }
+        o += run;
+    }
+}
+
+void mcl_quant_split(const mcl_quant_layout *l, uint64_t offset, const void *gguf,
+                     uint64_t bytes, void *dev)
+{
+    convert(l, offset, (unsigned char *)(uintptr_t)gguf, bytes, dev, 1);
+}
+
+void mcl_quant_merge(const mcl_quant_layout *l, uint64_t offset, const void *dev,
+                     uint64_t bytes, void *gguf)
+{
+    convert(l, offset, gguf, bytes, (unsigned char *)(uintptr_t)dev, 0);
+}
