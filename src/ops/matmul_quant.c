@@ -56,7 +56,7 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
  * group of T lanes reads each of its NR rows along K, U pieces per lane in flight.
  *
  * One row of x, and the integer-dot path: T starts at one subgroup and doubles (up to
- * MAX_LANES, keeping two rounds of pieces per lane) while the grid would hold fewer than
+ * MAX_LANES, keeping four rounds of pieces per lane) while the grid would hold fewer than
  * TARGET_LANES invocations: about what an H200 keeps resident (132 multiprocessors x 2048),
  * so that a 4096-row weight still fills the GPU. */
 #define QUANT_SPAN_LANES 32u
@@ -67,12 +67,14 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_SPAN_THREADS_WAVE64 256u
 #define QUANT_SPAN_NR 2u
 #define QUANT_SPAN_U 2u
-/* The integer-dot path, Q4_0 at several rows of x: 4 rows of W per row group, one piece in
- * flight. On the H200 at 8 rows (evidence/h200-8bfc42c-plans, batches on one input) it read
- * 33-35% of stream read against 25-27% with the plan above; Q8_0 lost with it (36-39% against
- * 43-45%). */
-#define QUANT_SPAN_DOT_Q4_0_ROWS_NR 4u
-#define QUANT_SPAN_DOT_Q4_0_ROWS_U 1u
+/* The integer-dot path at several rows of x: 4 rows of W per row group, one piece in flight.
+ * On the H200 at 8 rows (evidence/h200-3ba84a6-lab, batches on one input) Q8_0 read 64.1 /
+ * 60.8% of stream read so against 53.5 / 40.6% with 2 rows, Q4_0 35.2 / 32.9% against 29.6 /
+ * 22.0%. The K types at one row of x: one piece in flight (Q4_K: 80.7 / 78.8% with 2 rows of
+ * W, 79.7 / 74.6% with 2 pieces). */
+#define QUANT_SPAN_DOT_ROWS_NR 4u
+#define QUANT_SPAN_DOT_ROWS_U 1u
+#define QUANT_SPAN_DOT_K_U 1u
 /* The float path, Q8_0 and Q4_0 at one row of x: more rows of W per row group, so that each
  * vec4 of x a lane loads serves more weights (reasoned, not profiled: a lane's pieces lie 64
  * bytes of x apart, so a subgroup's load of x touches a cache line per two lanes, and these
@@ -398,9 +400,11 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         p->stage = 0;
         p->u = QUANT_SPAN_U;
         p->nr = QUANT_SPAN_NR;
-        if (dot && m > 1 && fmt == FMT_Q4_0) {
-            p->u = QUANT_SPAN_DOT_Q4_0_ROWS_U;
-            p->nr = QUANT_SPAN_DOT_Q4_0_ROWS_NR;
+        if (dot && m > 1) {
+            p->u = QUANT_SPAN_DOT_ROWS_U;
+            p->nr = QUANT_SPAN_DOT_ROWS_NR;
+        } else if (dot && fmt >= FMT_Q4_K) {
+            p->u = QUANT_SPAN_DOT_K_U;
         } else if (!dot && fmt == FMT_Q8_0) {
             p->nr = QUANT_SPAN_FLOAT_Q8_0_NR;
         } else if (!dot && fmt == FMT_Q4_0) {
@@ -532,7 +536,8 @@ mcl_status mcl_quantize_activations(mcl_context *ctx, mcl_tensor *a, uint32_t ro
     if (status != MCL_SUCCESS)
         return status;
     blocks_push push = {.blocks = (uint32_t)blocks};
-    uint32_t groups = ceil_div(blocks, kernel->local_size_x);
+    /* Eight invocations a block (quantize_q8_1.comp). */
+    uint32_t groups = ceil_div(blocks * 8, kernel->local_size_x);
     if (groups > QUANT_MAX_GROUPS)
         groups = QUANT_MAX_GROUPS;  /* the kernel loops over the rest */
     return mcl_stream_dispatch(ctx, kernel, &a, 1, &act, 1, &push, groups, 1, 1);
