@@ -10,9 +10,10 @@
 // multiplied. An invocation's TM rows are two groups of TM/2 rows BM/2 apart (likewise its
 // columns), so that neighbouring invocations read neighbouring vec4s of shared memory.
 //
-// The loop over a tile's BK values of K is not unrolled: unrolled with the 128 x 128 tile's
-// 64 accumulators, it took the NVIDIA compiler about 60 s a pipeline (evidence/
-// h200-3ba84a6-lab), 0.4 s rolled.
+// The loop over a tile's BK values of K is unrolled KU at a time only: unrolled whole with the
+// 128 x 128 tile's 64 accumulators, it took the NVIDIA compiler about 60 s a pipeline
+// (evidence/h200-3ba84a6-lab), 0.4 s not unrolled at all, which cost a fifth of the rate
+// (evidence/h200-1956efe: 26-27 TFLOP/s against 32-33).
 //
 //   specialization constants: 0 workgroup size (= (BM/TM) * (BN/TN)), 1 FORMAT (quant.glsl),
 //     2 BM, 3 BN, 4 TM, 5 TN (4 or 8)
@@ -50,6 +51,7 @@ layout(push_constant) uniform Push {
 #include "quant.glsl"
 
 const uint BK = 16u;
+const uint KU = 4u;  // values of K per step of the rolled loop over a tile (see the header)
 const uint THREADS_N = BN / TN;
 const uint THREADS = (BM / TM) * (BN / TN);
 // Shared tiles, k-major: As[k * BM + m], Bs[k * BN + n].
@@ -128,22 +130,25 @@ void main() {
             LOAD_TILES(k0 + BK)
         }
 
-        [[dont_unroll]] for (uint k = 0u; k < BK; k++) {
-            float ar[TM];
-            float br[TN];
-            [[unroll]] for (uint gi = 0u; gi < TM / 4u; gi++) {
-                vec4 t = As[(k * BM + gi * (BM / (TM / 4u)) + ty * 4u) / 4u];
-                ar[gi * 4u + 0u] = t.x; ar[gi * 4u + 1u] = t.y;
-                ar[gi * 4u + 2u] = t.z; ar[gi * 4u + 3u] = t.w;
-            }
-            [[unroll]] for (uint gj = 0u; gj < TN / 4u; gj++) {
-                vec4 t = Bs[(k * BN + gj * (BN / (TN / 4u)) + tx * 4u) / 4u];
-                br[gj * 4u + 0u] = t.x; br[gj * 4u + 1u] = t.y;
-                br[gj * 4u + 2u] = t.z; br[gj * 4u + 3u] = t.w;
-            }
-            [[unroll]] for (uint i = 0u; i < TM; i++) {
-                [[unroll]] for (uint j = 0u; j < TN; j++) {
-                    acc[i][j] = fma(ar[i], br[j], acc[i][j]);
+        [[dont_unroll]] for (uint k4 = 0u; k4 < BK; k4 += KU) {
+            [[unroll]] for (uint kk = 0u; kk < KU; kk++) {
+                const uint k = k4 + kk;
+                float ar[TM];
+                float br[TN];
+                [[unroll]] for (uint gi = 0u; gi < TM / 4u; gi++) {
+                    vec4 t = As[(k * BM + gi * (BM / (TM / 4u)) + ty * 4u) / 4u];
+                    ar[gi * 4u + 0u] = t.x; ar[gi * 4u + 1u] = t.y;
+                    ar[gi * 4u + 2u] = t.z; ar[gi * 4u + 3u] = t.w;
+                }
+                [[unroll]] for (uint gj = 0u; gj < TN / 4u; gj++) {
+                    vec4 t = Bs[(k * BN + gj * (BN / (TN / 4u)) + tx * 4u) / 4u];
+                    br[gj * 4u + 0u] = t.x; br[gj * 4u + 1u] = t.y;
+                    br[gj * 4u + 2u] = t.z; br[gj * 4u + 3u] = t.w;
+                }
+                [[unroll]] for (uint i = 0u; i < TM; i++) {
+                    [[unroll]] for (uint j = 0u; j < TN; j++) {
+                        acc[i][j] = fma(ar[i], br[j], acc[i][j]);
+                    }
                 }
             }
         }

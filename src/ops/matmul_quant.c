@@ -75,6 +75,10 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_SPAN_DOT_ROWS_NR 4u
 #define QUANT_SPAN_DOT_ROWS_U 1u
 #define QUANT_SPAN_DOT_K_U 1u
+/* Q4_K and Q5_K at one row of x on the integer-dot path: 4 rows of W per row group. Q4_K read
+ * 75.1 / 75.9% of stream read in a batch on one input so, 68.4 / 69.7% with 2
+ * (evidence/h200-1956efe). */
+#define QUANT_SPAN_DOT_K4_NR 4u
 /* The float path, Q8_0 and Q4_0 at one row of x: more rows of W per row group, so that each
  * vec4 of x a lane loads serves more weights (reasoned, not profiled: a lane's pieces lie 64
  * bytes of x apart, so a subgroup's load of x touches a cache line per two lanes, and these
@@ -94,8 +98,13 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
  * and Q4_K at 10-12% there, but its unrolled units took the NVIDIA compiler 6-29 s a
  * pipeline (evidence/h200-e4e5e06). */
 #define QUANT_STAGE_LANES 16u
+#define QUANT_STAGE_MIN_LANES 8u
 #define QUANT_STAGE_GROUPS 16u
 #define QUANT_STAGE_NR 4u
+/* Q6_K's pieces are 64 weights (16 words of W a row): with 4 rows of W its staged plan read
+ * 4.9% of stream read batched at 8 rows (evidence/h200-1956efe), 2 rows keep it in registers
+ * (reasoned from the piece's size). */
+#define QUANT_STAGE_NR_Q6_K 2u
 #define QUANT_STAGE_U 1u
 /* Q4_K at one row of x: 4 rows of W per row group, one piece in flight, x not staged; Q5_K
  * at one row: x staged, 64 lanes, 2 row groups of 4 rows, one piece. Staged, both had beaten
@@ -390,7 +399,7 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         /* Float path, several rows of x (and Q5_K at one): x staged (QUANT_STAGE*). */
         p->stage = 1;
         p->u = QUANT_STAGE_U;
-        p->nr = QUANT_STAGE_NR;
+        p->nr = fmt == FMT_Q6_K ? QUANT_STAGE_NR_Q6_K : QUANT_STAGE_NR;
         p->t = m > 1 ? QUANT_STAGE_LANES : QUANT_STAGE1_LANES;
         while (p->t % ppb != 0)
             p->t *= 2;
@@ -405,6 +414,8 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
             p->nr = QUANT_SPAN_DOT_ROWS_NR;
         } else if (dot && fmt >= FMT_Q4_K) {
             p->u = QUANT_SPAN_DOT_K_U;
+            if (fmt != FMT_Q6_K)
+                p->nr = QUANT_SPAN_DOT_K4_NR;
         } else if (!dot && fmt == FMT_Q8_0) {
             p->nr = QUANT_SPAN_FLOAT_Q8_0_NR;
         } else if (!dot && fmt == FMT_Q4_0) {
@@ -427,11 +438,24 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         p->t = t;
         p->g = threads / t;
     }
-    /* Fewer row groups while the workgroup is beyond the device or the shared memory. */
+    /* Fewer row groups while the workgroup is beyond the device. */
     while (p->g > 1 && ((uint64_t)p->t * p->g > ctx->info.max_compute_workgroup_invocations ||
-                        p->g > ctx->info.max_compute_workgroup_size[1] ||
-                        span_shared_bytes(fmt, p, m) > shared))
+                        p->g > ctx->info.max_compute_workgroup_size[1]))
         p->g /= 2;
+    /* Beyond the shared memory: a staged plan first stages shorter rounds (fewer lanes, down
+     * to QUANT_STAGE_MIN_LANES), then fewer row groups; one that still does not fit streams x
+     * from memory. (Q6_K's pieces are 64 weights: at 8 rows of x and 16 lanes a round's x is
+     * 36 KiB.) */
+    while (span_shared_bytes(fmt, p, m) > shared) {
+        if (p->stage && p->t / 2 >= QUANT_STAGE_MIN_LANES && (p->t / 2) % ppb == 0)
+            p->t /= 2;
+        else if (p->g > 1)
+            p->g /= 2;
+        else if (p->stage)
+            p->stage = 0;
+        else
+            break;
+    }
     gemv_plan_override(ctx, dot, fmt, m, p);
 }
 
@@ -807,6 +831,21 @@ mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *ca, uint32_t 
     }
     mcl_tensor_destroy(act);
     return status;
+}
+
+mcl_status mcl_matmul_quantized_input(mcl_context *ctx, mcl_tensor *a, mcl_tensor *act,
+                                      mcl_tensor *w, mcl_tensor *c)
+{
+    quant_product p;
+    mcl_status status = quant_check(ctx, a, MCL_NO_TRANSPOSE, w, MCL_TRANSPOSE, NULL, c,
+                                    MCL_QUANT_PATH_DOT, &p);
+    if (status != MCL_SUCCESS)
+        return status;
+    if (!act || act->ctx != ctx ||
+        act->nbytes < (uint64_t)p.rows * (p.k / QUANT_LANE_WEIGHTS) * ACT_WORDS_PER_BLOCK * 4)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_matmul_quantized_input: act is too small for a's quantization");
+    return quant_record(ctx, &p, a, act, w, NULL, c);
 }
 
 mcl_status mcl_matmul_multi(mcl_context *ctx, const mcl_tensor *a, uint32_t count,

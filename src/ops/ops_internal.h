@@ -80,6 +80,12 @@ mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *a, uint32_t c
 mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *q, mcl_tensor *out,
                                     uint32_t pb);
 
+/* c = a W^T on the integer-dot path with a already quantized into act (mcl_quantize_activations
+ * of a's rows and K): the products alone, for motifcl-bench to time the GEMV kernels without
+ * the quantization and its wait. Checked as mcl_matmul_quant_ex checks (a gives the shapes). */
+mcl_status mcl_matmul_quantized_input(mcl_context *ctx, mcl_tensor *a, mcl_tensor *act,
+                                      mcl_tensor *w, mcl_tensor *c);
+
 /* The integer-dot path's first step: the first `rows` rows of K values of a (f32, K a multiple
  * of 32) quantized per 32 values into act (4-byte elements, at least rows * K / 32 * 10 of
  * them): all codes (8 words of 4 signed bytes per block), then the f32 scales, then the i32

@@ -484,6 +484,7 @@ static double stream_read_same(bench *b, uint64_t bytes, const char *name, doubl
 typedef struct qbatch_run {
     const mm_run *r;
     mcl_tensor *c[QGEMV_BATCH];
+    mcl_tensor *act; /* r->a[0] quantized, for qkernel_once */
     int count;
 } qbatch_run;
 
@@ -515,6 +516,22 @@ static mcl_status qmulti_once(bench *b, void *user, int rep)
     for (int j = 0; j < q->count; j++)
         w[j] = r->b[(rep * q->count + j) % r->copies];
     return mcl_matmul_multi(b->ctx, r->a[0], (uint32_t)q->count, w, NULL, q->c);
+}
+
+/* The same batch on the integer-dot path with its input quantized beforehand, outside the timed
+ * region: the GEMV kernels alone, without the quantization and the wait for it. */
+static mcl_status qkernel_once(bench *b, void *user, int rep)
+{
+    qbatch_run *q = user;
+    const mm_run *r = q->r;
+    for (int j = 0; j < q->count; j++) {
+        mcl_status status = mcl_matmul_quantized_input(b->ctx, r->a[0], q->act,
+                                                       r->b[(rep * q->count + j) % r->copies],
+                                                       q->c[j]);
+        if (status != MCL_SUCCESS)
+            return status;
+    }
+    return MCL_SUCCESS;
 }
 
 /* The figures of a batch of `count` GEMVs over `bytes` of weights each that took t seconds
@@ -579,7 +596,7 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     double t = r.c ? bench_gpu_time(b, b->repeat, matmul_once, &r) : -1.0;
     /* Batched: only with cold copies to spread the batch over (none with --hot). */
     qbatch_run q = {.r = &r, .count = r.copies < QGEMV_BATCH ? r.copies : QGEMV_BATCH};
-    double tb = -1.0, tm = -1.0;
+    double tb = -1.0, tm = -1.0, tk = -1.0;
     int dot = mcl_quant_path_select(b->ctx, dtype) == MCL_QUANT_PATH_DOT;
     if (t > 0 && q.count >= 2) {
         int ok = 1;
@@ -590,6 +607,15 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
         /* On the float path the two batches record the same dispatches. */
         if (ok && dot && tb > 0)
             tm = bench_gpu_time(b, b->repeat, qmulti_once, &q);
+        if (ok && dot && tm > 0) {
+            int64_t words = rows * (k / 32) * 10;
+            ok = mcl_tensor_create(b->ctx, MCL_DTYPE_I32, 1, &words, &q.act) == MCL_SUCCESS &&
+                 mcl_quantize_activations(b->ctx, r.a[0], (uint32_t)rows, (uint32_t)k, q.act) ==
+                     MCL_SUCCESS;
+            if (ok)
+                tk = bench_gpu_time(b, b->repeat, qkernel_once, &q);
+            mcl_tensor_destroy(q.act);
+        }
         for (int j = 0; j < q.count; j++)
             mcl_tensor_destroy(q.c[j]);
     }
@@ -625,9 +651,11 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     if (q.count < 2)
         return 0;
     int rc = qbatch_report(b, name, "batched", q.count, weight_bytes, tb, same_batch_gbs);
-    return dot ? rc | qbatch_report(b, name, "one input", q.count, weight_bytes, tm,
-                                    same_batch_gbs)
-               : rc;
+    if (!dot)
+        return rc;
+    rc |= qbatch_report(b, name, "one input", q.count, weight_bytes, tm, same_batch_gbs);
+    return rc | qbatch_report(b, name, "kernels alone", q.count, weight_bytes,
+                              tk, same_batch_gbs);
 }
 
 int bench_qgemv(bench *b)
