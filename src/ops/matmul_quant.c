@@ -75,9 +75,10 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_SPAN_DOT_ROWS_NR 4u
 #define QUANT_SPAN_DOT_ROWS_U 1u
 #define QUANT_SPAN_DOT_K_U 1u
-/* Q4_K and Q5_K at one row of x on the integer-dot path: 4 rows of W per row group. Q4_K read
- * 75.1 / 75.9% of stream read in a batch on one input so, 68.4 / 69.7% with 2
- * (evidence/h200-1956efe). */
+/* Q4_K at one row of x on the integer-dot path: 4 rows of W per row group. It read 75.1 / 75.9%
+ * of stream read in a batch on one input so, 68.4 / 69.7% with 2 (evidence/h200-1956efe); Q5_K
+ * (three uvec4s a piece, not two) lost with 4: 63.6 / 60.0% against 70.6 / 71.2%
+ * (evidence/h200-889070b). */
 #define QUANT_SPAN_DOT_K4_NR 4u
 /* The float path, Q8_0 and Q4_0 at one row of x: more rows of W per row group, so that each
  * vec4 of x a lane loads serves more weights (reasoned, not profiled: a lane's pieces lie 64
@@ -414,7 +415,7 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
             p->nr = QUANT_SPAN_DOT_ROWS_NR;
         } else if (dot && fmt >= FMT_Q4_K) {
             p->u = QUANT_SPAN_DOT_K_U;
-            if (fmt != FMT_Q6_K)
+            if (fmt == FMT_Q4_K)
                 p->nr = QUANT_SPAN_DOT_K4_NR;
         } else if (!dot && fmt == FMT_Q8_0) {
             p->nr = QUANT_SPAN_FLOAT_Q8_0_NR;
