@@ -52,8 +52,8 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 
 /* The GEMV kernels take up to this many rows of a (their accumulators are registers). */
 #define QUANT_GEMV_MAX_ROWS 8u
-/* The GEMV layout (gemv_q_span.comp, gemv_q_span_dot.comp; shaders/gemv_span.glsl): a row
- * group of T lanes reads each of its NR rows along K, U pieces per lane in flight.
+/* The GEMV layout (gemv_q.comp, gemv_q_dot.comp; shaders/gemv_q.glsl): a row group of T lanes
+ * reads each of its NR rows along K, U pieces per lane in flight.
  *
  * One row of x, and the integer-dot path: T starts at one subgroup and doubles (up to
  * MAX_LANES, keeping four rounds of pieces per lane) while the grid would hold fewer than
@@ -67,19 +67,25 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_SPAN_THREADS_WAVE64 256u
 #define QUANT_SPAN_NR 2u
 #define QUANT_SPAN_U 2u
-/* The integer-dot path at several rows of x: 4 rows of W per row group, one piece in flight.
- * On the H200 at 8 rows (evidence/h200-3ba84a6-lab, batches on one input) Q8_0 read 64.1 /
- * 60.8% of stream read so against 53.5 / 40.6% with 2 rows, Q4_0 35.2 / 32.9% against 29.6 /
- * 22.0%. The K types at one row of x: one piece in flight (Q4_K: 80.7 / 78.8% with 2 rows of
- * W, 79.7 / 74.6% with 2 pieces). */
+/* The integer-dot path at one row of x: rows of W per row group and pieces in flight, per format
+ * (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K). On the H200, the GEMV kernels alone on a quantized input read,
+ * of stream read, 14336x4096 / 4096x14336 (evidence/h200-9baf3fa-plans, h200-889070b):
+ *   Q8_0  1 row of W, 2 pieces: 92.4 / 91.5%   (2 and 2: 88.5 / 87.2%)
+ *   Q4_0  2 rows, 1 piece:      86.2 / 87.2%   (2 and 2: 77.7 / 78.0%; 1 and 2: 86.4 / 85.9%;
+ *                                               4 and 1: 75.6 / 76.0%)
+ *   Q4_K  4 rows, 1 piece:      77.7 / 79.5%   (2 and 1, one input: 68.4 / 69.7% against
+ *                                               75.1 / 75.9% with 4, evidence/h200-1956efe)
+ *   Q5_K  2 rows, 1 piece:      74.4 / 75.1%   (4 and 1: 65.7 / 61.8%; its pieces are three
+ *                                               uvec4s, Q4_K's two)
+ *   Q6_K  2 rows, 1 piece       (one input: 76.5 / 75.0%; 2 and 2: 76.3 / 75.8%; 4 and 1: 73.8
+ *                                / 71.9%; 1 and 2: 70.2 / 69.9%)
+ * At several rows of x: 4 rows of W, one piece. At 8 rows (evidence/h200-3ba84a6-lab, a
+ * batch on one input) Q8_0 read 64.1 / 60.8% so against 53.5 / 40.6% with 2 rows, Q4_0 35.2 /
+ * 32.9% against 29.6 / 22.0%. */
+static const uint8_t dot_nr[] = {1, 2, 4, 2, 2};
+static const uint8_t dot_u[] = {2, 1, 1, 1, 1};
 #define QUANT_SPAN_DOT_ROWS_NR 4u
 #define QUANT_SPAN_DOT_ROWS_U 1u
-#define QUANT_SPAN_DOT_K_U 1u
-/* Q4_K at one row of x on the integer-dot path: 4 rows of W per row group. It read 75.1 / 75.9%
- * of stream read in a batch on one input so, 68.4 / 69.7% with 2 (evidence/h200-1956efe); Q5_K
- * (three uvec4s a piece, not two) lost with 4: 63.6 / 60.0% against 70.6 / 71.2%
- * (evidence/h200-889070b). */
-#define QUANT_SPAN_DOT_K4_NR 4u
 /* The float path, Q8_0 and Q4_0 at one row of x: more rows of W per row group, so that each
  * vec4 of x a lane loads serves more weights (reasoned, not profiled: a lane's pieces lie 64
  * bytes of x apart, so a subgroup's load of x touches a cache line per two lanes, and these
@@ -102,10 +108,12 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_STAGE_MIN_LANES 8u
 #define QUANT_STAGE_GROUPS 16u
 #define QUANT_STAGE_NR 4u
-/* Q6_K's pieces are 64 weights (16 words of W a row): with 4 rows of W its staged plan read
- * 4.9% of stream read batched at 8 rows (evidence/h200-1956efe), 2 rows keep it in registers
- * (reasoned from the piece's size). */
-#define QUANT_STAGE_NR_Q6_K 2u
+/* Q6_K at several rows of x on the float path is not staged: its pieces are 64 weights, so a
+ * staged round holds 4 KiB of x per row of x and 16 lanes; at 8 rows staged it read 6.6 / 6.3%
+ * of stream read batched, x from memory with 4 rows of W per row group 13.8 / 11.9%, with 2
+ * 8.6 / 8.7% (evidence/h200-9baf3fa-plans). */
+#define QUANT_FLOAT_Q6_K_ROWS_NR 4u
+#define QUANT_FLOAT_Q6_K_ROWS_U 1u
 #define QUANT_STAGE_U 1u
 /* Q4_K at one row of x: 4 rows of W per row group, one piece in flight, x not staged; Q5_K
  * at one row: x staged, 64 lanes, 2 row groups of 4 rows, one piece. Staged, both had beaten
@@ -306,7 +314,7 @@ static int gemv_wave64(const mcl_context *ctx)
 }
 
 /* Shared memory of a plan at m rows of x: the partial sums, and with stage the x of a round
- * (padded as gemv_q_span.comp pads it). */
+ * (padded as gemv_q.comp pads it). */
 static uint64_t span_shared_bytes(uint32_t fmt, const gemv_plan *q, uint32_t m)
 {
     uint64_t bytes = (uint64_t)q->t * q->g * q->nr * m * sizeof(float);
@@ -315,6 +323,8 @@ static uint64_t span_shared_bytes(uint32_t fmt, const gemv_plan *q, uint32_t m)
         uint64_t qk = (uint64_t)mcl_dtype_block_weights(quant_formats[fmt]);
         uint64_t xch = (uint64_t)q->u * q->t * qk / ppb / 4;
         bytes += (uint64_t)m * (xch + xch / 8) * 16;
+    } else {
+        bytes += 16; /* gemv_q.comp declares one vec4 of staged x even when x is not staged */
     }
     return bytes;
 }
@@ -396,11 +406,11 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         p->pb = m > 1 ? QUANT_SPAN_PB_Q4_0_FLOAT : QUANT_SPAN_PB_Q4_0_FLOAT1;
     const uint32_t ppb = span_pieces(fmt, p->pb);
 
-    if (!dot && (m > 1 || fmt == FMT_Q5_K)) {
+    if (!dot && ((m > 1 && fmt != FMT_Q6_K) || fmt == FMT_Q5_K)) {
         /* Float path, several rows of x (and Q5_K at one): x staged (QUANT_STAGE*). */
         p->stage = 1;
         p->u = QUANT_STAGE_U;
-        p->nr = fmt == FMT_Q6_K ? QUANT_STAGE_NR_Q6_K : QUANT_STAGE_NR;
+        p->nr = QUANT_STAGE_NR;
         p->t = m > 1 ? QUANT_STAGE_LANES : QUANT_STAGE1_LANES;
         while (p->t % ppb != 0)
             p->t *= 2;
@@ -413,10 +423,13 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         if (dot && m > 1) {
             p->u = QUANT_SPAN_DOT_ROWS_U;
             p->nr = QUANT_SPAN_DOT_ROWS_NR;
-        } else if (dot && fmt >= FMT_Q4_K) {
-            p->u = QUANT_SPAN_DOT_K_U;
-            if (fmt == FMT_Q4_K)
-                p->nr = QUANT_SPAN_DOT_K4_NR;
+        } else if (dot) {
+            p->u = dot_u[fmt];
+            p->nr = dot_nr[fmt];
+        } else if (fmt == FMT_Q6_K && m > 1) {
+            /* Float path, Q6_K at several rows of x: not staged. */
+            p->u = QUANT_FLOAT_Q6_K_ROWS_U;
+            p->nr = QUANT_FLOAT_Q6_K_ROWS_NR;
         } else if (!dot && fmt == FMT_Q8_0) {
             p->nr = QUANT_SPAN_FLOAT_Q8_0_NR;
         } else if (!dot && fmt == FMT_Q4_0) {
