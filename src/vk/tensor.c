@@ -102,6 +102,29 @@ mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, m
     return MCL_SUCCESS;
 }
 
+/* A view of `bytes` at `offset` of owner's memory with the given type and shape (checked by the
+ * caller). */
+static mcl_status view_make(mcl_tensor *owner, uint64_t offset, uint64_t bytes, mcl_dtype dtype,
+                            uint32_t ndim, const int64_t *shape, mcl_tensor **out)
+{
+    mcl_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return mcl_fail(owner->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    t->ctx = owner->ctx;
+    t->owner = owner;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (uint32_t i = 0; i < ndim; i++)
+        t->shape[i] = shape[i];
+    t->nbytes = bytes;
+    t->cls = owner->cls;
+    t->alloc = owner->alloc;
+    t->alloc.offset += offset;
+    t->alloc.size = bytes;
+    *out = t;
+    return MCL_SUCCESS;
+}
+
 mcl_status mcl_tensor_view(mcl_tensor *owner, uint64_t offset, mcl_dtype dtype, uint32_t ndim,
                            const int64_t *shape, mcl_tensor **out)
 {
@@ -125,22 +148,7 @@ mcl_status mcl_tensor_view(mcl_tensor *owner, uint64_t offset, mcl_dtype dtype, 
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "a view of %llu bytes at %llu does not fit its owner, or is misaligned",
                         (unsigned long long)bytes, (unsigned long long)offset);
-    mcl_tensor *t = calloc(1, sizeof *t);
-    if (!t)
-        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    t->ctx = ctx;
-    t->owner = owner;
-    t->dtype = dtype;
-    t->ndim = ndim;
-    for (uint32_t i = 0; i < ndim; i++)
-        t->shape[i] = shape[i];
-    t->nbytes = bytes;
-    t->cls = owner->cls;
-    t->alloc = owner->alloc;
-    t->alloc.offset += offset;
-    t->alloc.size = bytes;
-    *out = t;
-    return MCL_SUCCESS;
+    return view_make(owner, offset, bytes, dtype, ndim, shape, out);
 }
 
 mcl_status mcl_tensor_bytes_view(mcl_tensor *owner, uint64_t offset, uint64_t bytes,
@@ -155,21 +163,7 @@ mcl_status mcl_tensor_bytes_view(mcl_tensor *owner, uint64_t offset, uint64_t by
                         "a byte view of %llu bytes at %llu does not fit its owner's memory, or is "
                         "misaligned", (unsigned long long)bytes, (unsigned long long)offset);
     int64_t shape[1] = {(int64_t)bytes};
-    mcl_tensor *t = calloc(1, sizeof *t);
-    if (!t)
-        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    t->ctx = ctx;
-    t->owner = owner;
-    t->dtype = MCL_DTYPE_U8;
-    t->ndim = 1;
-    t->shape[0] = shape[0];
-    t->nbytes = bytes;
-    t->cls = owner->cls;
-    t->alloc = owner->alloc;
-    t->alloc.offset += offset;
-    t->alloc.size = bytes;
-    *out = t;
-    return MCL_SUCCESS;
+    return view_make(owner, offset, bytes, MCL_DTYPE_U8, 1, shape, out);
 }
 
 void mcl_tensor_release(mcl_tensor *t)
