@@ -108,13 +108,13 @@ static const uint8_t dot_u[] = {2, 1, 1, 1, 1};
 #define QUANT_STAGE_MIN_LANES 8u
 #define QUANT_STAGE_GROUPS 16u
 #define QUANT_STAGE_NR 4u
+#define QUANT_STAGE_U 1u
 /* Q6_K at several rows of x on the float path is not staged: its pieces are 64 weights, so a
  * staged round holds 4 KiB of x per row of x and 16 lanes; at 8 rows staged it read 6.6 / 6.3%
  * of stream read batched, x from memory with 4 rows of W per row group 13.8 / 11.9%, with 2
  * 8.6 / 8.7% (evidence/h200-9baf3fa-plans). */
 #define QUANT_FLOAT_Q6_K_ROWS_NR 4u
 #define QUANT_FLOAT_Q6_K_ROWS_U 1u
-#define QUANT_STAGE_U 1u
 /* Q4_K at one row of x: 4 rows of W per row group, one piece in flight, x not staged; Q5_K
  * at one row: x staged, 64 lanes, 2 row groups of 4 rows, one piece. Staged, both had beaten
  * the plan of 2 rows and 2 pieces (evidence/h200-8bfc42c, p6). Unstaged with 4 rows and one
