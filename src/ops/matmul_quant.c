@@ -69,7 +69,7 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_SPAN_U 2u
 /* The integer-dot path at one row of x: rows of W per row group and pieces in flight, per format
  * (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K). On the H200, the GEMV kernels alone on a quantized input read,
- * of stream read, 14336x4096 / 4096x14336 (evidence/h200-9baf3fa-plans, h200-889070b):
+ * of stream read, 14336x4096 / 4096x14336 (evidence/h200-9baf3a8-plans, h200-889070b):
  *   Q8_0  1 row of W, 2 pieces: 92.4 / 91.5%   (2 and 2: 88.5 / 87.2%)
  *   Q4_0  2 rows, 1 piece:      86.2 / 87.2%   (2 and 2: 77.7 / 78.0%; 1 and 2: 86.4 / 85.9%;
  *                                               4 and 1: 75.6 / 76.0%)
@@ -112,7 +112,7 @@ static const uint8_t dot_u[] = {2, 1, 1, 1, 1};
 /* Q6_K at several rows of x on the float path is not staged: its pieces are 64 weights, so a
  * staged round holds 4 KiB of x per row of x and 16 lanes; at 8 rows staged it read 6.6 / 6.3%
  * of stream read batched, x from memory with 4 rows of W per row group 13.8 / 11.9%, with 2
- * 8.6 / 8.7% (evidence/h200-9baf3fa-plans). */
+ * 8.6 / 8.7% (evidence/h200-9baf3a8-plans). */
 #define QUANT_FLOAT_Q6_K_ROWS_NR 4u
 #define QUANT_FLOAT_Q6_K_ROWS_U 1u
 /* Q4_K at one row of x: 4 rows of W per row group, one piece in flight, x not staged; Q5_K
