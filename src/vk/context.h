@@ -262,7 +262,8 @@ int mcl_tensor_same_shape(const mcl_tensor *a, const mcl_tensor *b);
 void mcl_tensor_release(mcl_tensor *t);
 
 /* A tensor over `shape` at byte `offset` of owner's memory (offset a multiple of the device's
- * storage buffer offset alignment, the range within owner). It is not on the context's list:
+ * storage buffer offset alignment, the range within owner; not of Q8_0, Q4_0 or Q6_K, whose
+ * device layout keeps a row's bytes in two places). It is not on the context's list:
  * its creator destroys it with mcl_tensor_destroy() before the owner. */
 mcl_status mcl_tensor_view(mcl_tensor *owner, uint64_t offset, mcl_dtype dtype, uint32_t ndim,
                            const int64_t *shape, mcl_tensor **out);

@@ -133,8 +133,11 @@ mcl_status mcl_tensor_view(mcl_tensor *owner, uint64_t offset, mcl_dtype dtype, 
     /* A block type counts in blocks along the last dimension, as a tensor does. */
     int64_t per_block = mcl_dtype_block_weights(dtype);
     uint64_t bytes = mcl_dtype_block_bytes(dtype);
+    /* A split block type's rows are not byte ranges of its memory (quant.h's device layout):
+     * its kernels bind the bodies and the d values apart (mcl_tensor_bytes_view). */
+    mcl_quant_layout layout;
     if (owner->owner || ndim == 0 || ndim > MCL_MAX_DIMS || bytes == 0 || per_block < 1 ||
-        shape[ndim - 1] % per_block != 0)
+        shape[ndim - 1] % per_block != 0 || (mcl_quant_layout_of(dtype, &layout) && layout.split))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "bad tensor view");
     for (uint32_t i = 0; i < ndim; i++) {
         int64_t extent = i == ndim - 1 ? shape[i] / per_block : shape[i];
