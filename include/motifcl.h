@@ -233,8 +233,10 @@ enum {
     MCL_FEATURE_BUFFER_DEVICE_ADDRESS = 1u << 11, /**< bufferDeviceAddress */
     MCL_FEATURE_SHADER_INT64 = 1u << 12,       /**< 64-bit integers in shaders */
     MCL_FEATURE_TIMESTAMPS = 1u << 13,         /**< timestamps on the compute queue */
-    MCL_FEATURE_EXTERNAL_HOST_MEMORY = 1u << 14 /**< VK_EXT_external_memory_host: transfers
-                                                     read and write caller memory directly */
+    MCL_FEATURE_EXTERNAL_HOST_MEMORY = 1u << 14, /**< VK_EXT_external_memory_host: transfers
+                                                      read and write caller memory directly */
+    MCL_FEATURE_COOPERATIVE_MATRIX = 1u << 15   /**< VK_NV_cooperative_matrix: subgroups of 32
+                                                     multiply 16 x 16 f16 matrices into f32 */
 };
 
 /** Paths the quirk table, the device profile or the environment may disable, as bits of

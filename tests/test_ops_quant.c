@@ -60,9 +60,13 @@
 #define NMSE_FLOAT 1e-9
 #define NMSE_DOT 1e-9
 #define NMSE_DOT_VS_F32 1e-4
+/* The matrix path rounds a and the dequantized W to f16 (2^-11 relative): about 2e-7 on
+ * these products' random operands. */
+#define NMSE_MATRIX 1e-5
 
 static mcl_context *ctx;
-static int has_dot; /* integer dot product enabled on this context */
+static int has_dot;    /* integer dot product enabled on this context */
+static int has_matrix; /* cooperative matrices enabled on this context */
 
 static const mcl_dtype all_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DTYPE_Q4_K,
                                         MCL_DTYPE_Q5_K, MCL_DTYPE_Q6_K};
@@ -505,13 +509,10 @@ static void gemv_plan_override(void **state)
     unsetenv("MOTIFCL_QUANT_GEMV_PLAN");
 }
 
-/* The path mcl_matmul takes by itself for `rows` rows of a and a weight of `dtype`: the
- * selected one, but the float GEMM for a K type beyond the GEMV's rows. */
+/* The path mcl_matmul takes by itself for `rows` rows of a and a weight of `dtype`. */
 static mcl_quant_path auto_path(mcl_dtype dtype, int64_t rows)
 {
-    mcl_quant_path path = mcl_quant_path_select(ctx, dtype);
-    int dot_gemm = dtype == MCL_DTYPE_Q8_0 || dtype == MCL_DTYPE_Q4_0;
-    return rows > 8 && !dot_gemm ? MCL_QUANT_PATH_FLOAT : path;
+    return rows > 8 ? mcl_quant_gemm_path_select(ctx, dtype) : mcl_quant_path_select(ctx, dtype);
 }
 
 /* mcl_matmul_multi: four weights of different formats and widths on one input, at 3 rows (the
@@ -566,6 +567,7 @@ static void matmul_multi(void **state)
                 assert_mcl_ok(mcl_tensor_download(cs[i], 0, got,
                                                   (uint64_t)(di->rows * di->p.n) * 4));
                 float *want = ref_product(di, di->a);
+                /* The f32 weight's product is mcl_matmul's f32 one, exact. */
                 int exact = path == MCL_QUANT_PATH_FLOAT || i == W ||
                             (path == MCL_QUANT_PATH_AUTO &&
                              auto_path(fmts[i], di->rows) == MCL_QUANT_PATH_FLOAT);
@@ -818,6 +820,81 @@ static void dot_path(void **state)
     mcl_test_record_bool("integer-dot GEMM of a K type refused, its automatic path float", 1);
 }
 
+/* ---------------------------------------------------------------------------------------
+ * Matrix path
+ * ------------------------------------------------------------------------------------- */
+
+static void check_matrix_path(mcl_dtype dtype, const mm_case *p, uint32_t seed)
+{
+    mm_data d;
+    mm_setup(&d, dtype, p, seed);
+    float *got = mm_run(&d, MCL_QUANT_PATH_MATRIX);
+    float *want = ref_product(&d, d.a);
+    char name[160];
+    case_name(name, sizeof name, "matrix gemm", dtype, p);
+    double nmse = mcl_nmse(got, want, (size_t)(d.rows * p->n));
+    expect_nmse(name, nmse, NMSE_MATRIX);
+    /* f16 operands: the result is not the f32 product's (else the path did not run). */
+    if (!mcl_test_record_bool("matrix gemm rounds to f16 (nmse above the float path's)",
+                              nmse > NMSE_FLOAT))
+        fail_msg("%s: nmse %g, as exact as the float path", name, nmse);
+    free(got);
+    free(want);
+    mm_free(&d);
+}
+
+/* The matrix GEMM for every format: tiles of 64 and 128 both ways, partial edge tiles, rows
+ * just past the GEMV's, batched a, many K steps, the tile override; where cooperative
+ * matrices are not enabled, the path must be refused. */
+static void matrix_path(void **state)
+{
+    (void)state;
+    if (!has_matrix) {
+        mm_case p = {1, 16, 37, 64, 0};
+        mm_data d;
+        mm_setup(&d, MCL_DTYPE_Q8_0, &p, 3700);
+        assert_int_equal(mcl_matmul_quant_ex(ctx, d.ta, MCL_NO_TRANSPOSE, d.tw, MCL_TRANSPOSE,
+                                             NULL, d.tc, MCL_QUANT_PATH_MATRIX, NULL),
+                         MCL_ERROR_UNSUPPORTED);
+        mcl_quant_path ran = MCL_QUANT_PATH_MATRIX;
+        assert_mcl_ok(mcl_matmul_quant_ex(ctx, d.ta, MCL_NO_TRANSPOSE, d.tw, MCL_TRANSPOSE,
+                                          NULL, d.tc, MCL_QUANT_PATH_AUTO, &ran));
+        assert_int_not_equal(ran, MCL_QUANT_PATH_MATRIX);
+        mm_free(&d);
+        mcl_test_record_bool("matrix path refused without cooperative matrices", 1);
+        mcl_test_note("matrix_path", "not run: cooperative matrices are not enabled on this "
+                      "context");
+        return;
+    }
+    for (size_t f = 0; f < FORMAT_COUNT; f++) {
+        mcl_dtype t = all_formats[f];
+        const mm_case cases[] = {
+            {1, 9, 37, kq(t, 96, 512), 1},        /* one row past the GEMV; 64 x 64 tiles */
+            {1, 67, 1031, kq(t, 4128, 4352), 1},  /* partial tiles both ways, many K steps */
+            {3, 100, 37, kq(t, 160, 768), 0},     /* batched, 300 rows */
+            {1, 300, 4100, 256, 1},               /* enough tiles for 128 x 128 */
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            check_matrix_path(t, &cases[i], (uint32_t)(3700 + 10 * f + i));
+    }
+    static const char *const tiles[] = {"64x128", "128x64", "128x128"};
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
+        setenv("MOTIFCL_QUANT_GEMM_TILE", tiles[i], 1);
+        mm_case c = {1, 130, 200, 512, 1};
+        check_matrix_path(all_formats[(i + 1) % FORMAT_COUNT], &c, (uint32_t)(3800 + i));
+    }
+    unsetenv("MOTIFCL_QUANT_GEMM_TILE");
+    /* Asked for at the GEMV's rows, the matrix path is refused. */
+    mm_case p = {1, 8, 37, 64, 0};
+    mm_data d;
+    mm_setup(&d, MCL_DTYPE_Q4_0, &p, 3900);
+    assert_int_equal(mcl_matmul_quant_ex(ctx, d.ta, MCL_NO_TRANSPOSE, d.tw, MCL_TRANSPOSE, NULL,
+                                         d.tc, MCL_QUANT_PATH_MATRIX, NULL),
+                     MCL_ERROR_UNSUPPORTED);
+    mm_free(&d);
+    mcl_test_record_bool("matrix path refused at 8 rows of a", 1);
+}
+
 /* A weight bound in row ranges: larger than MOTIFCL_MAX_BINDING (set small here, so that any
  * device splits), each part a view at an aligned offset writing its columns of c. GEMV and
  * GEMM, float and integer dot, bias on and off, rows of an odd number of blocks (the last part
@@ -838,6 +915,8 @@ static void split_weight(void **state)
             check_float_path(t, &cases[i], (uint32_t)(9500 + 10 * f + i));
             if (has_dot && (f < 2 || cases[i].m <= 8))
                 check_dot_path(t, &cases[i], (uint32_t)(9600 + 10 * f + i));
+            if (has_matrix && cases[i].m > 8)
+                check_matrix_path(t, &cases[i], (uint32_t)(9650 + 10 * f + i));
         }
     }
     setenv("MOTIFCL_MAX_BINDING", "16", 1);
@@ -908,7 +987,22 @@ static void path_selection(void **state)
         setenv("MOTIFCL_QUANT_PATH", "dot", 1);
         assert_int_equal(mcl_quant_path_select(ctx, t), want);
         unsetenv("MOTIFCL_QUANT_PATH");
+        /* The GEMM: matrix where cooperative matrices are enabled, unless MOTIFCL_QUANT_PATH
+         * names another; integer dot for Q8_0 and Q4_0 only. */
+        int dot_gemm = t == MCL_DTYPE_Q8_0 || t == MCL_DTYPE_Q4_0;
+        mcl_quant_path gemm = has_matrix ? MCL_QUANT_PATH_MATRIX
+                              : has_dot && accelerated && dot_gemm ? MCL_QUANT_PATH_DOT
+                                                                   : MCL_QUANT_PATH_FLOAT;
+        assert_int_equal(mcl_quant_gemm_path_select(ctx, t), gemm);
+        setenv("MOTIFCL_QUANT_PATH", "float", 1);
+        assert_int_equal(mcl_quant_gemm_path_select(ctx, t), MCL_QUANT_PATH_FLOAT);
+        setenv("MOTIFCL_QUANT_PATH", "dot", 1);
+        assert_int_equal(mcl_quant_gemm_path_select(ctx, t),
+                         has_dot && dot_gemm ? MCL_QUANT_PATH_DOT : MCL_QUANT_PATH_FLOAT);
+        unsetenv("MOTIFCL_QUANT_PATH");
     }
+    if (polaris)
+        assert_false(has_matrix); /* the profile masks f16, and with it the matrix path */
 
     /* mcl_matmul itself, forced onto the dot path where there is one: AUTO resolves to the
      * selected path and the result is right. */
@@ -931,6 +1025,10 @@ static void path_selection(void **state)
     unsetenv("MOTIFCL_FORCE");
     mcl_test_note("quant_path_q8_0", mcl_quant_path_select(ctx, MCL_DTYPE_Q8_0) ==
                                              MCL_QUANT_PATH_DOT ? "dot" : "float");
+    mcl_test_note("quant_gemm_path_q8_0",
+                  has_matrix ? "matrix"
+                  : mcl_quant_gemm_path_select(ctx, MCL_DTYPE_Q8_0) == MCL_QUANT_PATH_DOT
+                      ? "dot" : "float");
     mcl_test_record_bool("path selection", 1);
     if (saved_force)
         setenv("MOTIFCL_FORCE", saved_force, 1);
@@ -1038,6 +1136,28 @@ static void negative_controls(void **state)
         free(got);
     }
     mm_free(&d);
+
+    /* Matrix GEMM: NMSE_MATRIX must see one block's scale negated in the reference (one block
+     * of ten, so that its share of the product is far above f16's rounding). */
+    if (has_matrix) {
+        mm_case pm = {1, 16, 5, 64, 0};
+        mm_setup(&d, MCL_DTYPE_Q8_0, &pm, 6200);
+        got = mm_run(&d, MCL_QUANT_PATH_MATRIX);
+        d.q[3 * 34 + 1] ^= 0x80; /* block 3: row 1, second block */
+        free(d.w);
+        d.w = cpu_dequantize(MCL_DTYPE_Q8_0, d.q, pm.n * pm.k);
+        want = ref_product(&d, d.a);
+        nmse = mcl_nmse(got, want, (size_t)(pm.m * pm.n));
+        printf("%-70s nmse %.3g\n", "negative control: matrix gemm against a corrupted block",
+               nmse);
+        caught = nmse > NMSE_MATRIX;
+        mcl_test_record_bool("negative control: matrix gemm against a reference with a negated "
+                             "block scale", caught);
+        assert_true(caught);
+        free(want);
+        free(got);
+        mm_free(&d);
+    }
 }
 
 static void bad_arguments(void **state)
@@ -1110,8 +1230,10 @@ int main(int argc, char **argv)
     mcl_test_begin(argc, argv);
     ctx = mcl_test_device_context();
     mcl_device_info info = {.size = sizeof info};
-    if (mcl_context_device_info(ctx, &info) == MCL_SUCCESS)
+    if (mcl_context_device_info(ctx, &info) == MCL_SUCCESS) {
         has_dot = (info.features_enabled & MCL_FEATURE_INTEGER_DOT_PRODUCT) != 0;
+        has_matrix = (info.features_enabled & MCL_FEATURE_COOPERATIVE_MATRIX) != 0;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(path_selection),
         cmocka_unit_test(device_layout),
@@ -1124,6 +1246,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(matmul_multi),
         cmocka_unit_test(gemm_float),
         cmocka_unit_test(dot_path),
+        cmocka_unit_test(matrix_path),
         cmocka_unit_test(graph_replay),
         cmocka_unit_test(negative_controls),
         cmocka_unit_test(bad_arguments),

@@ -1,7 +1,7 @@
 /* Matrix products with a block-quantised weight (c = a W^T, W [N, K] as stored in a GGUF
  * file), and GPU dequantization.
  *
- * Two paths:
+ * Three paths:
  *  - float (every format): the weights are dequantized in the shader and multiplied in f32.
  *    gemv_q for 1..8 rows of a (decode), gemm_q with W's tiles dequantized into shared
  *    memory for more. The path an RX 580 runs (it has no packed 8-bit dot product).
@@ -9,6 +9,10 @@
  *    format) / gemm_q_dot (Q8_0, Q4_0; the K types' GEMM is the float one) multiply packed
  *    int8 codes. Taken where the device's integer dot product is enabled and accelerated, or
  *    where it is enabled and asked for (see mcl_quant_path_select).
+ *  - matrix (the GEMM, every format): gemm_q_mma rounds a's tiles and W's dequantized tiles
+ *    to f16 in shared memory and multiplies them on cooperative matrices, accumulating in
+ *    f32. Taken for more than 8 rows of a where cooperative matrices are enabled (see
+ *    mcl_quant_gemm_path_select).
  *
  * Weights are stored in the device layout (shaders/quant.glsl, src/quant/device_layout.c):
  * Q8_0, Q4_0 and Q6_K keep their fp16 d apart from the block bodies, so that every body is
@@ -161,6 +165,10 @@ static uint32_t span_pieces(uint32_t fmt, uint32_t pb)
         return pb == 16 ? 8 : 0;
     }
 }
+/* gemm_q_mma: 256 invocations (8 subgroups of 32), tiles of 64 or 128 rows of a by 64 or 128
+ * rows of W. The larger tile where the grid still holds QUANT_MMA_MIN_TILES of them. */
+#define QUANT_MMA_THREADS 256u
+#define QUANT_MMA_MIN_TILES 256u
 /* gemm_q_dot's fixed tile: 128 rows of a by 64 rows of W, 256 invocations. */
 #define QUANT_DOT_TILE_M 128u
 #define QUANT_DOT_TILE_N 64u
@@ -229,6 +237,21 @@ mcl_quant_path mcl_quant_path_select(const mcl_context *ctx, mcl_dtype dtype)
     if (mcl_list_contains(mcl_env("MOTIFCL_FORCE"), "integer-dot"))
         return MCL_QUANT_PATH_DOT;
     return MCL_QUANT_PATH_FLOAT;
+}
+
+mcl_quant_path mcl_quant_gemm_path_select(const mcl_context *ctx, mcl_dtype dtype)
+{
+    int fmt = format_index(dtype);
+    if (!ctx || fmt < 0)
+        return MCL_QUANT_PATH_FLOAT;
+    const char *want = mcl_env("MOTIFCL_QUANT_PATH");
+    int other = want && (mcl_list_contains(want, "float") || mcl_list_contains(want, "dot"));
+    if ((ctx->info.features_enabled & MCL_FEATURE_COOPERATIVE_MATRIX) && !other)
+        return MCL_QUANT_PATH_MATRIX;
+    mcl_quant_path path = mcl_quant_path_select(ctx, dtype);
+    if (path == MCL_QUANT_PATH_DOT && fmt != (int)FMT_Q8_0 && fmt != (int)FMT_Q4_0)
+        path = MCL_QUANT_PATH_FLOAT;
+    return path;
 }
 
 /* The two bindings of rows [r0, r0 + rows) of a quantized weight w (of n rows of k weights, a
@@ -560,6 +583,47 @@ static mcl_status gemm_dot(mcl_context *ctx, uint32_t fmt, mcl_tensor *act, cons
     return mcl_stream_dispatch(ctx, kernel, reads, 4, &c, 1, &push, gx, gy, 1);
 }
 
+/* The matrix GEMM. MOTIFCL_QUANT_GEMM_TILE=<BM>x<BN> (64 or 128 each), a tuning override,
+ * sets the tile. */
+static mcl_status gemm_matrix(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, const weight_part *w,
+                              mcl_tensor *bias, mcl_tensor *c, uint32_t m, uint32_t n,
+                              uint32_t k, uint32_t ldc, uint32_t c0)
+{
+    uint32_t bm = 128, bn = 128;
+    if ((uint64_t)ceil_div(m, bm) * ceil_div(n, bn) < QUANT_MMA_MIN_TILES)
+        bm = 64;
+    if ((uint64_t)ceil_div(m, bm) * ceil_div(n, bn) < QUANT_MMA_MIN_TILES)
+        bn = 64;
+    const char *tile = mcl_env("MOTIFCL_QUANT_GEMM_TILE");
+    unsigned tm_, tn_;
+    if (tile && sscanf(tile, "%ux%u", &tm_, &tn_) == 2 && (tm_ == 64 || tm_ == 128) &&
+        (tn_ == 64 || tn_ == 128)) {
+        bm = tm_;
+        bn = tn_;
+    }
+    mcl_kernel_desc desc = {
+        .id = MCL_KERNEL_GEMM_Q_MMA,
+        .binding_count = 5,
+        .push_size = sizeof(gemm_push),
+        .local_size_x = QUANT_MMA_THREADS,
+        .spec_count = 3,
+        .spec = {fmt, bm, bn},
+        .required_subgroup_size =
+            (ctx->info.features_enabled & MCL_FEATURE_SUBGROUP_SIZE_CONTROL) ? 32u : 0u,
+    };
+    const mcl_kernel *kernel;
+    mcl_status status = kernel_exact(ctx, &desc, &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    uint32_t gx = ceil_div(n, bn), gy = ceil_div(m, bm);
+    if (gx > QUANT_MAX_GROUPS || gy > QUANT_MAX_GROUPS)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
+    gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0,
+                      .dlo = w->dlo};
+    mcl_tensor *reads[4] = {a, w->body, w->d, bias ? bias : a};
+    return mcl_stream_dispatch(ctx, kernel, reads, 4, &c, 1, &push, gx, gy, 1);
+}
+
 mcl_status mcl_quantize_activations(mcl_context *ctx, mcl_tensor *a, uint32_t rows, uint32_t k,
                                     mcl_tensor *act)
 {
@@ -620,7 +684,7 @@ static mcl_status rows_per_part(mcl_context *ctx, const mcl_tensor *w, uint32_t 
 }
 
 /* c[:, c0 .. c0 + n) = a W^T (+ bias) for the part of W of n rows that `w` binds: the integer-dot
- * path (a already quantized into `act`), the GEMV, or the float GEMM. */
+ * path (a already quantized into `act`), the matrix GEMM, the GEMV, or the float GEMM. */
 static mcl_status matmul_part(mcl_context *ctx, mcl_quant_path path, uint32_t fmt, mcl_tensor *a,
                               mcl_tensor *act, const weight_part *w, mcl_tensor *bias,
                               mcl_tensor *c, uint32_t rows, uint32_t n, uint32_t k, uint32_t ldc,
@@ -630,6 +694,8 @@ static mcl_status matmul_part(mcl_context *ctx, mcl_quant_path path, uint32_t fm
         return rows <= QUANT_GEMV_MAX_ROWS
                    ? gemv_dispatch(ctx, 1, fmt, act, w, bias, c, rows, n, k, ldc, c0)
                    : gemm_dot(ctx, fmt, act, w, bias, c, rows, n, k, ldc, c0);
+    if (path == MCL_QUANT_PATH_MATRIX)
+        return gemm_matrix(ctx, fmt, a, w, bias, c, rows, n, k, ldc, c0);
     if (rows <= QUANT_GEMV_MAX_ROWS)
         return gemv_dispatch(ctx, 0, fmt, a, w, bias, c, rows, n, k, ldc, c0);
     return gemm_float(ctx, fmt, a, w, bias, c, rows, n, k, ldc, c0);
@@ -689,7 +755,7 @@ static mcl_status quant_check(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta,
     if ((ta != MCL_NO_TRANSPOSE && ta != MCL_TRANSPOSE) ||
         (tb != MCL_NO_TRANSPOSE && tb != MCL_TRANSPOSE))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_matmul: bad transpose flag");
-    if ((unsigned)path > MCL_QUANT_PATH_DOT)
+    if ((unsigned)path > MCL_QUANT_PATH_MATRIX)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "quantized matmul: unknown path %d",
                         (int)path);
     if (tb != MCL_TRANSPOSE || ta != MCL_NO_TRANSPOSE || b->ndim != 2)
@@ -705,14 +771,13 @@ static mcl_status quant_check(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta,
     int64_t k = a->shape[a->ndim - 1], n = b->shape[0];
     /* a's batch dimensions fold into rows: a and c are contiguous and W is shared. */
     uint32_t rows = (uint32_t)(mcl_tensor_numel(a) / k);
-    /* The integer-dot GEMM takes Q8_0 and Q4_0: the K types' GEMM is the float one, which the
+    /* The integer-dot GEMM takes Q8_0 and Q4_0: the K types' GEMM is another one, which the
      * library's own choice takes quietly and an explicit request for the dot path refuses. */
-    int dot_gemm = fmt == (int)FMT_Q8_0 || fmt == (int)FMT_Q4_0 || rows <= QUANT_GEMV_MAX_ROWS;
-    if (path == MCL_QUANT_PATH_AUTO) {
-        path = mcl_quant_path_select(ctx, b->dtype);
-        if (!dot_gemm)
-            path = MCL_QUANT_PATH_FLOAT;
-    }
+    int gemv = rows <= QUANT_GEMV_MAX_ROWS;
+    int dot_gemm = fmt == (int)FMT_Q8_0 || fmt == (int)FMT_Q4_0 || gemv;
+    if (path == MCL_QUANT_PATH_AUTO)
+        path = gemv ? mcl_quant_path_select(ctx, b->dtype)
+                    : mcl_quant_gemm_path_select(ctx, b->dtype);
     if (path == MCL_QUANT_PATH_DOT && !(ctx->info.features_enabled & MCL_FEATURE_INTEGER_DOT_PRODUCT))
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                         "the integer-dot path needs a device with integer dot product enabled");
@@ -720,6 +785,13 @@ static mcl_status quant_check(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta,
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                         "the integer-dot path multiplies more than %u rows of a by Q8_0 and Q4_0 "
                         "weights only", QUANT_GEMV_MAX_ROWS);
+    if (path == MCL_QUANT_PATH_MATRIX &&
+        !(ctx->info.features_enabled & MCL_FEATURE_COOPERATIVE_MATRIX))
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                        "the matrix path needs a device with cooperative matrices enabled");
+    if (path == MCL_QUANT_PATH_MATRIX && gemv)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                        "the matrix path multiplies more than %u rows of a", QUANT_GEMV_MAX_ROWS);
     *p = (quant_product){.fmt = (uint32_t)fmt, .rows = rows, .n = (uint32_t)n, .k = (uint32_t)k,
                          .path = path};
     return rows_per_part(ctx, b, p->n, &p->part_rows);

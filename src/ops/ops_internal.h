@@ -44,16 +44,24 @@ mcl_status mcl_matmul_quant(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, m
 typedef enum mcl_quant_path {
     MCL_QUANT_PATH_AUTO = 0,  /* mcl_quant_path_select()'s choice */
     MCL_QUANT_PATH_FLOAT = 1, /* weights dequantized in the shader, f32 arithmetic (any format) */
-    MCL_QUANT_PATH_DOT = 2    /* a quantized to 8 bits, packed int8 dot products (the GEMV: any
+    MCL_QUANT_PATH_DOT = 2,   /* a quantized to 8 bits, packed int8 dot products (the GEMV: any
                                * format; the GEMM: Q8_0, Q4_0) */
+    MCL_QUANT_PATH_MATRIX = 3 /* the GEMM only (more rows of a than the GEMV takes), any format:
+                               * a and the dequantized W rounded to f16, cooperative-matrix
+                               * products accumulated in f32 */
 } mcl_quant_path;
 
-/* The path mcl_matmul takes for a weight of `dtype` on ctx (a K type's product of more rows
- * than the GEMV takes is FLOAT whatever this says): DOT for a block type where integer dot
- * product is enabled (not masked by the profile, the quirk table or
- * MOTIFCL_DISABLE) and either accelerated, or asked for by MOTIFCL_QUANT_PATH=dot or
- * MOTIFCL_FORCE naming integer-dot; MOTIFCL_QUANT_PATH=float forces FLOAT. Else FLOAT. */
+/* The path mcl_matmul takes for a weight of `dtype` on ctx, at up to 8 rows of a (the GEMV):
+ * DOT for a block type where integer dot product is enabled (not masked by the profile, the
+ * quirk table or MOTIFCL_DISABLE) and either accelerated, or asked for by
+ * MOTIFCL_QUANT_PATH=dot or MOTIFCL_FORCE naming integer-dot; MOTIFCL_QUANT_PATH=float forces
+ * FLOAT. Else FLOAT. */
 mcl_quant_path mcl_quant_path_select(const mcl_context *ctx, mcl_dtype dtype);
+
+/* The same for more rows (the GEMM): MATRIX where cooperative matrices are enabled, unless
+ * MOTIFCL_QUANT_PATH names float or dot; else mcl_quant_path_select's choice, FLOAT for a K
+ * type where that is DOT (the integer-dot GEMM takes Q8_0 and Q4_0). */
+mcl_quant_path mcl_quant_gemm_path_select(const mcl_context *ctx, mcl_dtype dtype);
 
 /* mcl_attention with the key split forced (0: the library chooses, 1: never split) and the
  * split count that ran reported: the test suite covers both paths on every shape. */
@@ -61,9 +69,10 @@ mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_ten
                             const mcl_tensor *v, const mcl_attention_desc *desc,
                             uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out);
 
-/* mcl_matmul with a block-quantised b along `path` (AUTO: mcl_quant_path_select, and FLOAT for
- * a K type's GEMM). `ran`, if not NULL, receives the path recorded. DOT where it cannot run
- * (no integer dot product, or a K type's GEMM) is MCL_ERROR_UNSUPPORTED. */
+/* mcl_matmul with a block-quantised b along `path` (AUTO: mcl_quant_path_select for the GEMV,
+ * mcl_quant_gemm_path_select for the GEMM). `ran`, if not NULL, receives the path recorded.
+ * A path where it cannot run is MCL_ERROR_UNSUPPORTED: DOT without integer dot product or for a
+ * K type's GEMM, MATRIX without cooperative matrices or for the GEMV's rows. */
 mcl_status mcl_matmul_quant_ex(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
                                mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c,
                                mcl_quant_path path, mcl_quant_path *ran);

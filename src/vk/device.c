@@ -141,14 +141,46 @@ typedef struct device_caps {
     VkPhysicalDeviceSubgroupSizeControlFeatures size_control;
     VkPhysicalDeviceShaderIntegerDotProductFeatures int_dot;
     VkPhysicalDeviceMemoryPriorityFeaturesEXT priority;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV coop;
     VkPhysicalDeviceProperties2 props;
     VkPhysicalDeviceVulkan11Properties p11;
     VkPhysicalDeviceVulkan12Properties p12;
     VkPhysicalDeviceSubgroupSizeControlProperties size_control_props;
     VkPhysicalDeviceShaderIntegerDotProductProperties int_dot_props;
     VkPhysicalDeviceExternalMemoryHostPropertiesEXT host_import_props;
-    int has_size_control, has_int_dot, has_budget, has_priority, has_host_import;
+    VkPhysicalDeviceCooperativeMatrixPropertiesNV coop_props;
+    int has_size_control, has_int_dot, has_budget, has_priority, has_host_import, has_coop;
+    int coop_f16; /* a 16 x 16 x 16 f16 -> f32 subgroup product is listed */
 } device_caps;
+
+/* Whether the device lists the cooperative-matrix shape the matrix kernels use: subgroup
+ * scope, 16 x 16 x 16, f16 A and B, f32 C and D. */
+static int coop_f16_listed(VkPhysicalDevice physical)
+{
+    uint32_t count = 0;
+    if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV == NULL ||
+        vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(physical, &count, NULL) != VK_SUCCESS ||
+        count == 0)
+        return 0;
+    VkCooperativeMatrixPropertiesNV *list = calloc(count, sizeof *list);
+    if (!list)
+        return 0;
+    for (uint32_t i = 0; i < count; i++)
+        list[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+    int found = 0;
+    if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(physical, &count, list) >= 0) {
+        for (uint32_t i = 0; i < count && !found; i++) {
+            const VkCooperativeMatrixPropertiesNV *p = &list[i];
+            found = p->MSize == 16 && p->NSize == 16 && p->KSize == 16 &&
+                    p->AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                    p->BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                    p->CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                    p->DType == VK_COMPONENT_TYPE_FLOAT32_NV && p->scope == VK_SCOPE_SUBGROUP_NV;
+        }
+    }
+    free(list);
+    return found;
+}
 
 static mcl_status query_caps(mcl_context *ctx, device_caps *caps, VkExtensionProperties *exts,
                              uint32_t ext_count)
@@ -164,6 +196,7 @@ static mcl_status query_caps(mcl_context *ctx, device_caps *caps, VkExtensionPro
     caps->has_priority = has_extension(exts, ext_count, VK_EXT_MEMORY_PRIORITY_EXTENSION_NAME);
     caps->has_host_import =
         has_extension(exts, ext_count, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+    caps->has_coop = has_extension(exts, ext_count, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
 
     caps->features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
     caps->v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
@@ -171,6 +204,7 @@ static mcl_status query_caps(mcl_context *ctx, device_caps *caps, VkExtensionPro
     caps->size_control.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES;
     caps->int_dot.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
     caps->priority.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PRIORITY_FEATURES_EXT;
+    caps->coop.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
     caps->features.pNext = &caps->v11;
     caps->v11.pNext = &caps->v12;
     void **tail = &caps->v12.pNext;
@@ -185,6 +219,10 @@ static mcl_status query_caps(mcl_context *ctx, device_caps *caps, VkExtensionPro
     if (caps->has_priority) {
         *tail = &caps->priority;
         tail = &caps->priority.pNext;
+    }
+    if (caps->has_coop) {
+        *tail = &caps->coop;
+        tail = &caps->coop.pNext;
     }
     vkGetPhysicalDeviceFeatures2(ctx->physical, &caps->features);
 
@@ -212,7 +250,13 @@ static mcl_status query_caps(mcl_context *ctx, device_caps *caps, VkExtensionPro
         *tail = &caps->host_import_props;
         tail = &caps->host_import_props.pNext;
     }
+    if (caps->has_coop) {
+        caps->coop_props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+        *tail = &caps->coop_props;
+        tail = &caps->coop_props.pNext;
+    }
     vkGetPhysicalDeviceProperties2(ctx->physical, &caps->props);
+    caps->coop_f16 = caps->has_coop && coop_f16_listed(ctx->physical);
     return MCL_SUCCESS;
 }
 
@@ -255,6 +299,11 @@ static uint64_t available_features(const device_caps *caps, uint32_t timestamp_b
         f |= MCL_FEATURE_TIMESTAMPS;
     if (caps->has_host_import && caps->host_import_props.minImportedHostPointerAlignment > 0)
         f |= MCL_FEATURE_EXTERNAL_HOST_MEMORY;
+    /* The matrix kernels run subgroups of 32 and hold f16 values in shared memory. */
+    if (caps->coop_f16 && caps->coop.cooperativeMatrix &&
+        (caps->coop_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+        caps->p11.subgroupSize == 32 && caps->v12.shaderFloat16)
+        f |= MCL_FEATURE_COOPERATIVE_MATRIX;
     return f;
 }
 
@@ -366,6 +415,10 @@ mcl_status mcl_device_create(mcl_context *ctx)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PRIORITY_FEATURES_EXT,
         .memoryPriority = VK_TRUE,
     };
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV coop = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+        .cooperativeMatrix = VK_TRUE,
+    };
     VkPhysicalDeviceFeatures2 features = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
         .pNext = &v11,
@@ -373,7 +426,7 @@ mcl_status mcl_device_create(mcl_context *ctx)
     features.features.shaderInt64 = (on & MCL_FEATURE_SHADER_INT64) != 0;
     v11.pNext = &v12;
     void **tail = &v12.pNext;
-    const char *enabled_exts[7];
+    const char *enabled_exts[8];
     uint32_t enabled_ext_count = 0;
     if (on & MCL_FEATURE_SUBGROUP_SIZE_CONTROL) {
         *tail = &size_control;
@@ -394,6 +447,11 @@ mcl_status mcl_device_create(mcl_context *ctx)
     }
     if (on & MCL_FEATURE_MEMORY_BUDGET)
         enabled_exts[enabled_ext_count++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
+    if (on & MCL_FEATURE_COOPERATIVE_MATRIX) {
+        *tail = &coop;
+        tail = &coop.pNext;
+        enabled_exts[enabled_ext_count++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    }
     if (on & MCL_FEATURE_EXTERNAL_HOST_MEMORY) {
         enabled_exts[enabled_ext_count++] = VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME;
         ctx->host_import_alignment = caps.host_import_props.minImportedHostPointerAlignment;

@@ -28,6 +28,7 @@ static const struct {
     {MCL_FEATURE_SHADER_INT64, "int64"},
     {MCL_FEATURE_TIMESTAMPS, "timestamps"},
     {MCL_FEATURE_EXTERNAL_HOST_MEMORY, "external-host-memory"},
+    {MCL_FEATURE_COOPERATIVE_MATRIX, "cooperative-matrix"},
 };
 
 static const struct {
@@ -156,6 +157,9 @@ void mcl_quirks_apply(mcl_context *ctx, const char *profile)
     /* Accelerated integer dot is meaningless without integer dot itself. */
     if (!(enabled & MCL_FEATURE_INTEGER_DOT_PRODUCT))
         enabled &= ~MCL_FEATURE_INTEGER_DOT_ACCELERATED;
+    /* The cooperative-matrix kernels hold f16 values. */
+    if (!(enabled & MCL_FEATURE_SHADER_FLOAT16))
+        enabled &= ~MCL_FEATURE_COOPERATIVE_MATRIX;
 
     /* Record as quirks every path that ends up off although the device offers it. */
     for (size_t i = 0; i < sizeof quirk_names / sizeof quirk_names[0]; i++) {

@@ -658,6 +658,20 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
                               tk, same_batch_gbs);
 }
 
+/* One quantized GEMM along a given path. */
+typedef struct qgemm_run {
+    mm_run r;
+    mcl_quant_path path;
+} qgemm_run;
+
+static mcl_status qgemm_once(bench *b, void *user, int rep)
+{
+    (void)rep;
+    qgemm_run *q = user;
+    return mcl_matmul_quant_ex(b->ctx, q->r.a[0], MCL_NO_TRANSPOSE, q->r.b[0], MCL_TRANSPOSE,
+                               NULL, q->r.c, q->path, NULL);
+}
+
 int bench_qgemv(bench *b)
 {
     static const mcl_dtype types[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DTYPE_Q4_K,
@@ -694,28 +708,48 @@ int bench_qgemv(bench *b)
     }
     if (b->quant_filters && bench_arg(b, "gemm", 1) == 0)
         return rc;
-    /* Prefill: 512 rows against the 4096 x 14336 weight (FLOP rate). */
-    static const mcl_dtype gemm_types[] = {MCL_DTYPE_Q4_0, MCL_DTYPE_Q8_0};
-    for (size_t f = 0; f < 2; f++) {
-        mm_run r = {.ta = MCL_NO_TRANSPOSE, .tb = MCL_TRANSPOSE, .copies = 1};
+    /* Prefill: 512 rows against the 4096 x 14336 weight (FLOP rate), on every path the
+     * device has for the format; "gemm <type> ...: rate" is the path mcl_matmul takes. */
+    static const mcl_dtype gemm_types[] = {MCL_DTYPE_Q4_0, MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_K,
+                                           MCL_DTYPE_Q5_K, MCL_DTYPE_Q6_K};
+    static const mcl_quant_path paths[] = {MCL_QUANT_PATH_MATRIX, MCL_QUANT_PATH_DOT,
+                                           MCL_QUANT_PATH_FLOAT};
+    static const char *const path_names[] = {"matrix", "dot", "float"};
+    mcl_device_info info = {.size = sizeof info};
+    uint64_t on = mcl_context_device_info(b->ctx, &info) == MCL_SUCCESS ? info.features_enabled
+                                                                         : 0;
+    for (size_t f = 0; f < sizeof gemm_types / sizeof gemm_types[0]; f++) {
+        if (only_fmt >= 0 && gemm_types[f] != types[only_fmt])
+            continue;
+        qgemm_run r = {.r = {.ta = MCL_NO_TRANSPOSE, .tb = MCL_TRANSPOSE, .copies = 1}};
         int64_t sx[2] = {512, 14336}, sy[2] = {512, 4096};
-        r.b[0] = quant_weights(b, gemm_types[f], 4096, 14336);
-        r.a[0] = tensor_f32(b, 2, sx, 0.5f);
-        r.c = tensor_f32(b, 2, sy, 0.0f);
-        if (!r.b[0] || !r.a[0] || !r.c || upload_random(r.a[0], 6)) {
-            mm_free(&r);
+        r.r.b[0] = quant_weights(b, gemm_types[f], 4096, 14336);
+        r.r.a[0] = tensor_f32(b, 2, sx, 0.5f);
+        r.r.c = tensor_f32(b, 2, sy, 0.0f);
+        if (!r.r.b[0] || !r.r.a[0] || !r.r.c || upload_random(r.r.a[0], 6)) {
+            mm_free(&r.r);
             rc = 1;
             continue;
         }
-        double t = bench_gpu_time(b, b->repeat < 10 ? b->repeat : 10, matmul_once, &r);
-        mm_free(&r);
-        char line[160];
-        snprintf(line, sizeof line, "gemm %s 512x14336 * (4096x14336)^T: rate",
-                 mcl_dtype_name(gemm_types[f]));
-        if (t > 0)
-            bench_figure(b, line, 2.0 * 512 * 4096 * 14336 / t / 1e12, "TFLOP/s");
-        else
-            printf("%-58s unavailable: %s\n", line, mcl_context_last_error(b->ctx));
+        int dot_gemm = gemm_types[f] == MCL_DTYPE_Q4_0 || gemm_types[f] == MCL_DTYPE_Q8_0;
+        mcl_quant_path own = mcl_quant_gemm_path_select(b->ctx, gemm_types[f]);
+        for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
+            if ((paths[p] == MCL_QUANT_PATH_MATRIX && !(on & MCL_FEATURE_COOPERATIVE_MATRIX)) ||
+                (paths[p] == MCL_QUANT_PATH_DOT &&
+                 (!(on & MCL_FEATURE_INTEGER_DOT_PRODUCT) || !dot_gemm)))
+                continue;
+            r.path = paths[p];
+            double t = bench_gpu_time(b, b->repeat < 10 ? b->repeat : 10, qgemm_once, &r);
+            char line[160];
+            snprintf(line, sizeof line, "gemm %s 512x14336 * (4096x14336)^T: %s%s",
+                     mcl_dtype_name(gemm_types[f]), path_names[p],
+                     paths[p] == own ? " (its path), rate" : ", rate");
+            if (t > 0)
+                bench_figure(b, line, 2.0 * 512 * 4096 * 14336 / t / 1e12, "TFLOP/s");
+            else
+                printf("%-58s unavailable: %s\n", line, mcl_context_last_error(b->ctx));
+        }
+        mm_free(&r.r);
     }
     return rc;
 }
