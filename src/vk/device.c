@@ -299,10 +299,11 @@ static uint64_t available_features(const device_caps *caps, uint32_t timestamp_b
         f |= MCL_FEATURE_TIMESTAMPS;
     if (caps->has_host_import && caps->host_import_props.minImportedHostPointerAlignment > 0)
         f |= MCL_FEATURE_EXTERNAL_HOST_MEMORY;
-    /* The matrix kernels run subgroups of 32 and hold f16 values in shared memory. */
+    /* The matrix kernels run subgroups of 32, hold f16 values in shared memory, and declare
+     * the Vulkan memory model (glslang writes cooperative-matrix code with it). */
     if (caps->coop_f16 && caps->coop.cooperativeMatrix &&
         (caps->coop_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-        caps->p11.subgroupSize == 32 && caps->v12.shaderFloat16)
+        caps->p11.subgroupSize == 32 && caps->v12.shaderFloat16 && caps->v12.vulkanMemoryModel)
         f |= MCL_FEATURE_COOPERATIVE_MATRIX;
     return f;
 }
@@ -401,6 +402,7 @@ mcl_status mcl_device_create(mcl_context *ctx)
         .shaderFloat16 = (on & MCL_FEATURE_SHADER_FLOAT16) != 0,
         .shaderInt8 = (on & MCL_FEATURE_SHADER_INT8) != 0,
         .bufferDeviceAddress = (on & MCL_FEATURE_BUFFER_DEVICE_ADDRESS) != 0,
+        .vulkanMemoryModel = (on & MCL_FEATURE_COOPERATIVE_MATRIX) != 0,
     };
     VkPhysicalDeviceSubgroupSizeControlFeatures size_control = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
