@@ -587,16 +587,21 @@ MCL_API mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *a, mcl_transpo
 /* b of a block-quantised type (a weight matrix as stored in a GGUF file) is accepted by
  * mcl_matmul() as the 2-D [N, K] operand with tb = MCL_TRANSPOSE and a not transposed
  * (otherwise MCL_ERROR_UNSUPPORTED): c = a W^T, a f32 [..., M, K] whose batch dimensions fold
- * into rows, K matching (else MCL_ERROR_SHAPE_MISMATCH). Two paths:
+ * into rows, K matching (else MCL_ERROR_SHAPE_MISMATCH). Three paths:
  *  - float: W is dequantized in the shader; the result equals an f32 matmul with
  *    mcl_dequantize()'d weights up to the order of summation. Every device runs it, and it is
  *    the only path under the polaris profile;
  *  - integer dot (where the device's packed 8-bit dot product is accelerated and no quirk
- *    disables it; every format up to 8 rows of a, Q8_0 and Q4_0 beyond, the K types' larger
- *    products taking the float path): a is quantized on the GPU to 8 bits per 32 values
- *    (about 0.4% RMS error on the activations), so results differ slightly between devices
- *    and paths.
- * MOTIFCL_QUANT_PATH=float|dot or MOTIFCL_DISABLE / MOTIFCL_FORCE=integer-dot choose.
+ *    disables it; every format up to 8 rows of a, Q8_0 and Q4_0 beyond where the matrix
+ *    path does not run, the K types' larger products taking the float path): a is quantized
+ *    on the GPU to 8 bits per 32 values (about 0.4% RMS error on the activations), so
+ *    results differ slightly between devices and paths;
+ *  - matrix (more than 8 rows of a, every format, where the device has cooperative matrices:
+ *    MCL_FEATURE_COOPERATIVE_MATRIX): a and the dequantized W are rounded to f16 (2^-11
+ *    relative; an element of a beyond 65504 in magnitude becomes infinite) and multiplied on
+ *    the device's matrix units, accumulating in f32.
+ * MOTIFCL_QUANT_PATH=float|dot or MOTIFCL_DISABLE (integer-dot, cooperative-matrix) /
+ * MOTIFCL_FORCE=integer-dot choose.
  * A weight larger than one storage-buffer binding (maxStorageBufferRange) is multiplied in
  * row ranges, each bound at its own offset; every other operation refuses a tensor that large
  * (MCL_ERROR_TOO_LARGE), mcl_dequantize_tensor included. */
