@@ -133,15 +133,16 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
         }
     } else if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
         // Code word k: sub-block 2c (low nibbles) and 2c + 1 (high), positions l0 + 4k ..
-        const uint c = p >> 1;
+        const uint c = kpiece_pair(p);
         vec2 dsc[NR], dmn[NR];
-        vec4 lo[NR][4], hi[NR][4];
+        vec4 lo[NR][CW], hi[NR][CW];
         [[unroll]] for (uint i = 0u; i < NR; i++) {
-            const uint h0 = r[i][4];
-            const vec4 pair = vec4(kscale_pair(uvec3(r[i][5], r[i][6], r[i][7]), c));
+            const uint h0 = r[i][CW];
+            const vec4 pair =
+                vec4(kscale_pair(uvec3(r[i][CW + 1u], r[i][CW + 2u], r[i][CW + 3u]), c));
             dsc[i] = quant_half(h0 & 0xFFFFu) * pair.xy;
             dmn[i] = quant_half(h0 >> 16) * pair.zw;
-            [[unroll]] for (uint k = 0u; k < 4u; k++) {
+            [[unroll]] for (uint k = 0u; k < CW; k++) {
                 if (FORMAT == FMT_Q4_K) {
                     gemv_nibbles(r[i][k], 0.0, lo[i][k], hi[i][k]);
                 } else {
@@ -154,11 +155,11 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
                 }
             }
         }
-        const uint xb = 64u * b + 16u * c + 4u * (p & 1u);
+        const uint xb = 64u * b + 16u * c + 4u * kpiece_half(p);
         [[unroll]] for (uint m = 0u; m < M; m++) {
-            vec4 xl[4], xh[4];
+            vec4 xl[CW], xh[CW];
             vec4 sx = vec4(0.0), sy = vec4(0.0);
-            [[unroll]] for (uint k = 0u; k < 4u; k++) {
+            [[unroll]] for (uint k = 0u; k < CW; k++) {
                 xl[k] = xget(m, xb + k);
                 xh[k] = xget(m, xb + 8u + k);
                 sx += xl[k];
@@ -167,7 +168,7 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             const float sl = hsum(sx), sh = hsum(sy);
             [[unroll]] for (uint i = 0u; i < NR; i++) {
                 float dl = 0.0, dh = 0.0;
-                [[unroll]] for (uint k = 0u; k < 4u; k++) {
+                [[unroll]] for (uint k = 0u; k < CW; k++) {
                     dl = fdot(lo[i][k], xl[k], dl);
                     dh = fdot(hi[i][k], xh[k], dh);
                 }

@@ -109,37 +109,48 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             }
         }
     } else if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
-        // Sub-blocks 2c (low nibbles) and 2c + 1 (high), positions l0 = 16 (p & 1) ..: the
-        // activation blocks 8b + 2c and 8b + 2c + 1, their words l0 / 4 ...
-        const uint c = p >> 1, j = p & 1u;
+        // Sub-blocks 2c (low nibbles) and 2c + 1 (high), positions l0 = 16 j ..: the
+        // activation blocks 8b + 2c and 8b + 2c + 1, their words l0 / 4 ... (KHP halves of 16
+        // positions, uvec4s h).
+        const uint c = kpiece_pair(p), j = kpiece_half(p);
         vec2 dsc[NR], dmn[NR];
-        uvec4 ql[NR], qh[NR];
+        uvec4 ql[NR][KHP], qh[NR][KHP];
         [[unroll]] for (uint i = 0u; i < NR; i++) {
-            const vec4 pair = vec4(kscale_pair(uvec3(r[i][5], r[i][6], r[i][7]), c));
-            dsc[i] = quant_half(r[i][4] & 0xFFFFu) * pair.xy;
-            dmn[i] = quant_half(r[i][4] >> 16) * pair.zw;
-            [[unroll]] for (uint k = 0u; k < 4u; k++) {
+            const vec4 pair =
+                vec4(kscale_pair(uvec3(r[i][CW + 1u], r[i][CW + 2u], r[i][CW + 3u]), c));
+            dsc[i] = quant_half(r[i][CW] & 0xFFFFu) * pair.xy;
+            dmn[i] = quant_half(r[i][CW] >> 16) * pair.zw;
+            [[unroll]] for (uint k = 0u; k < CW; k++) {
                 if (FORMAT == FMT_Q4_K) {
-                    ql[i][k] = r[i][k] & 0x0F0F0F0Fu;
-                    qh[i][k] = (r[i][k] >> 4) & 0x0F0F0F0Fu;
+                    ql[i][k / 4u][k % 4u] = r[i][k] & 0x0F0F0F0Fu;
+                    qh[i][k / 4u][k % 4u] = (r[i][k] >> 4) & 0x0F0F0F0Fu;
                 } else {
-                    ql[i][k] = q5k_codes(r[i], c, 0u, k);
-                    qh[i][k] = q5k_codes(r[i], c, 1u, k);
+                    ql[i][k / 4u][k % 4u] = q5k_codes(r[i], c, 0u, k);
+                    qh[i][k / 4u][k % 4u] = q5k_codes(r[i], c, 1u, k);
                 }
             }
         }
         [[unroll]] for (uint m = 0u; m < M; m++) {
             const uint ab = m * nb32 + 8u * b + 2u * c;
-            const uvec4 al = act4[2u * ab + j], ah = act4[2u * ab + 2u + j];
+            uvec4 al[KHP], ah[KHP];
+            [[unroll]] for (uint h = 0u; h < KHP; h++) {
+                al[h] = act4[2u * ab + j + h];
+                ah[h] = act4[2u * ab + 2u + j + h];
+            }
             const float dx0 = uintBitsToFloat(act[8u * AB + ab]);
             const float dx1 = uintBitsToFloat(act[8u * AB + ab + 1u]);
-            // The mins, once per sub-block: by the piece of positions 0..15.
+            // The mins, once per sub-block: by the piece of positions 0..
             const float s0 = j == 0u ? dx0 * int_to_float(int(act[9u * AB + ab])) : 0.0;
             const float s1 = j == 0u ? dx1 * int_to_float(int(act[9u * AB + ab + 1u])) : 0.0;
             [[unroll]] for (uint i = 0u; i < NR; i++) {
                 float a = acc[i][m];
-                a = fma(dsc[i].x * dx0, int_to_float(dot4(ql[i], al)), a);
-                a = fma(dsc[i].y * dx1, int_to_float(dot4(qh[i], ah)), a);
+                int sl = 0, sh = 0;
+                [[unroll]] for (uint h = 0u; h < KHP; h++) {
+                    sl += dot4(ql[i][h], al[h]);
+                    sh += dot4(qh[i][h], ah[h]);
+                }
+                a = fma(dsc[i].x * dx0, int_to_float(sl), a);
+                a = fma(dsc[i].y * dx1, int_to_float(sh), a);
                 a = fma(-dmn[i].x, s0, a);
                 a = fma(-dmn[i].y, s1, a);
                 acc[i][m] = ok ? a : acc[i][m];

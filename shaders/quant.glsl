@@ -189,22 +189,34 @@ vec4 quant_decode4(uint blk, uint di, uint e4) {
 //                     d (as float bits) after them
 //   Q4_0 (PB 8, 16)   codes words CW p ..: the low nibbles of word k are elements PB p + 4k
 //                     .. + 3, the high ones 16 + PB p + 4k ..; d after them
-//   Q4_K (16 bytes)   piece j (PPB 8): qs[16j .. 16j + 15] (words 0..3): positions l0 = 16 (j
-//                     & 1) .. l0 + 15 of sub-block 2c (low nibbles) and 2c + 1 (high), c = j
-//                     / 2; the block's first uvec4 (d, dmin, scales) at words 4..7
-//   Q5_K (16 bytes)   as Q4_K, and qh[l0 .. l0 + 15] (the fifth bits) at words 8..11
+//   Q4_K (PB 16, 32)  piece j (PPB 128 / PB): qs[PB j .. PB j + PB - 1] (words 0 .. CW - 1):
+//                     positions l0 = 16 j0 .. l0 + PB - 1 of sub-block 2c (low nibbles) and
+//                     2c + 1 (high), where c = PB j / 32 and j0 = (PB j / 16) & 1 (PB 32: c =
+//                     j, l0 = 0); the block's first uvec4 (d, dmin, scales) at words CW ..
+//                     CW + 3
+//   Q5_K (PB 16, 32)  as Q4_K, and qh[l0 .. l0 + PB - 1] (the fifth bits) at words CW + 4 ..
 //   Q6_K (64 weights) piece p (PPB 4): half h = p / 2, positions l0 = 16 (p & 1) .. l0 + 15
 //                     of its four quarters: ql[64h + l0 ..] (words 0..3: quarters 0 and 2),
 //                     ql[64h + 32 + l0 ..] (4..7: quarters 1 and 3), qh[32h + l0 ..] (8..11),
 //                     the half's scales[8h .. 8h + 7] (12, 13), d as float bits (14)
 // ------------------------------------------------------------------------------------------
+// Q4_K / Q5_K: halves of a sub-block's 32 positions per piece (PB 16: 1, PB 32: 2).
+const uint KHP = FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K ? (PB >= 32u ? 2u : 1u) : 1u;
 const uint PPB = FORMAT == FMT_Q8_0 ? 32u / PB
                : FORMAT == FMT_Q4_0 ? 16u / PB
-               : FORMAT == FMT_Q6_K ? 4u : 8u;
+               : FORMAT == FMT_Q6_K ? 4u : 8u / KHP;
 // Words of codes per field of a piece.
-const uint CW = FORMAT <= FMT_Q4_0 ? PB / 4u : 4u;
-// Words a piece holds, at most (Q6_K: 15).
-const uint RP = 16u;
+const uint CW = FORMAT <= FMT_Q4_0 ? PB / 4u : 4u * KHP;
+// Words a piece holds, at most (Q5_K in pieces of 32 bytes: 20).
+const uint RP = 20u;
+
+// Q4_K / Q5_K: the sub-block pair c of piece p (sub-blocks 2c and 2c + 1) and its first half.
+uint kpiece_pair(uint p) {
+    return (p * KHP) >> 1;
+}
+uint kpiece_half(uint p) {
+    return (p * KHP) & 1u;
+}
 
 // Piece p of block `blk` (its d the `di`th of the d binding) into r.
 void piece_load(uint blk, uint di, uint p, out uint r[RP]) {
@@ -229,13 +241,18 @@ void piece_load(uint blk, uint di, uint p, out uint r[RP]) {
         r[CW] = floatBitsToUint(quant_d(di));
     } else if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
         const uint v0 = blk * (BODY_WORDS / 4u);  // the block's first uvec4
-        const uvec4 q = wq4[v0 + (FORMAT == FMT_Q4_K ? 1u : 3u) + p];
+        [[unroll]] for (uint h = 0u; h < KHP; h++) {
+            const uvec4 q = wq4[v0 + (FORMAT == FMT_Q4_K ? 1u : 3u) + KHP * p + h];
+            r[4u * h] = q.x; r[4u * h + 1u] = q.y; r[4u * h + 2u] = q.z; r[4u * h + 3u] = q.w;
+        }
         const uvec4 hd = wq4[v0];
-        r[0] = q.x; r[1] = q.y; r[2] = q.z; r[3] = q.w;
-        r[4] = hd.x; r[5] = hd.y; r[6] = hd.z; r[7] = hd.w;
+        r[CW] = hd.x; r[CW + 1u] = hd.y; r[CW + 2u] = hd.z; r[CW + 3u] = hd.w;
         if (FORMAT == FMT_Q5_K) {
-            const uvec4 qh = wq4[v0 + 1u + (p & 1u)];
-            r[8] = qh.x; r[9] = qh.y; r[10] = qh.z; r[11] = qh.w;
+            [[unroll]] for (uint h = 0u; h < KHP; h++) {
+                const uvec4 qh = wq4[v0 + 1u + kpiece_half(p) + h];
+                const uint o = CW + 4u + 4u * h;
+                r[o] = qh.x; r[o + 1u] = qh.y; r[o + 2u] = qh.z; r[o + 3u] = qh.w;
+            }
         }
     } else {
         const uint v0 = blk * (BODY_WORDS / 4u), h = p >> 1, j = p & 1u;
@@ -254,12 +271,12 @@ void piece_load(uint blk, uint di, uint p, out uint r[RP]) {
 
 // Groups of 4 weights in a piece, and their element offsets inside the block.
 const uint PIECE_GROUPS = FORMAT == FMT_Q8_0 ? CW : FORMAT == FMT_Q4_0 ? 2u * CW
-                        : FORMAT == FMT_Q6_K ? 16u : 8u;
+                        : FORMAT == FMT_Q6_K ? 16u : 2u * CW;
 
 // Element offset (inside its block) of group g of piece p: Q8_0 / Q4_0 groups k < CW are
 // code word k (Q4_0: its low nibbles), Q4_0's CW + k its high nibbles; Q4_K / Q5_K groups
-// 0..3 sub-block 2c, 4..7 sub-block 2c + 1 (word g & 3); Q6_K group 4k + w is quarter k,
-// word w.
+// 0 .. CW - 1 sub-block 2c, CW .. 2 CW - 1 sub-block 2c + 1 (word g % CW); Q6_K group 4k + w
+// is quarter k, word w.
 uint piece_pos(uint p, uint g) {
     if (FORMAT == FMT_Q8_0) {
         return PB * p + 4u * g;
@@ -270,7 +287,7 @@ uint piece_pos(uint p, uint g) {
     if (FORMAT == FMT_Q6_K) {
         return 128u * (p >> 1) + 32u * (g >> 2) + 16u * (p & 1u) + 4u * (g & 3u);
     }
-    return 64u * (p >> 1) + 32u * (g >> 2) + 16u * (p & 1u) + 4u * (g & 3u);
+    return 64u * kpiece_pair(p) + 32u * (g / CW) + 16u * kpiece_half(p) + 4u * (g % CW);
 }
 
 // Q6_K: the four 6-bit codes of quarter k, word w of a piece (bytes 0..63).
@@ -281,7 +298,8 @@ uint q6k_codes(uint r[RP], uint k, uint w) {
 
 // Q5_K: the four 5-bit codes of word w of a piece, sub-block 2c + hi.
 uint q5k_codes(uint r[RP], uint c, uint hi, uint w) {
-    return ((r[w] >> (4u * hi)) & 0x0F0F0F0Fu) | (((r[8u + w] >> (2u * c + hi)) & 0x01010101u) << 4);
+    return ((r[w] >> (4u * hi)) & 0x0F0F0F0Fu) |
+           (((r[CW + 4u + w] >> (2u * c + hi)) & 0x01010101u) << 4);
 }
 
 // Group g of piece p, dequantized (the GEMVs' fields and positions; the dequantize kernel
@@ -296,10 +314,10 @@ vec4 piece_values(uint r[RP], uint p, uint g) {
         return uintBitsToFloat(r[CW]) * (g < CW ? lo : hi);
     }
     if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
-        const uint c = p >> 1, hi = g >> 2, w = g & 3u;
-        const vec4 sm = vec4(kscale_pair(uvec3(r[5], r[6], r[7]), c));
-        const float step = quant_half(r[4] & 0xFFFFu) * sm[hi];
-        const float offset = quant_half(r[4] >> 16) * sm[2u + hi];
+        const uint c = kpiece_pair(p), hi = g / CW, w = g % CW;
+        const vec4 sm = vec4(kscale_pair(uvec3(r[CW + 1u], r[CW + 2u], r[CW + 3u]), c));
+        const float step = quant_half(r[CW] & 0xFFFFu) * sm[hi];
+        const float offset = quant_half(r[CW] >> 16) * sm[2u + hi];
         const uint q = FORMAT == FMT_Q4_K ? (r[w] >> (4u * hi)) & 0x0F0F0F0Fu
                                           : q5k_codes(r, c, hi, w);
         return step * gemv_bytes(q, 0.0) - offset;

@@ -162,7 +162,7 @@ static uint32_t span_pieces(uint32_t fmt, uint32_t pb)
     case FMT_Q6_K:
         return pb == 16 ? 4 : 0;
     default: /* Q4_K, Q5_K */
-        return pb == 16 ? 8 : 0;
+        return pb == 16 || pb == 32 ? 128 / pb : 0;
     }
 }
 /* gemm_q_mma: 256 invocations (8 subgroups of 32), tiles of 64 or 128 rows of a by 64 or 128
@@ -971,7 +971,9 @@ mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *cq, mcl_
                         "mcl_dequantize_tensor: a %s tensor of %llu bytes is larger than one "
                         "storage-buffer binding", mcl_dtype_name(q->dtype),
                         (unsigned long long)q->nbytes);
-    uint32_t ppb = pb ? span_pieces((uint32_t)fmt, fmt <= (int)FMT_Q4_0 ? pb : QUANT_DEQUANT_PB) : 0;
+    /* Q6_K has one piece size: any non-zero pb means it. */
+    uint32_t spec_pb = fmt == (int)FMT_Q6_K || !pb ? QUANT_DEQUANT_PB : pb;
+    uint32_t ppb = pb ? span_pieces((uint32_t)fmt, spec_pb) : 0;
     if (pb && !ppb)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "mcl_dequantize_tensor: no pieces of %u bytes in %s", pb,
@@ -987,7 +989,7 @@ mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *cq, mcl_
         .push_size = sizeof(dequant_push),
         .local_size_x = QUANT_THREADS,
         .spec_count = 3,
-        .spec = {(uint32_t)fmt, pb != 0, fmt <= (int)FMT_Q4_0 && pb ? pb : QUANT_DEQUANT_PB},
+        .spec = {(uint32_t)fmt, pb != 0, spec_pb},
     };
     weight_part w;
     mcl_status status = weight_part_views(ctx, q, (uint32_t)(mcl_tensor_numel(q) / k), k, 0,
