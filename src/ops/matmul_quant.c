@@ -71,23 +71,28 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_SPAN_THREADS_WAVE64 256u
 #define QUANT_SPAN_NR 2u
 #define QUANT_SPAN_U 2u
-/* The integer-dot path at one row of x: rows of W per row group and pieces in flight, per format
- * (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K). On the H200, the GEMV kernels alone on a quantized input read,
- * of stream read, 14336x4096 / 4096x14336 (evidence/h200-9baf3a8-plans, h200-889070b):
+/* The integer-dot path at one row of x: rows of W per row group, pieces in flight and bytes of
+ * codes per piece, per format (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K). On the H200, the GEMV kernels
+ * alone on a quantized input read, of stream read, 14336x4096 / 4096x14336
+ * (evidence/h200-9baf3a8-plans, h200-889070b, h200-9b211f5-kpieces):
  *   Q8_0  1 row of W, 2 pieces: 92.4 / 91.5%   (2 and 2: 88.5 / 87.2%)
  *   Q4_0  2 rows, 1 piece:      86.2 / 87.2%   (2 and 2: 77.7 / 78.0%; 1 and 2: 86.4 / 85.9%;
  *                                               4 and 1: 75.6 / 76.0%)
- *   Q4_K  4 rows, 1 piece:      77.7 / 79.5%   (2 and 1, one input: 68.4 / 69.7% against
- *                                               75.1 / 75.9% with 4, evidence/h200-1956efe)
- *   Q5_K  2 rows, 1 piece:      74.4 / 75.1%   (4 and 1: 65.7 / 61.8%; its pieces are three
- *                                               uvec4s, Q4_K's two)
+ *   Q4_K  2 rows, 1 piece of 32 bytes: 80.1 / 85.8%   (pieces of 16 bytes, 4 rows: 77.7 /
+ *                                               78.9% in the same run; 32 bytes and 4 rows
+ *                                               72.8 / 69.4%, 2 rows and 2 pieces 49.8 /
+ *                                               71.4%)
+ *   Q5_K  4 rows, 1 piece of 32 bytes: 79.3 / 80.7%   (pieces of 16 bytes, 2 rows: 70.8 /
+ *                                               72.3% in the same run; 32 bytes and 2 rows
+ *                                               71.6 / 79.2%)
  *   Q6_K  2 rows, 1 piece       (one input: 76.5 / 75.0%; 2 and 2: 76.3 / 75.8%; 4 and 1: 73.8
  *                                / 71.9%; 1 and 2: 70.2 / 69.9%)
  * At several rows of x: 4 rows of W, one piece. At 8 rows (evidence/h200-3ba84a6-lab, a
  * batch on one input) Q8_0 read 64.1 / 60.8% so against 53.5 / 40.6% with 2 rows, Q4_0 35.2 /
  * 32.9% against 29.6 / 22.0%. */
-static const uint8_t dot_nr[] = {1, 2, 4, 2, 2};
+static const uint8_t dot_nr[] = {1, 2, 2, 4, 2};
 static const uint8_t dot_u[] = {2, 1, 1, 1, 1};
+static const uint8_t dot_pb[] = {32, 16, 32, 32, 16};
 #define QUANT_SPAN_DOT_ROWS_NR 4u
 #define QUANT_SPAN_DOT_ROWS_U 1u
 /* The float path, Q8_0 and Q4_0 at one row of x: more rows of W per row group, so that each
@@ -138,7 +143,8 @@ static const uint8_t dot_u[] = {2, 1, 1, 1, 1};
 /* Bytes of codes per piece (quant.glsl's PB), per format; the K types' pieces are fixed (16
  * bytes of codes for Q4_K / Q5_K, 64 weights for Q6_K), their entries name that. The integer-dot
  * path takes whole blocks of Q8_0 and Q4_0 (on the H200 a lane per Q8_0 block read 92-96% of
- * stream read in a batch on one input, evidence/h200-3ba84a6-lab). The float path takes half a
+ * stream read in a batch on one input, evidence/h200-3ba84a6-lab), and at one row of x whole
+ * sub-block pairs of Q4_K and Q5_K (dot_pb). The float path takes half a
  * Q8_0 block (79 / 69% there, against 68 / 60% in the GGUF layout's best plan), and decodes
  * Q4_0 in pieces of 8 bytes at several rows of x: with 2 rows of W per row group it ran at 29%
  * of stream read so, 16% with whole blocks (16), whose 32 weights and 8 loads of x per lane
@@ -474,6 +480,11 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
             t = ctx->info.max_compute_workgroup_size[0];
         p->t = t;
         p->g = threads / t;
+        /* Lanes are counted on pieces of 16 bytes, as the H200 sweeps of dot_pb counted them
+         * (evidence/h200-9b211f5-kpieces): the longer pieces then leave each lane fewer
+         * rounds. */
+        if (dot && m == 1)
+            p->pb = dot_pb[fmt];
     }
     /* Fewer row groups while the workgroup is beyond the device. */
     while (p->g > 1 && ((uint64_t)p->t * p->g > ctx->info.max_compute_workgroup_invocations ||
