@@ -847,8 +847,8 @@ static void check_matrix_path(mcl_dtype dtype, const mm_case *p, uint32_t seed)
 }
 
 /* The matrix GEMM for every format: tiles of 64 and 128 both ways, partial edge tiles, rows
- * just past the GEMV's, batched a, many K steps, the tile override; where cooperative
- * matrices are not enabled, the path must be refused. */
+ * just past the GEMV's, batched a, many K steps, the tile override (and one it ignores);
+ * where cooperative matrices are not enabled, the path must be refused. */
 static void matrix_path(void **state)
 {
     (void)state;
@@ -880,7 +880,8 @@ static void matrix_path(void **state)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
             check_matrix_path(t, &cases[i], (uint32_t)(3700 + 10 * f + i));
     }
-    static const char *const tiles[] = {"64x128", "128x64", "128x128"};
+    /* The last one is not a tile: ignored, with a warning. */
+    static const char *const tiles[] = {"64x128", "128x64", "128x128", "96x128"};
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
         setenv("MOTIFCL_QUANT_GEMM_TILE", tiles[i], 1);
         mm_case c = {1, 130, 200, 512, 1};

@@ -606,11 +606,16 @@ static mcl_status gemm_matrix(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, con
     if ((uint64_t)ceil_div(m, bm) * ceil_div(n, bn) < QUANT_MMA_MIN_TILES)
         bn = 64;
     const char *tile = mcl_env("MOTIFCL_QUANT_GEMM_TILE");
-    unsigned tm_, tn_;
-    if (tile && sscanf(tile, "%ux%u", &tm_, &tn_) == 2 && (tm_ == 64 || tm_ == 128) &&
-        (tn_ == 64 || tn_ == 128)) {
-        bm = tm_;
-        bn = tn_;
+    if (tile) {
+        unsigned tile_m = 0, tile_n = 0;
+        if (sscanf(tile, "%ux%u", &tile_m, &tile_n) == 2 && (tile_m == 64 || tile_m == 128) &&
+            (tile_n == 64 || tile_n == 128)) {
+            bm = tile_m;
+            bn = tile_n;
+        } else {
+            mcl_log(&ctx->log, MCL_LOG_WARNING,
+                    "MOTIFCL_QUANT_GEMM_TILE=%s is not <64|128>x<64|128>; ignored", tile);
+        }
     }
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_GEMM_Q_MMA,
