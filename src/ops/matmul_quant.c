@@ -538,6 +538,26 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     return mcl_stream_dispatch(ctx, kernel, reads, 4, &y, 1, &push, gx, gy, 1);
 }
 
+/* Records a GEMM kernel (gemm_push, bindings: `in`, W's bodies and d values, bias, c) over
+ * tiles of tile_m rows of a by tile_n rows of W. */
+static mcl_status gemm_record(mcl_context *ctx, const mcl_kernel_desc *desc, mcl_tensor *in,
+                              const weight_part *w, mcl_tensor *bias, mcl_tensor *c, uint32_t m,
+                              uint32_t n, uint32_t k, uint32_t ldc, uint32_t c0, uint32_t tile_m,
+                              uint32_t tile_n)
+{
+    const mcl_kernel *kernel;
+    mcl_status status = kernel_exact(ctx, desc, &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    uint32_t gx = ceil_div(n, tile_n), gy = ceil_div(m, tile_m);
+    if (gx > QUANT_MAX_GROUPS || gy > QUANT_MAX_GROUPS)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
+    gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0,
+                      .dlo = w->dlo};
+    mcl_tensor *reads[4] = {in, w->body, w->d, bias ? bias : in};
+    return mcl_stream_dispatch(ctx, kernel, reads, 4, &c, 1, &push, gx, gy, 1);
+}
+
 /* The float GEMM: gemm_f32's tile shapes, 128 x 128 where there are enough tiles. */
 static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, const weight_part *w,
                              mcl_tensor *bias, mcl_tensor *c, uint32_t m, uint32_t n, uint32_t k,
@@ -556,17 +576,7 @@ static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, cons
         .spec_count = 5,
         .spec = {fmt, bm, bm, tm, tm},
     };
-    const mcl_kernel *kernel;
-    mcl_status status = kernel_exact(ctx, &desc, &kernel);
-    if (status != MCL_SUCCESS)
-        return status;
-    uint32_t gx = ceil_div(n, bm), gy = ceil_div(m, bm);
-    if (gx > QUANT_MAX_GROUPS || gy > QUANT_MAX_GROUPS)
-        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
-    gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0,
-                      .dlo = w->dlo};
-    mcl_tensor *reads[4] = {a, w->body, w->d, bias ? bias : a};
-    return mcl_stream_dispatch(ctx, kernel, reads, 4, &c, 1, &push, gx, gy, 1);
+    return gemm_record(ctx, &desc, a, w, bias, c, m, n, k, ldc, c0, bm, bm);
 }
 
 static mcl_status gemm_dot(mcl_context *ctx, uint32_t fmt, mcl_tensor *act, const weight_part *w,
@@ -581,17 +591,8 @@ static mcl_status gemm_dot(mcl_context *ctx, uint32_t fmt, mcl_tensor *act, cons
         .spec_count = 1,
         .spec = {fmt},
     };
-    const mcl_kernel *kernel;
-    mcl_status status = kernel_exact(ctx, &desc, &kernel);
-    if (status != MCL_SUCCESS)
-        return status;
-    uint32_t gx = ceil_div(n, QUANT_DOT_TILE_N), gy = ceil_div(m, QUANT_DOT_TILE_M);
-    if (gx > QUANT_MAX_GROUPS || gy > QUANT_MAX_GROUPS)
-        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
-    gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0,
-                      .dlo = w->dlo};
-    mcl_tensor *reads[4] = {act, w->body, w->d, bias ? bias : act};
-    return mcl_stream_dispatch(ctx, kernel, reads, 4, &c, 1, &push, gx, gy, 1);
+    return gemm_record(ctx, &desc, act, w, bias, c, m, n, k, ldc, c0, QUANT_DOT_TILE_M,
+                       QUANT_DOT_TILE_N);
 }
 
 /* The matrix GEMM. MOTIFCL_QUANT_GEMM_TILE=<BM>x<BN> (64 or 128 each), a tuning override,
@@ -627,17 +628,7 @@ static mcl_status gemm_matrix(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, con
         .required_subgroup_size =
             (ctx->info.features_enabled & MCL_FEATURE_SUBGROUP_SIZE_CONTROL) ? 32u : 0u,
     };
-    const mcl_kernel *kernel;
-    mcl_status status = kernel_exact(ctx, &desc, &kernel);
-    if (status != MCL_SUCCESS)
-        return status;
-    uint32_t gx = ceil_div(n, bn), gy = ceil_div(m, bm);
-    if (gx > QUANT_MAX_GROUPS || gy > QUANT_MAX_GROUPS)
-        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
-    gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0,
-                      .dlo = w->dlo};
-    mcl_tensor *reads[4] = {a, w->body, w->d, bias ? bias : a};
-    return mcl_stream_dispatch(ctx, kernel, reads, 4, &c, 1, &push, gx, gy, 1);
+    return gemm_record(ctx, &desc, a, w, bias, c, m, n, k, ldc, c0, bm, bn);
 }
 
 mcl_status mcl_quantize_activations(mcl_context *ctx, mcl_tensor *a, uint32_t rows, uint32_t k,
