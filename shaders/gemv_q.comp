@@ -185,36 +185,36 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             }
         }
     } else {
-        // Q6_K: half h, positions l0 + 4w .. (l0 = 16 (j0 + j)) of quarters k = 0..3 (elements
-        // 128h + 32k + l0 + 4w ..); the scale of quarter k is the half's scale 2k + l0 / 16.
-        const uint h = q6_half(p), l4 = 4u * q6_j0(p);
-        vec4 sc[NR][QHP];
+        // Q6_K: half h, positions l0 + 4w .. of quarters k = 0..3 (elements 128h + 32k + l0 +
+        // 4w ..); the scale of quarter k is the half's scale 2k + l0 / 16.
+        const uint h = p >> 1, l4 = 4u * (p & 1u);
+        vec4 sc[NR];
         [[unroll]] for (uint i = 0u; i < NR; i++) {
-            [[unroll]] for (uint j = 0u; j < QHP; j++) {
-                sc[i][j] = q6k_scales(r[i], p, j);
-            }
+            const int s0 = int(r[i][12]), s1 = int(r[i][13]);
+            const int sh = int(8u * (p & 1u));
+            sc[i] = uintBitsToFloat(r[i][14]) *
+                    vec4(bitfieldExtract(s0, sh, 8), bitfieldExtract(s0, sh + 16, 8),
+                         bitfieldExtract(s1, sh, 8), bitfieldExtract(s1, sh + 16, 8));
         }
         const uint xb = 64u * b + 32u * h + l4;
         [[unroll]] for (uint k = 0u; k < 4u; k++) {
-            [[unroll]] for (uint j = 0u; j < QHP; j++) {
-                vec4 f[NR][4];
-                [[unroll]] for (uint i = 0u; i < NR; i++) {
-                    [[unroll]] for (uint w = 0u; w < 4u; w++) {
-                        f[i][w] = gemv_bytes(q6k_codes(r[i], k, j, w), 32.0);
-                    }
+            vec4 f[NR][4];
+            [[unroll]] for (uint i = 0u; i < NR; i++) {
+                [[unroll]] for (uint w = 0u; w < 4u; w++) {
+                    f[i][w] = gemv_bytes(q6k_codes(r[i], k, w), 32.0);
                 }
-                [[unroll]] for (uint m = 0u; m < M; m++) {
-                    vec4 xv[4];
+            }
+            [[unroll]] for (uint m = 0u; m < M; m++) {
+                vec4 xv[4];
+                [[unroll]] for (uint w = 0u; w < 4u; w++) {
+                    xv[w] = xget(m, xb + 8u * k + w);
+                }
+                [[unroll]] for (uint i = 0u; i < NR; i++) {
+                    float s = 0.0;
                     [[unroll]] for (uint w = 0u; w < 4u; w++) {
-                        xv[w] = xget(m, xb + 8u * k + 4u * j + w);
+                        s = fdot(f[i][w], xv[w], s);
                     }
-                    [[unroll]] for (uint i = 0u; i < NR; i++) {
-                        float s = 0.0;
-                        [[unroll]] for (uint w = 0u; w < 4u; w++) {
-                            s = fdot(f[i][w], xv[w], s);
-                        }
-                        acc[i][m] = ok ? fma(sc[i][j][k], s, acc[i][m]) : acc[i][m];
-                    }
+                    acc[i][m] = ok ? fma(sc[i][k], s, acc[i][m]) : acc[i][m];
                 }
             }
         }

@@ -157,29 +157,29 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             }
         }
     } else {
-        // Q6_K: quarter k of half h, position halves l0 = 16 (j0 + j) ..: activation block
+        // Q6_K: quarter k of half h = p / 2, positions l0 = 16 (p & 1) ..: activation block
         // 8b + 4h + k, its words l0 / 4 ...; the quarter's scale is the half's 2k + l0 / 16.
-        const uint h = q6_half(p), j0 = q6_j0(p);
-        vec4 sc[NR][QHP];
+        const uint h = p >> 1, j = p & 1u;
+        vec4 sc[NR];
         [[unroll]] for (uint i = 0u; i < NR; i++) {
-            [[unroll]] for (uint j = 0u; j < QHP; j++) {
-                sc[i][j] = q6k_scales(r[i], p, j);
-            }
+            const int s0 = int(r[i][12]), s1 = int(r[i][13]);
+            const int sh = int(8u * j);
+            sc[i] = uintBitsToFloat(r[i][14]) *
+                    vec4(bitfieldExtract(s0, sh, 8), bitfieldExtract(s0, sh + 16, 8),
+                         bitfieldExtract(s1, sh, 8), bitfieldExtract(s1, sh + 16, 8));
         }
         [[unroll]] for (uint m = 0u; m < M; m++) {
             [[unroll]] for (uint k = 0u; k < 4u; k++) {
                 const uint ab = m * nb32 + 8u * b + 4u * h + k;
+                const uvec4 a = act4[2u * ab + j];
                 const float dx = uintBitsToFloat(act[8u * AB + ab]);
-                [[unroll]] for (uint j = 0u; j < QHP; j++) {
-                    const uvec4 a = act4[2u * ab + j0 + j];
-                    const int sum32 = -32 * dot4(uvec4(0x01010101u), a);
-                    [[unroll]] for (uint i = 0u; i < NR; i++) {
-                        const uvec4 q =
-                            uvec4(q6k_codes(r[i], k, j, 0u), q6k_codes(r[i], k, j, 1u),
-                                  q6k_codes(r[i], k, j, 2u), q6k_codes(r[i], k, j, 3u));
-                        const float v = int_to_float(dot4(q, a) + sum32);
-                        acc[i][m] = ok ? fma(sc[i][j][k] * dx, v, acc[i][m]) : acc[i][m];
-                    }
+                const int sum32 = -32 * dot4(uvec4(0x01010101u), a);
+                [[unroll]] for (uint i = 0u; i < NR; i++) {
+                    const uvec4 q = uvec4(q6k_codes(r[i], k, 0u), q6k_codes(r[i], k, 1u),
+                                          q6k_codes(r[i], k, 2u), q6k_codes(r[i], k, 3u));
+                    acc[i][m] = ok ? fma(sc[i][k] * dx, int_to_float(dot4(q, a) + sum32),
+                                         acc[i][m])
+                                   : acc[i][m];
                 }
             }
         }

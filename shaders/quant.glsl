@@ -195,44 +195,20 @@ vec4 quant_decode4(uint blk, uint di, uint e4) {
 //                     j, l0 = 0); the block's first uvec4 (d, dmin, scales) at words CW ..
 //                     CW + 3
 //   Q5_K (PB 16, 32)  as Q4_K, and qh[l0 .. l0 + PB - 1] (the fifth bits) at words CW + 4 ..
-//   Q6_K (PB 16)      piece p (64 weights, PPB 4): half h = p / 2, positions l0 = 16 (p & 1)
-//                     .. l0 + 15 of its four quarters: ql[64h + l0 ..] (words 0..3: quarters
-//                     0 and 2), ql[64h + 32 + l0 ..] (4..7: quarters 1 and 3), qh[32h + l0 ..]
-//                     (8..11), the half's scales[8h .. 8h + 7] (12, 13), d as float bits (14)
-//   Q6_K (PB 32)      piece p (128 weights, PPB 2): half h = p, as two such position halves
-//                     j = 0, 1 (l0 = 16 j): ql[64h + l0 ..] at words 4j .., ql[64h + 32 + l0
-//                     ..] at 8 + 4j .., qh[32h + l0 ..] at 16 + 4j ..; scales (24, 25), d (26)
+//   Q6_K (64 weights) piece p (PPB 4): half h = p / 2, positions l0 = 16 (p & 1) .. l0 + 15
+//                     of its four quarters: ql[64h + l0 ..] (words 0..3: quarters 0 and 2),
+//                     ql[64h + 32 + l0 ..] (4..7: quarters 1 and 3), qh[32h + l0 ..] (8..11),
+//                     the half's scales[8h .. 8h + 7] (12, 13), d as float bits (14)
 // ------------------------------------------------------------------------------------------
 // Q4_K / Q5_K: halves of a sub-block's 32 positions per piece (PB 16: 1, PB 32: 2).
 const uint KHP = FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K ? (PB >= 32u ? 2u : 1u) : 1u;
-// Q6_K: position halves (16 positions of each quarter of a half) per piece (PB 16: 1, PB 32:
-// 2), and where a piece's fields sit in its words.
-const uint QHP = FORMAT == FMT_Q6_K && PB >= 32u ? 2u : 1u;
-const uint Q6_SC = 12u * QHP;  // the half's scales (two words)
-const uint Q6_D = Q6_SC + 2u;  // d as float bits
 const uint PPB = FORMAT == FMT_Q8_0 ? 32u / PB
                : FORMAT == FMT_Q4_0 ? 16u / PB
-               : FORMAT == FMT_Q6_K ? 4u / QHP : 8u / KHP;
+               : FORMAT == FMT_Q6_K ? 4u : 8u / KHP;
 // Words of codes per field of a piece.
 const uint CW = FORMAT <= FMT_Q4_0 ? PB / 4u : 4u * KHP;
-// Words a piece holds, at most (Q5_K in pieces of 32 bytes: 20; Q6_K in halves: 27); a
-// constant, not a specialization (the arrays it sizes are function parameters).
-const uint RP = 28u;
-
-// Q6_K: the word of ql for quarter k, position half j (of the piece), word w; of qh.
-uint q6_ql(uint k, uint j, uint w) {
-    return 4u * QHP * (k & 1u) + 4u * j + w;
-}
-uint q6_qh(uint j, uint w) {
-    return 8u * QHP + 4u * j + w;
-}
-// Q6_K: the half of piece p, and its first position half.
-uint q6_half(uint p) {
-    return (p * QHP) >> 1;
-}
-uint q6_j0(uint p) {
-    return (p * QHP) & 1u;
-}
+// Words a piece holds, at most (Q5_K in pieces of 32 bytes: 20).
+const uint RP = 20u;
 
 // Q4_K / Q5_K: the sub-block pair c of piece p (sub-blocks 2c and 2c + 1) and its first half.
 uint kpiece_pair(uint p) {
@@ -279,32 +255,28 @@ void piece_load(uint blk, uint di, uint p, out uint r[RP]) {
             }
         }
     } else {
-        const uint v0 = blk * (BODY_WORDS / 4u), h = q6_half(p), j0 = q6_j0(p);
-        [[unroll]] for (uint j = 0u; j < QHP; j++) {
-            const uvec4 a = wq4[v0 + 4u * h + j0 + j];
-            const uvec4 b = wq4[v0 + 4u * h + 2u + j0 + j];
-            const uvec4 q = wq4[v0 + 8u + 2u * h + j0 + j];
-            [[unroll]] for (uint w = 0u; w < 4u; w++) {
-                r[q6_ql(0u, j, w)] = a[w];
-                r[q6_ql(1u, j, w)] = b[w];
-                r[q6_qh(j, w)] = q[w];
-            }
-        }
+        const uint v0 = blk * (BODY_WORDS / 4u), h = p >> 1, j = p & 1u;
+        const uvec4 a = wq4[v0 + 4u * h + j];
+        const uvec4 b = wq4[v0 + 4u * h + 2u + j];
+        const uvec4 q = wq4[v0 + 8u + 2u * h + j];
         const uvec2 sc = wq2[blk * (BODY_WORDS / 2u) + 24u + h];
-        r[Q6_SC] = sc.x;
-        r[Q6_SC + 1u] = sc.y;
-        r[Q6_D] = floatBitsToUint(quant_d(di));
+        r[0] = a.x; r[1] = a.y; r[2] = a.z; r[3] = a.w;
+        r[4] = b.x; r[5] = b.y; r[6] = b.z; r[7] = b.w;
+        r[8] = q.x; r[9] = q.y; r[10] = q.z; r[11] = q.w;
+        r[12] = sc.x;
+        r[13] = sc.y;
+        r[14] = floatBitsToUint(quant_d(di));
     }
 }
 
 // Groups of 4 weights in a piece, and their element offsets inside the block.
 const uint PIECE_GROUPS = FORMAT == FMT_Q8_0 ? CW : FORMAT == FMT_Q4_0 ? 2u * CW
-                        : FORMAT == FMT_Q6_K ? 16u * QHP : 2u * CW;
+                        : FORMAT == FMT_Q6_K ? 16u : 2u * CW;
 
 // Element offset (inside its block) of group g of piece p: Q8_0 / Q4_0 groups k < CW are
 // code word k (Q4_0: its low nibbles), Q4_0's CW + k its high nibbles; Q4_K / Q5_K groups
-// 0 .. CW - 1 sub-block 2c, CW .. 2 CW - 1 sub-block 2c + 1 (word g % CW); Q6_K group
-// 16j + 4k + w is position half j, quarter k, word w.
+// 0 .. CW - 1 sub-block 2c, CW .. 2 CW - 1 sub-block 2c + 1 (word g % CW); Q6_K group 4k + w
+// is quarter k, word w.
 uint piece_pos(uint p, uint g) {
     if (FORMAT == FMT_Q8_0) {
         return PB * p + 4u * g;
@@ -313,25 +285,15 @@ uint piece_pos(uint p, uint g) {
         return g < CW ? PB * p + 4u * g : 16u + PB * p + 4u * (g - CW);
     }
     if (FORMAT == FMT_Q6_K) {
-        return 128u * q6_half(p) + 32u * ((g >> 2) & 3u) + 16u * (q6_j0(p) + (g >> 4)) +
-               4u * (g & 3u);
+        return 128u * (p >> 1) + 32u * (g >> 2) + 16u * (p & 1u) + 4u * (g & 3u);
     }
     return 64u * kpiece_pair(p) + 32u * (g / CW) + 16u * kpiece_half(p) + 4u * (g % CW);
 }
 
-// Q6_K: the four 6-bit codes of quarter k, position half j, word w of a piece.
-uint q6k_codes(uint r[RP], uint k, uint j, uint w) {
-    const uint l = r[q6_ql(k, j, w)] >> (4u * (k >> 1));
-    return (l & 0x0F0F0F0Fu) | (((r[q6_qh(j, w)] >> (2u * k)) & 0x03030303u) << 4);
-}
-
-// Q6_K: the scales of the four quarters at position half j of piece p, times d.
-vec4 q6k_scales(uint r[RP], uint p, uint j) {
-    const int s0 = int(r[Q6_SC]), s1 = int(r[Q6_SC + 1u]);
-    const int sh = int(8u * (q6_j0(p) + j));
-    return uintBitsToFloat(r[Q6_D]) *
-           vec4(bitfieldExtract(s0, sh, 8), bitfieldExtract(s0, sh + 16, 8),
-                bitfieldExtract(s1, sh, 8), bitfieldExtract(s1, sh + 16, 8));
+// Q6_K: the four 6-bit codes of quarter k, word w of a piece (bytes 0..63).
+uint q6k_codes(uint r[RP], uint k, uint w) {
+    const uint l = r[4u * (k & 1u) + w] >> (4u * (k >> 1));
+    return (l & 0x0F0F0F0Fu) | (((r[8u + w] >> (2u * k)) & 0x03030303u) << 4);
 }
 
 // Q5_K: the four 5-bit codes of word w of a piece, sub-block 2c + hi.
@@ -360,10 +322,10 @@ vec4 piece_values(uint r[RP], uint p, uint g) {
                                           : q5k_codes(r, c, hi, w);
         return step * gemv_bytes(q, 0.0) - offset;
     }
-    const uint k = (g >> 2) & 3u, j = g >> 4;
-    const uint si = 2u * k + q6_j0(p) + j;  // scale index inside the half
-    const float sc = float(bitfieldExtract(int(r[Q6_SC + si / 4u]), int(8u * (si & 3u)), 8));
-    return (uintBitsToFloat(r[Q6_D]) * sc) * gemv_bytes(q6k_codes(r, k, j, g & 3u), 32.0);
+    const uint k = g >> 2;
+    const uint si = 2u * k + (p & 1u);  // scale index inside the half
+    const float sc = float(bitfieldExtract(int(r[12u + si / 4u]), int(8u * (si & 3u)), 8));
+    return (uintBitsToFloat(r[14]) * sc) * gemv_bytes(q6k_codes(r, k, g & 3u), 32.0);
 }
 
 #endif

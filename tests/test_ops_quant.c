@@ -237,7 +237,7 @@ static void dequantize_exact(void **state)
                 uint32_t pb = pbs[i];
                 int kpair = dtype == MCL_DTYPE_Q4_K || dtype == MCL_DTYPE_Q5_K;
                 if ((dtype == MCL_DTYPE_Q8_0 && pb == 8) || (dtype == MCL_DTYPE_Q4_0 && pb == 32) ||
-                    (kpair && pb == 8) || (dtype == MCL_DTYPE_Q6_K && pb == 8))
+                    (kpair && pb == 8) || (dtype == MCL_DTYPE_Q6_K && pb != 0 && pb != 16))
                     continue;
                 char name[128];
                 snprintf(name, sizeof name, "dequantize %s %s %lld weights, %s decoder %u",
@@ -482,7 +482,7 @@ static void gemv_layouts(void **state)
 static void check_dot_path(mcl_dtype dtype, const mm_case *p, uint32_t seed);
 
 /* MOTIFCL_QUANT_GEMV_PLAN (a tuning override) reaches shapes the plan would not choose:
- * pieces of 8 and 32 bytes (Q4_K, Q5_K and Q6_K's halves at 1, 5 and 10 rows, staged too), one row group per workgroup, narrow row groups, 1, 4 and 8 rows of W,
+ * pieces of 8 and 32 bytes (Q4_K and Q5_K at 1 and 5 rows), one row group per workgroup, narrow row groups, 1, 4 and 8 rows of W,
  * U = 1, 2 or 3 pieces in flight, x staged or not at several rows of x (plan i runs at i + 1
  * rows). Plans that cannot fit (more lanes than a workgroup holds; fewer lanes than pieces
  * per block, for some formats; a piece size a format does not have; staging on the
@@ -495,7 +495,7 @@ static void gemv_plan_override(void **state)
         "st=1,t=8,g=32,u=2",       "st=1,t=32,g=2,nr=1,u=3,pb=8",
         "pb=32,t=16,g=8,nr=4,u=1", "st=0,t=64,g=1,u=1,nr=1",
         "pb=8,t=8,g=4",            "t=100000",
-        "pb=32,nr=2,u=2",          "pb=32,st=1,t=16,g=2,nr=2",
+        "pb=32,nr=2,u=2",
     };
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
         setenv("MOTIFCL_QUANT_GEMV_PLAN", plans[i], 1);

@@ -140,8 +140,8 @@ static const uint8_t dot_pb[] = {32, 16, 32, 32, 16};
  * it). */
 #define QUANT_SPAN_MAX_SHARED 49152u
 #define QUANT_SPAN_MAX_SHARED_WAVE64 32768u
-/* Bytes of codes per piece (quant.glsl's PB), per format (for Q6_K, 16 names pieces of 64
- * weights, 32 halves of a block). The integer-dot
+/* Bytes of codes per piece (quant.glsl's PB), per format; the K types' pieces are fixed (16
+ * bytes of codes for Q4_K / Q5_K, 64 weights for Q6_K), their entries name that. The integer-dot
  * path takes whole blocks of Q8_0 and Q4_0 (on the H200 a lane per Q8_0 block read 92-96% of
  * stream read in a batch on one input, evidence/h200-3ba84a6-lab), and at one row of x whole
  * sub-block pairs of Q4_K and Q5_K (dot_pb). The float path takes half a
@@ -166,7 +166,7 @@ static uint32_t span_pieces(uint32_t fmt, uint32_t pb)
     case FMT_Q4_0:
         return pb == 8 || pb == 16 ? 16 / pb : 0;
     case FMT_Q6_K:
-        return pb == 16 || pb == 32 ? 64 / pb : 0;
+        return pb == 16 ? 4 : 0;
     default: /* Q4_K, Q5_K */
         return pb == 16 || pb == 32 ? 128 / pb : 0;
     }
@@ -978,7 +978,8 @@ mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *cq, mcl_
                         "mcl_dequantize_tensor: a %s tensor of %llu bytes is larger than one "
                         "storage-buffer binding", mcl_dtype_name(q->dtype),
                         (unsigned long long)q->nbytes);
-    uint32_t spec_pb = pb ? pb : QUANT_DEQUANT_PB;
+    /* Q6_K has one piece size: any non-zero pb means it. */
+    uint32_t spec_pb = fmt == (int)FMT_Q6_K || !pb ? QUANT_DEQUANT_PB : pb;
     uint32_t ppb = pb ? span_pieces((uint32_t)fmt, spec_pb) : 0;
     if (pb && !ppb)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,

@@ -83,8 +83,8 @@ mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *a, uint32_t c
                                mcl_tensor *const *c, mcl_quant_path path);
 
 /* mcl_dequantize_tensor with quant.glsl's piece decoder (pb: bytes of codes per piece, 8, 16
- * or 32 as the format takes; for Q6_K 16 means pieces of 64 weights, 32 halves of a block;
- * mcl_dequantize_tensor decodes pieces of 16) or, with pb = 0, the GEMM's 4-weight decoder, so that a test can hold each to
+ * or 32 as the format takes, any non-zero value for Q6_K; mcl_dequantize_tensor decodes
+ * pieces of 16) or, with pb = 0, the GEMM's 4-weight decoder, so that a test can hold each to
  * the CPU reference. MCL_ERROR_INVALID_ARGUMENT for a piece size the format has not. */
 mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *q, mcl_tensor *out,
                                     uint32_t pb);
