@@ -27,9 +27,6 @@ layout(constant_id = 2) const uint M = 1;
 layout(constant_id = 3) const uint NR = 1;
 layout(constant_id = 5) const uint U = 2;
 layout(constant_id = 6) const uint PB = 16;
-// 1: sums of x's codes from dot products of the x words a lane already holds (Q4_0 in whole
-// blocks, Q4_K / Q5_K in pieces of 32 bytes), not loaded; elsewhere no effect.
-layout(constant_id = 7) const uint SUMDOT = 0;
 const bool STAGE = false;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct { uint act[]; };
@@ -96,15 +93,7 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             if (FORMAT == FMT_Q4_0) {
                 act_words(8u * ab + 4u + CW * p, hi);
             }
-            int off = 0;
-            if (FORMAT == FMT_Q4_0 && SUMDOT != 0u && CW == 4u) {
-                [[unroll]] for (uint k = 0u; k < CW; k++) {
-                    off += sdot4x8(0x01010101u, lo[k]) + sdot4x8(0x01010101u, hi[k]);
-                }
-                off *= -8;
-            } else if (FORMAT == FMT_Q4_0 && p == 0u) {
-                off = -8 * int(act[9u * AB + ab]);
-            }
+            const int off = FORMAT == FMT_Q4_0 && p == 0u ? -8 * int(act[9u * AB + ab]) : 0;
             [[unroll]] for (uint i = 0u; i < NR; i++) {
                 int s = off;
                 [[unroll]] for (uint k = 0u; k < CW; k++) {
@@ -151,16 +140,8 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             const float dx0 = uintBitsToFloat(act[8u * AB + ab]);
             const float dx1 = uintBitsToFloat(act[8u * AB + ab + 1u]);
             // The mins, once per sub-block: by the piece of positions 0..
-            float s0 = 0.0, s1 = 0.0;
-            if (SUMDOT != 0u && KHP == 2u) {
-                s0 = dx0 * int_to_float(dot4(uvec4(0x01010101u), al[0]) +
-                                        dot4(uvec4(0x01010101u), al[KHP - 1u]));
-                s1 = dx1 * int_to_float(dot4(uvec4(0x01010101u), ah[0]) +
-                                        dot4(uvec4(0x01010101u), ah[KHP - 1u]));
-            } else if (j == 0u) {
-                s0 = dx0 * int_to_float(int(act[9u * AB + ab]));
-                s1 = dx1 * int_to_float(int(act[9u * AB + ab + 1u]));
-            }
+            const float s0 = j == 0u ? dx0 * int_to_float(int(act[9u * AB + ab])) : 0.0;
+            const float s1 = j == 0u ? dx1 * int_to_float(int(act[9u * AB + ab + 1u])) : 0.0;
             [[unroll]] for (uint i = 0u; i < NR; i++) {
                 float a = acc[i][m];
                 int sl = 0, sh = 0;

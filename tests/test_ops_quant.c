@@ -495,8 +495,7 @@ static void gemv_plan_override(void **state)
         "st=1,t=8,g=32,u=2",       "st=1,t=32,g=2,nr=1,u=3,pb=8",
         "pb=32,t=16,g=8,nr=4,u=1", "st=0,t=64,g=1,u=1,nr=1",
         "pb=8,t=8,g=4",            "t=100000",
-        "pb=32,nr=2,u=2",          "sd=1",
-        "sd=1,pb=32,nr=1",
+        "pb=32,nr=2,u=2",
     };
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
         setenv("MOTIFCL_QUANT_GEMV_PLAN", plans[i], 1);

@@ -323,7 +323,6 @@ typedef struct gemv_plan {
     uint32_t u;     /* pieces per row and lane in flight */
     uint32_t pb;    /* bytes of codes per piece */
     uint32_t stage; /* float path: rounds in step, their x staged in shared memory */
-    uint32_t sumdot; /* integer dot: sums of x's codes by dot products, not loaded */
 } gemv_plan;
 
 static uint32_t gcd_u32(uint32_t a, uint32_t b)
@@ -369,8 +368,7 @@ static uint64_t span_shared_limit(const mcl_context *ctx)
 
 /* MOTIFCL_QUANT_GEMV_PLAN, a tuning override: "key=value,..." with keys t (lanes along K),
  * g (row groups), nr (rows of W per row group), u (pieces in flight), pb (bytes of codes per
- * piece), st (x staged: 0 or 1, float path only) and sd (sums of x's codes by dot products:
- * 0 or 1, integer-dot path only). An override the kernels cannot take, or
+ * piece) and st (x staged: 0 or 1, float path only). An override the kernels cannot take, or
  * beyond the device's workgroup and shared-memory limits, is ignored with a warning and the
  * plan stays as chosen. */
 static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m,
@@ -404,8 +402,6 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
             q.pb = value;
         else if (strcmp(key, "st") == 0)
             q.stage = value != 0;
-        else if (strcmp(key, "sd") == 0)
-            q.sumdot = value != 0;
         else
             ok = 0;
     }
@@ -414,7 +410,7 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
          q.g <= ctx->info.max_compute_workgroup_size[1] &&
          (uint64_t)q.t * q.g <= ctx->info.max_compute_workgroup_invocations &&
          (q.nr == 1 || q.nr == 2 || q.nr == 4 || q.nr == 8) && q.u >= 1 && q.u <= 8 && ppb &&
-         q.t % ppb == 0 && !(q.stage && dot) && !(q.sumdot && !dot) &&
+         q.t % ppb == 0 && !(q.stage && dot) &&
          span_shared_bytes(fmt, &q, m) <= ctx->info.max_compute_shared_memory_size;
     if (!ok) {
         mcl_log(&ctx->log, MCL_LOG_WARNING,
@@ -434,7 +430,6 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
     uint32_t threads = wave64 ? QUANT_SPAN_THREADS_WAVE64 : QUANT_SPAN_THREADS;
     if (threads > ctx->info.max_compute_workgroup_invocations)
         threads = ctx->info.max_compute_workgroup_invocations;
-    p->sumdot = 0;
     p->pb = dot ? span_pb_dot[fmt] : span_pb[fmt];
     if (fmt == FMT_Q4_0 && !dot)
         p->pb = m > 1 ? QUANT_SPAN_PB_Q4_0_FLOAT : QUANT_SPAN_PB_Q4_0_FLOAT1;
@@ -520,16 +515,16 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     gemv_plan plan;
     gemv_plan_for(ctx, dot, fmt, rows, n, k, &plan);
     mcl_log(&ctx->log, MCL_LOG_DEBUG,
-            "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u sd=%u",
+            "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u",
             mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t, plan.g,
-            plan.nr, plan.u, plan.pb, plan.stage, plan.sumdot);
+            plan.nr, plan.u, plan.pb, plan.stage);
     mcl_kernel_desc desc = {
         .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
         .binding_count = 5,
         .push_size = sizeof(gemv_push),
         .local_size_x = plan.t,
-        .spec_count = 7,
-        .spec = {fmt, rows, plan.nr, plan.g, plan.u, plan.pb, dot ? plan.sumdot : plan.stage},
+        .spec_count = dot ? 6 : 7,
+        .spec = {fmt, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
