@@ -10,7 +10,10 @@
  *                                     read of the same bytes, alone and batched (and, on
  *                                     the integer-dot path, batched on one input through
  *                                     mcl_matmul_multi, and the GEMV kernels alone on an
- *                                     input quantized beforehand); Q4_0/Q8_0 GEMM. fmt=0..4 only
+ *                                     input quantized beforehand; on the float path, a
+ *                                     modeled RX 580 decode rate from the single-call and
+ *                                     the batched shares); the GEMM of every format along
+ *                                     each path the device has. fmt=0..4 only
  *                                     Q8_0, Q4_0, Q4_K, Q5_K or Q6_K;
  *                                     rows=1 or 8 only that row case; gemm=0 no GEMM
  *                                     (these filters apply to `quant` alone, not `all`)
