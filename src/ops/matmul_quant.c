@@ -67,6 +67,12 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
 #define QUANT_SPAN_LANES_WAVE64 64u
 #define QUANT_SPAN_MAX_LANES 256u
 #define QUANT_SPAN_TARGET_LANES (1u << 18)
+/* The integer-dot path at several rows of x aims at a quarter of that: a lane there holds the
+ * sums of 4 rows of W by up to 8 rows of x, and fewer lanes stay resident. On the H200, Q8_0
+ * at 8 rows, kernels alone, 14336x4096 / 4096x14336 (evidence/h200-3482289-q8rows): the lanes
+ * this gives (32 and 64 per row group) read 61.9 and 63.1% of stream read, those of
+ * QUANT_SPAN_TARGET_LANES (64 and 128) 56.6 / 56.6%. */
+#define QUANT_SPAN_TARGET_LANES_DOT_ROWS (1u << 16)
 #define QUANT_SPAN_THREADS 128u
 #define QUANT_SPAN_THREADS_WAVE64 256u
 #define QUANT_SPAN_NR 2u
@@ -470,8 +476,10 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         }
         uint32_t pieces_per_row = nb * ppb;
         uint32_t t = wave64 ? QUANT_SPAN_LANES_WAVE64 : QUANT_SPAN_LANES;
+        uint32_t target = dot && m > 1 ? QUANT_SPAN_TARGET_LANES_DOT_ROWS
+                                       : QUANT_SPAN_TARGET_LANES;
         while (2 * t <= QUANT_SPAN_MAX_LANES && 2 * t <= threads &&
-               (uint64_t)ceil_div(n, p->nr) * t < QUANT_SPAN_TARGET_LANES &&
+               (uint64_t)ceil_div(n, p->nr) * t < target &&
                4 * t * p->u <= pieces_per_row)
             t *= 2;
         if (t > threads)
