@@ -71,7 +71,10 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
  * sums of 4 rows of W by up to 8 rows of x, and fewer lanes stay resident. On the H200, Q8_0
  * at 8 rows, kernels alone, 14336x4096 / 4096x14336 (evidence/h200-3482289-q8rows): the lanes
  * this gives (32 and 64 per row group) read 61.9 and 63.1% of stream read, those of
- * QUANT_SPAN_TARGET_LANES (64 and 128) 56.6 / 56.6%. */
+ * QUANT_SPAN_TARGET_LANES (64 and 128) 56.6 / 56.6%. Every format at 8 rows with it
+ * (evidence/h200-be4b810-rows8): Q8_0 61.9 / 63.2%, Q4_0 36.0 / 39.4% (32.2 / 34.9% before),
+ * Q4_K 27.1 / 28.1% (24.8 / 25.8%), Q5_K 27.0 / 28.3% (26.0 / 27.4%); Q6_K's lanes, and its
+ * 34.8 / 29.9%, did not change. */
 #define QUANT_SPAN_TARGET_LANES_DOT_ROWS (1u << 16)
 #define QUANT_SPAN_THREADS 128u
 #define QUANT_SPAN_THREADS_WAVE64 256u
