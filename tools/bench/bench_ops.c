@@ -597,7 +597,8 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     /* Batched: only with cold copies to spread the batch over (none with --hot). */
     qbatch_run q = {.r = &r, .count = r.copies < QGEMV_BATCH ? r.copies : QGEMV_BATCH};
     double tb = -1.0, tm = -1.0, tk = -1.0;
-    int dot = mcl_quant_path_select(b->ctx, dtype) == MCL_QUANT_PATH_DOT;
+    const mcl_quant_path path = mcl_quant_path_select(b->ctx, dtype);
+    const int dot = path == MCL_QUANT_PATH_DOT;
     if (t > 0 && q.count >= 2) {
         int ok = 1;
         for (int j = 0; j < q.count && ok; j++)
@@ -644,7 +645,7 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     /* The RX 580 streams 256 GB/s; at the same efficiency, its decode would read weights at
      * this rate. Modeled: no RX 580 ran. Only for the float path, the one an RX 580 runs (it
      * has no packed 8-bit dot product). */
-    if (mcl_quant_path_select(b->ctx, dtype) == MCL_QUANT_PATH_FLOAT) {
+    if (path == MCL_QUANT_PATH_FLOAT) {
         snprintf(line, sizeof line, "%s: RX 580 at this efficiency (float path)", name);
         bench_modeled(b, line, 256.0 * share, "GB/s");
     }
@@ -654,7 +655,7 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     /* The same model from the batched share: GEMVs back to back leave out the fixed cost of a
      * lone dispatch (its start and its tail), microseconds that are a large part of one GEMV's
      * time at the H200's rate but a few percent of it at 256 GB/s. Modeled as well. */
-    if (tb > 0 && mcl_quant_path_select(b->ctx, dtype) == MCL_QUANT_PATH_FLOAT) {
+    if (tb > 0 && path == MCL_QUANT_PATH_FLOAT) {
         double batched = (double)q.count * (double)weight_bytes / tb / 1e9 / b->stream_read_gbs;
         snprintf(line, sizeof line, "%s: RX 580 at the batched efficiency (float path)", name);
         bench_modeled(b, line, 256.0 * batched, "GB/s");
