@@ -15,12 +15,16 @@
 // (evidence/h200-3ba84a6-lab), 0.4 s not unrolled at all, which cost a fifth of the rate
 // (evidence/h200-1956efe: 26-27 TFLOP/s against 32-33).
 //
+// Split K: workgroup z takes K values [z kc, min(K, (z + 1) kc)) (kc a multiple of BK) and
+// writes its partial tile kz elements further on in C (the host then binds scratch there, and
+// gemm_reduce_f32 sums the slices and adds the bias). One slice: kc = K, kz unused.
+//
 //   specialization constants: 0 workgroup size (= (BM/TM) * (BN/TN)), 1 FORMAT (quant.glsl),
 //     2 BM, 3 BN, 4 TM, 5 TN (4 or 8)
 //   set 0: 0 A, 1 W bodies (quant.glsl's device layout), 2 W's d values (any buffer for Q4_K,
 //     Q5_K), 3 bias [N] (any buffer when unused), 4 C [M, N]
-//   push constants: M, N, K, has_bias, ldc, c0, dlo: c[m, c0 + n] at c[m * ldc + c0 + n],
-//     bias[c0 + n]; block b's d is the (dlo + b)th half of binding 2
+//   push constants: M, N, K, has_bias, ldc, c0, dlo, kc, kz: c[m, c0 + n] at c[m * ldc + c0 +
+//     n] (+ z kz), bias[c0 + n]; block b's d is the (dlo + b)th half of binding 2
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 
@@ -46,6 +50,8 @@ layout(push_constant) uniform Push {
     uint has_bias;
     uint ldc, c0;  // c's row stride and the column of W's row 0 (a W split in row ranges)
     uint dlo;      // the half of binding 2 that is block 0's d
+    uint kc;       // K values per slice (split K: workgroup z takes slice z)
+    uint kz;       // elements of C between slices' partial tiles
 } pc;
 
 #include "quant.glsl"
@@ -70,6 +76,8 @@ void main() {
     const uint n0 = gl_WorkGroupID.x * BN;
     const uint M = pc.M, N = pc.N, K = pc.K;
     const uint nb = K / QK;
+    const uint kb = gl_WorkGroupID.z * pc.kc, ke = min(K, kb + pc.kc);
+    const uint cz = gl_WorkGroupID.z * pc.kz;
 
     float acc[TM][TN];
     [[unroll]] for (uint i = 0u; i < TM; i++) {
@@ -99,9 +107,9 @@ void main() {
             rb[l] = v < BN * BK / 4u ? quant_decode4(blk, pc.dlo + blk, k % QK) : vec4(0.0);  \
         }
 
-    LOAD_TILES(0u)
+    LOAD_TILES(kb)
 
-    for (uint k0 = 0u; k0 < K; k0 += BK) {
+    for (uint k0 = kb; k0 < ke; k0 += BK) {
         // Registers -> shared memory, k-major: four k values of one row go to four k-rows.
         [[unroll]] for (uint l = 0u; l < LA; l++) {
             uint v = tid + l * THREADS;
@@ -126,7 +134,7 @@ void main() {
         barrier();
 
         // Start fetching and decoding the next tiles while this one is multiplied.
-        if (k0 + BK < K) {
+        if (k0 + BK < ke) {
             LOAD_TILES(k0 + BK)
         }
 
@@ -173,11 +181,11 @@ void main() {
                     }
                 }
                 if (((N | pc.ldc | pc.c0) % 4u) == 0u && n < N) {
-                    c4[(m * pc.ldc + pc.c0 + n) / 4u] = v;
+                    c4[(cz + m * pc.ldc + pc.c0 + n) / 4u] = v;
                 } else {
                     [[unroll]] for (uint q = 0u; q < 4u; q++) {
                         if (n + q < N) {
-                            c[m * pc.ldc + pc.c0 + n + q] = v[q];
+                            c[cz + m * pc.ldc + pc.c0 + n + q] = v[q];
                         }
                     }
                 }

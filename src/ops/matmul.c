@@ -77,8 +77,8 @@ static uint32_t gemm_slices(const mcl_gemm_config *cfg, uint64_t tiles, uint32_t
     return slices;
 }
 
-static mcl_status gemm_reduce(mcl_context *ctx, mcl_tensor *partial, mcl_tensor *bias,
-                              mcl_tensor *c, uint32_t total, uint32_t n, uint32_t slices)
+mcl_status mcl_gemm_reduce(mcl_context *ctx, mcl_tensor *partial, mcl_tensor *bias,
+                           mcl_tensor *c, uint32_t total, uint32_t n, uint32_t slices)
 {
     const mcl_kernel *kernel;
     mcl_status status = mcl_kernel_simple(ctx, MCL_KERNEL_GEMM_REDUCE_F32, 3,
@@ -151,7 +151,7 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
     status = mcl_stream_dispatch(ctx, kernel, reads, 3, &out, 1, &push, groups_x, groups_y,
                                  batch * slices);
     if (status == MCL_SUCCESS && partial)
-        status = gemm_reduce(ctx, partial, bias, c, (uint32_t)total, n, slices);
+        status = mcl_gemm_reduce(ctx, partial, bias, c, (uint32_t)total, n, slices);
     /* Safe at once: its memory stays reserved until the recorded work has run. */
     mcl_tensor_destroy(partial);
     return status;

@@ -569,7 +569,44 @@ static mcl_status gemm_record(mcl_context *ctx, const mcl_kernel_desc *desc, mcl
     return mcl_stream_dispatch(ctx, kernel, reads, 4, &c, 1, &push, gx, gy, 1);
 }
 
-/* The float GEMM: gemm_f32's tile shapes, 128 x 128 where there are enough tiles. */
+/* The float GEMM: gemm_f32's tile shapes, 128 x 128 where there are enough tiles, and its
+ * split of K where the tiles are few (a 512 x 4096 product is 128 tiles of 128 x 128: one
+ * workgroup per multiprocessor of an H200, too few to hide its latencies): K in slices until
+ * the grid holds about QUANT_GEMM_TARGET_GROUPS workgroups, each slice at least
+ * QUANT_GEMM_MIN_SLICE values of K, at most QUANT_GEMM_MAX_SLICES of them (matmul.c's
+ * policy). The slices' partial tiles go to scratch and gemm_reduce_f32 sums them (and adds
+ * the bias); a W bound in row ranges (ldc != n) is not split. MOTIFCL_QUANT_GEMM_SLICES=<1..16>
+ * (a tuning override) sets the number of slices. */
+#define QUANT_GEMM_TARGET_GROUPS 512u
+#define QUANT_GEMM_MIN_SLICE 256u
+#define QUANT_GEMM_MAX_SLICES 16u
+
+typedef struct gemm_q_push {
+    uint32_t m, n, k, has_bias, ldc, c0, dlo, kc, kz;
+} gemm_q_push;
+
+static uint32_t gemm_float_slices(const mcl_context *ctx, uint64_t tiles, uint32_t m,
+                                  uint32_t n, uint32_t k, uint32_t ldc)
+{
+    uint32_t slices = 1;
+    while (tiles * slices * 2 <= QUANT_GEMM_TARGET_GROUPS &&
+           slices * 2 <= QUANT_GEMM_MAX_SLICES && k / (slices * 2) >= QUANT_GEMM_MIN_SLICE)
+        slices *= 2;
+    const char *forced = mcl_env("MOTIFCL_QUANT_GEMM_SLICES");
+    if (forced) {
+        unsigned v = (unsigned)strtoul(forced, NULL, 10);
+        if (v >= 1 && v <= QUANT_GEMM_MAX_SLICES)
+            slices = v;
+        else
+            mcl_log(&ctx->log, MCL_LOG_WARNING,
+                    "MOTIFCL_QUANT_GEMM_SLICES=%s is not 1..%u; ignored", forced,
+                    QUANT_GEMM_MAX_SLICES);
+    }
+    if (ldc != n || (uint64_t)slices * m * n * 4 > ctx->info.max_storage_buffer_range)
+        slices = 1;
+    return slices;
+}
+
 static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, const weight_part *w,
                              mcl_tensor *bias, mcl_tensor *c, uint32_t m, uint32_t n, uint32_t k,
                              uint32_t ldc, uint32_t c0)
@@ -582,12 +619,42 @@ static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, cons
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_GEMM_Q,
         .binding_count = 5,
-        .push_size = sizeof(gemm_push),
+        .push_size = sizeof(gemm_q_push),
         .local_size_x = (bm / tm) * (bm / tm),
         .spec_count = 5,
         .spec = {fmt, bm, bm, tm, tm},
     };
-    return gemm_record(ctx, &desc, a, w, bias, c, m, n, k, ldc, c0, bm, bm);
+    const mcl_kernel *kernel;
+    mcl_status status = kernel_exact(ctx, &desc, &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    uint32_t gx = ceil_div(n, bm), gy = ceil_div(m, bm);
+    if (gx > QUANT_MAX_GROUPS || gy > QUANT_MAX_GROUPS)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
+    uint32_t slices = gemm_float_slices(ctx, (uint64_t)gx * gy, m, n, k, ldc);
+    /* Slices of whole K steps (gemm_q's BK = 16); the last may be shorter. */
+    uint32_t kc = (ceil_div(k, slices) + 15) / 16 * 16;
+    slices = ceil_div(k, kc);
+    mcl_tensor *partial = NULL;
+    if (slices > 1) {
+        mcl_tensor_desc scratch = {.size = sizeof scratch, .dtype = MCL_DTYPE_F32, .ndim = 1,
+                                   .shape = {(int64_t)slices * m * n},
+                                   .memory_class = MCL_MEMORY_SCRATCH};
+        if ((status = mcl_tensor_create_ex(ctx, &scratch, &partial)) != MCL_SUCCESS)
+            return status;
+    }
+    mcl_log(&ctx->log, MCL_LOG_DEBUG, "gemm %s %ux%u by %u rows, float: %ux%u tiles, %u slices",
+            mcl_dtype_name(quant_formats[fmt]), n, k, m, bm, bm, slices);
+    gemm_q_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL && !partial,
+                        .ldc = ldc, .c0 = c0, .dlo = w->dlo, .kc = kc, .kz = m * n};
+    mcl_tensor *reads[4] = {a, w->body, w->d, bias ? bias : a};
+    mcl_tensor *out = partial ? partial : c;
+    status = mcl_stream_dispatch(ctx, kernel, reads, 4, &out, 1, &push, gx, gy, slices);
+    if (status == MCL_SUCCESS && partial)
+        status = mcl_gemm_reduce(ctx, partial, bias, c, m * n, n, slices);
+    /* Safe at once: scratch memory stays reserved until the recorded work has run. */
+    mcl_tensor_destroy(partial);
+    return status;
 }
 
 static mcl_status gemm_dot(mcl_context *ctx, uint32_t fmt, mcl_tensor *act, const weight_part *w,

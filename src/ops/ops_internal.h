@@ -89,6 +89,11 @@ mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *a, uint32_t c
 mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *q, mcl_tensor *out,
                                     uint32_t pb);
 
+/* The second step of a split-K GEMM (gemm_reduce_f32.comp): c[i] = sum over the slices s of
+ * partial[s * total + i] (+ bias[i % n]), i < total. */
+mcl_status mcl_gemm_reduce(mcl_context *ctx, mcl_tensor *partial, mcl_tensor *bias,
+                           mcl_tensor *c, uint32_t total, uint32_t n, uint32_t slices);
+
 /* c = a W^T on the integer-dot path with a already quantized into act (mcl_quantize_activations
  * of a's rows and K): the products alone, for motifcl-bench to time the GEMV kernels without
  * the quantization and its wait. Checked as mcl_matmul_quant_ex checks (a gives the shapes). */
