@@ -643,6 +643,17 @@ static void gemm_float(void **state)
     /* Enough tiles for the 128 x 128 shape, with partial edge tiles. */
     const mm_case big = {1, 300, 4100, 256, 1};
     check_float_path(MCL_DTYPE_Q6_K, &big, 2100);
+    /* K split as the override says (the default splits the cases above by 2 to 16): 3 slices
+     * of unequal length with a bias added by the reduction, none, and a count out of range
+     * (ignored, with a warning). */
+    static const char *const slices[] = {"3", "1", "17"};
+    for (size_t i = 0; i < sizeof slices / sizeof slices[0]; i++) {
+        setenv("MOTIFCL_QUANT_GEMM_SLICES", slices[i], 1);
+        mcl_dtype t = all_formats[(i + 1) % FORMAT_COUNT];
+        const mm_case c = {1, 20, 67, kq(t, 4128, 4352), 1};
+        check_float_path(t, &c, (uint32_t)(2200 + i));
+    }
+    unsetenv("MOTIFCL_QUANT_GEMM_SLICES");
 }
 
 /* ---------------------------------------------------------------------------------------
