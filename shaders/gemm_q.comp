@@ -4,11 +4,10 @@
 //
 // gemm_f32's tiling, NT case: a workgroup computes a BM x BN tile of C, each invocation a
 // TM x TN block of it in registers; K advances BK = 16 at a time through shared memory,
-// where the W tile is stored dequantized, so the inner loop is gemm_f32's. K is a multiple of
-// 32, so K steps never end inside a tile and need no bounds checks. The next step's tiles are
-// loaded into registers while the current one is multiplied; W's are kept as the words loaded
-// (quant_load4) and decoded when they are stored (quant_unpack4), so that no decoding waits
-// for its loads before the multiplication. An invocation's TM rows are two groups of TM/2 rows BM/2 apart (likewise its
+// where the W tile is stored dequantized (quant_decode4), so the inner loop is gemm_f32's.
+// K is a multiple of 32, so K steps never end inside a tile and need no bounds checks. The
+// next step's tiles are loaded (and W's decoded) into registers while the current one is
+// multiplied. An invocation's TM rows are two groups of TM/2 rows BM/2 apart (likewise its
 // columns), so that neighbouring invocations read neighbouring vec4s of shared memory.
 //
 // The loop over a tile's BK values of K is unrolled KU at a time only: unrolled whole with the
@@ -88,7 +87,7 @@ void main() {
     }
 
     vec4 ra[LA];
-    QuantWords4 rb[LB];  // W's next tile as loaded; decoded when stored (quant_unpack4)
+    vec4 rb[LB];
 
     // Index v enumerates a tile's vec4s in storage order: row v / (BK/4), 4 k values from
     // (v % (BK/4)) * 4. W rows past N decode row N - 1 (in bounds); their columns of C are
@@ -105,9 +104,7 @@ void main() {
             uint nn = v / (BK / 4u), kk = (v % (BK / 4u)) * 4u;                               \
             uint k = (k0) + kk;                                                               \
             uint blk = min(n0 + nn, N - 1u) * nb + k / QK;                                    \
-            if (v < BN * BK / 4u) {                                                           \
-                rb[l] = quant_load4(blk, pc.dlo + blk, k % QK);                               \
-            }                                                                                 \
+            rb[l] = v < BN * BK / 4u ? quant_decode4(blk, pc.dlo + blk, k % QK) : vec4(0.0);  \
         }
 
     LOAD_TILES(kb)
@@ -128,12 +125,9 @@ void main() {
             uint v = tid + l * THREADS;
             if (v < BN * BK / 4u) {
                 uint nn = v / (BK / 4u), kk = (v % (BK / 4u)) * 4u;
-                uint k = k0 + kk;
-                uint blk = min(n0 + nn, N - 1u) * nb + k / QK;
-                const vec4 w = quant_unpack4(rb[l], pc.dlo + blk, k % QK);
                 [[unroll]] for (uint q = 0u; q < 4u; q++) {
                     uint idx = (kk + q) * BN + nn;
-                    Bs[idx / 4u][idx % 4u] = w[q];
+                    Bs[idx / 4u][idx % 4u] = rb[l][q];
                 }
             }
         }

@@ -7,10 +7,10 @@
 // A workgroup of 8 subgroups of 32 computes a BM x BN tile of C; the subgroups stand 2 x 4,
 // each owning a (BM/2) x (BN/4) part of the tile as FM x FN accumulators of 16 x 16 (f32).
 // K advances BK = 32 at a time. Each step, the workgroup stores A's tile (rounded to f16)
-// and W's tile (dequantized as gemm_q dequantizes it, then rounded to f16) in shared memory,
-// k-contiguous rows padded to 40 halves, and each subgroup multiplies them in two K16 steps.
-// The next step's tiles are read into registers while the current one is multiplied, W's as
-// the words loaded (quant_load4), decoded when stored (quant_unpack4). K is a multiple of 32, so steps never end inside a
+// and W's tile (dequantized as gemm_q dequantizes it, quant_decode4, then rounded to f16)
+// in shared memory, k-contiguous rows padded to 40 halves, and each subgroup multiplies
+// them in two K16 steps. The next step's tiles are read (and W's decoded) into registers
+// while the current one is multiplied. K is a multiple of 32, so steps never end inside a
 // block. A's rows past M are zeros, W's rows past N repeat row N - 1; neither is stored.
 //
 // Rounding: A and the dequantized W are rounded to f16 (relative error 2^-11 each; A beyond
@@ -95,7 +95,7 @@ void main() {
     }
 
     vec4 ra[LA];
-    QuantWords4 rw[LW];  // W's next tile as loaded; decoded when stored (quant_unpack4)
+    vec4 rw[LW];
     // Index v enumerates a tile's vec4s: row v / (BK/4), k values from (v % (BK/4)) * 4.
     #define LOAD_TILES(k0)                                                                    \
         [[unroll]] for (uint l = 0u; l < LA; l++) {                                           \
@@ -107,7 +107,7 @@ void main() {
             uint v = tid + l * THREADS;                                                       \
             uint nn = v / (BK / 4u), k = (k0) + (v % (BK / 4u)) * 4u;                         \
             uint blk = min(n0 + nn, N - 1u) * nb + k / QK;                                    \
-            rw[l] = quant_load4(blk, pc.dlo + blk, k % QK);                                   \
+            rw[l] = quant_decode4(blk, pc.dlo + blk, k % QK);                                 \
         }
 
     LOAD_TILES(0u)
@@ -119,10 +119,7 @@ void main() {
         }
         [[unroll]] for (uint l = 0u; l < LW; l++) {
             uint v = tid + l * THREADS;
-            uint nn = v / (BK / 4u), k = k0 + (v % (BK / 4u)) * 4u;
-            uint blk = min(n0 + nn, N - 1u) * nb + k / QK;
-            Ws[(v / (BK / 4u)) * ROW2 + v % (BK / 4u)] =
-                pack4(quant_unpack4(rw[l], pc.dlo + blk, k % QK));
+            Ws[(v / (BK / 4u)) * ROW2 + v % (BK / 4u)] = pack4(rw[l]);
         }
         barrier();
 

@@ -147,78 +147,39 @@ uvec4 kscale_pair(uvec3 s, uint c) {
 // ------------------------------------------------------------------------------------------
 // quant_decode4: weights e4 .. e4 + 3 (e4 a multiple of 4) of block `blk` (its d the `di`th
 // of the d binding), dequantized. Reads each field where it lies, so it suits scattered
-// access (a GEMM tile). In two halves: quant_load4 reads the words the four weights need
-// (the loads alone), quant_unpack4 dequantizes them, so that a kernel can issue the loads of
-// its next tile and decode them only when it stores that tile, after its loads have arrived.
-//   words   Q8_0, Q4_0: x the code word, y d's word; Q4_K, Q5_K: a the block's first 4 words
-//           (d, dmin, scales), b.x the code word, b.y Q5_K's fifth bits; Q6_K: x ql's word,
-//           y qh's, z the scales' word, w d's word
+// access (a GEMM tile).
 // ------------------------------------------------------------------------------------------
-struct QuantWords4 {
-    uvec4 a;
-    uvec2 b;
-};
-
-QuantWords4 quant_load4(uint blk, uint di, uint e4) {
+vec4 quant_decode4(uint blk, uint di, uint e4) {
     const uint s = blk * BODY_WORDS;  // the body's first word
-    QuantWords4 r;
-    r.a = uvec4(0u);
-    r.b = uvec2(0u);
     if (FORMAT == FMT_Q8_0) {
-        r.a.x = wq[s + e4 / 4u];
-        r.a.y = wd[di >> 1];
-    } else if (FORMAT == FMT_Q4_0) {
-        r.a.x = wq[s + (e4 & 15u) / 4u];
-        r.a.y = wd[di >> 1];
-    } else if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
-        const uint sb = e4 / 32u, l = e4 % 32u;
-        const uint qs_at = FORMAT == FMT_Q4_K ? 4u : 12u;  // words
-        r.a = uvec4(wq[s], wq[s + 1u], wq[s + 2u], wq[s + 3u]);
-        r.b.x = wq[s + qs_at + 8u * (sb / 2u) + l / 4u];
-        if (FORMAT == FMT_Q5_K) {
-            r.b.y = wq[s + 4u + l / 4u];
-        }
-    } else {
-        // Q6_K: half h, quarter k, position l (docs/quant-formats.md's table); the body is
-        // ql (words 0..31), qh (32..47), scales (48..51).
-        const uint h = e4 / 128u, k = (e4 % 128u) / 32u, l = e4 % 32u;
-        r.a.x = wq[s + 16u * h + 8u * (k & 1u) + l / 4u];
-        r.a.y = wq[s + 32u + 8u * h + l / 4u];
-        r.a.z = wq[s + 48u + e4 / 64u];
-        r.a.w = wd[di >> 1];
+        return quant_d(di) * quant_bytes(wq[s + e4 / 4u] ^ 0x80808080u, 0xFFu, 128.0);
     }
-    return r;
-}
-
-vec4 quant_unpack4(QuantWords4 r, uint di, uint e4) {
-    if (FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0) {
-        const float d = quant_half((di & 1u) != 0u ? r.a.y >> 16 : r.a.y & 0xFFFFu);
-        if (FORMAT == FMT_Q8_0) {
-            return d * quant_bytes(r.a.x ^ 0x80808080u, 0xFFu, 128.0);
-        }
-        return d * quant_bytes(r.a.x >> (e4 >= 16u ? 4u : 0u), 0x0Fu, 8.0);
+    if (FORMAT == FMT_Q4_0) {
+        const uint w = wq[s + (e4 & 15u) / 4u] >> (e4 >= 16u ? 4u : 0u);
+        return quant_d(di) * quant_bytes(w, 0x0Fu, 8.0);
     }
     if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
-        const uint sb = e4 / 32u;
-        const uvec2 scm = kscale_min(r.a.yzw, sb);
-        const float step = quant_half(r.a.x & 0xFFFFu) * float(scm.x);
-        const float offset = quant_half(r.a.x >> 16) * float(scm.y);
-        uint q = (r.b.x >> (4u * (sb & 1u))) & 0x0F0F0F0Fu;
+        uint sb = e4 / 32u, l = e4 % 32u;
+        uint w0 = wq[s];
+        uvec2 scm = kscale_min(uvec3(wq[s + 1u], wq[s + 2u], wq[s + 3u]), sb);
+        float step = quant_half(w0 & 0xFFFFu) * float(scm.x);
+        float offset = quant_half(w0 >> 16) * float(scm.y);
+        uint qs_at = FORMAT == FMT_Q4_K ? 4u : 12u;  // words
+        uint q = (wq[s + qs_at + 8u * (sb / 2u) + l / 4u] >> (4u * (sb & 1u))) & 0x0F0F0F0Fu;
         if (FORMAT == FMT_Q5_K) {
-            q |= ((r.b.y >> sb) & 0x01010101u) << 4;
+            q |= ((wq[s + 4u + l / 4u] >> sb) & 0x01010101u) << 4;
         }
         return step * quant_bytes(q, 0xFFu, 0.0) - offset;
     }
-    const uint k = (e4 % 128u) / 32u, si = e4 / 16u;
-    const uint code = ((r.a.x >> (4u * (k >> 1))) & 0x0F0F0F0Fu) |
-                      (((r.a.y >> (2u * k)) & 0x03030303u) << 4);
-    const int sc = bitfieldExtract(int(r.a.z), int(8u * (si & 3u)), 8);
-    const float d = quant_half((di & 1u) != 0u ? r.a.w >> 16 : r.a.w & 0xFFFFu);
-    return (d * float(sc)) * quant_bytes(code, 0xFFu, 32.0);
-}
-
-vec4 quant_decode4(uint blk, uint di, uint e4) {
-    return quant_unpack4(quant_load4(blk, di, e4), di, e4);
+    // Q6_K: half h, quarter k, position l (docs/quant-formats.md's table); the body is
+    // ql (words 0..31), qh (32..47), scales (48..51).
+    uint h = e4 / 128u, k = (e4 % 128u) / 32u, l = e4 % 32u;
+    uint ql = wq[s + 16u * h + 8u * (k & 1u) + l / 4u] >> (4u * (k >> 1));
+    uint qh = wq[s + 32u + 8u * h + l / 4u] >> (2u * k);
+    uint code = (ql & 0x0F0F0F0Fu) | ((qh & 0x03030303u) << 4);
+    uint si = e4 / 16u;
+    int sc = bitfieldExtract(int(wq[s + 48u + si / 4u]), int(8u * (si & 3u)), 8);
+    return (quant_d(di) * float(sc)) * quant_bytes(code, 0xFFu, 32.0);
 }
 
 // ------------------------------------------------------------------------------------------
