@@ -60,9 +60,14 @@ const uint BK = 16u;
 const uint KU = 4u;  // values of K per step of the rolled loop over a tile (see the header)
 const uint THREADS_N = BN / TN;
 const uint THREADS = (BM / TM) * (BN / TN);
-// Shared tiles, k-major: As[k * BM + m], Bs[k * BN + n].
-shared vec4 As[BK * BM / 4];
-shared vec4 Bs[BK * BN / 4];
+// Shared tiles, k-major: As[k * AS + m], Bs[k * BS + n], rows padded by 4 floats: the four
+// invocations that store a row's 16 k values write four k-rows, which with rows of BM (a
+// multiple of 32) floats fall in the same bank (4-way conflicts); 4 more floats a row shift
+// them by 4 banks (2-way), keeping the rows' vec4s aligned.
+const uint AS = BM + 4u;
+const uint BS = BN + 4u;
+shared vec4 As[BK * AS / 4];
+shared vec4 Bs[BK * BS / 4];
 
 // Global -> register staging: each invocation loads LA vec4s of the A tile and LB of W's.
 const uint LA = (BM * BK / 4 + THREADS - 1) / THREADS;
@@ -116,7 +121,7 @@ void main() {
             if (v < BM * BK / 4u) {
                 uint mm = v / (BK / 4u), kk = (v % (BK / 4u)) * 4u;
                 [[unroll]] for (uint q = 0u; q < 4u; q++) {
-                    uint idx = (kk + q) * BM + mm;
+                    uint idx = (kk + q) * AS + mm;
                     As[idx / 4u][idx % 4u] = ra[l][q];
                 }
             }
@@ -126,7 +131,7 @@ void main() {
             if (v < BN * BK / 4u) {
                 uint nn = v / (BK / 4u), kk = (v % (BK / 4u)) * 4u;
                 [[unroll]] for (uint q = 0u; q < 4u; q++) {
-                    uint idx = (kk + q) * BN + nn;
+                    uint idx = (kk + q) * BS + nn;
                     Bs[idx / 4u][idx % 4u] = rb[l][q];
                 }
             }
@@ -144,12 +149,12 @@ void main() {
                 float ar[TM];
                 float br[TN];
                 [[unroll]] for (uint gi = 0u; gi < TM / 4u; gi++) {
-                    vec4 t = As[(k * BM + gi * (BM / (TM / 4u)) + ty * 4u) / 4u];
+                    vec4 t = As[(k * AS + gi * (BM / (TM / 4u)) + ty * 4u) / 4u];
                     ar[gi * 4u + 0u] = t.x; ar[gi * 4u + 1u] = t.y;
                     ar[gi * 4u + 2u] = t.z; ar[gi * 4u + 3u] = t.w;
                 }
                 [[unroll]] for (uint gj = 0u; gj < TN / 4u; gj++) {
-                    vec4 t = Bs[(k * BN + gj * (BN / (TN / 4u)) + tx * 4u) / 4u];
+                    vec4 t = Bs[(k * BS + gj * (BN / (TN / 4u)) + tx * 4u) / 4u];
                     br[gj * 4u + 0u] = t.x; br[gj * 4u + 1u] = t.y;
                     br[gj * 4u + 2u] = t.z; br[gj * 4u + 3u] = t.w;
                 }
