@@ -571,17 +571,14 @@ static mcl_status gemm_record(mcl_context *ctx, const mcl_kernel_desc *desc, mcl
 
 /* The float GEMM: gemm_f32's tile shapes, 128 x 128 where there are enough tiles, and its
  * split of K where the tiles are few (a 512 x 4096 product is 128 tiles of 128 x 128: one
- * workgroup per multiprocessor of an H200, too few to hide its latencies): K in slices until
- * the grid holds about QUANT_GEMM_TARGET_GROUPS workgroups, each slice at least
- * QUANT_GEMM_MIN_SLICE values of K, at most QUANT_GEMM_MAX_SLICES of them (matmul.c's
- * policy). The slices' partial tiles go to scratch and gemm_reduce_f32 sums them (and adds
- * the bias); a W bound in row ranges (ldc != n) is not split. MOTIFCL_QUANT_GEMM_SLICES=<1..16>
- * (a tuning override) sets the number of slices. On the H200 at that shape (4 slices,
- * evidence/h200-e76b619-gemm-slices) Q4_K and Q5_K ran at 27.3 TFLOP/s against 21.5-21.8
- * unsplit; Q4_0, Q8_0 and Q6_K lost under 1% (32.4 / 31.9 / 30.7 against 32.6 / 32.1 / 30.9). */
-#define QUANT_GEMM_TARGET_GROUPS 512u
-#define QUANT_GEMM_MIN_SLICE 256u
-#define QUANT_GEMM_MAX_SLICES 16u
+ * workgroup per multiprocessor of an H200, too few to hide its latencies): as many slices as
+ * the f32 GEMM would take (mcl_gemm_slices). The slices' partial tiles go to scratch and
+ * gemm_reduce_f32 sums them (and adds the bias); a W bound in row ranges (ldc != n) is not
+ * split. MOTIFCL_QUANT_GEMM_SLICES=<1..16> (a tuning override) sets the number of slices. On
+ * the H200 at that shape (4 slices, evidence/h200-e76b619-gemm-slices) Q4_K and Q5_K ran at
+ * 27.3 TFLOP/s against 21.5-21.8 unsplit; Q4_0, Q8_0 and Q6_K lost under 1% (32.4 / 31.9 /
+ * 30.7 against 32.6 / 32.1 / 30.9). */
+#define QUANT_GEMM_MAX_SLICES 16u  /* of the override */
 
 typedef struct gemm_q_push {
     uint32_t m, n, k, has_bias, ldc, c0, dlo, kc, kz;
@@ -590,10 +587,7 @@ typedef struct gemm_q_push {
 static uint32_t gemm_float_slices(const mcl_context *ctx, uint64_t tiles, uint32_t m,
                                   uint32_t n, uint32_t k, uint32_t ldc)
 {
-    uint32_t slices = 1;
-    while (tiles * slices * 2 <= QUANT_GEMM_TARGET_GROUPS &&
-           slices * 2 <= QUANT_GEMM_MAX_SLICES && k / (slices * 2) >= QUANT_GEMM_MIN_SLICE)
-        slices *= 2;
+    uint32_t slices = mcl_gemm_slices(tiles, k);
     const char *forced = mcl_env("MOTIFCL_QUANT_GEMM_SLICES");
     if (forced) {
         unsigned v = (unsigned)strtoul(forced, NULL, 10);

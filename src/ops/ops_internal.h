@@ -89,6 +89,10 @@ mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *a, uint32_t c
 mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *q, mcl_tensor *out,
                                     uint32_t pb);
 
+/* How many slices of K a GEMM of `tiles` output tiles (workgroups) gets: split until the grid
+ * holds about 512 workgroups, no slice under 256 values of K, at most 16 slices (matmul.c). */
+uint32_t mcl_gemm_slices(uint64_t tiles, uint32_t k);
+
 /* The second step of a split-K GEMM (gemm_reduce_f32.comp): c[i] = sum over the slices s of
  * partial[s * total + i] (+ bias[i % n]), i < total. */
 mcl_status mcl_gemm_reduce(mcl_context *ctx, mcl_tensor *partial, mcl_tensor *bias,
