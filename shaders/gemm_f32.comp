@@ -59,10 +59,15 @@ layout(push_constant) uniform Push {
 
 const uint THREADS_N = BN / TN;
 const uint THREADS = (BM / TM) * (BN / TN);
-// Shared tiles, k-major: As[k * BM + m], Bs[k * BN + n]; with DB two of each, the second at
-// offset A_TILE (B_TILE).
-const uint A_TILE = BK * BM / 4;
-const uint B_TILE = BK * BN / 4;
+// Shared tiles, k-major: As[k * AS + m], Bs[k * BS + n]; with DB two of each, the second at
+// offset A_TILE (B_TILE). Rows are padded by 4 floats: where a tile is stored transposed (A
+// row-major, B transposed) the BK / 4 invocations that hold a row's k values write BK / 4
+// k-rows, which with rows of BM (a multiple of 32) floats fall in one bank; 4 more floats a
+// row shift them by 4 banks, keeping the rows' vec4s aligned (gemm_q.comp does the same).
+const uint AS = BM + 4;
+const uint BS = BN + 4;
+const uint A_TILE = BK * AS / 4;
+const uint B_TILE = BK * BS / 4;
 const uint NBUF = DB ? 2u : 1u;
 shared vec4 As[NBUF * A_TILE];
 shared vec4 Bs[NBUF * B_TILE];
@@ -166,11 +171,11 @@ void main() {
                 if (v < BM * BK / 4) {                                                        \
                     if (TRANS_A) {                                                            \
                         uint kk = v / (BM / 4), mm = (v % (BM / 4)) * 4;                      \
-                        As[abuf + (kk * BM + mm) / 4] = ra[l];                                \
+                        As[abuf + (kk * AS + mm) / 4] = ra[l];                                \
                     } else {                                                                  \
                         uint mm = v / (BK / 4), kk = (v % (BK / 4)) * 4;                      \
                         [[unroll]] for (uint q = 0; q < 4; q++) {                             \
-                            uint idx = (kk + q) * BM + mm;                                    \
+                            uint idx = (kk + q) * AS + mm;                                    \
                             As[abuf + idx / 4][idx % 4] = ra[l][q];                           \
                         }                                                                     \
                     }                                                                         \
@@ -182,12 +187,12 @@ void main() {
                     if (TRANS_B) {                                                            \
                         uint nn = v / (BK / 4), kk = (v % (BK / 4)) * 4;                      \
                         [[unroll]] for (uint q = 0; q < 4; q++) {                             \
-                            uint idx = (kk + q) * BN + nn;                                    \
+                            uint idx = (kk + q) * BS + nn;                                    \
                             Bs[bbuf + idx / 4][idx % 4] = rb[l][q];                           \
                         }                                                                     \
                     } else {                                                                  \
                         uint kk = v / (BN / 4), nn = (v % (BN / 4)) * 4;                      \
-                        Bs[bbuf + (kk * BN + nn) / 4] = rb[l];                                \
+                        Bs[bbuf + (kk * BS + nn) / 4] = rb[l];                                \
                     }                                                                         \
                 }                                                                             \
             }                                                                                 \
@@ -201,11 +206,11 @@ void main() {
                 float ar[TM];                                                                 \
                 float br[TN];                                                                 \
                 [[unroll]] for (uint g = 0; g < TM / 4; g++) {                                \
-                    vec4 t = As[abuf + (k * BM + g * (BM / (TM / 4)) + ty * 4) / 4];          \
+                    vec4 t = As[abuf + (k * AS + g * (BM / (TM / 4)) + ty * 4) / 4];          \
                     ar[g * 4 + 0] = t.x; ar[g * 4 + 1] = t.y; ar[g * 4 + 2] = t.z; ar[g * 4 + 3] = t.w;\
                 }                                                                             \
                 [[unroll]] for (uint g = 0; g < TN / 4; g++) {                                \
-                    vec4 t = Bs[bbuf + (k * BN + g * (BN / (TN / 4)) + tx * 4) / 4];          \
+                    vec4 t = Bs[bbuf + (k * BS + g * (BN / (TN / 4)) + tx * 4) / 4];          \
                     br[g * 4 + 0] = t.x; br[g * 4 + 1] = t.y; br[g * 4 + 2] = t.z; br[g * 4 + 3] = t.w;\
                 }                                                                             \
                 [[unroll]] for (uint i = 0; i < TM; i++) {                                    \

@@ -43,7 +43,8 @@ static int64_t dim_from_end(const mcl_tensor *t, uint32_t i)
 
 uint32_t mcl_gemm_shared_bytes(const mcl_gemm_config *cfg, uint32_t db)
 {
-    return (db ? 2u : 1u) * cfg->bk * (cfg->bm + cfg->bn) * 4u;
+    /* gemm_f32.comp pads each k-row of its tiles by 4 floats. */
+    return (db ? 2u : 1u) * cfg->bk * (cfg->bm + cfg->bn + 8u) * 4u;
 }
 
 /* Tile shape for a problem: 128 x 128 tiles of 8 x 8 per invocation keep the most operands in
