@@ -20,6 +20,9 @@ typedef struct bench {
     double warmup_s;           /* seconds each measured operation runs before timing */
     double stream_read_gbs;    /* measured by bench_stream in this run; 0 before */
     double stream_copy_gbs;
+    double fma_tflops;         /* measured by bench_peak in this run; 0 before, < 0 failed */
+    double dot_tops;           /* 8-bit dot products x 4 multiply-adds x 2, per second; 0
+                                * before or without the integer-dot feature, < 0 failed */
     VkQueryPool queries;
     uint32_t query_count;
     const char *args[16];      /* key=value options after the benchmark's name */
@@ -44,6 +47,7 @@ double bench_gpu_time(bench *b, int reps, mcl_status (*fn)(bench *, void *, int)
 
 /* Benchmarks. Each returns 0 on success. */
 int bench_stream(bench *b);
+int bench_peak(bench *b);
 int bench_gemv(bench *b);
 int bench_gemm(bench *b);
 int bench_qgemv(bench *b);

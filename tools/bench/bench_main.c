@@ -3,6 +3,8 @@
  *
  *   motifcl-bench stream              streaming read and copy bandwidth (the memory limit)
  *   motifcl-bench gemv [n= k= rows=]  matrix-vector products against the streaming limit
+ *   motifcl-bench peak [iter=]         FP32 fused multiply-add and 8-bit dot product rates
+ *                                     (the arithmetic limits)
  *   motifcl-bench gemm [m= n= k=]     matrix products against the FP32 peak
  *   motifcl-bench rows [rows= cols=]  softmax, RMSNorm, element-wise against the copy limit
  *   motifcl-bench quant [fmt= rows= gemm=]
@@ -16,11 +18,13 @@
  *                                     each path the device has. fmt=0..4 only
  *                                     Q8_0, Q4_0, Q4_K, Q5_K or Q6_K;
  *                                     rows=1 or 8 only that row case; gemm=0 no GEMM
- *                                     (these filters apply to `quant` alone, not `all`)
+ *                                     (these filters apply to `quant` alone, not `all`);
+ *                                     at 8 rows also the bound that the path's measured
+ *                                     arithmetic rate (peak) sets, modeled
  *   motifcl-bench replay              CPU cost per dispatch of a replayed sequence
  *   motifcl-bench memory              CPU cost of tensor create+destroy pairs
  *   motifcl-bench transfer            upload/download GB/s against a plain vkCmdCopyBuffer
- *   motifcl-bench all                 stream, gemv, gemm, rows, replay
+ *   motifcl-bench all                 stream, peak, gemv, gemm, rows, replay
  * Options: --json, --witness-dir DIR (default: MOTIFCL_WITNESS_DIR, else .), --repeat N,
  * --hot (cached operands: no rotation through copies larger than the last-level cache),
  * --peak TFLOPS (FP32 peak; default from a table of known devices), --warmup SECONDS (each
@@ -197,7 +201,7 @@ int main(int argc, char **argv)
             what = "help";
     }
     if (!what || strcmp(what, "help") == 0 || b.repeat < 1 || b.repeat > 1000) {
-        fprintf(stderr, "usage: %s stream|gemv|gemm|rows|quant|replay|memory|transfer|train|all "
+        fprintf(stderr, "usage: %s stream|peak|gemv|gemm|rows|quant|replay|memory|transfer|train|all "
                         "[key=value ...] [--json] [--hot] [--repeat N] [--peak TFLOPS] [--warmup S] "
                         "[--witness-dir DIR]\n", argv[0]);
         return 1;
@@ -225,6 +229,10 @@ int main(int argc, char **argv)
     if (all || strcmp(what, "stream") == 0 || strcmp(what, "gemv") == 0 ||
         strcmp(what, "rows") == 0 || strcmp(what, "quant") == 0) {
         rc |= bench_stream(&b);
+        known = 1;
+    }
+    if (all || strcmp(what, "peak") == 0 || strcmp(what, "quant") == 0) {
+        rc |= bench_peak(&b);
         known = 1;
     }
     if (all || strcmp(what, "gemv") == 0)

@@ -128,6 +128,78 @@ int bench_stream(bench *b)
     return 0;
 }
 
+/* --- arithmetic peaks ------------------------------------------------------------------- */
+
+typedef struct peak_run {
+    const mcl_kernel *kernel;
+    mcl_tensor *out;
+    uint32_t push[4]; /* iterations, x, y, w */
+    uint32_t groups;
+} peak_run;
+
+static mcl_status peak_once(bench *b, void *user, int rep)
+{
+    (void)rep;
+    peak_run *p = user;
+    return mcl_stream_dispatch(b->ctx, p->kernel, NULL, 0, &p->out, 1, p->push, p->groups, 1,
+                               1);
+}
+
+/* Operations per second of one of the bench_peak kernels: `groups` workgroups of 256
+ * invocations, each running 16 chains of `iterations` operations of `ops` operations each. */
+static double peak_rate(bench *b, mcl_kernel_id id, uint32_t groups, uint32_t iterations,
+                        double ops, mcl_tensor *out)
+{
+    mcl_kernel_desc desc = {.id = id, .binding_count = 1, .push_size = 16, .local_size_x = 256};
+    peak_run p = {.out = out, .groups = groups,
+                  /* x and y close to 1 and 0 keep the chains finite; w = (1, -1, 1, -1). */
+                  .push = {iterations, 0x3F7FFFF0u, 0x3A83126Fu, 0xFF01FF01u}};
+    if (mcl_kernel_get(b->ctx, &desc, &p.kernel) != MCL_SUCCESS)
+        return -1.0;
+    double t = bench_gpu_time(b, b->repeat, peak_once, &p);
+    double invocations = (double)groups * (double)p.kernel->local_size_x;
+    return t > 0 ? invocations * 16.0 * (double)iterations * ops / t : -1.0;
+}
+
+/* The arithmetic limits, measured as bench_stream measures the memory's: FP32 fused
+ * multiply-adds, and where the integer-dot feature is on, 8-bit packed dot products (the
+ * instruction of the quantized kernels' integer-dot path). iter= sets the iterations per chain
+ * (4096: a few milliseconds on an H200; Lavapipe wants fewer). */
+int bench_peak(bench *b)
+{
+    if (b->fma_tflops != 0)
+        return b->fma_tflops < 0 || b->dot_tops < 0;
+    const uint32_t groups = 4096;
+    uint32_t iterations = (uint32_t)bench_arg(b, "iter", 4096);
+    if (iterations < 1)
+        iterations = 1;
+    int64_t n = (int64_t)groups * 256;
+    mcl_tensor *out = tensor_f32(b, 1, &n, 0.0f);
+    if (!out) {
+        b->fma_tflops = -1.0;
+        return 1;
+    }
+    double fma = peak_rate(b, MCL_KERNEL_BENCH_PEAK_F32, groups, iterations, 2.0, out);
+    b->fma_tflops = fma > 0 ? fma / 1e12 : -1.0;
+    if (fma > 0)
+        bench_figure(b, "FP32 fused multiply-add rate (compute shader)", fma / 1e12, "TFLOP/s");
+    else
+        printf("%-58s unavailable: %s\n", "FP32 fused multiply-add rate",
+               mcl_context_last_error(b->ctx));
+    if (b->ctx->info.features_enabled & MCL_FEATURE_INTEGER_DOT_PRODUCT) {
+        double dot = peak_rate(b, MCL_KERNEL_BENCH_PEAK_DOT, groups, iterations, 8.0, out);
+        b->dot_tops = dot > 0 ? dot / 1e12 : -1.0;
+        if (dot > 0)
+            bench_figure(b, "8-bit dot product rate (compute shader, 8 ops per dot4)",
+                         dot / 1e12, "TOPS");
+        else
+            printf("%-58s unavailable: %s\n", "8-bit dot product rate",
+                   mcl_context_last_error(b->ctx));
+    }
+    mcl_tensor_destroy(out);
+    return b->fma_tflops < 0 || b->dot_tops < 0;
+}
+
 /* --- GEMV ------------------------------------------------------------------------------- */
 
 typedef struct mm_run {
@@ -641,6 +713,17 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     if (same_gbs > 0) {
         snprintf(line, sizeof line, "%s: of same-size stream read", name);
         bench_figure(b, line, 100.0 * gbs / same_gbs, "%");
+    }
+    /* Several rows: each weight takes `rows` multiply-adds, and at the measured arithmetic
+     * rate of the path (bench_peak) that alone caps the weights' rate, before any decoding,
+     * load or scale; modeled from the two measurements. */
+    double peak_ops = dot ? b->dot_tops : b->fma_tflops; /* 2 per multiply-add, both */
+    if (rows > 1 && peak_ops > 0) {
+        double macs = peak_ops * 1e12 / 2.0;
+        double bound = macs / (double)rows * (double)weight_bytes / (double)(n * k) / 1e9;
+        snprintf(line, sizeof line, "%s: arithmetic bound (measured peak), of stream read",
+                 name);
+        bench_modeled(b, line, 100.0 * bound / b->stream_read_gbs, "%");
     }
     /* The RX 580 streams 256 GB/s; at the same efficiency, its decode would read weights at
      * this rate. Modeled: no RX 580 ran. Only for the float path, the one an RX 580 runs (it
