@@ -20,7 +20,7 @@
 // gemm_reduce_f32 sums the slices and adds the bias). One slice: kc = K, kz unused.
 //
 //   specialization constants: 0 workgroup size (= (BM/TM) * (BN/TN)), 1 FORMAT (quant.glsl),
-//     2 BM, 3 BN, 4 TM, 5 TN (4 or 8)
+//     2 BM, 3 BN, 4 TM, 5 TN (4 or 8), 6 KU (1, 2, 4, 8 or 16)
 //   set 0: 0 A, 1 W bodies (quant.glsl's device layout), 2 W's d values (any buffer for Q4_K,
 //     Q5_K), 3 bias [N] (any buffer when unused), 4 C [M, N]
 //   push constants: M, N, K, has_bias, ldc, c0, dlo, kc, kz: c[m, c0 + n] at c[m * ldc + c0 +
@@ -34,6 +34,7 @@ layout(constant_id = 2) const uint BM = 64;
 layout(constant_id = 3) const uint BN = 64;
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
+layout(constant_id = 6) const uint KU = 4;  // values of K per step of the loop over a tile
 const uint PB = 16u;  // quant.glsl's pieces are not used here
 
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { vec4 a4[]; };
@@ -57,7 +58,6 @@ layout(push_constant) uniform Push {
 #include "quant.glsl"
 
 const uint BK = 16u;
-const uint KU = 4u;  // values of K per step of the rolled loop over a tile (see the header)
 const uint THREADS_N = BN / TN;
 const uint THREADS = (BM / TM) * (BN / TN);
 // Shared tiles, k-major: As[k * AS + m], Bs[k * BS + n], rows padded by 4 floats: the four

@@ -654,6 +654,16 @@ static void gemm_float(void **state)
         check_float_path(t, &c, (uint32_t)(2200 + i));
     }
     unsetenv("MOTIFCL_QUANT_GEMM_SLICES");
+    /* The inner loop unrolled as the override says: not at all, whole, and a count that does
+     * not divide the tile (ignored, with a warning). */
+    static const char *const unroll[] = {"1", "16", "3"};
+    for (size_t i = 0; i < sizeof unroll / sizeof unroll[0]; i++) {
+        setenv("MOTIFCL_QUANT_GEMM_UNROLL", unroll[i], 1);
+        mcl_dtype t = all_formats[(i + 2) % FORMAT_COUNT];
+        const mm_case c = {1, 70, 131, kq(t, 96, 512), 1};
+        check_float_path(t, &c, (uint32_t)(2300 + i));
+    }
+    unsetenv("MOTIFCL_QUANT_GEMM_UNROLL");
 }
 
 /* ---------------------------------------------------------------------------------------

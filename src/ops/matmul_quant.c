@@ -603,6 +603,25 @@ static uint32_t gemm_float_slices(const mcl_context *ctx, uint64_t tiles, uint32
     return slices;
 }
 
+/* gemm_q's inner loop over a tile's 16 values of K is unrolled this many at a time: the
+ * NVIDIA compiler takes about 0.4 s a pipeline rolled, and about 60 s unrolled whole
+ * (gemm_q.comp's header). MOTIFCL_QUANT_GEMM_UNROLL=<1|2|4|8|16> chooses (a tuning
+ * override). */
+static uint32_t gemm_float_unroll(const mcl_context *ctx)
+{
+    uint32_t ku = 4;
+    const char *forced = mcl_env("MOTIFCL_QUANT_GEMM_UNROLL");
+    if (forced) {
+        unsigned v = (unsigned)strtoul(forced, NULL, 10);
+        if (v >= 1 && v <= 16 && (v & (v - 1)) == 0)
+            ku = v;
+        else
+            mcl_log(&ctx->log, MCL_LOG_WARNING,
+                    "MOTIFCL_QUANT_GEMM_UNROLL=%s is not 1, 2, 4, 8 or 16; ignored", forced);
+    }
+    return ku;
+}
+
 static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, const weight_part *w,
                              mcl_tensor *bias, mcl_tensor *c, uint32_t m, uint32_t n, uint32_t k,
                              uint32_t ldc, uint32_t c0)
@@ -617,8 +636,8 @@ static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, cons
         .binding_count = 5,
         .push_size = sizeof(gemm_q_push),
         .local_size_x = (bm / tm) * (bm / tm),
-        .spec_count = 5,
-        .spec = {fmt, bm, bm, tm, tm},
+        .spec_count = 6,
+        .spec = {fmt, bm, bm, tm, tm, gemm_float_unroll(ctx)},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
