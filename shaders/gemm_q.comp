@@ -10,10 +10,12 @@
 // multiplied. An invocation's TM rows are two groups of TM/2 rows BM/2 apart (likewise its
 // columns), so that neighbouring invocations read neighbouring vec4s of shared memory.
 //
-// The loop over a tile's BK values of K is unrolled KU at a time only: unrolled whole with the
-// 128 x 128 tile's 64 accumulators, it took the NVIDIA compiler about 60 s a pipeline
-// (evidence/h200-3ba84a6-lab), 0.4 s not unrolled at all, which cost a fifth of the rate
-// (evidence/h200-1956efe: 26-27 TFLOP/s against 32-33).
+// The loop over a tile's BK values of K is unrolled KU at a time only (the host chooses KU):
+// unrolled whole with the 128 x 128 tile's 64 accumulators, it took the NVIDIA compiler about
+// 60 s a pipeline, 0.4 s not unrolled at all, which cost a fifth of the rate
+// (evidence/h200-3ba84a6-lab, h200-1956efe). On the H200, 512x14336 by (4096x14336)^T, KU = 8
+// ran Q4_0 at 38.6 TFLOP/s in 6-10 s a pipeline, KU = 4 at 34.7 in 1.5-2.4 s, KU = 16 at 38.6
+// in 64 s (evidence/h200-d2be805-unroll).
 //
 // Split K: workgroup z takes K values [z kc, min(K, (z + 1) kc)) (kc a multiple of BK) and
 // writes its partial tile kz elements further on in C (the host then binds scratch there, and
@@ -34,7 +36,7 @@ layout(constant_id = 2) const uint BM = 64;
 layout(constant_id = 3) const uint BN = 64;
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
-layout(constant_id = 6) const uint KU = 4;  // values of K per step of the loop over a tile
+layout(constant_id = 6) const uint KU = 8;  // values of K per step of the loop over a tile
 const uint PB = 16u;  // quant.glsl's pieces are not used here
 
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { vec4 a4[]; };

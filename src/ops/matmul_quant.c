@@ -603,13 +603,17 @@ static uint32_t gemm_float_slices(const mcl_context *ctx, uint64_t tiles, uint32
     return slices;
 }
 
-/* gemm_q's inner loop over a tile's 16 values of K is unrolled this many at a time: the
- * NVIDIA compiler takes about 0.4 s a pipeline rolled, and about 60 s unrolled whole
- * (gemm_q.comp's header). MOTIFCL_QUANT_GEMM_UNROLL=<1|2|4|8|16> chooses (a tuning
- * override). */
+/* gemm_q's inner loop over a tile's 16 values of K is unrolled this many at a time. On the
+ * H200 at 512x14336 by (4096x14336)^T (evidence/h200-d2be805-unroll), TFLOP/s and seconds to
+ * create the 128 x 128 pipeline:
+ *   4:  Q4_0 34.7, Q8_0 33.7, Q4_K 28.7, Q5_K 27.9, Q6_K 32.4; 1.5-2.4 s
+ *   8:  Q4_0 38.6, Q8_0 37.1, Q4_K 33.9, Q5_K 33.1, Q6_K 35.8; 6.3-9.7 s
+ *   16: Q4_0 38.6; 64 s
+ * 8 it is: the rate of 16 for a tenth of its compile (the driver's shader cache keeps it for
+ * the next process). MOTIFCL_QUANT_GEMM_UNROLL=<1|2|4|8|16> chooses (a tuning override). */
 static uint32_t gemm_float_unroll(const mcl_context *ctx)
 {
-    uint32_t ku = 4;
+    uint32_t ku = 8;
     const char *forced = mcl_env("MOTIFCL_QUANT_GEMM_UNROLL");
     if (forced) {
         unsigned v = (unsigned)strtoul(forced, NULL, 10);
