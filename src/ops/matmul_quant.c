@@ -95,10 +95,16 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
  *                                               72.3% in the same run; 32 bytes and 2 rows
  *                                               71.6 / 79.2%)
  *   Q6_K  2 rows, 1 piece       (one input: 76.5 / 75.0%; 2 and 2: 76.3 / 75.8%; 4 and 1: 73.8
- *                                / 71.9%; 1 and 2: 70.2 / 69.9%)
+ *                                / 71.9%; 1 and 2: 70.2 / 69.9%), 16 lanes along K (below)
  * At several rows of x: 4 rows of W, one piece. At 8 rows (evidence/h200-3ba84a6-lab, a
  * batch on one input) Q8_0 read 64.1 / 60.8% so against 53.5 / 40.6% with 2 rows, Q4_0 35.2 /
  * 32.9% against 29.6 / 22.0%. */
+/* Q6_K at one row takes fewer lanes along K than the rule below gives (32 and 64 on the H200
+ * at these shapes), the row groups per workgroup kept: with 16, kernels alone, of stream
+ * read, 14336x4096 / 4096x14336, three runs alternated with the rule's (evidence/
+ * h200-0370c8b-q6k-lanes): 80.2, 79.8, 80.8 / 82.5, 82.1, 82.4% against 79.6, 79.6, 79.3 /
+ * 79.9, 79.9, 79.2%. A wave64 device keeps the rule's. */
+#define QUANT_SPAN_DOT_Q6_K_LANES 16u
 static const uint8_t dot_nr[] = {1, 2, 2, 4, 2};
 static const uint8_t dot_u[] = {2, 1, 1, 1, 1};
 static const uint8_t dot_pb[] = {32, 16, 32, 32, 16};
@@ -496,6 +502,8 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
          * rounds. */
         if (dot && m == 1)
             p->pb = dot_pb[fmt];
+        if (dot && m == 1 && fmt == FMT_Q6_K && !wave64 && p->t > QUANT_SPAN_DOT_Q6_K_LANES)
+            p->t = QUANT_SPAN_DOT_Q6_K_LANES;
     }
     /* Fewer row groups while the workgroup is beyond the device. */
     while (p->g > 1 && ((uint64_t)p->t * p->g > ctx->info.max_compute_workgroup_invocations ||
