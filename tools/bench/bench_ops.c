@@ -133,7 +133,7 @@ int bench_stream(bench *b)
 typedef struct peak_run {
     const mcl_kernel *kernel;
     mcl_tensor *out;
-    uint32_t push[4]; /* iterations, x, y, w */
+    uint32_t push[4]; /* trips of the loop, x, y, w */
     uint32_t groups;
 } peak_run;
 
@@ -146,40 +146,43 @@ static mcl_status peak_once(bench *b, void *user, int rep)
 }
 
 /* Operations per second of one of the bench_peak kernels: `groups` workgroups of 256
- * invocations, each running 16 chains of `iterations` operations of `ops` operations each. */
-static double peak_rate(bench *b, mcl_kernel_id id, uint32_t groups, uint32_t iterations,
+ * invocations, each running 16 chains of `steps` instructions of `ops` operations each (the
+ * kernels take 4 steps a trip of their loop). */
+static double peak_rate(bench *b, mcl_kernel_id id, uint32_t groups, uint32_t steps,
                         double ops, mcl_tensor *out)
 {
+    const uint32_t trips = steps / 4 > 0 ? steps / 4 : 1;
     mcl_kernel_desc desc = {.id = id, .binding_count = 1, .push_size = 16, .local_size_x = 256};
     peak_run p = {.out = out, .groups = groups,
                   /* x and y close to 1 and 0 keep the chains finite; w = (1, -1, 1, -1). */
-                  .push = {iterations, 0x3F7FFFF0u, 0x3A83126Fu, 0xFF01FF01u}};
+                  .push = {trips, 0x3F7FFFF0u, 0x3A83126Fu, 0xFF01FF01u}};
     if (mcl_kernel_get(b->ctx, &desc, &p.kernel) != MCL_SUCCESS)
         return -1.0;
     double t = bench_gpu_time(b, b->repeat, peak_once, &p);
     double invocations = (double)groups * (double)p.kernel->local_size_x;
-    return t > 0 ? invocations * 16.0 * (double)iterations * ops / t : -1.0;
+    return t > 0 ? invocations * 16.0 * 4.0 * (double)trips * ops / t : -1.0;
 }
 
 /* The arithmetic limits, measured as bench_stream measures the memory's: FP32 fused
  * multiply-adds, and where the integer-dot feature is on, 8-bit packed dot products (the
- * instruction of the quantized kernels' integer-dot path). iter= sets the iterations per chain
- * (4096: a few milliseconds on an H200; Lavapipe wants fewer). */
+ * instruction of the quantized kernels' integer-dot path). iter= sets the steps per chain
+ * (4096: a few milliseconds on an H200; Lavapipe wants fewer). A kernel's rate is what it
+ * reached: a lower bound of the device's. */
 int bench_peak(bench *b)
 {
     if (b->fma_tflops != 0)
         return b->fma_tflops < 0 || b->dot_tops < 0;
     const uint32_t groups = 4096;
-    uint32_t iterations = (uint32_t)bench_arg(b, "iter", 4096);
-    if (iterations < 1)
-        iterations = 1;
+    uint32_t steps = (uint32_t)bench_arg(b, "iter", 4096);
+    if (steps < 1)
+        steps = 1;
     int64_t n = (int64_t)groups * 256;
     mcl_tensor *out = tensor_f32(b, 1, &n, 0.0f);
     if (!out) {
         b->fma_tflops = -1.0;
         return 1;
     }
-    double fma = peak_rate(b, MCL_KERNEL_BENCH_PEAK_F32, groups, iterations, 2.0, out);
+    double fma = peak_rate(b, MCL_KERNEL_BENCH_PEAK_F32, groups, steps, 2.0, out);
     b->fma_tflops = fma > 0 ? fma / 1e12 : -1.0;
     if (fma > 0)
         bench_figure(b, "FP32 fused multiply-add rate (compute shader)", fma / 1e12, "TFLOP/s");
@@ -187,7 +190,7 @@ int bench_peak(bench *b)
         printf("%-58s unavailable: %s\n", "FP32 fused multiply-add rate",
                mcl_context_last_error(b->ctx));
     if (b->ctx->info.features_enabled & MCL_FEATURE_INTEGER_DOT_PRODUCT) {
-        double dot = peak_rate(b, MCL_KERNEL_BENCH_PEAK_DOT, groups, iterations, 8.0, out);
+        double dot = peak_rate(b, MCL_KERNEL_BENCH_PEAK_DOT, groups, steps, 8.0, out);
         b->dot_tops = dot > 0 ? dot / 1e12 : -1.0;
         if (dot > 0)
             bench_figure(b, "8-bit dot product rate (compute shader, 8 ops per dot4)",
