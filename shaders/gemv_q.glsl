@@ -18,7 +18,9 @@
 // With STAGE (the float path at several rows of x) the rounds of a workgroup go in step, and
 // the x a round reads is copied once into shared memory for all the workgroup's rows: read
 // from memory by every lane, the x of 8 rows is 32 bytes a weight, which no cache kept near
-// the lanes when the row groups of a multiprocessor stream different stretches of K.
+// the lanes when the row groups of a multiprocessor stream different stretches of K. The
+// integer-dot path can stage its 8-bit x the same way (Q8_0 and Q4_0, asked for through the
+// plan override only: not measured on a GPU yet).
 //
 // The T partial sums of each output meet in shared memory and are added in a fixed order in
 // two steps (no subgroup size assumed): at T = 128 a single invocation adding all of them

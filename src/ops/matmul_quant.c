@@ -359,10 +359,18 @@ static int gemv_wave64(const mcl_context *ctx)
 
 /* Shared memory of a plan at m rows of x: the partial sums, and with stage the x of a round
  * (padded as gemv_q.comp pads it). */
-static uint64_t span_shared_bytes(uint32_t fmt, const gemv_plan *q, uint32_t m)
+static uint64_t span_shared_bytes(int dot, uint32_t fmt, const gemv_plan *q, uint32_t m)
 {
     uint64_t bytes = (uint64_t)q->t * q->g * q->nr * m * sizeof(float);
     uint32_t ppb = span_pieces(fmt, q->pb);
+    if (dot) {
+        /* gemv_q_dot.comp: staged, a round's blocks (NBR) of each row of x as 2 uvec4s of
+         * codes plus one of padding per 4 blocks, and a scale and a sum each; else one uvec4
+         * and two words declared. */
+        uint64_t nbr = q->stage && ppb ? (uint64_t)q->u * q->t / ppb : 1;
+        return bytes + (q->stage ? (uint64_t)m * ((2 * nbr + nbr / 4) * 16 + 2 * nbr * 4)
+                                 : 16 + 8);
+    }
     if (q->stage && ppb) {
         uint64_t qk = (uint64_t)mcl_dtype_block_weights(quant_formats[fmt]);
         uint64_t xch = (uint64_t)q->u * q->t * qk / ppb / 4;
@@ -383,7 +391,8 @@ static uint64_t span_shared_limit(const mcl_context *ctx)
 
 /* MOTIFCL_QUANT_GEMV_PLAN, a tuning override: "key=value,..." with keys t (lanes along K),
  * g (row groups), nr (rows of W per row group), u (pieces in flight), pb (bytes of codes per
- * piece) and st (x staged: 0 or 1, float path only). An override the kernels cannot take, or
+ * piece) and st (x staged: 0 or 1; on the integer-dot path Q8_0 and Q4_0 with pieces of
+ * 16 or 32 bytes only). An override the kernels cannot take, or
  * beyond the device's workgroup and shared-memory limits, is ignored with a warning and the
  * plan stays as chosen. */
 static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m,
@@ -425,8 +434,9 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
          q.g <= ctx->info.max_compute_workgroup_size[1] &&
          (uint64_t)q.t * q.g <= ctx->info.max_compute_workgroup_invocations &&
          (q.nr == 1 || q.nr == 2 || q.nr == 4 || q.nr == 8) && q.u >= 1 && q.u <= 8 && ppb &&
-         q.t % ppb == 0 && !(q.stage && dot) &&
-         span_shared_bytes(fmt, &q, m) <= ctx->info.max_compute_shared_memory_size;
+         q.t % ppb == 0 &&
+         !(q.stage && dot && !((fmt == FMT_Q8_0 || fmt == FMT_Q4_0) && q.pb >= 16)) &&
+         span_shared_bytes(dot, fmt, &q, m) <= ctx->info.max_compute_shared_memory_size;
     if (!ok) {
         mcl_log(&ctx->log, MCL_LOG_WARNING,
                 "MOTIFCL_QUANT_GEMV_PLAN=%s does not fit this product or device; ignored", spec);
@@ -513,7 +523,7 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
      * to QUANT_STAGE_MIN_LANES), then fewer row groups; one that still does not fit streams x
      * from memory. (Q6_K's pieces are 64 weights: at 8 rows of x and 16 lanes a round's x is
      * 36 KiB.) */
-    while (span_shared_bytes(fmt, p, m) > shared) {
+    while (span_shared_bytes(dot, fmt, p, m) > shared) {
         if (p->stage && p->t / 2 >= QUANT_STAGE_MIN_LANES && (p->t / 2) % ppb == 0)
             p->t /= 2;
         else if (p->g > 1)
@@ -542,7 +552,7 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
         .binding_count = 5,
         .push_size = sizeof(gemv_push),
         .local_size_x = plan.t,
-        .spec_count = dot ? 6 : 7,
+        .spec_count = 7,
         .spec = {fmt, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage},
     };
     const mcl_kernel *kernel;
