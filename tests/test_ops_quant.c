@@ -486,7 +486,8 @@ static void check_dot_path(mcl_dtype dtype, const mm_case *p, uint32_t seed);
  * U = 1, 2 or 3 pieces in flight, x staged or not at several rows of x (plan i runs at
  * i % 8 + 1 rows). Plans that cannot fit (more lanes than a workgroup holds; fewer lanes than
  * pieces per block, for some formats; a piece size a format does not have; staging on the
- * integer-dot path but for Q8_0 and Q4_0 with pieces of 16 or 32 bytes) are ignored. Every one must still compute the product, on both paths. */
+ * integer-dot path but for Q8_0 and Q4_0 with pieces of 16 or 32 bytes) are ignored. Every
+ * one must still compute the product, on both paths. */
 static void gemv_plan_override(void **state)
 {
     (void)state;

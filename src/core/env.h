@@ -10,6 +10,8 @@
  *   MOTIFCL_QUANT_PATH          float|dot: force a path of the quantized matmul
  *   MOTIFCL_QUANT_GEMV_PLAN     t=,g=,nr=,u=,pb=,st=: override the quantized GEMV's plan
  *                               (tuning)
+ *   MOTIFCL_QUANT_GEMM_SLICES   1..16: slices of K of the float-path quantized GEMM (tuning)
+ *   MOTIFCL_QUANT_GEMM_UNROLL   1|2|4|8|16: its inner loop's unroll (tuning)
  *   MOTIFCL_PIPELINE_STATS      1: log the driver's statistics of each compiled kernel (info)
  *   MOTIFCL_MAX_BINDING         bytes: split quantized weights as if one binding held no more
  *   MOTIFCL_REQUIRE_VULKAN_COMPUTE  1: tests fail instead of skipping without a device

@@ -61,11 +61,11 @@ static void gemm_tiles(const mcl_context *ctx, uint64_t m, uint64_t n, uint64_t 
     }
     /* Single-buffered shared tiles: the scheme measured on an H200 (41.2 TFLOP/s at 4096^3,
      * 40.8 at 4096x14336 by 14336x512, with gemm_f32's padded rows; the measured FMA rate is
-     * 52.1, evidence/h200-6c8e8e3-peak). The double-buffered one (db = 1: one barrier per K step instead of two,
-     * twice the shared memory) is tested and in motifcl-bench's sweep; on the H200 it ran
-     * 4096x14336 by 14336x512 at 28.4 TFLOP/s against 39.1 single-buffered
-     * (evidence/h200-e76b619-gemm-slices, r24/g: the sweep's output, cut before its
-     * witness). */
+     * 52.1, evidence/h200-6c8e8e3-peak). The double-buffered one (db = 1: one barrier per K
+     * step instead of two, twice the shared memory) is tested and in motifcl-bench's sweep;
+     * on the H200, before the padding, it ran 4096x14336 by 14336x512 at 28.4 TFLOP/s against
+     * 39.1 single-buffered (evidence/h200-e76b619-gemm-slices, r24/g: the sweep's output, cut
+     * before its witness). */
     (void)ctx;
     cfg->db = 0;
 }

@@ -602,20 +602,27 @@ typedef struct gemm_q_push {
     uint32_t m, n, k, has_bias, ldc, c0, dlo, kc, kz;
 } gemm_q_push;
 
+/* A tuning override of `name`, a number in [lo, hi] (and a power of two where pow2): the value
+ * when it is one, else `fallback`, with a warning when the variable is set. */
+static uint32_t tuning_override(const mcl_context *ctx, const char *name, uint32_t fallback,
+                                uint32_t lo, uint32_t hi, int pow2)
+{
+    const char *forced = mcl_env(name);
+    if (!forced)
+        return fallback;
+    unsigned long v = strtoul(forced, NULL, 10);
+    if (v >= lo && v <= hi && (!pow2 || (v & (v - 1)) == 0))
+        return (uint32_t)v;
+    mcl_log(&ctx->log, MCL_LOG_WARNING, "%s=%s is not %s%u..%u; ignored", name, forced,
+            pow2 ? "a power of two in " : "", lo, hi);
+    return fallback;
+}
+
 static uint32_t gemm_float_slices(const mcl_context *ctx, uint64_t tiles, uint32_t m,
                                   uint32_t n, uint32_t k, uint32_t ldc)
 {
-    uint32_t slices = mcl_gemm_slices(tiles, k);
-    const char *forced = mcl_env("MOTIFCL_QUANT_GEMM_SLICES");
-    if (forced) {
-        unsigned v = (unsigned)strtoul(forced, NULL, 10);
-        if (v >= 1 && v <= QUANT_GEMM_MAX_SLICES)
-            slices = v;
-        else
-            mcl_log(&ctx->log, MCL_LOG_WARNING,
-                    "MOTIFCL_QUANT_GEMM_SLICES=%s is not 1..%u; ignored", forced,
-                    QUANT_GEMM_MAX_SLICES);
-    }
+    uint32_t slices = tuning_override(ctx, "MOTIFCL_QUANT_GEMM_SLICES", mcl_gemm_slices(tiles, k),
+                                      1, QUANT_GEMM_MAX_SLICES, 0);
     if (ldc != n || (uint64_t)slices * m * n * 4 > ctx->info.max_storage_buffer_range)
         slices = 1;
     return slices;
@@ -629,20 +636,7 @@ static uint32_t gemm_float_slices(const mcl_context *ctx, uint64_t tiles, uint32
  *   16: Q4_0 38.6; 64 s
  * 8 it is: the rate of 16 for a tenth of its compile (the driver's shader cache keeps it for
  * the next process). MOTIFCL_QUANT_GEMM_UNROLL=<1|2|4|8|16> chooses (a tuning override). */
-static uint32_t gemm_float_unroll(const mcl_context *ctx)
-{
-    uint32_t ku = 8;
-    const char *forced = mcl_env("MOTIFCL_QUANT_GEMM_UNROLL");
-    if (forced) {
-        unsigned v = (unsigned)strtoul(forced, NULL, 10);
-        if (v >= 1 && v <= 16 && (v & (v - 1)) == 0)
-            ku = v;
-        else
-            mcl_log(&ctx->log, MCL_LOG_WARNING,
-                    "MOTIFCL_QUANT_GEMM_UNROLL=%s is not 1, 2, 4, 8 or 16; ignored", forced);
-    }
-    return ku;
-}
+#define QUANT_GEMM_UNROLL 8u
 
 static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, const weight_part *w,
                              mcl_tensor *bias, mcl_tensor *c, uint32_t m, uint32_t n, uint32_t k,
@@ -659,7 +653,8 @@ static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, cons
         .push_size = sizeof(gemm_q_push),
         .local_size_x = (bm / tm) * (bm / tm),
         .spec_count = 6,
-        .spec = {fmt, bm, bm, tm, tm, gemm_float_unroll(ctx)},
+        .spec = {fmt, bm, bm, tm, tm,
+                 tuning_override(ctx, "MOTIFCL_QUANT_GEMM_UNROLL", QUANT_GEMM_UNROLL, 1, 16, 1)},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
