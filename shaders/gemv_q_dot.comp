@@ -20,6 +20,8 @@
 //     x + y * (groups in x).
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 
 layout(local_size_x_id = 0, local_size_y_id = 4) in;
 layout(constant_id = 1) const uint FORMAT = 0;
@@ -28,6 +30,7 @@ layout(constant_id = 3) const uint NR = 1;
 layout(constant_id = 5) const uint U = 2;
 layout(constant_id = 6) const uint PB = 16;
 layout(constant_id = 7) const bool STAGE = false;  // Q8_0 and Q4_0, pieces of 16 or 32 bytes
+layout(constant_id = 8) const bool SUBRED = false;  // gemv_q.glsl, gemv_finish
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct { uint act[]; };
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct2 { uvec2 act2[]; };

@@ -338,6 +338,7 @@ typedef struct gemv_plan {
     uint32_t u;     /* pieces per row and lane in flight */
     uint32_t pb;    /* bytes of codes per piece */
     uint32_t stage; /* float path: rounds in step, their x staged in shared memory */
+    uint32_t subred; /* the lanes' sums added in subgroups first (g = 1, subgroup arithmetic) */
 } gemv_plan;
 
 static uint32_t gcd_u32(uint32_t a, uint32_t b)
@@ -391,8 +392,9 @@ static uint64_t span_shared_limit(const mcl_context *ctx)
 
 /* MOTIFCL_QUANT_GEMV_PLAN, a tuning override: "key=value,..." with keys t (lanes along K),
  * g (row groups), nr (rows of W per row group), u (pieces in flight), pb (bytes of codes per
- * piece) and st (x staged: 0 or 1; on the integer-dot path Q8_0 and Q4_0 with pieces of
- * 16 or 32 bytes only). An override the kernels cannot take, or
+ * piece), st (x staged: 0 or 1; on the integer-dot path Q8_0 and Q4_0 with pieces of
+ * 16 or 32 bytes only) and sr (sums added in subgroups first: 0 or 1; g = 1 only, with
+ * subgroup arithmetic; a plan of g = 1 takes it unless sr=0). An override the kernels cannot take, or
  * beyond the device's workgroup and shared-memory limits, is ignored with a warning and the
  * plan stays as chosen. */
 static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m,
@@ -402,7 +404,7 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
     if (!spec)
         return;
     gemv_plan q = *p;
-    int ok = 1;
+    int ok = 1, sr = -1;
     for (const char *c = spec; *c && ok;) {
         char key[8] = {0};
         unsigned value = 0;
@@ -426,15 +428,18 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
             q.pb = value;
         else if (strcmp(key, "st") == 0)
             q.stage = value != 0;
+        else if (strcmp(key, "sr") == 0)
+            sr = value != 0;
         else
             ok = 0;
     }
+    q.subred = sr >= 0 ? (uint32_t)sr : q.g == 1 && mcl_rows_use_subgroup(ctx);
     uint32_t ppb = span_pieces(fmt, q.pb);
     ok = ok && q.t >= 1 && q.t <= ctx->info.max_compute_workgroup_size[0] && q.g >= 1 &&
          q.g <= ctx->info.max_compute_workgroup_size[1] &&
          (uint64_t)q.t * q.g <= ctx->info.max_compute_workgroup_invocations &&
          (q.nr == 1 || q.nr == 2 || q.nr == 4 || q.nr == 8) && q.u >= 1 && q.u <= 8 && ppb &&
-         q.t % ppb == 0 &&
+         q.t % ppb == 0 && !(q.subred && (q.g != 1 || !mcl_rows_use_subgroup(ctx))) &&
          !(q.stage && dot && !((fmt == FMT_Q8_0 || fmt == FMT_Q4_0) && q.pb >= 16)) &&
          span_shared_bytes(dot, fmt, &q, m) <= ctx->info.max_compute_shared_memory_size;
     if (!ok) {
@@ -533,6 +538,7 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         else
             break;
     }
+    p->subred = p->g == 1 && mcl_rows_use_subgroup(ctx);
     gemv_plan_override(ctx, dot, fmt, m, p);
 }
 
@@ -544,16 +550,16 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     gemv_plan plan;
     gemv_plan_for(ctx, dot, fmt, rows, n, k, &plan);
     mcl_log(&ctx->log, MCL_LOG_DEBUG,
-            "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u",
+            "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u sr=%u",
             mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t, plan.g,
-            plan.nr, plan.u, plan.pb, plan.stage);
+            plan.nr, plan.u, plan.pb, plan.stage, plan.subred);
     mcl_kernel_desc desc = {
         .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
         .binding_count = 5,
         .push_size = sizeof(gemv_push),
         .local_size_x = plan.t,
-        .spec_count = 7,
-        .spec = {fmt, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage},
+        .spec_count = 8,
+        .spec = {fmt, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage, plan.subred},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
