@@ -13,8 +13,7 @@
 //   specialization constants: 0 T (local_size_x), 1 FORMAT (quant.glsl), 2 M (rows of x,
 //     1..8), 3 NR (rows of W per row group), 4 G (local_size_y), 5 U (pieces per row in
 //     flight), 6 PB (bytes of codes per piece, Q8_0 / Q4_0), 7 STAGE (rounds in step, the x
-//     of a round in shared memory: several rows of x), 8 SUBRED (the lanes' sums added in
-//     subgroups first: G = 1 only, gemv_q.glsl)
+//     of a round in shared memory: several rows of x)
 //   set 0: 0 x [M, K] f32, 1 W bodies, 2 W's d values (any buffer for Q4_K, Q5_K), 3 bias [N]
 //     (any buffer when unused), 4 y [M, N]
 //   push constants: N, K, has_bias, ldy, y0, dlo: y[m, y0 + n] is y[m * ldy + y0 + n] and its
@@ -23,8 +22,6 @@
 //     workgroups folds into y.
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
 
 layout(local_size_x_id = 0, local_size_y_id = 4) in;
 layout(constant_id = 1) const uint FORMAT = 0;
@@ -33,7 +30,6 @@ layout(constant_id = 3) const uint NR = 1;
 layout(constant_id = 5) const uint U = 2;
 layout(constant_id = 6) const uint PB = 16;
 layout(constant_id = 7) const bool STAGE = false;
-layout(constant_id = 8) const bool SUBRED = false;  // gemv_q.glsl, gemv_finish
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufX4 { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };

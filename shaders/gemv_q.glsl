@@ -18,22 +18,16 @@
 // With STAGE (the float path at several rows of x) the rounds of a workgroup go in step, and
 // the x a round reads is copied once into shared memory for all the workgroup's rows: read
 // from memory by every lane, the x of 8 rows is 32 bytes a weight, which no cache kept near
-// the lanes when the row groups of a multiprocessor stream different stretches of K. The
-// integer-dot path can stage its 8-bit x the same way (Q8_0 and Q4_0, asked for through the
-// plan override only: not measured on a GPU yet).
+// the lanes when the row groups of a multiprocessor stream different stretches of K.
 //
 // The T partial sums of each output meet in shared memory and are added in a fixed order in
 // two steps (no subgroup size assumed): at T = 128 a single invocation adding all of them
-// left a tail of microseconds at the end of a grid that is one wave. With SUBRED (a
-// workgroup of one row group, G = 1, on a device with subgroup arithmetic) each subgroup adds
-// its lanes' sums first and only the gl_NumSubgroups partials meet in shared memory, one
-// barrier instead of two; with a single row group it does not matter which lanes a subgroup
-// holds, so nothing assumes their arrangement or size either.
+// left a tail of microseconds at the end of a grid that is one wave.
 //
 // The includer declares, before including this file and after quant.glsl:
 //   layout(local_size_x_id = 0, local_size_y_id = 4) in;   (T lanes along K, G row groups)
-//   spec constants FORMAT (1), M (2), NR (3), U (5), PB (6), STAGE (7, or a constant false)
-//   and SUBRED (8), and the extensions GL_KHR_shader_subgroup_basic and _arithmetic
+//   spec constants FORMAT (1), M (2), NR (3), U (5), PB (6), and STAGE (7, or a constant
+//   false)
 //   buffers `uint wq[]`, `uvec2 wq2[]`, `uvec4 wq4[]` aliasing the block bodies, `uint wd[]`,
 //   `float bias[]`, `float y[]`, and push constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0,
 //   pc.dlo; after it, the decoder piece() (prototype below) and a main() that calls
@@ -54,30 +48,6 @@ const uint GEMV_F = T >= 8u ? 8u : 1u;
 
 void gemv_finish(float acc[NR][M], uint wg) {
     const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;
-    if (SUBRED && G == 1u) {
-        // Series o = i * M + m: its subgroups' partials at [o * T, o * T + gl_NumSubgroups).
-        [[unroll]] for (uint i = 0u; i < NR; i++) {
-            [[unroll]] for (uint m = 0u; m < M; m++) {
-                const float part = subgroupAdd(acc[i][m]);
-                if (subgroupElect()) {
-                    gemv_red[(i * M + m) * T + gl_SubgroupID] = part;
-                }
-            }
-        }
-        barrier();
-        for (uint o = t; o < NR * M; o += T) {
-            const uint i = o / M, m = o % M;
-            const uint n = wg * NR + i;
-            float sum = 0.0;
-            for (uint k = 0u; k < gl_NumSubgroups; k++) {
-                sum += gemv_red[o * T + k];
-            }
-            if (n < pc.N) {
-                y[m * pc.ldy + pc.y0 + n] = pc.has_bias != 0u ? sum + bias[pc.y0 + n] : sum;
-            }
-        }
-        return;
-    }
     [[unroll]] for (uint i = 0u; i < NR; i++) {
         [[unroll]] for (uint m = 0u; m < M; m++) {
             gemv_red[((i * M + m) * G + g) * T + t] = acc[i][m];

@@ -13,15 +13,13 @@
 //   Q6_K         per quarter k of the piece: d sc * d_x * (sum(codes * x codes) - 32 * sum(x
 //                codes)), the code sums over its 16 positions taken by dot products with 1s
 //
-//   specialization constants: as gemv_q.comp (STAGE: Q8_0 and Q4_0 with PB of 16 or 32 only)
+//   specialization constants: as gemv_q.comp, less STAGE
 //   set 0: 0 quantized x (qdot.glsl's layout), 1 W bodies, 2 W's d values (any buffer for
 //     Q4_K, Q5_K), 3 bias [N] (any buffer when unused), 4 y [M, N]
 //   push constants: N, K, has_bias, ldy, y0, dlo (as gemv_q.comp). The workgroup index is
 //     x + y * (groups in x).
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
 
 layout(local_size_x_id = 0, local_size_y_id = 4) in;
 layout(constant_id = 1) const uint FORMAT = 0;
@@ -29,8 +27,7 @@ layout(constant_id = 2) const uint M = 1;
 layout(constant_id = 3) const uint NR = 1;
 layout(constant_id = 5) const uint U = 2;
 layout(constant_id = 6) const uint PB = 16;
-layout(constant_id = 7) const bool STAGE = false;  // Q8_0 and Q4_0, pieces of 16 or 32 bytes
-layout(constant_id = 8) const bool SUBRED = false;  // gemv_q.glsl, gemv_finish
+const bool STAGE = false;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct { uint act[]; };
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct2 { uvec2 act2[]; };
@@ -79,79 +76,24 @@ int dot4(uvec4 w, uvec4 a) {
     return sdot4x8(w.x, a.x) + sdot4x8(w.y, a.y) + sdot4x8(w.z, a.z) + sdot4x8(w.w, a.w);
 }
 
-// STAGE: the quantized x of a round (blocks gemv_b0 .. + NBR of each row of x), copied once
-// for all the workgroup's rows. Codes as uvec4s, XS4 per row of x: two per block, one uvec4 of
-// padding after every 8 (4 blocks), so that the lanes of a phase, reading blocks 32 bytes
-// apart, fall in distinct banks; then the scales, then the sums, NBR per row of x.
-const uint NBR = STAGE ? U * T / PPB : 1u;
-const uint XS4 = 2u * NBR + NBR / 4u;
-shared uvec4 gemv_a4[STAGE ? M * XS4 : 1u];
-shared uint gemv_ad[STAGE ? 2u * M * NBR : 1u];
-uint gemv_b0 = 0u;
-
-void gemv_stage(uint b0) {
-    if (!STAGE) {
-        return;
-    }
-    const uint nb32 = pc.K / 32u, AB = M * nb32;
-    gemv_b0 = b0;
-    barrier();  // the last round's reads are done
-    for (uint j = gl_LocalInvocationIndex; j < M * 2u * NBR; j += T * G) {
-        const uint m = j / (2u * NBR), v = j % (2u * NBR), b = b0 + v / 2u;
-        gemv_a4[m * XS4 + v + v / 8u] = b < nb32 ? act4[2u * (m * nb32 + b) + v % 2u] : uvec4(0u);
-    }
-    for (uint j = gl_LocalInvocationIndex; j < 2u * M * NBR; j += T * G) {
-        const uint sum = j / (M * NBR), m = (j / NBR) % M, b = b0 + j % NBR;
-        gemv_ad[j] = b < nb32 ? act[(8u + sum) * AB + m * nb32 + b] : 0u;
-    }
-    barrier();
-}
-
-// The CW activation words of row m of x from word w (of block b, a multiple of CW), from
-// memory or with STAGE from the round's copy.
-void act_block_words(uint m, uint b, uint w, out uint a[8]) {
-    if (STAGE) {
-        const uint v = 2u * (b - gemv_b0) + (w % 8u) / 4u;
-        [[unroll]] for (uint k = 0u; k < CW / 4u; k++) {
-            const uvec4 q = gemv_a4[m * XS4 + v + k + (v + k) / 8u];
-            a[4u * k] = q.x;
-            a[4u * k + 1u] = q.y;
-            a[4u * k + 2u] = q.z;
-            a[4u * k + 3u] = q.w;
-        }
-        return;
-    }
-    act_words(w, a);
-}
-
-// Word `which` (8: the scale, 9: the sum) of block b of row m of x.
-uint act_block_word(uint m, uint b, uint which) {
-    if (STAGE) {
-        return gemv_ad[((which - 8u) * M + m) * NBR + b - gemv_b0];
-    }
-    const uint nb32 = pc.K / 32u;
-    return act[which * M * nb32 + m * nb32 + b];
-}
-
 // acc[i][m] += piece p of block b of row i (words r[i]) . x[m]; nothing where !ok.
 void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
     const uint nb32 = pc.K / 32u, AB = M * nb32;
     if (FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0) {
         [[unroll]] for (uint m = 0u; m < M; m++) {
             const uint ab = m * nb32 + b;
-            const float dx = uintBitsToFloat(act_block_word(m, b, 8u));
+            const float dx = uintBitsToFloat(act[8u * AB + ab]);
             // Code word k: Q8_0 elements PB p + 4k .. (activation word CW p + k of the
             // block); Q4_0 the same in its low nibbles and 16 + PB p + 4k .. (word 4 + CW p +
             // k) in its high ones. Codes 0..15 are non-negative signed bytes as they stand;
             // Q4_0's -8 is applied once per block, by piece 0: -8 times the sum of the
             // block's activation codes.
             uint lo[8], hi[8];
-            act_block_words(m, b, 8u * ab + CW * p, lo);
+            act_words(8u * ab + CW * p, lo);
             if (FORMAT == FMT_Q4_0) {
-                act_block_words(m, b, 8u * ab + 4u + CW * p, hi);
+                act_words(8u * ab + 4u + CW * p, hi);
             }
-            const int off = FORMAT == FMT_Q4_0 && p == 0u ? -8 * int(act_block_word(m, b, 9u))
-                                                         : 0;
+            const int off = FORMAT == FMT_Q4_0 && p == 0u ? -8 * int(act[9u * AB + ab]) : 0;
             [[unroll]] for (uint i = 0u; i < NR; i++) {
                 int s = off;
                 [[unroll]] for (uint k = 0u; k < CW; k++) {
@@ -242,6 +184,9 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             }
         }
     }
+}
+
+void gemv_stage(uint b0) {
 }
 
 void main() {

@@ -483,13 +483,10 @@ static void check_dot_path(mcl_dtype dtype, const mm_case *p, uint32_t seed);
 
 /* MOTIFCL_QUANT_GEMV_PLAN (a tuning override) reaches shapes the plan would not choose:
  * pieces of 8 and 32 bytes (Q4_K and Q5_K at 1 and 5 rows), one row group per workgroup, narrow row groups, 1, 4 and 8 rows of W,
- * U = 1, 2 or 3 pieces in flight, x staged or not at several rows of x, the lanes' sums
- * added in subgroups first or not (plan i runs at
+ * U = 1, 2 or 3 pieces in flight, x staged or not at several rows of x (plan i runs at
  * i % 8 + 1 rows). Plans that cannot fit (more lanes than a workgroup holds; fewer lanes than
  * pieces per block, for some formats; a piece size a format does not have; staging on the
- * integer-dot path but for Q8_0 and Q4_0 with pieces of 16 or 32 bytes; the subgroup
- * reduction with several row groups) are ignored. Every
- * one must still compute the product, on both paths. */
+ * integer-dot path) are ignored. Every one must still compute the product, on both paths. */
 static void gemv_plan_override(void **state)
 {
     (void)state;
@@ -499,15 +496,6 @@ static void gemv_plan_override(void **state)
         "pb=32,t=16,g=8,nr=4,u=1", "st=0,t=64,g=1,u=1,nr=1",
         "pb=8,t=8,g=4",            "t=100000",
         "pb=32,nr=2,u=2",
-        /* From here at 2 .. 8 rows: x staged on the integer-dot path too (Q8_0 and Q4_0). */
-        "st=1,t=16,g=4,u=2",       "st=1,pb=32,nr=4",
-        "st=1,t=32,g=2,u=1,pb=16", "st=1,t=8,g=8,nr=2,u=3",
-        "st=1,t=64,g=1,u=2",       "st=1,t=16,g=16,nr=1,u=1",
-        "st=1,t=32,g=4,nr=4,u=1,pb=32",
-        /* The subgroup reduction (sr, g = 1 only): off, on with several subgroups a row
-         * group, and asked for where it cannot be (ignored). */
-        "t=32,g=1,sr=0",           "t=16,g=1,nr=2,sr=1",
-        "g=2,sr=1",
     };
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
         setenv("MOTIFCL_QUANT_GEMV_PLAN", plans[i], 1);

@@ -8,7 +8,7 @@
  *   MOTIFCL_FORCE               comma-separated feature names to keep on despite quirks
  *   MOTIFCL_TRANSFER            auto|staging|import: how uploads and downloads move bytes
  *   MOTIFCL_QUANT_PATH          float|dot: force a path of the quantized matmul
- *   MOTIFCL_QUANT_GEMV_PLAN     t=,g=,nr=,u=,pb=,st=,sr=: override the quantized GEMV's plan
+ *   MOTIFCL_QUANT_GEMV_PLAN     t=,g=,nr=,u=,pb=,st=: override the quantized GEMV's plan
  *                               (tuning)
  *   MOTIFCL_QUANT_GEMM_SLICES   1..16: slices of K of the float-path quantized GEMM (tuning)
  *   MOTIFCL_QUANT_GEMM_UNROLL   1|2|4|8|16: its inner loop's unroll (tuning)

@@ -338,7 +338,6 @@ typedef struct gemv_plan {
     uint32_t u;     /* pieces per row and lane in flight */
     uint32_t pb;    /* bytes of codes per piece */
     uint32_t stage; /* float path: rounds in step, their x staged in shared memory */
-    uint32_t subred; /* the lanes' sums added in subgroups first (g = 1, subgroup arithmetic) */
 } gemv_plan;
 
 static uint32_t gcd_u32(uint32_t a, uint32_t b)
@@ -360,18 +359,10 @@ static int gemv_wave64(const mcl_context *ctx)
 
 /* Shared memory of a plan at m rows of x: the partial sums, and with stage the x of a round
  * (padded as gemv_q.comp pads it). */
-static uint64_t span_shared_bytes(int dot, uint32_t fmt, const gemv_plan *q, uint32_t m)
+static uint64_t span_shared_bytes(uint32_t fmt, const gemv_plan *q, uint32_t m)
 {
     uint64_t bytes = (uint64_t)q->t * q->g * q->nr * m * sizeof(float);
     uint32_t ppb = span_pieces(fmt, q->pb);
-    if (dot) {
-        /* gemv_q_dot.comp: staged, a round's blocks (NBR) of each row of x as 2 uvec4s of
-         * codes plus one of padding per 4 blocks, and a scale and a sum each; else one uvec4
-         * and two words declared. */
-        uint64_t nbr = q->stage && ppb ? (uint64_t)q->u * q->t / ppb : 1;
-        return bytes + (q->stage ? (uint64_t)m * ((2 * nbr + nbr / 4) * 16 + 2 * nbr * 4)
-                                 : 16 + 8);
-    }
     if (q->stage && ppb) {
         uint64_t qk = (uint64_t)mcl_dtype_block_weights(quant_formats[fmt]);
         uint64_t xch = (uint64_t)q->u * q->t * qk / ppb / 4;
@@ -392,9 +383,7 @@ static uint64_t span_shared_limit(const mcl_context *ctx)
 
 /* MOTIFCL_QUANT_GEMV_PLAN, a tuning override: "key=value,..." with keys t (lanes along K),
  * g (row groups), nr (rows of W per row group), u (pieces in flight), pb (bytes of codes per
- * piece), st (x staged: 0 or 1; on the integer-dot path Q8_0 and Q4_0 with pieces of
- * 16 or 32 bytes only) and sr (sums added in subgroups first: 0 or 1; g = 1 only, with
- * subgroup arithmetic; a plan of g = 1 takes it unless sr=0). An override the kernels cannot take, or
+ * piece) and st (x staged: 0 or 1, float path only). An override the kernels cannot take, or
  * beyond the device's workgroup and shared-memory limits, is ignored with a warning and the
  * plan stays as chosen. */
 static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m,
@@ -404,7 +393,7 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
     if (!spec)
         return;
     gemv_plan q = *p;
-    int ok = 1, sr = -1;
+    int ok = 1;
     for (const char *c = spec; *c && ok;) {
         char key[8] = {0};
         unsigned value = 0;
@@ -428,20 +417,16 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
             q.pb = value;
         else if (strcmp(key, "st") == 0)
             q.stage = value != 0;
-        else if (strcmp(key, "sr") == 0)
-            sr = value != 0;
         else
             ok = 0;
     }
-    q.subred = sr >= 0 ? (uint32_t)sr : q.g == 1 && mcl_rows_use_subgroup(ctx);
     uint32_t ppb = span_pieces(fmt, q.pb);
     ok = ok && q.t >= 1 && q.t <= ctx->info.max_compute_workgroup_size[0] && q.g >= 1 &&
          q.g <= ctx->info.max_compute_workgroup_size[1] &&
          (uint64_t)q.t * q.g <= ctx->info.max_compute_workgroup_invocations &&
          (q.nr == 1 || q.nr == 2 || q.nr == 4 || q.nr == 8) && q.u >= 1 && q.u <= 8 && ppb &&
-         q.t % ppb == 0 && !(q.subred && (q.g != 1 || !mcl_rows_use_subgroup(ctx))) &&
-         !(q.stage && dot && !((fmt == FMT_Q8_0 || fmt == FMT_Q4_0) && q.pb >= 16)) &&
-         span_shared_bytes(dot, fmt, &q, m) <= ctx->info.max_compute_shared_memory_size;
+         q.t % ppb == 0 && !(q.stage && dot) &&
+         span_shared_bytes(fmt, &q, m) <= ctx->info.max_compute_shared_memory_size;
     if (!ok) {
         mcl_log(&ctx->log, MCL_LOG_WARNING,
                 "MOTIFCL_QUANT_GEMV_PLAN=%s does not fit this product or device; ignored", spec);
@@ -528,7 +513,7 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
      * to QUANT_STAGE_MIN_LANES), then fewer row groups; one that still does not fit streams x
      * from memory. (Q6_K's pieces are 64 weights: at 8 rows of x and 16 lanes a round's x is
      * 36 KiB.) */
-    while (span_shared_bytes(dot, fmt, p, m) > shared) {
+    while (span_shared_bytes(fmt, p, m) > shared) {
         if (p->stage && p->t / 2 >= QUANT_STAGE_MIN_LANES && (p->t / 2) % ppb == 0)
             p->t /= 2;
         else if (p->g > 1)
@@ -538,7 +523,6 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         else
             break;
     }
-    p->subred = p->g == 1 && mcl_rows_use_subgroup(ctx);
     gemv_plan_override(ctx, dot, fmt, m, p);
 }
 
@@ -550,16 +534,16 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     gemv_plan plan;
     gemv_plan_for(ctx, dot, fmt, rows, n, k, &plan);
     mcl_log(&ctx->log, MCL_LOG_DEBUG,
-            "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u sr=%u",
+            "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u",
             mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t, plan.g,
-            plan.nr, plan.u, plan.pb, plan.stage, plan.subred);
+            plan.nr, plan.u, plan.pb, plan.stage);
     mcl_kernel_desc desc = {
         .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
         .binding_count = 5,
         .push_size = sizeof(gemv_push),
         .local_size_x = plan.t,
-        .spec_count = 8,
-        .spec = {fmt, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage, plan.subred},
+        .spec_count = dot ? 6 : 7,
+        .spec = {fmt, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
