@@ -145,13 +145,18 @@ static mcl_status peak_once(bench *b, void *user, int rep)
                                1);
 }
 
+/* bench_peak_f32.comp / bench_peak_dot.comp: CHAINS independent chains per invocation, STEPS
+ * steps of each a trip of their loop. */
+#define PEAK_CHAINS 16u
+#define PEAK_STEPS 4u
+
 /* Operations per second of one of the bench_peak kernels: `groups` workgroups of 256
- * invocations, each running 16 chains of `steps` instructions of `ops` operations each (the
- * kernels take 4 steps a trip of their loop). */
+ * invocations, each running PEAK_CHAINS chains of `steps` instructions (rounded down to whole
+ * trips, at least one) of `ops` operations each. */
 static double peak_rate(bench *b, mcl_kernel_id id, uint32_t groups, uint32_t steps,
                         double ops, mcl_tensor *out)
 {
-    const uint32_t trips = steps / 4 > 0 ? steps / 4 : 1;
+    const uint32_t trips = steps / PEAK_STEPS > 0 ? steps / PEAK_STEPS : 1;
     mcl_kernel_desc desc = {.id = id, .binding_count = 1, .push_size = 16, .local_size_x = 256};
     peak_run p = {.out = out, .groups = groups,
                   /* x and y close to 1 and 0 keep the chains finite; w = (1, -1, 1, -1). */
@@ -160,7 +165,7 @@ static double peak_rate(bench *b, mcl_kernel_id id, uint32_t groups, uint32_t st
         return -1.0;
     double t = bench_gpu_time(b, b->repeat, peak_once, &p);
     double invocations = (double)groups * (double)p.kernel->local_size_x;
-    return t > 0 ? invocations * 16.0 * 4.0 * (double)trips * ops / t : -1.0;
+    return t > 0 ? invocations * PEAK_CHAINS * PEAK_STEPS * (double)trips * ops / t : -1.0;
 }
 
 /* The arithmetic limits, measured as bench_stream measures the memory's: FP32 fused
