@@ -22,7 +22,7 @@
 // gemm_reduce_f32 sums the slices and adds the bias). One slice: kc = K, kz unused.
 //
 //   specialization constants: 0 workgroup size (= (BM/TM) * (BN/TN)), 1 FORMAT (quant.glsl),
-//     2 BM, 3 BN, 4 TM, 5 TN (4 or 8), 6 KU (1, 2, 4, 8 or 16), 7 BK (16 or 32)
+//     2 BM, 3 BN, 4 TM, 5 TN (4 or 8), 6 KU (1, 2, 4, 8 or 16)
 //   set 0: 0 A, 1 W bodies (quant.glsl's device layout), 2 W's d values (any buffer for Q4_K,
 //     Q5_K), 3 bias [N] (any buffer when unused), 4 C [M, N]
 //   push constants: M, N, K, has_bias, ldc, c0, dlo, kc, kz: c[m, c0 + n] at c[m * ldc + c0 +
@@ -59,7 +59,7 @@ layout(push_constant) uniform Push {
 
 #include "quant.glsl"
 
-layout(constant_id = 7) const uint BK = 16;  // K values per step: 16 or 32
+const uint BK = 16u;
 const uint THREADS_N = BN / TN;
 const uint THREADS = (BM / TM) * (BN / TN);
 // Shared tiles, k-major: As[k * AS + m], Bs[k * BS + n], rows padded by 4 floats: the four

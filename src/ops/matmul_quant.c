@@ -633,7 +633,6 @@ static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, cons
                              uint32_t ldc, uint32_t c0)
 {
     uint32_t bm = 64, tm = 4;
-    uint32_t bk = tuning_override(ctx, "MOTIFCL_QUANT_GEMM_BK", 16, 16, 32, 1);
     if ((uint64_t)ceil_div(m, 128) * ceil_div(n, 128) >= 96) {
         bm = 128;
         tm = 8;
@@ -643,10 +642,9 @@ static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, cons
         .binding_count = 5,
         .push_size = sizeof(gemm_q_push),
         .local_size_x = (bm / tm) * (bm / tm),
-        .spec_count = 7,
+        .spec_count = 6,
         .spec = {fmt, bm, bm, tm, tm,
-                 tuning_override(ctx, "MOTIFCL_QUANT_GEMM_UNROLL", QUANT_GEMM_UNROLL, 1, 16, 1),
-                 bk},
+                 tuning_override(ctx, "MOTIFCL_QUANT_GEMM_UNROLL", QUANT_GEMM_UNROLL, 1, 16, 1)},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
@@ -656,8 +654,8 @@ static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, cons
     if (gx > QUANT_MAX_GROUPS || gy > QUANT_MAX_GROUPS)
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
     uint32_t slices = gemm_float_slices(ctx, (uint64_t)gx * gy, m, n, k, ldc);
-    /* Slices of whole K steps (gemm_q's BK); the last may be shorter. */
-    uint32_t kc = (ceil_div(k, slices) + bk - 1) / bk * bk;
+    /* Slices of whole K steps (gemm_q's BK = 16); the last may be shorter. */
+    uint32_t kc = (ceil_div(k, slices) + 15) / 16 * 16;
     slices = ceil_div(k, kc);
     mcl_tensor *partial = NULL;
     if (slices > 1) {
