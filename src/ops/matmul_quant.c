@@ -625,7 +625,9 @@ static uint32_t gemm_float_slices(const mcl_context *ctx, uint64_t tiles, uint32
  *   8:  Q4_0 38.6, Q8_0 37.1, Q4_K 33.9, Q5_K 33.1, Q6_K 35.8; 6.3-9.7 s
  *   16: Q4_0 38.6; 64 s
  * 8 it is: the rate of 16 for a tenth of its compile (the driver's shader cache keeps it for
- * the next process). MOTIFCL_QUANT_GEMM_UNROLL=<1|2|4|8|16> chooses (a tuning override). */
+ * the next process). MOTIFCL_QUANT_GEMM_UNROLL=<1|2|4|8|16> chooses (a tuning override).
+ * K steps of 32 instead of gemm_q's 16 lost on every format there (Q4_0 33.4, Q8_0 31.6, Q4_K
+ * 27.2; 167 registers against 145, evidence/h200-d729482-gemm-bk). */
 #define QUANT_GEMM_UNROLL 8u
 
 static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, const weight_part *w,
