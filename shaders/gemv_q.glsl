@@ -139,34 +139,13 @@ void gemv_main() {
     }
     uint kb = t / PPB;
     uint q0 = t;
-    // Full rounds, each one's pieces loaded while the round before is decoded: the next
-    // round's blocks, or this round's again after the last full round (a second read of what
-    // was just read).
-    if (q0 + (U - 1u) * T < P) {
+    for (; q0 + (U - 1u) * T < P; q0 += U * T, kb += U * T / PPB) {
         uint r[U][NR][RP];
         [[unroll]] for (uint u = 0u; u < U; u++) {
             gemv_load(row_blk, kb + u * (T / PPB), p, r[u]);
         }
-        for (;;) {
-            const bool more = q0 + U * T + (U - 1u) * T < P;
-            const uint kn = more ? kb + U * T / PPB : kb;
-            uint rn[U][NR][RP];
-            [[unroll]] for (uint u = 0u; u < U; u++) {
-                gemv_load(row_blk, kn + u * (T / PPB), p, rn[u]);
-            }
-            [[unroll]] for (uint u = 0u; u < U; u++) {
-                piece(r[u], kb + u * (T / PPB), p, true, acc);
-            }
-            q0 += U * T;
-            kb += U * T / PPB;
-            if (!more) {
-                break;
-            }
-            [[unroll]] for (uint u = 0u; u < U; u++) {
-                [[unroll]] for (uint i = 0u; i < NR; i++) {
-                    r[u][i] = rn[u][i];
-                }
-            }
+        [[unroll]] for (uint u = 0u; u < U; u++) {
+            piece(r[u], kb + u * (T / PPB), p, true, acc);
         }
     }
     if (q0 < P) {
