@@ -487,9 +487,10 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         uint32_t t = wave64 ? QUANT_SPAN_LANES_WAVE64 : QUANT_SPAN_LANES;
         uint32_t target = dot && m > 1 ? QUANT_SPAN_TARGET_LANES_DOT_ROWS
                                        : QUANT_SPAN_TARGET_LANES;
+        /* Four rounds a lane once doubled: 2t lanes of u pieces, four times, within the row. */
         while (2 * t <= QUANT_SPAN_MAX_LANES && 2 * t <= threads &&
                (uint64_t)ceil_div(n, p->nr) * t < target &&
-               4 * t * p->u <= pieces_per_row)
+               4 * (2 * t) * p->u <= pieces_per_row)
             t *= 2;
         if (t > threads)
             t = threads;
