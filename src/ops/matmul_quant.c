@@ -60,9 +60,20 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
  * reads each of its NR rows along K, U pieces per lane in flight.
  *
  * One row of x, and the integer-dot path: T starts at one subgroup and doubles (up to
- * MAX_LANES, keeping four rounds of pieces per lane) while the grid would hold fewer than
- * TARGET_LANES invocations: about what an H200 keeps resident (132 multiprocessors x 2048),
- * so that a 4096-row weight still fills the GPU. */
+ * MAX_LANES, and only while each lane still has MIN_ROUNDS rounds of U pieces in the row
+ * after the doubling) while the grid would hold fewer than TARGET_LANES invocations: about
+ * what an H200 keeps resident (132 multiprocessors x 2048), so that a 4096-row weight still
+ * fills the GPU.
+ *
+ * Rounds: at K = 4096 the one-row integer-dot GEMV of Q4_0, Q4_K and Q5_K had doubled to 64
+ * lanes, two rounds a lane; 32 lanes (four rounds) read 3-7 points more on the H200, kernels
+ * alone, of stream read, 14336x4096, twice each (evidence/h200-75cec5a-rounds): Q4_0 86.0 /
+ * 86.9% against 84.4 / 83.6%, Q4_K 86.3 / 86.1% against 79.6 / 80.0%, Q5_K 82.9 / 83.3%
+ * against 79.6 / 79.0%; the float path there, one run each, read the same with 32 (Q8_0
+ * 80.7 against 80.5% batched, Q4_0 55.3 against 55.2, Q4_K 44.0 against 44.7). At K = 14336
+ * three and a half rounds were as good as seven (Q4_0 and Q5_K, 128 or 64 lanes) and Q8_0
+ * read 1.8 points less with seven (32 lanes): three rounds keep those plans. */
+#define QUANT_SPAN_MIN_ROUNDS 3u
 #define QUANT_SPAN_LANES 32u
 #define QUANT_SPAN_LANES_WAVE64 64u
 #define QUANT_SPAN_MAX_LANES 256u
@@ -487,10 +498,9 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
         uint32_t t = wave64 ? QUANT_SPAN_LANES_WAVE64 : QUANT_SPAN_LANES;
         uint32_t target = dot && m > 1 ? QUANT_SPAN_TARGET_LANES_DOT_ROWS
                                        : QUANT_SPAN_TARGET_LANES;
-        /* Four rounds a lane once doubled: 2t lanes of u pieces, four times, within the row. */
         while (2 * t <= QUANT_SPAN_MAX_LANES && 2 * t <= threads &&
                (uint64_t)ceil_div(n, p->nr) * t < target &&
-               4 * (2 * t) * p->u <= pieces_per_row)
+               QUANT_SPAN_MIN_ROUNDS * (2 * t) * p->u <= pieces_per_row)
             t *= 2;
         if (t > threads)
             t = threads;
