@@ -510,6 +510,62 @@ static void gemv_plan_override(void **state)
     unsetenv("MOTIFCL_QUANT_GEMV_PLAN");
 }
 
+/* The GEMV plan rule at the two shapes its constants were measured at on the H200 (W
+ * 14336x4096 and 4096x14336, one row of x; src/ops/matmul_quant.c): lanes along K per row
+ * group, on the integer-dot path and the float path, for devices that run subgroups narrower
+ * than 64 with at least 128 invocations a workgroup (the H200, Lavapipe) and for the polaris
+ * profile (waves of 64). At K = 4096 a lane keeps four rounds of pieces (32 lanes where the
+ * rounds counted before doubling gave 64 and two: with QUANT_SPAN_MIN_ROUNDS = 2, the rule as
+ * it was, this test fails). Then what the plan query refuses. */
+static void gemv_plans(void **state)
+{
+    (void)state;
+    mcl_device_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_context_device_info(ctx, &info));
+    const int wave64 = strcmp(info.profile, "polaris") == 0 ||
+                       (info.vendor_id == 0x1002u && info.subgroup_size >= 64);
+    if (!wave64 && info.max_compute_workgroup_invocations < 128) {
+        printf("gemv plans: %u invocations a workgroup, not a measured device; unchecked\n",
+               info.max_compute_workgroup_invocations);
+        return;
+    }
+    /* Lanes at 14336x4096 / 4096x14336: [wave64][path: float, dot][format]. */
+    static const uint32_t lanes[2][2][FORMAT_COUNT][2] = {
+        {{{32, 128}, {32, 128}, {32, 128}, {64, 64}, {32, 32}},
+         {{32, 64}, {32, 128}, {32, 128}, {32, 128}, {16, 16}}},
+        {{{64, 128}, {64, 128}, {64, 128}, {64, 64}, {64, 64}},
+         {{64, 64}, {64, 128}, {64, 128}, {64, 128}, {64, 64}}},
+    };
+    static const uint32_t shapes[2][2] = {{14336, 4096}, {4096, 14336}};
+    for (int dot = 0; dot < 2; dot++) {
+        for (size_t f = 0; f < FORMAT_COUNT; f++) {
+            for (int s = 0; s < 2; s++) {
+                mcl_gemv_plan p;
+                assert_mcl_ok(mcl_quant_gemv_plan(ctx, dot, all_formats[f], 1, shapes[s][0],
+                                                  shapes[s][1], &p));
+                const uint32_t want = lanes[wave64][dot][f][s];
+                if (p.t != want)
+                    printf("ERROR: gemv plan %s %ux%u, 1 row, %s: %u lanes, want %u\n",
+                           mcl_dtype_name(all_formats[f]), shapes[s][0], shapes[s][1],
+                           dot ? "dot" : "float", p.t, want);
+                assert_int_equal(p.t, want);
+                assert_true((uint64_t)p.t * p.g <= info.max_compute_workgroup_invocations);
+            }
+        }
+    }
+    mcl_gemv_plan p;
+    assert_int_equal(mcl_quant_gemv_plan(ctx, 1, MCL_DTYPE_F32, 1, 64, 4096, &p),
+                     MCL_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(mcl_quant_gemv_plan(ctx, 1, MCL_DTYPE_Q4_0, 0, 64, 4096, &p),
+                     MCL_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(mcl_quant_gemv_plan(ctx, 1, MCL_DTYPE_Q4_0, 9, 64, 4096, &p),
+                     MCL_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(mcl_quant_gemv_plan(ctx, 1, MCL_DTYPE_Q4_K, 1, 64, 4096 + 32, &p),
+                     MCL_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(mcl_quant_gemv_plan(ctx, 0, MCL_DTYPE_Q8_0, 1, 0, 4096, &p),
+                     MCL_ERROR_INVALID_ARGUMENT);
+}
+
 /* The path mcl_matmul takes by itself for `rows` rows of a and a weight of `dtype`. */
 static mcl_quant_path auto_path(mcl_dtype dtype, int64_t rows)
 {
@@ -1266,6 +1322,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(gemv_float),
         cmocka_unit_test(gemv_layouts),
         cmocka_unit_test(gemv_plan_override),
+        cmocka_unit_test(gemv_plans),
         cmocka_unit_test(split_weight),
         cmocka_unit_test(weight_beyond_binding),
         cmocka_unit_test(matmul_multi),

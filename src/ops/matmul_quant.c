@@ -341,15 +341,7 @@ static mcl_status kernel_exact(mcl_context *ctx, const mcl_kernel_desc *desc,
     return status;
 }
 
-/* How the GEMV kernels split and stream a product (their specialization). */
-typedef struct gemv_plan {
-    uint32_t t;     /* lanes along K per row group (local_size_x) */
-    uint32_t g;     /* row groups per workgroup (local_size_y) */
-    uint32_t nr;    /* rows of W per row group */
-    uint32_t u;     /* pieces per row and lane in flight */
-    uint32_t pb;    /* bytes of codes per piece */
-    uint32_t stage; /* float path: rounds in step, their x staged in shared memory */
-} gemv_plan;
+typedef mcl_gemv_plan gemv_plan;
 
 static uint32_t gcd_u32(uint32_t a, uint32_t b)
 {
@@ -535,6 +527,17 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
             break;
     }
     gemv_plan_override(ctx, dot, fmt, m, p);
+}
+
+mcl_status mcl_quant_gemv_plan(const mcl_context *ctx, int dot, mcl_dtype dtype, uint32_t m,
+                               uint32_t n, uint32_t k, mcl_gemv_plan *plan)
+{
+    int fmt = format_index(dtype);
+    if (!ctx || !plan || fmt < 0 || m < 1 || m > QUANT_GEMV_MAX_ROWS || n == 0 || k == 0 ||
+        k % (uint32_t)mcl_dtype_block_weights(dtype) != 0)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    gemv_plan_for(ctx, dot, (uint32_t)fmt, m, n, k, plan);
+    return MCL_SUCCESS;
 }
 
 /* The GEMV (float or integer dot): `x` is a (float) or its quantized form (dot). */

@@ -30,6 +30,25 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
  * or with the portable shared-memory tree (0) on this context. */
 int mcl_rows_use_subgroup(const mcl_context *ctx);
 
+/* How the GEMV kernels (gemv_q.comp, gemv_q_dot.comp) split and stream a product: their
+ * specialization, as matmul_quant.c's plan rule chooses it. */
+typedef struct mcl_gemv_plan {
+    uint32_t t;     /* lanes along K per row group (local_size_x) */
+    uint32_t g;     /* row groups per workgroup (local_size_y) */
+    uint32_t nr;    /* rows of W per row group */
+    uint32_t u;     /* pieces per row and lane in flight */
+    uint32_t pb;    /* bytes of codes per piece */
+    uint32_t stage; /* float path: rounds in step, their x staged in shared memory */
+} mcl_gemv_plan;
+
+/* The plan of the GEMV of m (1..8) rows of a by a weight [n, k] of block type `dtype` on the
+ * integer-dot path (dot != 0) or the float path, on ctx (MOTIFCL_QUANT_GEMV_PLAN applied), so
+ * that the tests can hold the rule to the plans it was measured with. It records nothing.
+ * MCL_ERROR_INVALID_ARGUMENT for a dtype that is not a block type, m outside 1..8, n = 0 or
+ * k not a whole number of blocks. */
+mcl_status mcl_quant_gemv_plan(const mcl_context *ctx, int dot, mcl_dtype dtype, uint32_t m,
+                               uint32_t n, uint32_t k, mcl_gemv_plan *plan);
+
 /* mcl_attention with the key split forced (0: the library chooses, 1: never split) and the
  * split count that ran reported: the test suite covers both paths on every shape. */
 mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
