@@ -482,7 +482,8 @@ static void gemv_layouts(void **state)
 static void check_dot_path(mcl_dtype dtype, const mm_case *p, uint32_t seed);
 
 /* MOTIFCL_QUANT_GEMV_PLAN (a tuning override) reaches shapes the plan would not choose:
- * pieces of 8 and 32 bytes (Q4_K and Q5_K at 1 and 5 rows), one row group per workgroup, narrow row groups, 1, 4 and 8 rows of W,
+ * pieces of 8 and 32 bytes (Q4_K and Q5_K at 1 and 5 rows), one row group per workgroup,
+ * narrow row groups, 1, 4 and 8 rows of W,
  * U = 1, 2 or 3 pieces in flight, x staged or not at several rows of x (plan i runs at
  * i % 8 + 1 rows). Plans that cannot fit (more lanes than a workgroup holds; fewer lanes than
  * pieces per block, for some formats; a piece size a format does not have; staging on the
