@@ -341,8 +341,6 @@ static mcl_status kernel_exact(mcl_context *ctx, const mcl_kernel_desc *desc,
     return status;
 }
 
-typedef mcl_gemv_plan gemv_plan;
-
 static uint32_t gcd_u32(uint32_t a, uint32_t b)
 {
     while (b) {
@@ -362,7 +360,7 @@ static int gemv_wave64(const mcl_context *ctx)
 
 /* Shared memory of a plan at m rows of x: the partial sums, and with stage the x of a round
  * (padded as gemv_q.comp pads it). */
-static uint64_t span_shared_bytes(uint32_t fmt, const gemv_plan *q, uint32_t m)
+static uint64_t span_shared_bytes(uint32_t fmt, const mcl_gemv_plan *q, uint32_t m)
 {
     uint64_t bytes = (uint64_t)q->t * q->g * q->nr * m * sizeof(float);
     uint32_t ppb = span_pieces(fmt, q->pb);
@@ -390,12 +388,12 @@ static uint64_t span_shared_limit(const mcl_context *ctx)
  * beyond the device's workgroup and shared-memory limits, is ignored with a warning and the
  * plan stays as chosen. */
 static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m,
-                               gemv_plan *p)
+                               mcl_gemv_plan *p)
 {
     const char *spec = mcl_env("MOTIFCL_QUANT_GEMV_PLAN");
     if (!spec)
         return;
-    gemv_plan q = *p;
+    mcl_gemv_plan q = *p;
     int ok = 1;
     for (const char *c = spec; *c && ok;) {
         char key[8] = {0};
@@ -440,7 +438,7 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
 
 /* The parameters of a GEMV of `m` rows of x against W [n, k] of format `fmt`. */
 static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m,
-                          uint32_t n, uint32_t k, gemv_plan *p)
+                          uint32_t n, uint32_t k, mcl_gemv_plan *p)
 {
     const int wave64 = gemv_wave64(ctx);
     const uint32_t nb = k / (uint32_t)mcl_dtype_block_weights(quant_formats[fmt]);
@@ -545,7 +543,7 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
                                 const weight_part *w, mcl_tensor *bias, mcl_tensor *y,
                                 uint32_t rows, uint32_t n, uint32_t k, uint32_t ldc, uint32_t c0)
 {
-    gemv_plan plan;
+    mcl_gemv_plan plan;
     gemv_plan_for(ctx, dot, fmt, rows, n, k, &plan);
     mcl_log(&ctx->log, MCL_LOG_DEBUG,
             "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u",
