@@ -1,0 +1,29 @@
+#!/bin/sh
+# Regenerates tests/data/polaris-kernels.txt: the kernel variants the polaris profile chooses
+# (what an RX 580 would be given) for the quantized kernels at motifcl-bench's shapes, and for
+# training the demo's model and the stories15M shape. The library's debug log names each
+# pipeline it creates; this keeps those lines. The gate gate_polaris_isa compiles every one
+# with RADV's compiler for Polaris (tools/motifcl_isa.c). About four minutes on Lavapipe.
+#   sh scripts/polaris-kernels.sh [BUILD_DIR]
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export MOTIFCL_DEVICE_PROFILE=polaris MOTIFCL_LOG=debug
+"$build/tools/motifcl-bench" quant --warmup 0 --repeat 1 --witness-dir "$work" \
+    >"$work/bench.txt" 2>&1
+"$build/examples/train_chars" --steps 1 --log 1 --sample 0 --min-drop -100 \
+    --witness "$work/a.json" >"$work/train.txt" 2>&1
+"$build/examples/train_chars" --steps 1 --log 1 --sample 0 --min-drop -100 --dim 288 \
+    --layers 6 --heads 6 --hidden 768 --seq 256 --batch 16 --witness "$work/b.json" \
+    >"$work/train15.txt" 2>&1
+out="$root/tests/data/polaris-kernels.txt"
+{
+    echo "# Kernel variants the polaris profile chose (scripts/polaris-kernels.sh, commit"
+    echo "# $(git -C "$root" rev-parse --short HEAD)): motifcl-bench quant, train_chars at the"
+    echo "# demo's shape and at stories15M's. One \"kernel <name> [x=<constants>]\" a line."
+    cat "$work/bench.txt" "$work/train.txt" "$work/train15.txt" |
+        sed -n 's/.*\(kernel [a-z0-9_]* \[x=[0-9,]*\]\): pipeline created.*/\1/p' | sort -u
+} >"$out"
+echo "$(grep -c '^kernel' "$out") variants -> $out"
