@@ -21,7 +21,7 @@ export MOTIFCL_DEVICE_PROFILE=polaris MOTIFCL_LOG=debug
 out="$root/tests/data/polaris-kernels.txt"
 {
     echo "# Kernel variants the polaris profile chose (scripts/polaris-kernels.sh, commit"
-    echo "# $(git -C "$root" rev-parse --short HEAD)): motifcl-bench quant, train_chars at the"
+    echo "# $(git -C "$root" describe --always --dirty)): motifcl-bench quant, train_chars at the"
     echo "# demo's shape and at stories15M's. One \"kernel <name> [x=<constants>]\" a line."
     cat "$work/bench.txt" "$work/train.txt" "$work/train15.txt" |
         sed -n 's/.*\(kernel [a-z0-9_]* \[x=[0-9,]*\]\): pipeline created.*/\1/p' | sort -u

@@ -509,6 +509,25 @@ static void gemv_plan_override(void **state)
         }
     }
     unsetenv("MOTIFCL_QUANT_GEMV_PLAN");
+
+    /* Both ways the float path at one row of x makes codes floats, whichever this device
+     * takes by itself: conversion (cvt=1, AMD's and the polaris profile's) with the format's
+     * offset taken off once per piece, and or-ing into a mantissa (cvt=0, the others'); with
+     * x staged (st=1) and with 8 rows of W and 2 pieces in flight. The plan query shows the
+     * override taken. */
+    static const char *const decodings[] = {"cvt=0", "cvt=1", "cvt=1,nr=8,u=2",
+                                            "cvt=1,st=1,t=32"};
+    for (size_t i = 0; i < sizeof decodings / sizeof decodings[0]; i++) {
+        setenv("MOTIFCL_QUANT_GEMV_PLAN", decodings[i], 1);
+        for (size_t f = 0; f < FORMAT_COUNT; f++) {
+            mcl_gemv_plan p;
+            assert_mcl_ok(mcl_quant_gemv_plan(ctx, 0, all_formats[f], 1, 37, 4352, &p));
+            assert_int_equal(p.cvt, i > 0);
+            mm_case c = {1, 1, 37, 4352, (int)(i % 2)};
+            check_float_path(all_formats[f], &c, (uint32_t)(9800 + 10 * i + f));
+        }
+    }
+    unsetenv("MOTIFCL_QUANT_GEMV_PLAN");
 }
 
 /* The GEMV plan rule at the two shapes its constants were measured at on the H200 (W
@@ -518,7 +537,8 @@ static void gemv_plan_override(void **state)
  * starts from) and for the polaris profile (waves of 64, as gemv_wave64 decides). At
  * K = 4096 a lane keeps four rounds of pieces (32 lanes where the rounds counted before
  * doubling gave 64 and two: with QUANT_SPAN_MIN_ROUNDS = 2, the rule as it was, this test
- * fails). Then what the plan query refuses. */
+ * fails). Codes are made floats by conversion on the float path at one row of x on AMD and
+ * under the polaris profile, nowhere else. Then what the plan query refuses. */
 static void gemv_plans(void **state)
 {
     (void)state;
@@ -526,6 +546,7 @@ static void gemv_plans(void **state)
     assert_mcl_ok(mcl_context_device_info(ctx, &info));
     const int wave64 = strcmp(info.profile, "polaris") == 0 ||
                        (info.vendor_id == 0x1002u && info.subgroup_size >= 64);
+    const int amd = strcmp(info.profile, "polaris") == 0 || info.vendor_id == 0x1002u;
     /* Lanes at 14336x4096 / 4096x14336: [wave64][path: float, dot][format]. */
     static const uint32_t lanes[2][2][FORMAT_COUNT][2] = {
         {{{32, 128}, {32, 128}, {32, 128}, {64, 64}, {32, 32}},
@@ -547,6 +568,11 @@ static void gemv_plans(void **state)
                            dot ? "dot" : "float", p.t, want);
                 assert_int_equal(p.t, want);
                 assert_true((uint64_t)p.t * p.g <= info.max_compute_workgroup_invocations);
+                /* Conversion of codes on AMD and under the polaris profile, float path. */
+                assert_int_equal(p.cvt, !dot && amd);
+                assert_mcl_ok(mcl_quant_gemv_plan(ctx, dot, all_formats[f], 8, shapes[s][0],
+                                                  shapes[s][1], &p));
+                assert_int_equal(p.cvt, 0);
             }
         }
     }

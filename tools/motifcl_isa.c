@@ -19,7 +19,8 @@
  * Options: --device SUBSTR (the first device whose name holds SUBSTR; default: the first),
  * --isa DIR (write each variant's disassembly to DIR/<name>-<constants>.txt), --witness-dir
  * DIR (write motifcl-isa.json there), --allow-spills (spilled registers are reported, not
- * failed). Exit status: 0 when every variant compiled without spills, 1 otherwise or when the
+ * failed), --module NAME=FILE (compile the SPIR-V in FILE for kernel NAME instead of the
+ * embedded module: a shader being changed, compiled with glslangValidator -V). Exit status: 0 when every variant compiled without spills, 1 otherwise or when the
  * input names no kernel, 2 without a usable device. */
 #include <ctype.h>
 #include <stdio.h>
@@ -35,6 +36,42 @@
 #define ISA_MAX_SPEC 16
 #define ISA_BINDINGS 8
 #define ISA_PUSH_BYTES 128
+
+/* --module NAME=FILE: SPIR-V read from a file for one kernel. */
+static int override_module = -1;
+static uint32_t *override_words;
+static size_t override_count;
+
+static int load_override(const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq) {
+        fprintf(stderr, "motifcl-isa: --module wants NAME=FILE\n");
+        return -1;
+    }
+    int m = -1;
+    for (int i = 0; i < MCL_KERNEL_COUNT && m < 0; i++) {
+        if (strlen(mcl_spirv_modules[i].name) == (size_t)(eq - arg) &&
+            strncmp(mcl_spirv_modules[i].name, arg, (size_t)(eq - arg)) == 0)
+            m = i;
+    }
+    FILE *f = m >= 0 ? fopen(eq + 1, "rb") : NULL;
+    if (!f) {
+        fprintf(stderr, "motifcl-isa: cannot use %s\n", arg);
+        return -1;
+    }
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    rewind(f);
+    override_words = size > 0 && size % 4 == 0 ? malloc((size_t)size) : NULL;
+    override_count = override_words ? fread(override_words, 4, (size_t)size / 4, f) : 0;
+    fclose(f);
+    if (!override_words || override_count * 4 != (size_t)size) {
+        fprintf(stderr, "motifcl-isa: %s is not SPIR-V words\n", eq + 1);
+        return -1;
+    }
+    override_module = m;
+    return 0;
+}
 
 typedef struct variant {
     int module;                 /* index into mcl_spirv_modules */
@@ -300,9 +337,11 @@ static int compile_variant(const isa_device *d, const variant *v, const char *is
     char label[256];
     variant_string(v, label, sizeof label);
     const mcl_spirv_module *spv = &mcl_spirv_modules[v->module];
-    VkShaderModuleCreateInfo smi = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                    .codeSize = spv->word_count * sizeof(uint32_t),
-                                    .pCode = spv->words};
+    int own = v->module == override_module;
+    VkShaderModuleCreateInfo smi = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = (own ? override_count : spv->word_count) * sizeof(uint32_t),
+        .pCode = own ? override_words : spv->words};
     VkShaderModule module;
     if (vkCreateShaderModule(d->device, &smi, NULL, &module) != VK_SUCCESS) {
         printf("%s: vkCreateShaderModule failed\n", label);
@@ -386,13 +425,17 @@ int main(int argc, char **argv)
             isa_dir = argv[++i];
         else if (strcmp(argv[i], "--witness-dir") == 0 && i + 1 < argc)
             witness_dir = argv[++i];
-        else if (strcmp(argv[i], "--allow-spills") == 0)
+        else if (strcmp(argv[i], "--module") == 0 && i + 1 < argc) {
+            if (load_override(argv[++i]) != 0)
+                return 2;
+        } else if (strcmp(argv[i], "--allow-spills") == 0)
             allow_spills = 1;
         else if (argv[i][0] != '-' && !input)
             input = argv[i];
         else {
             fprintf(stderr, "usage: motifcl-isa [--device SUBSTR] [--isa DIR] "
-                            "[--witness-dir DIR] [--allow-spills] [LOG]\n");
+                            "[--witness-dir DIR] [--allow-spills] [--module NAME=FILE] "
+                            "[LOG]\n");
             return 2;
         }
     }
@@ -449,6 +492,7 @@ int main(int argc, char **argv)
         failed = 1;
     }
     mcl_witness_destroy(w);
+    free(override_words);
     printf("%zu variants, %s\n", nv, failed ? "FAILED" : "all compiled without spills");
     return failed ? 1 : 0;
 }

@@ -418,6 +418,8 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
             q.pb = value;
         else if (strcmp(key, "st") == 0)
             q.stage = value != 0;
+        else if (strcmp(key, "cvt") == 0)
+            q.cvt = value != 0;
         else
             ok = 0;
     }
@@ -426,7 +428,7 @@ static void gemv_plan_override(const mcl_context *ctx, int dot, uint32_t fmt, ui
          q.g <= ctx->info.max_compute_workgroup_size[1] &&
          (uint64_t)q.t * q.g <= ctx->info.max_compute_workgroup_invocations &&
          (q.nr == 1 || q.nr == 2 || q.nr == 4 || q.nr == 8) && q.u >= 1 && q.u <= 8 && ppb &&
-         q.t % ppb == 0 && !(q.stage && dot) &&
+         q.t % ppb == 0 && !(q.stage && dot) && !(q.cvt && (dot || m > 1)) &&
          span_shared_bytes(fmt, &q, m) <= ctx->info.max_compute_shared_memory_size;
     if (!ok) {
         mcl_log(&ctx->log, MCL_LOG_WARNING,
@@ -450,6 +452,12 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
     if (fmt == FMT_Q4_0 && !dot)
         p->pb = m > 1 ? QUANT_SPAN_PB_Q4_0_FLOAT : QUANT_SPAN_PB_Q4_0_FLOAT1;
     const uint32_t ppb = span_pieces(fmt, p->pb);
+    /* AMD converts a byte to a float in one full-rate instruction (v_cvt_f32_ubyte0..3),
+     * where or-ing codes into a float's mantissa takes three; NVIDIA converts at a fraction
+     * of its rate (gemv_q.comp, cvt_bytes). The float path at one row of x, the RX 580's
+     * decode, converts on AMD and under the polaris profile. */
+    p->cvt = !dot && m == 1 && (strcmp(ctx->info.profile, "polaris") == 0 ||
+                                ctx->info.vendor_id == 0x1002u);
 
     if (!dot && ((m > 1 && fmt != FMT_Q6_K) || fmt == FMT_Q5_K)) {
         /* Float path, several rows of x (and Q5_K at one): x staged (QUANT_STAGE*). */
@@ -546,16 +554,16 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     mcl_gemv_plan plan;
     gemv_plan_for(ctx, dot, fmt, rows, n, k, &plan);
     mcl_log(&ctx->log, MCL_LOG_DEBUG,
-            "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u",
+            "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u cvt=%u",
             mcl_dtype_name(quant_formats[fmt]), n, k, rows, dot ? "dot" : "float", plan.t, plan.g,
-            plan.nr, plan.u, plan.pb, plan.stage);
+            plan.nr, plan.u, plan.pb, plan.stage, plan.cvt);
     mcl_kernel_desc desc = {
         .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
         .binding_count = 5,
         .push_size = sizeof(gemv_push),
         .local_size_x = plan.t,
-        .spec_count = dot ? 6 : 7,
-        .spec = {fmt, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage},
+        .spec_count = dot ? 6 : 8,
+        .spec = {fmt, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage, plan.cvt},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
