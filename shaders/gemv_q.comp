@@ -10,15 +10,16 @@
 // over the piece); the codes of a scale segment are summed against x and the scale applied
 // once. Q4_K / Q5_K with one row of x subtract min * (sum of x over the segment); with
 // several rows they dequantize each weight once (one fma) and reuse it for every row of x.
-// With one row of x, x's words are read first and each row of W is decoded and consumed at
-// once, so that one row's floats are live at a time: on Polaris (RADV's compiler,
-// tools/motifcl_isa.c) decoding all NR rows first held 192 registers a lane for Q4_K (one
-// wave a SIMD), 76 this way.
+// With CVT, x's words are read first and each row of W is decoded and consumed at once, so
+// that one row's floats are live at a time: on Polaris (RADV's compiler, tools/motifcl_isa.c)
+// decoding all NR rows first held 192 registers a lane for Q4_K (one wave a SIMD), 76 this
+// way. Without it the order is the one NVIDIA's compiler ran fastest: on the H200 this order
+// read 1-2 points of stream read less (evidence/h200-f279e9e-cvt).
 //
 //   specialization constants: 0 T (local_size_x), 1 FORMAT (quant.glsl), 2 M (rows of x,
 //     1..8), 3 NR (rows of W per row group), 4 G (local_size_y), 5 U (pieces per row in
 //     flight), 6 PB (bytes of codes per piece, Q8_0 / Q4_0), 7 STAGE (rounds in step, the x
-//     of a round in shared memory: several rows of x), 8 CVT (one row of x: codes become
+//     of a round in shared memory: several rows of x), 8 CVT (one row of x only: codes become
 //     floats by integer-to-float conversion, cvt_bytes; for AMD, where converting a byte is
 //     one full-rate instruction)
 //   set 0: 0 x [M, K] f32, 1 W bodies, 2 W's d values (any buffer for Q4_K, Q5_K), 3 bias [N]
@@ -37,7 +38,8 @@ layout(constant_id = 3) const uint NR = 1;
 layout(constant_id = 5) const uint U = 2;
 layout(constant_id = 6) const uint PB = 16;
 layout(constant_id = 7) const bool STAGE = false;
-layout(constant_id = 8) const bool CVT = false;
+layout(constant_id = 8) const bool CVT_ASKED = false;
+const bool CVT = CVT_ASKED && M == 1u;  // the host asks only at one row of x
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufX4 { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };
@@ -122,30 +124,22 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
         }
         vec4 xsum = vec4(0.0);  // CVT: the piece's x, for the codes' offset
         [[unroll]] for (uint k = 0u; k < CW; k++) {
-            if (M == 1u) {
-                // x's word first, then each row decoded and consumed at once: one row's
-                // floats live at a time (on Polaris, Q4_0 with NR = 8 held 128 registers a
-                // lane when all rows were decoded first).
+            if (CVT) {
+                // One row of x (AMD): x's word first, then each row decoded and consumed at
+                // once, one row's floats live at a time (on Polaris, Q4_0 with NR = 8 held 128
+                // registers a lane decoded all rows first, 84 this way).
                 const vec4 xl = xget(0u, xb + k);
                 vec4 xh = vec4(0.0);
                 if (FORMAT == FMT_Q4_0) {
                     xh = xget(0u, xb + 4u + k);
                 }
-                if (CVT) {
-                    xsum += FORMAT == FMT_Q8_0 ? xl : xl + xh;
-                }
+                xsum += FORMAT == FMT_Q8_0 ? xl : xl + xh;
                 [[unroll]] for (uint i = 0u; i < NR; i++) {
-                    if (CVT && FORMAT == FMT_Q8_0) {
+                    if (FORMAT == FMT_Q8_0) {
                         s[i][0] = fdot(cvt_bytes(r[i][k] ^ 0x80808080u), xl, s[i][0]);
-                    } else if (CVT) {
+                    } else {
                         s[i][0] = fdot(cvt_bytes((r[i][k] >> 4) & 0x0F0F0F0Fu), xh,
                                        fdot(cvt_bytes(r[i][k] & 0x0F0F0F0Fu), xl, s[i][0]));
-                    } else if (FORMAT == FMT_Q8_0) {
-                        s[i][0] = fdot(gemv_bytes(r[i][k] ^ 0x80808080u, 128.0), xl, s[i][0]);
-                    } else {
-                        vec4 lo, hi;
-                        gemv_nibbles(r[i][k], 8.0, lo, hi);
-                        s[i][0] = fdot(hi, xh, fdot(lo, xl, s[i][0]));
                     }
                 }
                 continue;
@@ -172,7 +166,7 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
                 }
             }
         }
-        if (CVT && M == 1u) {
+        if (CVT) {
             const float off = hsum(xsum) * (FORMAT == FMT_Q8_0 ? 128.0 : 8.0);
             [[unroll]] for (uint i = 0u; i < NR; i++) {
                 s[i][0] -= off;
@@ -184,10 +178,11 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
                 acc[i][m] = ok ? fma(d, s[i][m], acc[i][m]) : acc[i][m];
             }
         }
-    } else if ((FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) && M == 1u) {
-        // One row of x: x's words of the piece first, then each row of W decoded and consumed
-        // at once, so that one row's floats are live at a time, not NR rows' (on Polaris, 192
-        // registers a lane with NR = 4 when all were decoded first: one wave a SIMD).
+    } else if ((FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) && CVT) {
+        // One row of x (AMD): x's words of the piece first, then each row of W decoded and
+        // consumed at once, so that one row's floats are live at a time, not NR rows' (on
+        // Polaris, 192 registers a lane with NR = 4 when all were decoded first: one wave a
+        // SIMD; 76 this way).
         const uint c = kpiece_pair(p);
         const uint xb = 64u * b + 16u * c + 4u * kpiece_half(p);
         vec4 xl[CW], xh[CW];
@@ -208,17 +203,12 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             float dl = 0.0, dh = 0.0;
             [[unroll]] for (uint k = 0u; k < CW; k++) {
                 vec4 lo, hi;
-                if (CVT && FORMAT == FMT_Q4_K) {
+                if (FORMAT == FMT_Q4_K) {
                     lo = cvt_bytes(r[i][k] & 0x0F0F0F0Fu);
                     hi = cvt_bytes((r[i][k] >> 4) & 0x0F0F0F0Fu);
-                } else if (CVT) {
+                } else {
                     lo = cvt_bytes(q5k_codes(r[i], c, 0u, k));
                     hi = cvt_bytes(q5k_codes(r[i], c, 1u, k));
-                } else if (FORMAT == FMT_Q4_K) {
-                    gemv_nibbles(r[i][k], 0.0, lo, hi);
-                } else {
-                    lo = gemv_bytes(q5k_codes(r[i], c, 0u, k), 0.0);
-                    hi = gemv_bytes(q5k_codes(r[i], c, 1u, k), 0.0);
                 }
                 dl = fdot(lo, xl[k], dl);
                 dh = fdot(hi, xh[k], dh);
@@ -231,7 +221,6 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             acc[i][0] = ok ? a : acc[i][0];
         }
     } else if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
-        // Several rows of x: each weight dequantized once (one fma) and reused for every row.
         // Code word k: sub-block 2c (low nibbles) and 2c + 1 (high), positions l0 + 4k ..
         const uint c = kpiece_pair(p);
         vec2 dsc[NR], dmn[NR];
@@ -298,21 +287,19 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
         }
         const uint xb = 64u * b + 32u * h + l4;
         [[unroll]] for (uint k = 0u; k < 4u; k++) {
-            if (M == 1u) {
-                // As the other formats with one row of x: x first, then row by row.
+            if (CVT) {
+                // As the other formats with CVT: x first, then row by row.
                 vec4 xv[4];
                 vec4 xs = vec4(0.0);
                 [[unroll]] for (uint w = 0u; w < 4u; w++) {
                     xv[w] = xget(0u, xb + 8u * k + w);
                     xs += xv[w];
                 }
-                const float off = CVT ? 32.0 * hsum(xs) : 0.0;
+                const float off = 32.0 * hsum(xs);
                 [[unroll]] for (uint i = 0u; i < NR; i++) {
                     float s = -off;
                     [[unroll]] for (uint w = 0u; w < 4u; w++) {
-                        s = fdot(CVT ? cvt_bytes(q6k_codes(r[i], k, w))
-                                     : gemv_bytes(q6k_codes(r[i], k, w), 32.0),
-                                 xv[w], s);
+                        s = fdot(cvt_bytes(q6k_codes(r[i], k, w)), xv[w], s);
                     }
                     acc[i][0] = ok ? fma(sc[i][k], s, acc[i][0]) : acc[i][0];
                 }
