@@ -20,9 +20,9 @@ export MOTIFCL_DEVICE_PROFILE=polaris MOTIFCL_LOG=debug
     >"$work/train15.txt" 2>&1
 out="$root/tests/data/polaris-kernels.txt"
 {
-    echo "# Kernel variants the polaris profile chose (scripts/polaris-kernels.sh, commit"
-    echo "# $(git -C "$root" describe --always --dirty)): motifcl-bench quant, train_chars at the"
-    echo "# demo's shape and at stories15M's. One \"kernel <name> [x=<constants>]\" a line."
+    echo "# Kernel variants the polaris profile chooses (written by scripts/polaris-kernels.sh;"
+    echo "# run it again when a plan or a kernel's constants change): motifcl-bench quant,"
+    echo "# train_chars at the demo's shape and at stories15M's. \"kernel <name> [x=<constants>]\"."
     cat "$work/bench.txt" "$work/train.txt" "$work/train15.txt" |
         sed -n 's/.*\(kernel [a-z0-9_]* \[x=[0-9,]*\]\): pipeline created.*/\1/p' | sort -u
 } >"$out"

@@ -7,7 +7,8 @@
 #   cmake -DISA=<motifcl-isa> -DLIST=<list> -DWORK_DIR=<dir> -P polaris-isa.cmake
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
-file(GLOB radv_icd /usr/share/vulkan/icd.d/radeon_icd*.json /usr/local/share/vulkan/icd.d/radeon_icd*.json)
+file(GLOB radv_icd /usr/share/vulkan/icd.d/radeon_icd*.json
+     /usr/local/share/vulkan/icd.d/radeon_icd*.json)
 if(NOT radv_icd)
   if("$ENV{MOTIFCL_REQUIRE_VULKAN_COMPUTE}" STREQUAL "1")
     message(FATAL_ERROR "strict mode: RADV's driver file (radeon_icd*.json) was not found "

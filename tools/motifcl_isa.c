@@ -20,8 +20,9 @@
  * --isa DIR (write each variant's disassembly to DIR/<name>-<constants>.txt), --witness-dir
  * DIR (write motifcl-isa.json there), --allow-spills (spilled registers are reported, not
  * failed), --module NAME=FILE (compile the SPIR-V in FILE for kernel NAME instead of the
- * embedded module: a shader being changed, compiled with glslangValidator -V). Exit status: 0 when every variant compiled without spills, 1 otherwise or when the
- * input names no kernel, 2 without a usable device. */
+ * embedded module: a shader being changed, compiled with glslangValidator -V). Exit status:
+ * 0 when every variant compiled without spills, 1 otherwise or when the input names no
+ * kernel, 2 without a usable device. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
