@@ -390,7 +390,13 @@ static int compile_variant(const isa_device *d, const variant *v, const char *is
     printf("%s:", label);
     for (uint32_t i = 0; i < count; i++) {
         double value = stat_value(&stats[i]);
-        printf(" %s=%g%s", stats[i].name, value, i + 1 < count ? ";" : "");
+        if (stats[i].format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR)
+            printf(" %s=%llu", stats[i].name, (unsigned long long)stats[i].value.u64);
+        else if (stats[i].format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR)
+            printf(" %s=%lld", stats[i].name, (long long)stats[i].value.i64);
+        else
+            printf(" %s=%g", stats[i].name, value);
+        printf("%s", i + 1 < count ? ";" : "");
         char name[512];
         snprintf(name, sizeof name, "%s: %s", label, stats[i].name);
         mcl_witness_add_figure(w, name, value, "count", "measured");
