@@ -4,21 +4,12 @@
 # profile chooses: scripts/polaris-kernels.sh) must compile without spilling registers.
 # Negative control: a variant far past the register file (8 rows of x, 8 rows of W, 4 pieces
 # in flight, Q6_K) must be reported as spilling and fail the tool.
-#   cmake -DISA=<motifcl-isa> -DLIST=<list> -DWORK_DIR=<dir> -P polaris-isa.cmake
+# The gate exists where RADV is installed (tests/CMakeLists.txt).
+#   cmake -DISA=<motifcl-isa> -DRADV_ICD=<radeon_icd json> -DLIST=<list> -DWORK_DIR=<dir>
+#         -P polaris-isa.cmake
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
-file(GLOB radv_icd /usr/share/vulkan/icd.d/radeon_icd*.json
-     /usr/local/share/vulkan/icd.d/radeon_icd*.json)
-if(NOT radv_icd)
-  if("$ENV{MOTIFCL_REQUIRE_VULKAN_COMPUTE}" STREQUAL "1")
-    message(FATAL_ERROR "strict mode: RADV's driver file (radeon_icd*.json) was not found "
-                        "(Debian: mesa-vulkan-drivers)")
-  endif()
-  message(STATUS "no RADV driver file: the Polaris compile check was SKIPPED")
-  return()
-endif()
-list(GET radv_icd 0 radv_icd)
-set(radv_env "VK_ICD_FILENAMES=${radv_icd}" "VK_DRIVER_FILES=${radv_icd}"
+set(radv_env "VK_ICD_FILENAMES=${RADV_ICD}" "VK_DRIVER_FILES=${RADV_ICD}"
     RADV_FORCE_FAMILY=polaris10 MOTIFCL_DEVICE_PROFILE=)
 set(witness_dir "$ENV{MOTIFCL_WITNESS_DIR}")
 if(NOT witness_dir)
