@@ -568,8 +568,13 @@ static void gemv_plans(void **state)
                            dot ? "dot" : "float", p.t, want);
                 assert_int_equal(p.t, want);
                 assert_true((uint64_t)p.t * p.g <= info.max_compute_workgroup_invocations);
-                /* Conversion of codes on AMD and under the polaris profile, float path. */
+                /* Conversion of codes on AMD and under the polaris profile, float path;
+                 * with it Q8_0 in whole blocks, one in flight. */
                 assert_int_equal(p.cvt, !dot && amd);
+                if (!dot && all_formats[f] == MCL_DTYPE_Q8_0) {
+                    assert_int_equal(p.pb, amd ? 32 : 16);
+                    assert_int_equal(p.u, amd ? 1 : 2);
+                }
                 assert_mcl_ok(mcl_quant_gemv_plan(ctx, dot, all_formats[f], 8, shapes[s][0],
                                                   shapes[s][1], &p));
                 assert_int_equal(p.cvt, 0);
