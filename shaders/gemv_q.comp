@@ -6,7 +6,7 @@
 //
 // Arithmetic, per piece: codes become floats exactly by or-ing them into the mantissa of a
 // power of two and subtracting it with the format's offset (gemv_bytes, gemv_nibbles), or,
-// with CVT (AMD), by conversion (cvt_bytes), the offset then taken off as offset * (sum of x
+// with CVT (AMD; Q5_K), by conversion (cvt_bytes), the offset then taken off as offset * (sum of x
 // over the piece); the codes of a scale segment are summed against x and the scale applied
 // once. Q4_K / Q5_K with one row of x subtract min * (sum of x over the segment); with
 // several rows they dequantize each weight once (one fma) and reuse it for every row of x.
@@ -21,7 +21,7 @@
 //     flight), 6 PB (bytes of codes per piece, Q8_0 / Q4_0), 7 STAGE (rounds in step, the x
 //     of a round in shared memory: several rows of x), 8 CVT (one row of x only: codes become
 //     floats by integer-to-float conversion, cvt_bytes; for AMD, where converting a byte is
-//     one full-rate instruction)
+//     one full-rate instruction, and for Q5_K)
 //   set 0: 0 x [M, K] f32, 1 W bodies, 2 W's d values (any buffer for Q4_K, Q5_K), 3 bias [N]
 //     (any buffer when unused), 4 y [M, N]
 //   push constants: N, K, has_bias, ldy, y0, dlo: y[m, y0 + n] is y[m * ldy + y0 + n] and its

@@ -537,8 +537,8 @@ static void gemv_plan_override(void **state)
  * starts from) and for the polaris profile (waves of 64, as gemv_wave64 decides). At
  * K = 4096 a lane keeps four rounds of pieces (32 lanes where the rounds counted before
  * doubling gave 64 and two: with QUANT_SPAN_MIN_ROUNDS = 2, the rule as it was, this test
- * fails). Codes are made floats by conversion on the float path at one row of x on AMD and
- * under the polaris profile, nowhere else. Then what the plan query refuses. */
+ * fails). Codes are made floats by conversion on the float path at one row of x on AMD,
+ * under the polaris profile and for Q5_K, nowhere else. Then what the plan query refuses. */
 static void gemv_plans(void **state)
 {
     (void)state;
@@ -568,13 +568,9 @@ static void gemv_plans(void **state)
                            dot ? "dot" : "float", p.t, want);
                 assert_int_equal(p.t, want);
                 assert_true((uint64_t)p.t * p.g <= info.max_compute_workgroup_invocations);
-                /* Conversion of codes on AMD and under the polaris profile, float path;
-                 * with it Q8_0 in whole blocks, one in flight. */
-                assert_int_equal(p.cvt, !dot && amd);
-                if (!dot && all_formats[f] == MCL_DTYPE_Q8_0) {
-                    assert_int_equal(p.pb, amd ? 32 : 16);
-                    assert_int_equal(p.u, amd ? 1 : 2);
-                }
+                /* Conversion of codes on AMD and under the polaris profile, and for Q5_K,
+                 * on the float path. */
+                assert_int_equal(p.cvt, !dot && (amd || all_formats[f] == MCL_DTYPE_Q5_K));
                 assert_mcl_ok(mcl_quant_gemv_plan(ctx, dot, all_formats[f], 8, shapes[s][0],
                                                   shapes[s][1], &p));
                 assert_int_equal(p.cvt, 0);

@@ -129,14 +129,6 @@ static const uint8_t dot_pb[] = {32, 16, 32, 32, 16};
  * 44.9 / 44.3% with 8 rows and one piece in flight against 35.7 / 35.6% (and whole blocks
  * then: QUANT_SPAN_PB_Q4_0_FLOAT1). Q6_K did not gain. */
 #define QUANT_SPAN_FLOAT_Q8_0_NR 4u
-/* Q8_0 at one row with codes converted (AMD, the polaris profile): whole blocks, one in
- * flight, the same 128 bytes of codes in flight per lane as two half blocks. RADV's compiler
- * for Polaris makes its loop 3.4 vector instructions a weight against 4.3, one fp16 scale
- * decoded per 32 weights instead of 16, in 64 registers against 84 (four waves a SIMD against
- * three; evidence/radv-polaris-e67aca9, pb/). Chosen from the compiled code, not measured on an
- * RX 580. */
-#define QUANT_SPAN_FLOAT_Q8_0_PB_CVT 32u
-#define QUANT_SPAN_FLOAT_Q8_0_U_CVT 1u
 #define QUANT_SPAN_FLOAT_Q4_0_NR 8u
 #define QUANT_SPAN_FLOAT_Q4_0_U 1u
 /* The float path at several rows of x: rounds in step and x staged in shared memory, 16
@@ -459,14 +451,16 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
     /* AMD converts a byte to a float in one full-rate instruction (v_cvt_f32_ubyte0..3),
      * where or-ing codes into a float's mantissa takes three; NVIDIA converts at a fraction
      * of its rate (gemv_q.comp, cvt_bytes). The float path at one row of x, the RX 580's
-     * decode, converts on AMD and under the polaris profile. */
-    p->cvt = !dot && m == 1 && (strcmp(ctx->info.profile, "polaris") == 0 ||
-                                ctx->info.vendor_id == 0x1002u);
+     * decode, converts on AMD and under the polaris profile; Q5_K everywhere: on the H200 it
+     * read 43.4 / 42.3% of stream read batched converted against 41.0-41.3 / 40.0-40.2% (twice
+     * each, alternated), where Q4_0 and Q4_K lost 1-4 points and Q8_0 moved -0.3 / +2.4
+     * (evidence/h200-d42c63c-polaris, h200-f279e9e-cvt). */
+    p->cvt = !dot && m == 1 &&
+             (strcmp(ctx->info.profile, "polaris") == 0 || ctx->info.vendor_id == 0x1002u ||
+              fmt == FMT_Q5_K);
     p->pb = dot ? span_pb_dot[fmt] : span_pb[fmt];
     if (fmt == FMT_Q4_0 && !dot)
         p->pb = m > 1 ? QUANT_SPAN_PB_Q4_0_FLOAT : QUANT_SPAN_PB_Q4_0_FLOAT1;
-    if (fmt == FMT_Q8_0 && p->cvt)
-        p->pb = QUANT_SPAN_FLOAT_Q8_0_PB_CVT;
     const uint32_t ppb = span_pieces(fmt, p->pb);
 
     if (!dot && ((m > 1 && fmt != FMT_Q6_K) || fmt == FMT_Q5_K)) {
@@ -495,8 +489,6 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
             p->nr = QUANT_FLOAT_Q6_K_ROWS_NR;
         } else if (!dot && fmt == FMT_Q8_0) {
             p->nr = QUANT_SPAN_FLOAT_Q8_0_NR;
-            if (p->cvt)
-                p->u = QUANT_SPAN_FLOAT_Q8_0_U_CVT;
         } else if (!dot && fmt == FMT_Q4_0) {
             p->nr = QUANT_SPAN_FLOAT_Q4_0_NR;
             p->u = QUANT_SPAN_FLOAT_Q4_0_U;
