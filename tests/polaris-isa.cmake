@@ -18,7 +18,7 @@ endif()
 
 execute_process(
   COMMAND "${CMAKE_COMMAND}" -E env ${radv_env} "${ISA}" --device polaris
-          --witness-dir "${witness_dir}" --isa "${WORK_DIR}" "${LIST}"
+          --witness-dir "${witness_dir}" "${LIST}"
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
 message(STATUS "exit ${rc}\n${out}")
 if(NOT rc EQUAL 0)

@@ -38,6 +38,17 @@
 #define ISA_BINDINGS 8
 #define ISA_PUSH_BYTES 128
 
+/* The embedded module named by name[0, len), or -1. */
+static int module_index(const char *name, size_t len)
+{
+    for (int i = 0; i < MCL_KERNEL_COUNT; i++) {
+        if (strlen(mcl_spirv_modules[i].name) == len &&
+            strncmp(mcl_spirv_modules[i].name, name, len) == 0)
+            return i;
+    }
+    return -1;
+}
+
 /* --module NAME=FILE: SPIR-V read from a file for one kernel. */
 static int override_module = -1;
 static uint32_t *override_words;
@@ -50,12 +61,7 @@ static int load_override(const char *arg)
         fprintf(stderr, "motifcl-isa: --module wants NAME=FILE\n");
         return -1;
     }
-    int m = -1;
-    for (int i = 0; i < MCL_KERNEL_COUNT && m < 0; i++) {
-        if (strlen(mcl_spirv_modules[i].name) == (size_t)(eq - arg) &&
-            strncmp(mcl_spirv_modules[i].name, arg, (size_t)(eq - arg)) == 0)
-            m = i;
-    }
+    int m = module_index(arg, (size_t)(eq - arg));
     FILE *f = m >= 0 ? fopen(eq + 1, "rb") : NULL;
     if (!f) {
         fprintf(stderr, "motifcl-isa: cannot use %s\n", arg);
@@ -79,16 +85,6 @@ typedef struct variant {
     uint32_t count;             /* constants, 0 included */
     uint32_t value[ISA_MAX_SPEC];
 } variant;
-
-static int module_index(const char *name, size_t len)
-{
-    for (int i = 0; i < MCL_KERNEL_COUNT; i++) {
-        if (strlen(mcl_spirv_modules[i].name) == len &&
-            strncmp(mcl_spirv_modules[i].name, name, len) == 0)
-            return i;
-    }
-    return -1;
-}
 
 /* One log line -> a variant; 0 when the line names none, -1 when it names one badly. */
 static int parse_line(const char *line, variant *out)

@@ -39,7 +39,7 @@ typedef struct mcl_gemv_plan {
     uint32_t u;     /* pieces per row and lane in flight */
     uint32_t pb;    /* bytes of codes per piece */
     uint32_t stage; /* float path: rounds in step, their x staged in shared memory */
-    uint32_t cvt;   /* float path, one row of x: codes to floats by conversion (AMD) */
+    uint32_t cvt;   /* float path, one row of x: codes to floats by conversion (AMD, Q5_K) */
 } mcl_gemv_plan;
 
 /* The plan of the GEMV of m (1..8) rows of a by a weight [n, k] of block type `dtype` on the
