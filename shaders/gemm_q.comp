@@ -22,7 +22,7 @@
 // gemm_reduce_f32 sums the slices and adds the bias). One slice: kc = K, kz unused.
 //
 //   specialization constants: 0 workgroup size (= (BM/TM) * (BN/TN)), 1 FORMAT (quant.glsl),
-//     2 BM, 3 BN, 4 TM, 5 TN (4 or 8), 6 KU (1, 2, 4, 8 or 16)
+//     2 BM, 3 BN, 4 TM, 5 TN (4, 8 or 16), 6 KU (1, 2, 4, 8 or 16)
 //   set 0: 0 A, 1 W bodies (quant.glsl's device layout), 2 W's d values (any buffer for Q4_K,
 //     Q5_K), 3 bias [N] (any buffer when unused), 4 C [M, N]
 //   push constants: M, N, K, has_bias, ldc, c0, dlo, kc, kz: c[m, c0 + n] at c[m * ldc + c0 +

@@ -744,6 +744,24 @@ static void gemm_float(void **state)
         check_float_path(t, &c, (uint32_t)(2300 + i));
     }
     unsetenv("MOTIFCL_QUANT_GEMM_UNROLL");
+    /* Tiles as the override says: tall (16 rows of a an invocation), wide, narrow, and two
+     * shapes it refuses (ignored, with a warning). Partial tiles both ways, a split K. */
+    static const struct {
+        const char *env;
+        uint32_t bm, bn; /* the tile taken: the default 64 x 64 for a refused shape */
+    } tiles[] = {{"256x128", 256, 128}, {"128x256", 128, 256}, {"256x64", 256, 64},
+                 {"64x128", 64, 128},   {"256x256", 64, 64},   {"96x64", 64, 64}};
+    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
+        setenv("MOTIFCL_QUANT_GEMM_FLOAT_TILE", tiles[i].env, 1);
+        mcl_dtype t = all_formats[i % FORMAT_COUNT];
+        const mm_case c = {1, 300, 200, kq(t, 512, 1024), 1};
+        uint32_t bm = 0, bn = 0;
+        mcl_quant_gemm_float_tile(ctx, (uint32_t)c.m, (uint32_t)c.n, &bm, &bn);
+        assert_int_equal(bm, tiles[i].bm);
+        assert_int_equal(bn, tiles[i].bn);
+        check_float_path(t, &c, (uint32_t)(2400 + i));
+    }
+    unsetenv("MOTIFCL_QUANT_GEMM_FLOAT_TILE");
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -654,29 +654,52 @@ static uint32_t gemm_float_slices(const mcl_context *ctx, uint64_t tiles, uint32
  * 27.2; 167 registers against 145, evidence/h200-d729482-gemm-bk). */
 #define QUANT_GEMM_UNROLL 8u
 
+/* gemm_q's tile: BM rows of a by BN rows of W, 256 invocations of BM / 16 x BN / 16 each.
+ * MOTIFCL_QUANT_GEMM_FLOAT_TILE=<BM>x<BN> (64, 128 or 256 each, not 256x256: 256 accumulators
+ * an invocation), a tuning override. A taller tile decodes each weight of W for more rows of
+ * a: 256 rows decode it half as often as 128. */
+void mcl_quant_gemm_float_tile(const mcl_context *ctx, uint32_t m, uint32_t n, uint32_t *bm,
+                               uint32_t *bn)
+{
+    *bm = *bn = 64;
+    if ((uint64_t)ceil_div(m, 128) * ceil_div(n, 128) >= 96)
+        *bm = *bn = 128;
+    const char *tile = mcl_env("MOTIFCL_QUANT_GEMM_FLOAT_TILE");
+    if (!tile)
+        return;
+    unsigned tm = 0, tn = 0;
+    char end = 0;
+    if (sscanf(tile, "%ux%u%c", &tm, &tn, &end) == 2 && (tm == 64 || tm == 128 || tm == 256) &&
+        (tn == 64 || tn == 128 || tn == 256) && tm * tn < 256u * 256u) {
+        *bm = tm;
+        *bn = tn;
+        return;
+    }
+    mcl_log(&ctx->log, MCL_LOG_WARNING,
+            "MOTIFCL_QUANT_GEMM_FLOAT_TILE=%s is not <64|128|256>x<64|128|256> (not 256x256); "
+            "ignored", tile);
+}
+
 static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, const weight_part *w,
                              mcl_tensor *bias, mcl_tensor *c, uint32_t m, uint32_t n, uint32_t k,
                              uint32_t ldc, uint32_t c0)
 {
-    uint32_t bm = 64, tm = 4;
-    if ((uint64_t)ceil_div(m, 128) * ceil_div(n, 128) >= 96) {
-        bm = 128;
-        tm = 8;
-    }
+    uint32_t bm, bn;
+    mcl_quant_gemm_float_tile(ctx, m, n, &bm, &bn);
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_GEMM_Q,
         .binding_count = 5,
         .push_size = sizeof(gemm_q_push),
-        .local_size_x = (bm / tm) * (bm / tm),
+        .local_size_x = 256,
         .spec_count = 6,
-        .spec = {fmt, bm, bm, tm, tm,
+        .spec = {fmt, bm, bn, bm / 16, bn / 16,
                  tuning_override(ctx, "MOTIFCL_QUANT_GEMM_UNROLL", QUANT_GEMM_UNROLL, 1, 16, 1)},
     };
     const mcl_kernel *kernel;
     mcl_status status = kernel_exact(ctx, &desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
-    uint32_t gx = ceil_div(n, bm), gy = ceil_div(m, bm);
+    uint32_t gx = ceil_div(n, bn), gy = ceil_div(m, bm);
     if (gx > QUANT_MAX_GROUPS || gy > QUANT_MAX_GROUPS)
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
     uint32_t slices = gemm_float_slices(ctx, (uint64_t)gx * gy, m, n, k, ldc);
@@ -692,7 +715,7 @@ static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, cons
             return status;
     }
     mcl_log(&ctx->log, MCL_LOG_DEBUG, "gemm %s %ux%u by %u rows, float: %ux%u tiles, %u slices",
-            mcl_dtype_name(quant_formats[fmt]), n, k, m, bm, bm, slices);
+            mcl_dtype_name(quant_formats[fmt]), n, k, m, bm, bn, slices);
     gemm_q_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL && !partial,
                         .ldc = ldc, .c0 = c0, .dlo = w->dlo, .kc = kc, .kz = m * n};
     mcl_tensor *reads[4] = {a, w->body, w->d, bias ? bias : a};

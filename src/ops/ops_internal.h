@@ -50,6 +50,11 @@ typedef struct mcl_gemv_plan {
 mcl_status mcl_quant_gemv_plan(const mcl_context *ctx, int dot, mcl_dtype dtype, uint32_t m,
                                uint32_t n, uint32_t k, mcl_gemv_plan *plan);
 
+/* The tile of the float-path GEMM (gemm_q.comp) of m rows of a by a weight of n rows: bm rows
+ * of a by bn rows of W (MOTIFCL_QUANT_GEMM_FLOAT_TILE applied). It records nothing. */
+void mcl_quant_gemm_float_tile(const mcl_context *ctx, uint32_t m, uint32_t n, uint32_t *bm,
+                               uint32_t *bn);
+
 /* mcl_attention with the key split forced (0: the library chooses, 1: never split) and the
  * split count that ran reported: the test suite covers both paths on every shape. */
 mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
