@@ -12,6 +12,7 @@
  *                               (tuning)
  *   MOTIFCL_QUANT_GEMM_SLICES   1..16: slices of K of the float-path quantized GEMM (tuning)
  *   MOTIFCL_QUANT_GEMM_UNROLL   1|2|4|8|16: its inner loop's unroll (tuning)
+ *   MOTIFCL_QUANT_GEMM_FLOAT_TILE  <BM>x<BN>: its tile (tuning)
  *   MOTIFCL_PIPELINE_STATS      1: log the driver's statistics of each compiled kernel (info)
  *   MOTIFCL_MAX_BINDING         bytes: split quantized weights as if one binding held no more
  *   MOTIFCL_REQUIRE_VULKAN_COMPUTE  1: tests fail instead of skipping without a device
