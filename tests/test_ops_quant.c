@@ -765,6 +765,27 @@ static void gemm_float(void **state)
     }
     unsetenv("MOTIFCL_QUANT_GEMM_FLOAT_TILE");
     unsetenv("MOTIFCL_QUANT_GEMM_UNROLL");
+    /* A device with Vulkan's least shared memory, 16 KiB: the 128 x 128 tile (16.5 KiB) and
+     * the 256-row one do not fit, so a large product takes 64 x 64 and the override is
+     * ignored. Control: with the device's own limit the same query gives 128 x 128. */
+    uint32_t bm = 0, bn = 0;
+    mcl_quant_gemm_float_tile(ctx, 4096, 4096, &bm, &bn);
+    if (ctx->info.max_compute_shared_memory_size >= 16u * (128u + 4u + 128u + 4u) * 4u) {
+        assert_int_equal(bm, 128);
+        assert_int_equal(bn, 128);
+    }
+    const uint32_t shared = ctx->info.max_compute_shared_memory_size;
+    uint32_t dm = 0, dn = 0;
+    ctx->info.max_compute_shared_memory_size = 16384;
+    mcl_quant_gemm_float_tile(ctx, 4096, 4096, &dm, &dn);
+    setenv("MOTIFCL_QUANT_GEMM_FLOAT_TILE", "256x128", 1);
+    mcl_quant_gemm_float_tile(ctx, 4096, 4096, &bm, &bn);
+    unsetenv("MOTIFCL_QUANT_GEMM_FLOAT_TILE");
+    ctx->info.max_compute_shared_memory_size = shared;
+    assert_int_equal(dm, 64);
+    assert_int_equal(dn, 64);
+    assert_int_equal(bm, 64);
+    assert_int_equal(bn, 64);
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -662,26 +662,40 @@ static uint32_t gemm_float_slices(const mcl_context *ctx, uint64_t tiles, uint32
  * against 38.6, Q8_0 32.1 against 37.1, Q4_K 28.3 against 33.9, with 222-229 registers
  * against 128-145 (the occupancy the same: one workgroup a multiprocessor); 128 x 256 ran at
  * 2.3 in 246 registers. */
+/* Shared memory of gemm_q's tiles: 16 values of K (its BK) of BM + 4 and BN + 4 floats. */
+static uint64_t gemm_float_shared(uint32_t bm, uint32_t bn)
+{
+    return 16ull * (bm + 4u + bn + 4u) * 4u;
+}
+
 void mcl_quant_gemm_float_tile(const mcl_context *ctx, uint32_t m, uint32_t n, uint32_t *bm,
                                uint32_t *bn)
 {
-    *bm = *bn = 64;
-    if ((uint64_t)ceil_div(m, 128) * ceil_div(n, 128) >= 96)
+    const uint64_t limit = ctx->info.max_compute_shared_memory_size;
+    *bm = *bn = 64; /* 8.5 KiB: within Vulkan's least limit, 16 KiB */
+    if ((uint64_t)ceil_div(m, 128) * ceil_div(n, 128) >= 96 && gemm_float_shared(128, 128) <= limit)
         *bm = *bn = 128;
     const char *tile = mcl_env("MOTIFCL_QUANT_GEMM_FLOAT_TILE");
     if (!tile)
         return;
     unsigned tm = 0, tn = 0;
     char end = 0;
-    if (sscanf(tile, "%ux%u%c", &tm, &tn, &end) == 2 && (tm == 64 || tm == 128 || tm == 256) &&
-        (tn == 64 || tn == 128 || tn == 256) && tm * tn < 256u * 256u) {
-        *bm = tm;
-        *bn = tn;
+    if (sscanf(tile, "%ux%u%c", &tm, &tn, &end) != 2 || (tm != 64 && tm != 128 && tm != 256) ||
+        (tn != 64 && tn != 128 && tn != 256) || tm * tn >= 256u * 256u) {
+        mcl_log(&ctx->log, MCL_LOG_WARNING,
+                "MOTIFCL_QUANT_GEMM_FLOAT_TILE=%s is not <64|128|256>x<64|128|256> (not "
+                "256x256); ignored", tile);
         return;
     }
-    mcl_log(&ctx->log, MCL_LOG_WARNING,
-            "MOTIFCL_QUANT_GEMM_FLOAT_TILE=%s is not <64|128|256>x<64|128|256> (not 256x256); "
-            "ignored", tile);
+    if (gemm_float_shared(tm, tn) > limit) {
+        mcl_log(&ctx->log, MCL_LOG_WARNING,
+                "MOTIFCL_QUANT_GEMM_FLOAT_TILE=%s needs %llu bytes of shared memory, the device "
+                "has %llu; ignored", tile, (unsigned long long)gemm_float_shared(tm, tn),
+                (unsigned long long)limit);
+        return;
+    }
+    *bm = tm;
+    *bn = tn;
 }
 
 static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, const weight_part *w,

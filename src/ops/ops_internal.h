@@ -51,7 +51,8 @@ mcl_status mcl_quant_gemv_plan(const mcl_context *ctx, int dot, mcl_dtype dtype,
                                uint32_t n, uint32_t k, mcl_gemv_plan *plan);
 
 /* The tile of the float-path GEMM (gemm_q.comp) of m rows of a by a weight of n rows: bm rows
- * of a by bn rows of W (MOTIFCL_QUANT_GEMM_FLOAT_TILE applied). It records nothing. */
+ * of a by bn rows of W (MOTIFCL_QUANT_GEMM_FLOAT_TILE applied), within the device's shared
+ * memory. It records nothing. */
 void mcl_quant_gemm_float_tile(const mcl_context *ctx, uint32_t m, uint32_t n, uint32_t *bm,
                                uint32_t *bn);
 
