@@ -654,6 +654,12 @@ static uint32_t gemm_float_slices(const mcl_context *ctx, uint64_t tiles, uint32
  * 27.2; 167 registers against 145, evidence/h200-d729482-gemm-bk). */
 #define QUANT_GEMM_UNROLL 8u
 
+/* Shared memory of gemm_q's tiles: 16 values of K (its BK) of BM + 4 and BN + 4 floats. */
+static uint64_t gemm_float_shared(uint32_t bm, uint32_t bn)
+{
+    return 16ull * (bm + 4u + bn + 4u) * 4u;
+}
+
 /* gemm_q's tile: BM rows of a by BN rows of W, 256 invocations of BM / 16 x BN / 16 each.
  * MOTIFCL_QUANT_GEMM_FLOAT_TILE=<BM>x<BN> (64, 128 or 256 each, not 256x256: 256 accumulators
  * an invocation), a tuning override. A taller tile decodes each weight of W for more rows of
@@ -662,12 +668,6 @@ static uint32_t gemm_float_slices(const mcl_context *ctx, uint64_t tiles, uint32
  * against 38.6, Q8_0 32.1 against 37.1, Q4_K 28.3 against 33.9, with 222-229 registers
  * against 128-145 (the occupancy the same: one workgroup a multiprocessor); 128 x 256 ran at
  * 2.3 in 246 registers. */
-/* Shared memory of gemm_q's tiles: 16 values of K (its BK) of BM + 4 and BN + 4 floats. */
-static uint64_t gemm_float_shared(uint32_t bm, uint32_t bn)
-{
-    return 16ull * (bm + 4u + bn + 4u) * 4u;
-}
-
 void mcl_quant_gemm_float_tile(const mcl_context *ctx, uint32_t m, uint32_t n, uint32_t *bm,
                                uint32_t *bn)
 {
