@@ -654,10 +654,34 @@ static uint32_t gemm_float_slices(const mcl_context *ctx, uint64_t tiles, uint32
  * 27.2; 167 registers against 145, evidence/h200-d729482-gemm-bk). */
 #define QUANT_GEMM_UNROLL 8u
 
-/* Shared memory of gemm_q's tiles: 16 values of K (its BK) of BM + 4 and BN + 4 floats. */
+/* A tile override `name`=<BM>x<BN> (a tuning variable), each side 64, 128 or 256 up to
+ * max_side, BM x BN below 256 x 256: 1 with the tile in *bm, *bn when the variable is one, 0
+ * when it is unset or not one (with a warning). */
+static int tile_override(const mcl_context *ctx, const char *name, uint32_t max_side,
+                         uint32_t *bm, uint32_t *bn)
+{
+    const char *tile = mcl_env(name);
+    if (!tile)
+        return 0;
+    unsigned tm = 0, tn = 0;
+    char end = 0;
+    if (sscanf(tile, "%ux%u%c", &tm, &tn, &end) == 2 && (tm == 64 || tm == 128 || tm == 256) &&
+        (tn == 64 || tn == 128 || tn == 256) && tm <= max_side && tn <= max_side &&
+        tm * tn < 256u * 256u) {
+        *bm = tm;
+        *bn = tn;
+        return 1;
+    }
+    mcl_log(&ctx->log, MCL_LOG_WARNING, "%s=%s is not <BM>x<BN>, sides 64..%u, powers of two%s; "
+            "ignored", name, tile, max_side, max_side >= 256 ? ", not 256x256" : "");
+    return 0;
+}
+
+/* Shared memory of gemm_q's tiles: gemm_f32's, 16 values of K a step. */
 static uint64_t gemm_float_shared(uint32_t bm, uint32_t bn)
 {
-    return 16ull * (bm + 4u + bn + 4u) * 4u;
+    const mcl_gemm_config cfg = {.bm = bm, .bn = bn, .bk = 16};
+    return mcl_gemm_shared_bytes(&cfg, 0);
 }
 
 /* gemm_q's tile: BM rows of a by BN rows of W, 256 invocations of BM / 16 x BN / 16 each.
@@ -675,22 +699,13 @@ void mcl_quant_gemm_float_tile(const mcl_context *ctx, uint32_t m, uint32_t n, u
     *bm = *bn = 64; /* 8.5 KiB: within Vulkan's least limit, 16 KiB */
     if ((uint64_t)ceil_div(m, 128) * ceil_div(n, 128) >= 96 && gemm_float_shared(128, 128) <= limit)
         *bm = *bn = 128;
-    const char *tile = mcl_env("MOTIFCL_QUANT_GEMM_FLOAT_TILE");
-    if (!tile)
+    uint32_t tm, tn;
+    if (!tile_override(ctx, "MOTIFCL_QUANT_GEMM_FLOAT_TILE", 256, &tm, &tn))
         return;
-    unsigned tm = 0, tn = 0;
-    char end = 0;
-    if (sscanf(tile, "%ux%u%c", &tm, &tn, &end) != 2 || (tm != 64 && tm != 128 && tm != 256) ||
-        (tn != 64 && tn != 128 && tn != 256) || tm * tn >= 256u * 256u) {
-        mcl_log(&ctx->log, MCL_LOG_WARNING,
-                "MOTIFCL_QUANT_GEMM_FLOAT_TILE=%s is not <64|128|256>x<64|128|256> (not "
-                "256x256); ignored", tile);
-        return;
-    }
     if (gemm_float_shared(tm, tn) > limit) {
         mcl_log(&ctx->log, MCL_LOG_WARNING,
-                "MOTIFCL_QUANT_GEMM_FLOAT_TILE=%s needs %llu bytes of shared memory, the device "
-                "has %llu; ignored", tile, (unsigned long long)gemm_float_shared(tm, tn),
+                "MOTIFCL_QUANT_GEMM_FLOAT_TILE: %ux%u needs %llu bytes of shared memory, the "
+                "device has %llu; ignored", tm, tn, (unsigned long long)gemm_float_shared(tm, tn),
                 (unsigned long long)limit);
         return;
     }
@@ -773,18 +788,7 @@ static mcl_status gemm_matrix(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, con
         bm = 64;
     if ((uint64_t)ceil_div(m, bm) * ceil_div(n, bn) < QUANT_MMA_MIN_TILES)
         bn = 64;
-    const char *tile = mcl_env("MOTIFCL_QUANT_GEMM_TILE");
-    if (tile) {
-        unsigned tile_m = 0, tile_n = 0;
-        if (sscanf(tile, "%ux%u", &tile_m, &tile_n) == 2 && (tile_m == 64 || tile_m == 128) &&
-            (tile_n == 64 || tile_n == 128)) {
-            bm = tile_m;
-            bn = tile_n;
-        } else {
-            mcl_log(&ctx->log, MCL_LOG_WARNING,
-                    "MOTIFCL_QUANT_GEMM_TILE=%s is not <64|128>x<64|128>; ignored", tile);
-        }
-    }
+    tile_override(ctx, "MOTIFCL_QUANT_GEMM_TILE", 128, &bm, &bn);
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_GEMM_Q_MMA,
         .binding_count = 5,
