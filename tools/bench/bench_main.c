@@ -7,7 +7,7 @@
  *                                     (the arithmetic limits)
  *   motifcl-bench gemm [m= n= k=]     matrix products against the FP32 peak
  *   motifcl-bench rows [rows= cols=]  softmax, RMSNorm, element-wise against the copy limit
- *   motifcl-bench quant [fmt= rows= gemm=]
+ *   motifcl-bench quant [fmt= rows= gemm= n= k=]
  *                                     GEMV with Q8_0/Q4_0/K-quant weights against a stream
  *                                     read of the same bytes, alone and batched (and, on
  *                                     the integer-dot path, batched on one input through
@@ -17,7 +17,9 @@
  *                                     the batched shares); the GEMM of every format along
  *                                     each path the device has. fmt=0..4 only
  *                                     Q8_0, Q4_0, Q4_K, Q5_K or Q6_K;
- *                                     rows=1 or 8 only that row case; gemm=0 no GEMM
+ *                                     rows=1 or 8 only that row case; gemm=0 no GEMM;
+ *                                     n= k= the GEMVs of W [n, k] only (k a multiple of
+ *                                     256)
  *                                     (these filters apply to `quant` alone, not `all`);
  *                                     at 8 rows also the bound that the path's measured
  *                                     arithmetic rate (peak) sets, modeled

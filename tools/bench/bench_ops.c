@@ -776,12 +776,28 @@ int bench_qgemv(bench *b)
 {
     static const mcl_dtype types[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DTYPE_Q4_K,
                                       MCL_DTYPE_Q5_K, MCL_DTYPE_Q6_K};
-    static const int64_t shapes[2][2] = {{14336, 4096}, {4096, 14336}};
+    int64_t shapes[2][2] = {{14336, 4096}, {4096, 14336}};
+    int shape_count = 2;
     static const int64_t row_cases[2] = {1, 8};
     /* Filters (`quant` alone), to spend less device time: rows= one row case, fmt= one index
-     * of types[], gemm=0 no quantized GEMM. */
+     * of types[], gemm=0 no quantized GEMM; n= and k= (both) one GEMV shape of W instead of
+     * the two, to tell a kernel's own rate from the fixed cost of a dispatch at these
+     * sizes. */
     int64_t only_rows = b->quant_filters ? (int64_t)bench_arg(b, "rows", 0) : 0;
     int only_fmt = b->quant_filters ? (int)bench_arg(b, "fmt", -1) : -1;
+    int64_t only_n = b->quant_filters ? (int64_t)bench_arg(b, "n", 0) : 0;
+    int64_t only_k = b->quant_filters ? (int64_t)bench_arg(b, "k", 0) : 0;
+    if (only_n > 0 || only_k > 0) {
+        if (only_n <= 0 || only_k <= 0 || only_k % 256 != 0 || only_n > (1 << 20) ||
+            only_k > (1 << 20)) {
+            fprintf(stderr, "motifcl-bench quant: n= and k= go together, 0 < n <= 2^20, k a "
+                            "multiple of 256 up to 2^20\n");
+            return 1;
+        }
+        shapes[0][0] = only_n;
+        shapes[0][1] = only_k;
+        shape_count = 1;
+    }
     int row_cases_run = 0;
     for (int c = 0; c < 2; c++)
         row_cases_run += only_rows <= 0 || only_rows == row_cases[c];
@@ -789,7 +805,7 @@ int bench_qgemv(bench *b)
     for (int f = 0; f < (int)(sizeof types / sizeof types[0]) && row_cases_run; f++) {
         if (only_fmt >= 0 && only_fmt != f)
             continue;
-        for (int s = 0; s < 2; s++) {
+        for (int s = 0; s < shape_count; s++) {
             int64_t n = shapes[s][0], k = shapes[s][1];
             char name[96];
             snprintf(name, sizeof name, "gemv %s %lldx%lld", mcl_dtype_name(types[f]),
