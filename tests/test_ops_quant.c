@@ -1170,6 +1170,42 @@ static void path_selection(void **state)
     free(want);
     mm_free(&d);
     unsetenv("MOTIFCL_FORCE");
+    /* The integer-dot GEMM holds 16.5 KiB of shared memory: under Vulkan's least limit (16
+     * KiB) the GEMM takes the float path even where the dot path is asked for, and an explicit
+     * request for the dot GEMM is refused; the GEMV (no such tile) stays on the dot path.
+     * Control: the device's own limit keeps the dot GEMM. */
+    if (has_dot && info.max_compute_shared_memory_size >= 16896) {
+        setenv("MOTIFCL_QUANT_PATH", "dot", 1);
+        assert_int_equal(mcl_quant_gemm_path_select(ctx, MCL_DTYPE_Q4_0), MCL_QUANT_PATH_DOT);
+        const uint32_t shared = ctx->info.max_compute_shared_memory_size;
+        ctx->info.max_compute_shared_memory_size = 16384;
+        mcl_quant_path small = mcl_quant_gemm_path_select(ctx, MCL_DTYPE_Q4_0);
+        mcl_quant_path small_gemv = mcl_quant_path_select(ctx, MCL_DTYPE_Q4_0);
+        mm_case g = {1, 16, 8, 64, 0};
+        mm_setup(&d, MCL_DTYPE_Q4_0, &g, 4100);
+        mcl_status explicit_dot = mcl_matmul_quant_ex(ctx, d.ta, MCL_NO_TRANSPOSE, d.tw,
+                                                      MCL_TRANSPOSE, NULL, d.tc,
+                                                      MCL_QUANT_PATH_DOT, NULL);
+        ran = MCL_QUANT_PATH_AUTO;
+        mcl_status auto_status = mcl_matmul_quant_ex(ctx, d.ta, MCL_NO_TRANSPOSE, d.tw,
+                                                     MCL_TRANSPOSE, NULL, d.tc,
+                                                     MCL_QUANT_PATH_AUTO, &ran);
+        ctx->info.max_compute_shared_memory_size = shared;
+        unsetenv("MOTIFCL_QUANT_PATH");
+        assert_int_equal(small, MCL_QUANT_PATH_FLOAT);
+        assert_int_equal(small_gemv, MCL_QUANT_PATH_DOT);
+        assert_int_equal(explicit_dot, MCL_ERROR_UNSUPPORTED);
+        assert_non_null(strstr(mcl_context_last_error(ctx), "shared memory"));
+        assert_mcl_ok(auto_status);
+        assert_int_equal(ran, MCL_QUANT_PATH_FLOAT);
+        float got16[16 * 8];
+        assert_mcl_ok(mcl_tensor_download(d.tc, 0, got16, sizeof got16));
+        float *want16 = ref_product(&d, d.a);
+        expect_nmse("q4_0 GEMM under a 16 KiB shared-memory limit",
+                    mcl_nmse(got16, want16, 16 * 8), NMSE_FLOAT);
+        free(want16);
+        mm_free(&d);
+    }
     mcl_test_note("quant_path_q8_0", mcl_quant_path_select(ctx, MCL_DTYPE_Q8_0) ==
                                              MCL_QUANT_PATH_DOT ? "dot" : "float");
     mcl_test_note("quant_gemm_path_q8_0",

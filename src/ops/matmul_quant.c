@@ -205,6 +205,11 @@ static uint32_t span_pieces(uint32_t fmt, uint32_t pb)
 #define QUANT_DOT_TILE_M 128u
 #define QUANT_DOT_TILE_N 64u
 #define QUANT_DOT_THREADS 256u
+/* Its shared memory (gemm_q_dot.comp, two blocks of 32 a stage): A's codes, scales and sums
+ * (128 rows), W's codes in rows of three uvec4s and scales (64 rows): 16.5 KiB, past Vulkan's
+ * least maxComputeSharedMemorySize (16 KiB). A device below it takes the float GEMM. */
+#define QUANT_DOT_SHARED_BYTES \
+    (2u * (128u * 2u * 16u + 128u * 4u * 2u + 64u * 3u * 16u + 64u * 4u))
 /* Element-wise kernels: invocations per workgroup. */
 #define QUANT_THREADS 256u
 /* Vulkan guarantees 65535 workgroups per dimension. */
@@ -281,7 +286,9 @@ mcl_quant_path mcl_quant_gemm_path_select(const mcl_context *ctx, mcl_dtype dtyp
     if ((ctx->info.features_enabled & MCL_FEATURE_COOPERATIVE_MATRIX) && !other)
         return MCL_QUANT_PATH_MATRIX;
     mcl_quant_path path = mcl_quant_path_select(ctx, dtype);
-    if (path == MCL_QUANT_PATH_DOT && fmt != (int)FMT_Q8_0 && fmt != (int)FMT_Q4_0)
+    if (path == MCL_QUANT_PATH_DOT &&
+        ((fmt != (int)FMT_Q8_0 && fmt != (int)FMT_Q4_0) ||
+         ctx->info.max_compute_shared_memory_size < QUANT_DOT_SHARED_BYTES))
         path = MCL_QUANT_PATH_FLOAT;
     return path;
 }
@@ -963,6 +970,11 @@ static mcl_status quant_check(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta,
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                         "the integer-dot path multiplies more than %u rows of a by Q8_0 and Q4_0 "
                         "weights only", QUANT_GEMV_MAX_ROWS);
+    if (path == MCL_QUANT_PATH_DOT && !gemv &&
+        ctx->info.max_compute_shared_memory_size < QUANT_DOT_SHARED_BYTES)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                        "the integer-dot GEMM needs %u bytes of shared memory, the device has %u",
+                        QUANT_DOT_SHARED_BYTES, ctx->info.max_compute_shared_memory_size);
     if (path == MCL_QUANT_PATH_MATRIX &&
         !(ctx->info.features_enabled & MCL_FEATURE_COOPERATIVE_MATRIX))
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
