@@ -1206,6 +1206,38 @@ static void path_selection(void **state)
         free(want16);
         mm_free(&d);
     }
+    /* The matrix GEMM's tile (28 KiB at 128 x 128, 18 KiB at 64 x 64) within the device's
+     * shared memory: under 24 KiB a side of 64 (an override that does not fit is ignored),
+     * under 16 KiB no matrix GEMM at all, an explicit request refused. Control: the device's
+     * own limit gives 128 x 128 for a large product. */
+    if (has_matrix && info.max_compute_shared_memory_size >= 28672) {
+        uint32_t bm = 0, bn = 0, sm = 0, sn = 0, om = 0, on = 0;
+        mcl_quant_gemm_matrix_tile(ctx, 4096, 4096, &bm, &bn);
+        const uint32_t shared = ctx->info.max_compute_shared_memory_size;
+        ctx->info.max_compute_shared_memory_size = 24576;
+        mcl_quant_gemm_matrix_tile(ctx, 4096, 4096, &sm, &sn);
+        setenv("MOTIFCL_QUANT_GEMM_TILE", "128x128", 1);
+        mcl_quant_gemm_matrix_tile(ctx, 4096, 4096, &om, &on);
+        unsetenv("MOTIFCL_QUANT_GEMM_TILE");
+        ctx->info.max_compute_shared_memory_size = 16384;
+        mcl_quant_path small = mcl_quant_gemm_path_select(ctx, MCL_DTYPE_Q8_0);
+        mm_case g = {1, 16, 8, 64, 0};
+        mm_setup(&d, MCL_DTYPE_Q8_0, &g, 4200);
+        mcl_status explicit_matrix = mcl_matmul_quant_ex(ctx, d.ta, MCL_NO_TRANSPOSE, d.tw,
+                                                         MCL_TRANSPOSE, NULL, d.tc,
+                                                         MCL_QUANT_PATH_MATRIX, NULL);
+        ctx->info.max_compute_shared_memory_size = shared;
+        mm_free(&d);
+        assert_int_equal(bm, 128);
+        assert_int_equal(bn, 128);
+        assert_int_equal(sm, 64);
+        assert_int_equal(sn, 128);
+        assert_int_equal(om, 64);
+        assert_int_equal(on, 128);
+        assert_int_equal(small, MCL_QUANT_PATH_FLOAT);
+        assert_int_equal(explicit_matrix, MCL_ERROR_UNSUPPORTED);
+        mcl_test_record_bool("matrix tile within shared memory", 1);
+    }
     mcl_test_note("quant_path_q8_0", mcl_quant_path_select(ctx, MCL_DTYPE_Q8_0) ==
                                              MCL_QUANT_PATH_DOT ? "dot" : "float");
     mcl_test_note("quant_gemm_path_q8_0",

@@ -201,6 +201,13 @@ static uint32_t span_pieces(uint32_t fmt, uint32_t pb)
  * rows of W. The larger tile where the grid still holds QUANT_MMA_MIN_TILES of them. */
 #define QUANT_MMA_THREADS 256u
 #define QUANT_MMA_MIN_TILES 256u
+/* Its shared memory (gemm_q_mma.comp): rows of 40 halves (BK = 32, padded by 8) of a's and W's
+ * tiles, and 8 x 256 floats of results: 28 KiB at 128 x 128, 18 KiB at 64 x 64, both past
+ * Vulkan's least limit (16 KiB). */
+static uint32_t mma_shared_bytes(uint32_t bm, uint32_t bn)
+{
+    return (bm + bn) * 40u * 2u + 8u * 256u * 4u;
+}
 /* gemm_q_dot's fixed tile: 128 rows of a by 64 rows of W, 256 invocations. */
 #define QUANT_DOT_TILE_M 128u
 #define QUANT_DOT_TILE_N 64u
@@ -283,7 +290,8 @@ mcl_quant_path mcl_quant_gemm_path_select(const mcl_context *ctx, mcl_dtype dtyp
         return MCL_QUANT_PATH_FLOAT;
     const char *want = mcl_env("MOTIFCL_QUANT_PATH");
     int other = want && (mcl_list_contains(want, "float") || mcl_list_contains(want, "dot"));
-    if ((ctx->info.features_enabled & MCL_FEATURE_COOPERATIVE_MATRIX) && !other)
+    if ((ctx->info.features_enabled & MCL_FEATURE_COOPERATIVE_MATRIX) && !other &&
+        mma_shared_bytes(64, 64) <= ctx->info.max_compute_shared_memory_size)
         return MCL_QUANT_PATH_MATRIX;
     mcl_quant_path path = mcl_quant_path_select(ctx, dtype);
     if (path == MCL_QUANT_PATH_DOT &&
@@ -784,18 +792,45 @@ static mcl_status gemm_dot(mcl_context *ctx, uint32_t fmt, mcl_tensor *act, cons
                        QUANT_DOT_TILE_N);
 }
 
-/* The matrix GEMM. MOTIFCL_QUANT_GEMM_TILE=<BM>x<BN> (64 or 128 each), a tuning override,
- * sets the tile. */
-static mcl_status gemm_matrix(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, const weight_part *w,
-                              mcl_tensor *bias, mcl_tensor *c, uint32_t m, uint32_t n,
-                              uint32_t k, uint32_t ldc, uint32_t c0)
+/* The matrix GEMM's tile. MOTIFCL_QUANT_GEMM_TILE=<BM>x<BN> (64 or 128 each), a tuning
+ * override, sets it where it fits the device's shared memory. */
+void mcl_quant_gemm_matrix_tile(const mcl_context *ctx, uint32_t m, uint32_t n, uint32_t *out_bm,
+                                uint32_t *out_bn)
 {
     uint32_t bm = 128, bn = 128;
     if ((uint64_t)ceil_div(m, bm) * ceil_div(n, bn) < QUANT_MMA_MIN_TILES)
         bm = 64;
     if ((uint64_t)ceil_div(m, bm) * ceil_div(n, bn) < QUANT_MMA_MIN_TILES)
         bn = 64;
-    tile_override(ctx, "MOTIFCL_QUANT_GEMM_TILE", 128, &bm, &bn);
+    /* A device with less shared memory than the tile: a side of 64 first (a's, then W's). */
+    const uint32_t limit = ctx->info.max_compute_shared_memory_size;
+    while (mma_shared_bytes(bm, bn) > limit && (bm > 64 || bn > 64)) {
+        if (bm >= bn)
+            bm = 64;
+        else
+            bn = 64;
+    }
+    uint32_t om = bm, on = bn;
+    if (tile_override(ctx, "MOTIFCL_QUANT_GEMM_TILE", 128, &om, &on)) {
+        if (mma_shared_bytes(om, on) <= limit) {
+            bm = om;
+            bn = on;
+        } else {
+            mcl_log(&ctx->log, MCL_LOG_WARNING,
+                    "MOTIFCL_QUANT_GEMM_TILE: %ux%u needs %u bytes of shared memory, the device "
+                    "has %u; ignored", om, on, mma_shared_bytes(om, on), limit);
+        }
+    }
+    *out_bm = bm;
+    *out_bn = bn;
+}
+
+static mcl_status gemm_matrix(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, const weight_part *w,
+                              mcl_tensor *bias, mcl_tensor *c, uint32_t m, uint32_t n,
+                              uint32_t k, uint32_t ldc, uint32_t c0)
+{
+    uint32_t bm = 128, bn = 128;
+    mcl_quant_gemm_matrix_tile(ctx, m, n, &bm, &bn);
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_GEMM_Q_MMA,
         .binding_count = 5,
@@ -982,6 +1017,11 @@ static mcl_status quant_check(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta,
     if (path == MCL_QUANT_PATH_MATRIX && gemv)
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                         "the matrix path multiplies more than %u rows of a", QUANT_GEMV_MAX_ROWS);
+    if (path == MCL_QUANT_PATH_MATRIX &&
+        mma_shared_bytes(64, 64) > ctx->info.max_compute_shared_memory_size)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                        "the matrix GEMM needs %u bytes of shared memory, the device has %u",
+                        mma_shared_bytes(64, 64), ctx->info.max_compute_shared_memory_size);
     *p = (quant_product){.fmt = (uint32_t)fmt, .rows = rows, .n = (uint32_t)n, .k = (uint32_t)k,
                          .path = path};
     return rows_per_part(ctx, b, p->n, &p->part_rows);

@@ -56,6 +56,10 @@ mcl_status mcl_quant_gemv_plan(const mcl_context *ctx, int dot, mcl_dtype dtype,
 void mcl_quant_gemm_float_tile(const mcl_context *ctx, uint32_t m, uint32_t n, uint32_t *bm,
                                uint32_t *bn);
 
+/* The same for the matrix GEMM (gemm_q_mma.comp, MOTIFCL_QUANT_GEMM_TILE applied). */
+void mcl_quant_gemm_matrix_tile(const mcl_context *ctx, uint32_t m, uint32_t n, uint32_t *bm,
+                                uint32_t *bn);
+
 /* mcl_attention with the key split forced (0: the library chooses, 1: never split) and the
  * split count that ran reported: the test suite covers both paths on every shape. */
 mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
