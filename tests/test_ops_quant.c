@@ -1103,6 +1103,17 @@ static void weight_beyond_binding(void **state)
  * Path selection, replay, negative controls, arguments
  * ------------------------------------------------------------------------------------- */
 
+/* A product of 16 rows of a by a weight of 8 rows of 64 (past the GEMV's rows: a GEMM) set up
+ * in d and run on `path`; the caller frees d. */
+static mcl_status small_gemm(mm_data *d, mcl_dtype t, uint32_t seed, mcl_quant_path path,
+                             mcl_quant_path *ran)
+{
+    const mm_case g = {1, 16, 8, 64, 0};
+    mm_setup(d, t, &g, seed);
+    return mcl_matmul_quant_ex(ctx, d->ta, MCL_NO_TRANSPOSE, d->tw, MCL_TRANSPOSE, NULL, d->tc,
+                               path, ran);
+}
+
 static void path_selection(void **state)
 {
     (void)state;
@@ -1181,11 +1192,7 @@ static void path_selection(void **state)
         ctx->info.max_compute_shared_memory_size = 16384;
         mcl_quant_path small = mcl_quant_gemm_path_select(ctx, MCL_DTYPE_Q4_0);
         mcl_quant_path small_gemv = mcl_quant_path_select(ctx, MCL_DTYPE_Q4_0);
-        mm_case g = {1, 16, 8, 64, 0};
-        mm_setup(&d, MCL_DTYPE_Q4_0, &g, 4100);
-        mcl_status explicit_dot = mcl_matmul_quant_ex(ctx, d.ta, MCL_NO_TRANSPOSE, d.tw,
-                                                      MCL_TRANSPOSE, NULL, d.tc,
-                                                      MCL_QUANT_PATH_DOT, NULL);
+        mcl_status explicit_dot = small_gemm(&d, MCL_DTYPE_Q4_0, 4100, MCL_QUANT_PATH_DOT, NULL);
         ran = MCL_QUANT_PATH_AUTO;
         mcl_status auto_status = mcl_matmul_quant_ex(ctx, d.ta, MCL_NO_TRANSPOSE, d.tw,
                                                      MCL_TRANSPOSE, NULL, d.tc,
@@ -1221,11 +1228,8 @@ static void path_selection(void **state)
         unsetenv("MOTIFCL_QUANT_GEMM_TILE");
         ctx->info.max_compute_shared_memory_size = 16384;
         mcl_quant_path small = mcl_quant_gemm_path_select(ctx, MCL_DTYPE_Q8_0);
-        mm_case g = {1, 16, 8, 64, 0};
-        mm_setup(&d, MCL_DTYPE_Q8_0, &g, 4200);
-        mcl_status explicit_matrix = mcl_matmul_quant_ex(ctx, d.ta, MCL_NO_TRANSPOSE, d.tw,
-                                                         MCL_TRANSPOSE, NULL, d.tc,
-                                                         MCL_QUANT_PATH_MATRIX, NULL);
+        mcl_status explicit_matrix = small_gemm(&d, MCL_DTYPE_Q8_0, 4200, MCL_QUANT_PATH_MATRIX,
+                                                NULL);
         ctx->info.max_compute_shared_memory_size = shared;
         mm_free(&d);
         assert_int_equal(bm, 128);
