@@ -9,7 +9,8 @@
  *   motifcl-bench rows [rows= cols=]  softmax, RMSNorm, element-wise against the copy limit
  *   motifcl-bench quant [fmt= rows= gemm= n= k=]
  *                                     GEMV with Q8_0/Q4_0/K-quant weights against a stream
- *                                     read of the same bytes, alone and batched (and, on
+ *                                     read of the same bytes, alone, batched and chained
+ *                                     (each waiting for the one before) (and, on
  *                                     the integer-dot path, batched on one input through
  *                                     mcl_matmul_multi, and the GEMV kernels alone on an
  *                                     input quantized beforehand; on the float path, a

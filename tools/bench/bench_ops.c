@@ -67,6 +67,7 @@ typedef struct stream_copies_run {
     mcl_tensor **x;
     mcl_tensor **y; /* batched: an output per read, so that nothing orders them; else NULL */
     int copies, count;
+    int chain; /* batched reads each waiting for the one before (a barrier between) */
 } stream_copies_run;
 
 /* One read, or with y a batch of `count` reads of distinct copies (a rotating start). */
@@ -75,6 +76,8 @@ static mcl_status stream_copies_once(bench *b, void *user, int rep)
     stream_copies_run *r = user;
     int count = r->y ? r->count : 1;
     for (int j = 0; j < count; j++) {
+        if (r->chain && j > 0)
+            mcl_stream_full_barrier(b->ctx);
         r->s.x = r->x[(rep * count + j) % r->copies];
         if (r->y)
             r->s.y = r->y[j];
@@ -516,13 +519,17 @@ static mcl_tensor *quant_weights(bench *b, mcl_dtype dtype, int64_t n, int64_t k
  * a last-level cache that holds a single copy of these weights). GB/s, or negative. With
  * cold copies, `*batch_gbs` receives the same read batched as the GEMVs are (up to
  * QGEMV_BATCH distinct copies between one pair of timestamps, nothing ordered between them):
- * the batched GEMV's own ceiling; else it is negative. */
-static double stream_read_same(bench *b, uint64_t bytes, const char *name, double *batch_gbs)
+ * the batched GEMV's own ceiling; and `*chain_gbs` the same batch with a barrier between the
+ * reads, each waiting for the one before as a decoder's dependent GEMVs do: the chained GEMV's
+ * ceiling. Else they are negative. */
+static double stream_read_same(bench *b, uint64_t bytes, const char *name, double *batch_gbs,
+                               double *chain_gbs)
 {
     mcl_tensor *x[16] = {NULL}, *y[QGEMV_BATCH] = {NULL};
     stream_copies_run r = {.s = {.n4 = (uint32_t)(bytes / 16)}, .x = x,
                            .copies = copies_for(b, bytes)};
     *batch_gbs = -1.0;
+    *chain_gbs = -1.0;
     int ok = r.s.n4 > 0 && stream_prepare(b, &r.s, 0) == MCL_SUCCESS;
     /* The read kernel writes at most one vec4 per invocation. */
     int64_t n = (int64_t)r.s.n4 * 4, ny = (int64_t)r.s.groups * 256 * 4;
@@ -532,13 +539,16 @@ static double stream_read_same(bench *b, uint64_t bytes, const char *name, doubl
     mcl_tensor *single_y = r.s.y;
     double t = r.s.y ? bench_gpu_time(b, b->repeat, stream_copies_once, &r) : -1.0;
     r.count = r.copies < QGEMV_BATCH ? r.copies : QGEMV_BATCH;
-    double tb = -1.0;
+    double tb = -1.0, tc = -1.0;
     if (t > 0 && r.count >= 2) {
         for (int j = 0; j < r.count && ok; j++)
             ok = (y[j] = tensor_f32(b, 1, &ny, 0.0f)) != NULL;
         r.y = y;
         if (ok)
             tb = bench_gpu_time(b, b->repeat, stream_copies_once, &r);
+        r.chain = 1;
+        if (ok && tb > 0)
+            tc = bench_gpu_time(b, b->repeat, stream_copies_once, &r);
     }
     for (int i = 0; i < r.copies; i++)
         mcl_tensor_destroy(x[i]);
@@ -558,6 +568,11 @@ static double stream_read_same(bench *b, uint64_t bytes, const char *name, doubl
         snprintf(line, sizeof line, "%s: the same batched x%d", name, r.count);
         bench_figure(b, line, *batch_gbs, "GB/s");
     }
+    if (tc > 0) {
+        *chain_gbs = (double)r.count * (double)r.s.n4 * 16.0 / tc / 1e9;
+        snprintf(line, sizeof line, "%s: the same chained x%d", name, r.count);
+        bench_figure(b, line, *chain_gbs, "GB/s");
+    }
     return gbs;
 }
 
@@ -566,6 +581,7 @@ typedef struct qbatch_run {
     mcl_tensor *c[QGEMV_BATCH];
     mcl_tensor *act; /* r->a[0] quantized, for qkernel_once */
     int count;
+    int chain; /* a barrier between the GEMVs: each waits for the one before */
 } qbatch_run;
 
 /* Independent outputs, as where several weights of a layer read the same input: the benchmark
@@ -579,6 +595,8 @@ static mcl_status qbatch_once(bench *b, void *user, int rep)
     for (int j = 0; j < q->count; j++) {
         /* Distinct copies within a run (count <= copies), a rotating start across runs. */
         int i = (rep * q->count + j) % r->copies;
+        if (q->chain && j > 0)
+            mcl_stream_full_barrier(b->ctx);
         mcl_status status = mcl_matmul(b->ctx, r->a[i], r->ta, r->b[i], r->tb, NULL, q->c[j]);
         if (status != MCL_SUCCESS)
             return status;
@@ -605,6 +623,8 @@ static mcl_status qkernel_once(bench *b, void *user, int rep)
     qbatch_run *q = user;
     const mm_run *r = q->r;
     for (int j = 0; j < q->count; j++) {
+        if (q->chain && j > 0)
+            mcl_stream_full_barrier(b->ctx);
         mcl_status status = mcl_matmul_quantized_input(b->ctx, r->a[0], q->act,
                                                        r->b[(rep * q->count + j) % r->copies],
                                                        q->c[j]);
@@ -619,6 +639,7 @@ static mcl_status qkernel_once(bench *b, void *user, int rep)
 static int qbatch_report(bench *b, const char *name, const char *what, int count,
                          uint64_t bytes, double t, double same_batch_gbs)
 {
+    const int chained = strncmp(what, "chained", 7) == 0;
     char line[224];
     if (t <= 0) {
         snprintf(line, sizeof line, "%s: %s x%d", name, what, count);
@@ -633,7 +654,8 @@ static int qbatch_report(bench *b, const char *name, const char *what, int count
     snprintf(line, sizeof line, "%s: %s, of stream read", name, what);
     bench_figure(b, line, 100.0 * gbs / b->stream_read_gbs, "%");
     if (same_batch_gbs > 0) {
-        snprintf(line, sizeof line, "%s: %s, of same-size batched stream read", name, what);
+        snprintf(line, sizeof line, "%s: %s, of same-size %s stream read", name, what,
+                 chained ? "chained" : "batched");
         bench_figure(b, line, 100.0 * gbs / same_batch_gbs, "%");
     }
     return 0;
@@ -646,7 +668,7 @@ static uint64_t quant_bytes(mcl_dtype dtype, int64_t n, int64_t k)
 
 /* `same_gbs`: stream_read_same over these weights' bytes; not positive when unavailable. */
 static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t rows,
-                      double same_gbs, double same_batch_gbs)
+                      double same_gbs, double same_batch_gbs, double same_chain_gbs)
 {
     mm_run r = {.ta = MCL_NO_TRANSPOSE, .tb = MCL_TRANSPOSE};
     uint64_t weight_bytes = quant_bytes(dtype, n, k);
@@ -676,7 +698,7 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     double t = r.c ? bench_gpu_time(b, b->repeat, matmul_once, &r) : -1.0;
     /* Batched: only with cold copies to spread the batch over (none with --hot). */
     qbatch_run q = {.r = &r, .count = r.copies < QGEMV_BATCH ? r.copies : QGEMV_BATCH};
-    double tb = -1.0, tm = -1.0, tk = -1.0;
+    double tb = -1.0, tm = -1.0, tk = -1.0, tc = -1.0, tkc = -1.0;
     const mcl_quant_path path = mcl_quant_path_select(b->ctx, dtype);
     const int dot = path == MCL_QUANT_PATH_DOT;
     if (t > 0 && q.count >= 2) {
@@ -685,6 +707,10 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
             ok = (q.c[j] = tensor_f32(b, 2, sy, 0.0f)) != NULL;
         if (ok)
             tb = bench_gpu_time(b, b->repeat, qbatch_once, &q);
+        q.chain = 1;
+        if (ok && tb > 0)
+            tc = bench_gpu_time(b, b->repeat, qbatch_once, &q);
+        q.chain = 0;
         /* On the float path the two batches record the same dispatches. */
         if (ok && dot && tb > 0)
             tm = bench_gpu_time(b, b->repeat, qmulti_once, &q);
@@ -695,6 +721,10 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
                      MCL_SUCCESS;
             if (ok)
                 tk = bench_gpu_time(b, b->repeat, qkernel_once, &q);
+            q.chain = 1;
+            if (ok && tk > 0)
+                tkc = bench_gpu_time(b, b->repeat, qkernel_once, &q);
+            q.chain = 0;
             mcl_tensor_destroy(q.act);
         }
         for (int j = 0; j < q.count; j++)
@@ -743,6 +773,8 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     if (q.count < 2)
         return 0;
     int rc = qbatch_report(b, name, "batched", q.count, weight_bytes, tb, same_batch_gbs);
+    /* Chained: each GEMV waits for the one before, as a decoder's dependent products do. */
+    rc |= qbatch_report(b, name, "chained", q.count, weight_bytes, tc, same_chain_gbs);
     /* The same model from the batched share: GEMVs back to back leave out the fixed cost of a
      * lone dispatch (its start and its tail), microseconds that are a large part of one GEMV's
      * time at the H200's rate but a few percent of it at 256 GB/s. Modeled as well. */
@@ -754,6 +786,8 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     if (!dot)
         return rc;
     rc |= qbatch_report(b, name, "one input", q.count, weight_bytes, tm, same_batch_gbs);
+    rc |= qbatch_report(b, name, "chained kernels alone", q.count, weight_bytes, tkc,
+                        same_chain_gbs);
     return rc | qbatch_report(b, name, "kernels alone", q.count, weight_bytes,
                               tk, same_batch_gbs);
 }
@@ -810,15 +844,15 @@ int bench_qgemv(bench *b)
             char name[96];
             snprintf(name, sizeof name, "gemv %s %lldx%lld", mcl_dtype_name(types[f]),
                      (long long)n, (long long)k);
-            double same_batch_gbs;
+            double same_batch_gbs, same_chain_gbs;
             double same_gbs = stream_read_same(b, quant_bytes(types[f], n, k), name,
-                                               &same_batch_gbs);
+                                               &same_batch_gbs, &same_chain_gbs);
             if (same_gbs <= 0)
                 rc = 1;
             for (int c = 0; c < 2; c++) {
                 if (only_rows <= 0 || only_rows == row_cases[c])
                     rc |= qgemv_case(b, types[f], n, k, row_cases[c], same_gbs,
-                                     same_batch_gbs);
+                                     same_batch_gbs, same_chain_gbs);
             }
         }
     }
