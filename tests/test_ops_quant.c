@@ -571,6 +571,10 @@ static void gemv_plans(void **state)
                 /* Conversion of codes on AMD and under the polaris profile, and for Q5_K,
                  * on the float path. */
                 assert_int_equal(p.cvt, !dot && (amd || all_formats[f] == MCL_DTYPE_Q5_K));
+                /* Q4_0's integer-dot row of 128 blocks at 32 lanes: one round of four pieces
+                 * a lane; three and a half rounds at 4096x14336 keep one piece a round. */
+                if (dot && all_formats[f] == MCL_DTYPE_Q4_0)
+                    assert_int_equal(p.u, shapes[s][1] == 4096 && p.t == 32 ? 4 : 1);
                 assert_mcl_ok(mcl_quant_gemv_plan(ctx, dot, all_formats[f], 8, shapes[s][0],
                                                   shapes[s][1], &p));
                 assert_int_equal(p.cvt, 0);
@@ -936,6 +940,7 @@ static void dot_path(void **state)
             {1, 3, 37, kq(t, 96, 768), 0},   /* an odd block count */
             {2, 4, 1031, kq(t, 32, 256), 1}, /* 8 rows, one block per row */
             {1, 1, 1, kq(t, 64, 512), 0},
+            {1, 1, 300, kq(t, 4096, 4096), 1}, /* Q4_0: its row one round of 4 pieces */
             {1, 67, 1031, 96, 1},            /* GEMM: partial tiles, an odd block count */
             {3, 100, 37, 4128, 0},           /* GEMM: batched, many blocks */
         };

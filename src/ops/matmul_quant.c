@@ -116,6 +116,15 @@ static const mcl_dtype quant_formats[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DT
  * h200-0370c8b-q6k-lanes): 80.2, 79.8, 80.8 / 82.5, 82.1, 82.4% against 79.6, 79.6, 79.3 /
  * 79.9, 79.9, 79.2%. A wave64 device keeps the rule's. */
 #define QUANT_SPAN_DOT_Q6_K_LANES 16u
+/* Q4_0 at one row where a lane's pieces are exactly four (K = 4096 at 32 lanes): the four in
+ * one round rather than four rounds of one. On the H200 at 14336x4096 (evidence/
+ * h200-19aba3a-chained, h200-19aba3a-plans), three calls each against the default: kernels
+ * alone 88.1, 87.9, 87.8% of stream read against 85.9-86.4 and 85.8-86.3; batched calls 60.8,
+ * 60.2, 60.0 against 56.4-57.4; chained (each waiting for the one before) kernels alone 61.5,
+ * 61.5, 60.9 against 58.1-59.0. Two pieces a round over several rounds lost there (78.6), as
+ * at 4096x14336 four pieces a lane in 3.5 rounds' worth of one partial round did (85.3 / 86.0
+ * against 87.1 / 86.5), and Q4_K's two pieces in one round (70.8 against 86.2). */
+#define QUANT_SPAN_DOT_Q4_0_ROUND 4u
 static const uint8_t dot_nr[] = {1, 2, 2, 4, 2};
 static const uint8_t dot_u[] = {2, 1, 1, 1, 1};
 static const uint8_t dot_pb[] = {32, 16, 32, 32, 16};
@@ -532,6 +541,11 @@ static void gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
             p->pb = dot_pb[fmt];
         if (dot && m == 1 && fmt == FMT_Q6_K && !wave64 && p->t > QUANT_SPAN_DOT_Q6_K_LANES)
             p->t = QUANT_SPAN_DOT_Q6_K_LANES;
+        /* Q4_0 whose row is one round of QUANT_SPAN_DOT_Q4_0_ROUND pieces a lane: all of them
+         * in flight at once, no loop. */
+        if (dot && m == 1 && fmt == FMT_Q4_0 &&
+            nb * span_pieces(fmt, p->pb) == QUANT_SPAN_DOT_Q4_0_ROUND * p->t)
+            p->u = QUANT_SPAN_DOT_Q4_0_ROUND;
     }
     /* Fewer row groups while the workgroup is beyond the device. */
     while (p->g > 1 && ((uint64_t)p->t * p->g > ctx->info.max_compute_workgroup_invocations ||
