@@ -226,6 +226,18 @@ static uint32_t mma_shared_bytes(uint32_t bm, uint32_t bn)
  * least maxComputeSharedMemorySize (16 KiB). A device below it takes the float GEMM. */
 #define QUANT_DOT_SHARED_BYTES \
     (2u * (128u * 2u * 16u + 128u * 4u * 2u + 64u * 3u * 16u + 64u * 4u))
+
+/* Whether the device's shared memory holds the integer-dot GEMM's tile, and the matrix GEMM's
+ * smallest (64 x 64). */
+static int dot_gemm_fits(const mcl_context *ctx)
+{
+    return QUANT_DOT_SHARED_BYTES <= ctx->info.max_compute_shared_memory_size;
+}
+
+static int matrix_gemm_fits(const mcl_context *ctx)
+{
+    return mma_shared_bytes(64, 64) <= ctx->info.max_compute_shared_memory_size;
+}
 /* Element-wise kernels: invocations per workgroup. */
 #define QUANT_THREADS 256u
 /* Vulkan guarantees 65535 workgroups per dimension. */
@@ -300,12 +312,11 @@ mcl_quant_path mcl_quant_gemm_path_select(const mcl_context *ctx, mcl_dtype dtyp
     const char *want = mcl_env("MOTIFCL_QUANT_PATH");
     int other = want && (mcl_list_contains(want, "float") || mcl_list_contains(want, "dot"));
     if ((ctx->info.features_enabled & MCL_FEATURE_COOPERATIVE_MATRIX) && !other &&
-        mma_shared_bytes(64, 64) <= ctx->info.max_compute_shared_memory_size)
+        matrix_gemm_fits(ctx))
         return MCL_QUANT_PATH_MATRIX;
     mcl_quant_path path = mcl_quant_path_select(ctx, dtype);
     if (path == MCL_QUANT_PATH_DOT &&
-        ((fmt != (int)FMT_Q8_0 && fmt != (int)FMT_Q4_0) ||
-         ctx->info.max_compute_shared_memory_size < QUANT_DOT_SHARED_BYTES))
+        ((fmt != (int)FMT_Q8_0 && fmt != (int)FMT_Q4_0) || !dot_gemm_fits(ctx)))
         path = MCL_QUANT_PATH_FLOAT;
     return path;
 }
@@ -1019,8 +1030,7 @@ static mcl_status quant_check(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta,
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                         "the integer-dot path multiplies more than %u rows of a by Q8_0 and Q4_0 "
                         "weights only", QUANT_GEMV_MAX_ROWS);
-    if (path == MCL_QUANT_PATH_DOT && !gemv &&
-        ctx->info.max_compute_shared_memory_size < QUANT_DOT_SHARED_BYTES)
+    if (path == MCL_QUANT_PATH_DOT && !gemv && !dot_gemm_fits(ctx))
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                         "the integer-dot GEMM needs %u bytes of shared memory, the device has %u",
                         QUANT_DOT_SHARED_BYTES, ctx->info.max_compute_shared_memory_size);
@@ -1031,8 +1041,7 @@ static mcl_status quant_check(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta,
     if (path == MCL_QUANT_PATH_MATRIX && gemv)
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                         "the matrix path multiplies more than %u rows of a", QUANT_GEMV_MAX_ROWS);
-    if (path == MCL_QUANT_PATH_MATRIX &&
-        mma_shared_bytes(64, 64) > ctx->info.max_compute_shared_memory_size)
+    if (path == MCL_QUANT_PATH_MATRIX && !matrix_gemm_fits(ctx))
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                         "the matrix GEMM needs %u bytes of shared memory, the device has %u",
                         mma_shared_bytes(64, 64), ctx->info.max_compute_shared_memory_size);

@@ -635,11 +635,12 @@ static mcl_status qkernel_once(bench *b, void *user, int rep)
 }
 
 /* The figures of a batch of `count` GEMVs over `bytes` of weights each that took t seconds
- * (`what`: "batched", or "one input" for mcl_matmul_multi's); 1 where it did not run. */
+ * (`what`: "batched", "chained", "one input" for mcl_matmul_multi's, ...), also against the
+ * same-size stream read batched the same way (`same_what`, "batched" or "chained": its
+ * `same_gbs`); 1 where it did not run. */
 static int qbatch_report(bench *b, const char *name, const char *what, int count,
-                         uint64_t bytes, double t, double same_batch_gbs)
+                         uint64_t bytes, double t, const char *same_what, double same_gbs)
 {
-    const int chained = strncmp(what, "chained", 7) == 0;
     char line[224];
     if (t <= 0) {
         snprintf(line, sizeof line, "%s: %s x%d", name, what, count);
@@ -653,10 +654,10 @@ static int qbatch_report(bench *b, const char *name, const char *what, int count
     bench_figure(b, line, gbs, "GB/s");
     snprintf(line, sizeof line, "%s: %s, of stream read", name, what);
     bench_figure(b, line, 100.0 * gbs / b->stream_read_gbs, "%");
-    if (same_batch_gbs > 0) {
+    if (same_gbs > 0) {
         snprintf(line, sizeof line, "%s: %s, of same-size %s stream read", name, what,
-                 chained ? "chained" : "batched");
-        bench_figure(b, line, 100.0 * gbs / same_batch_gbs, "%");
+                 same_what);
+        bench_figure(b, line, 100.0 * gbs / same_gbs, "%");
     }
     return 0;
 }
@@ -772,9 +773,11 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     }
     if (q.count < 2)
         return 0;
-    int rc = qbatch_report(b, name, "batched", q.count, weight_bytes, tb, same_batch_gbs);
+    int rc = qbatch_report(b, name, "batched", q.count, weight_bytes, tb, "batched",
+                           same_batch_gbs);
     /* Chained: each GEMV waits for the one before, as a decoder's dependent products do. */
-    rc |= qbatch_report(b, name, "chained", q.count, weight_bytes, tc, same_chain_gbs);
+    rc |= qbatch_report(b, name, "chained", q.count, weight_bytes, tc, "chained",
+                        same_chain_gbs);
     /* The same model from the batched share: GEMVs back to back leave out the fixed cost of a
      * lone dispatch (its start and its tail), microseconds that are a large part of one GEMV's
      * time at the H200's rate but a few percent of it at 256 GB/s. Modeled as well. */
@@ -785,11 +788,12 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     }
     if (!dot)
         return rc;
-    rc |= qbatch_report(b, name, "one input", q.count, weight_bytes, tm, same_batch_gbs);
+    rc |= qbatch_report(b, name, "one input", q.count, weight_bytes, tm, "batched",
+                        same_batch_gbs);
     rc |= qbatch_report(b, name, "chained kernels alone", q.count, weight_bytes, tkc,
-                        same_chain_gbs);
+                        "chained", same_chain_gbs);
     return rc | qbatch_report(b, name, "kernels alone", q.count, weight_bytes,
-                              tk, same_batch_gbs);
+                              tk, "batched", same_batch_gbs);
 }
 
 /* One quantized GEMM along a given path. */
