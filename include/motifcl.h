@@ -480,6 +480,12 @@ MCL_API mcl_status mcl_context_memory_stats(const mcl_context *ctx, mcl_memory_s
 MCL_API mcl_status mcl_context_memory_json(const mcl_context *ctx, char *buffer,
                                            size_t capacity, size_t *needed);
 
+/** The context's device traits as JSON: what it decided at creation from the device, the
+ *  quirk table, the device profile and the environment (the paths it takes, its limits, the
+ *  tuning overrides in force). Written as mcl_context_memory_json() writes. */
+MCL_API mcl_status mcl_context_traits_json(const mcl_context *ctx, char *buffer,
+                                           size_t capacity, size_t *needed);
+
 /* ---------------------------------------------------------------------------------------
  * Operations. Recorded on the context; they run at the next sync point.
  * ------------------------------------------------------------------------------------- */

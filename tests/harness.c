@@ -116,10 +116,12 @@ int mcl_test_finish(int cmocka_failures)
     int ok = cmocka_failures == 0 && record_failures == 0;
     if (context) {
         mcl_finish(context);
-        mcl_witness_set_device(witness, context);
         uint64_t errors = mcl_context_validation_errors(context);
         mcl_device_info info = {.size = sizeof info};
         mcl_context_device_info(context, &info);
+        char traits[2048] = "";
+        mcl_context_traits_json(context, traits, sizeof traits, NULL);
+        mcl_witness_set_device(witness, &info, errors, traits);
         if (info.validation)
             mcl_witness_add_check(witness, "validation layer errors", "count", (double)errors,
                                   0.0, errors == 0);

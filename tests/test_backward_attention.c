@@ -34,7 +34,7 @@
 
 #include "harness.h"
 #include "ref/ref.h"
-#include "vk/context.h"
+#include "vk/inspect.h"
 
 #define REF_TOLERANCE 1e-9
 #define FD_TOLERANCE 1e-4
@@ -197,11 +197,11 @@ static int check_cases(const bwd_case *cases, size_t count, const char *tag, uin
         bwd_data d;
         setup(&d, c, seed0 + (uint32_t)i * 17);
         reference(&d, c, 0, 0);
-        uint32_t saved = ctx->info.max_compute_shared_memory_size;
+        uint32_t saved = mcl_inspect_traits(ctx)->max_shared_bytes;
         if (shared_limit)
-            ctx->info.max_compute_shared_memory_size = shared_limit;
+            mcl_inspect_traits(ctx)->max_shared_bytes = shared_limit;
         run(&d, c);
-        ctx->info.max_compute_shared_memory_size = saved;
+        mcl_inspect_traits(ctx)->max_shared_bytes = saved;
         double e_dq = mcl_nmse(d.dq, d.want_dq, d.nq);
         double e_dk = mcl_nmse(d.dk, d.want_dk, d.nkv);
         double e_dv = mcl_nmse(d.dv, d.want_dv, d.nkv);
@@ -261,7 +261,7 @@ static void small_shared_memory_plans(void **state)
     static const uint32_t limits[] = {16384, 8192};
     int failed = 0;
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
-        if (limits[i] > ctx->info.max_compute_shared_memory_size)
+        if (limits[i] > mcl_inspect_traits(ctx)->max_shared_bytes)
             continue;
         char tag[64];
         snprintf(tag, sizeof tag, " (%u bytes of shared memory)", limits[i]);

@@ -6,7 +6,7 @@
 
 #include "harness.h"
 #include "env.h"
-#include "vk/context.h"
+#include "vk/inspect.h"
 
 static mcl_context *ctx;
 
@@ -25,7 +25,8 @@ static void device_info_is_populated(void **state)
     assert_mcl_ok(mcl_context_device_info(ctx, &info));
     assert_true(strlen(info.name) > 0);
     assert_true(strlen(info.driver_name) > 0);
-    assert_true(info.api_version >= VK_API_VERSION_1_2);
+    /* Vulkan 1.2 at least: major 1, minor 2 in VK_MAKE_API_VERSION's bits. */
+    assert_true(info.api_version >= ((1u << 22) | (2u << 12)));
     assert_true(info.subgroup_size >= 1);
     assert_true(info.min_subgroup_size <= info.subgroup_size);
     assert_true(info.subgroup_size <= info.max_subgroup_size);
@@ -115,6 +116,118 @@ static void environment_disables_and_forces(void **state)
     }
 }
 
+/* Every documented variable, set to a value that would change what a context does. */
+static const struct {
+    const char *name, *value;
+} every_variable[] = {
+    {"MOTIFCL_LOG", "debug"},
+    {"MOTIFCL_DEVICE", "no such device anywhere"},
+    {"MOTIFCL_DEVICE_PROFILE", "polaris"},
+    {"MOTIFCL_VALIDATION", "1"},
+    {"MOTIFCL_DISABLE", "subgroup-arithmetic"},
+    {"MOTIFCL_FORCE", "integer-dot"},
+    {"MOTIFCL_TRANSFER", "staging"},
+    {"MOTIFCL_QUANT_PATH", "dot"},
+    {"MOTIFCL_QUANT_GEMV_PLAN", "t=64"},
+    {"MOTIFCL_QUANT_GEMM_SLICES", "3"},
+    {"MOTIFCL_QUANT_GEMM_UNROLL", "2"},
+    {"MOTIFCL_QUANT_GEMM_FLOAT_TILE", "64x128"},
+    {"MOTIFCL_QUANT_GEMM_TILE", "64x64"},
+    {"MOTIFCL_PIPELINE_STATS", "1"},
+    {"MOTIFCL_MAX_BINDING", "65536"},
+};
+#define VARIABLE_COUNT (sizeof every_variable / sizeof every_variable[0])
+
+/* What a context decided: its traits as JSON, its profile, features and validation. */
+typedef struct decided {
+    mcl_status status;
+    char traits[2048];
+    mcl_device_info info;
+} decided;
+
+static decided create_and_describe(uint32_t flags)
+{
+    decided d;
+    memset(&d, 0, sizeof d);
+    mcl_context_desc desc = {.size = sizeof desc, .device_index = -1, .flags = flags};
+    mcl_context *c = NULL;
+    d.status = mcl_context_create(&desc, &c);
+    if (d.status == MCL_SUCCESS) {
+        d.info.size = sizeof d.info;
+        assert_mcl_ok(mcl_context_device_info(c, &d.info));
+        assert_mcl_ok(mcl_context_traits_json(c, d.traits, sizeof d.traits, NULL));
+        mcl_context_destroy(c);
+    }
+    return d;
+}
+
+static int same_decision(const decided *a, const decided *b)
+{
+    return a->status == b->status && strcmp(a->traits, b->traits) == 0 &&
+           strcmp(a->info.profile, b->info.profile) == 0 &&
+           a->info.features_enabled == b->info.features_enabled &&
+           a->info.quirks == b->info.quirks && a->info.validation == b->info.validation &&
+           a->info.device_index == b->info.device_index;
+}
+
+/* A context created with MCL_CONTEXT_IGNORE_ENVIRONMENT takes the defaults whatever the
+ * environment says: with every documented variable set, it decides what a context decides
+ * with none set. Control: each variable alone, not ignored, changes the decision (or, for
+ * MOTIFCL_DEVICE, the creation), so the comparison would see it. */
+static void ignoring_the_environment_takes_the_defaults(void **state)
+{
+    (void)state;
+    char *saved[VARIABLE_COUNT];
+    for (size_t i = 0; i < VARIABLE_COUNT; i++) {
+        const char *v = getenv(every_variable[i].name);
+        saved[i] = v ? strdup(v) : NULL;
+        unsetenv(every_variable[i].name);
+    }
+    decided plain = create_and_describe(0);
+    assert_mcl_ok(plain.status);
+    int changed = 0;
+    for (size_t i = 0; i < VARIABLE_COUNT; i++) {
+        setenv(every_variable[i].name, every_variable[i].value, 1);
+        decided alone = create_and_describe(0);
+        decided ignored = create_and_describe(MCL_CONTEXT_IGNORE_ENVIRONMENT);
+        unsetenv(every_variable[i].name);
+        assert_true(same_decision(&ignored, &plain));
+        int differs = !same_decision(&alone, &plain);
+        /* MOTIFCL_LOG changes only what reaches stderr. MOTIFCL_FORCE=integer-dot and
+         * MOTIFCL_QUANT_PATH=dot change something only where the device has integer dot
+         * product and does not take that path by itself (Lavapipe), or has cooperative
+         * matrices for the GEMM (the H200). */
+        if (strcmp(every_variable[i].name, "MOTIFCL_LOG") == 0)
+            continue;
+        if (!differs && (strcmp(every_variable[i].name, "MOTIFCL_FORCE") == 0 ||
+                         strcmp(every_variable[i].name, "MOTIFCL_QUANT_PATH") == 0)) {
+            mcl_test_note(every_variable[i].name, "changes nothing on this device");
+            continue;
+        }
+        if (!differs)
+            fprintf(stderr, "FAIL: %s=%s did not change the context\n", every_variable[i].name,
+                    every_variable[i].value);
+        assert_true(differs);
+        changed++;
+    }
+    for (size_t i = 0; i < VARIABLE_COUNT; i++)
+        setenv(every_variable[i].name, every_variable[i].value, 1);
+    decided all_ignored = create_and_describe(MCL_CONTEXT_IGNORE_ENVIRONMENT);
+    for (size_t i = 0; i < VARIABLE_COUNT; i++) {
+        if (saved[i])
+            setenv(every_variable[i].name, saved[i], 1);
+        else
+            unsetenv(every_variable[i].name);
+        free(saved[i]);
+    }
+    assert_true(same_decision(&all_ignored, &plain));
+    assert_string_equal(all_ignored.info.profile, "none");
+    char name[96];
+    snprintf(name, sizeof name, "environment ignored: defaults taken (%d of %zu variables "
+             "seen to change a context)", changed, VARIABLE_COUNT);
+    mcl_test_record_bool(name, 1);
+}
+
 static void device_choice(void **state)
 {
     (void)state;
@@ -170,16 +283,7 @@ static void validation_errors_are_counted(void **state)
     }
     assert_int_equal(s, MCL_SUCCESS);
     assert_int_equal(mcl_context_validation_errors(c), 0);
-    /* A buffer of size 0 is invalid usage (VUID-VkBufferCreateInfo-size-00912). */
-    VkBufferCreateInfo info = {
-        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-        .size = 0,
-        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
-    };
-    VkBuffer buffer = VK_NULL_HANDLE;
-    VkResult r = c->vk.vkCreateBuffer(c->device, &info, NULL, &buffer);
-    if (r == VK_SUCCESS && buffer)
-        c->vk.vkDestroyBuffer(c->device, buffer, NULL);
+    mcl_inspect_invalid_call(c);
     uint64_t errors = mcl_context_validation_errors(c);
     mcl_context_destroy(c);
     mcl_test_record_bool("validation negative control: invalid call counted", errors > 0);
@@ -196,6 +300,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(short_info_struct_is_respected),
         cmocka_unit_test(polaris_profile_masks_features),
         cmocka_unit_test(environment_disables_and_forces),
+        cmocka_unit_test(ignoring_the_environment_takes_the_defaults),
         cmocka_unit_test(device_choice),
         cmocka_unit_test(validation_errors_are_counted),
     };

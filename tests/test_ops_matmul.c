@@ -15,7 +15,7 @@
 #include "harness.h"
 #include "ref/ref.h"
 #include "ops/ops_internal.h"
-#include "vk/context.h"
+#include "vk/inspect.h"
 
 #define TOLERANCE 1e-9
 
@@ -187,7 +187,7 @@ static void gemm_tile_variants(void **state)
     int passed = 1;
     for (size_t c = 0; c < sizeof configs / sizeof *configs; c++) {
         const mcl_gemm_config *cfg = &configs[c];
-        if (mcl_gemm_shared_bytes(cfg, cfg->db) > ctx->info.max_compute_shared_memory_size)
+        if (mcl_gemm_shared_bytes(cfg, cfg->db) > mcl_inspect_traits(ctx)->max_shared_bytes)
             continue;
         for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
             const problem *p = &cases[i];

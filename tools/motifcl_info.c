@@ -46,7 +46,7 @@ static void json_string(const char *key, const char *value)
     printf("\",\n");
 }
 
-static void print_json(const mcl_device_info *d, const char *memory_json)
+static void print_json(const mcl_device_info *d, const char *memory_json, const char *traits)
 {
     printf("{\n");
     json_string("library_version", mcl_version_string());
@@ -82,11 +82,12 @@ static void print_json(const mcl_device_info *d, const char *memory_json)
                (unsigned long long)d->memory_heaps[i].budget,
                (unsigned long long)d->memory_heaps[i].usage,
                d->memory_heaps[i].device_local ? "true" : "false");
-    printf("\n  ],\n  \"validation\": %s,\n  \"allocator\": %s}\n",
-           d->validation ? "true" : "false", memory_json ? memory_json : "null\n");
+    printf("\n  ],\n  \"validation\": %s,\n  \"traits\": %s,\n  \"allocator\": %s}\n",
+           d->validation ? "true" : "false", traits[0] ? traits : "null",
+           memory_json ? memory_json : "null\n");
 }
 
-static void print_text(const mcl_device_info *d, const mcl_memory_stats *m)
+static void print_text(const mcl_device_info *d, const mcl_memory_stats *m, const char *traits)
 {
     const double mib = 1024.0 * 1024.0;
     printf("MotifCL %s (commit %s)\n\n", mcl_version_string(), mcl_git_commit());
@@ -116,6 +117,7 @@ static void print_text(const mcl_device_info *d, const mcl_memory_stats *m)
                d->memory_heaps[i].size / mib, d->memory_heaps[i].device_local ? " device-local" : "",
                d->memory_heaps[i].budget / mib, d->memory_heaps[i].usage / mib);
     printf("%-20s %s\n", "validation", d->validation ? "on" : "off");
+    printf("%-20s %s\n", "traits", traits[0] ? traits : "(none)");
     printf("%-20s blocks of %.0f MiB, tensors in memory type %u, staging in type %u, %s\n",
            "allocator", m->block_size / mib, m->tensor_memory_type, m->staging_memory_type,
            m->zero_copy ? "zero-copy transfers" : "staged transfers");
@@ -134,7 +136,8 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr, "usage: %s [--json]\n"
                             "Environment: MOTIFCL_DEVICE, MOTIFCL_DEVICE_PROFILE, "
-                            "MOTIFCL_VALIDATION, MOTIFCL_DISABLE, MOTIFCL_FORCE, MOTIFCL_LOG\n",
+                            "MOTIFCL_VALIDATION, MOTIFCL_DISABLE, MOTIFCL_FORCE, MOTIFCL_LOG and "
+                            "the tuning switches (README, \"Environment\")\n",
                     argv[0]);
             return strcmp(argv[i], "--help") == 0 ? 0 : 1;
         }
@@ -155,6 +158,8 @@ int main(int argc, char **argv)
     mcl_context_device_info(ctx, &info);
     mcl_memory_stats memory = {.size = sizeof memory};
     mcl_context_memory_stats(ctx, &memory);
+    char traits[2048] = "";
+    mcl_context_traits_json(ctx, traits, sizeof traits, NULL);
     if (json) {
         size_t needed = 0;
         mcl_context_memory_json(ctx, NULL, 0, &needed);
@@ -163,10 +168,10 @@ int main(int argc, char **argv)
             free(memory_json);
             memory_json = NULL;
         }
-        print_json(&info, memory_json);
+        print_json(&info, memory_json, traits);
         free(memory_json);
     } else {
-        print_text(&info, &memory);
+        print_text(&info, &memory, traits);
     }
     mcl_context_destroy(ctx);
     return 0;

@@ -1,32 +1,94 @@
-/* Environment switches. Every variable the library reads is read here, so that the list in
- * the README stays complete:
- *   MOTIFCL_LOG                 error|warning|info|debug: print the log to stderr
+/* Environment switches. The library reads the environment in one place: mcl_env_read(),
+ * called once when a context is created (and not at all for a context created with
+ * MCL_CONTEXT_IGNORE_ENVIRONMENT). What it read becomes the context's device traits
+ * (src/vk/traits.c); nothing else in the library calls getenv. The variables:
+ *   MOTIFCL_LOG                 error|warning|info|debug|0: print the log to stderr
  *   MOTIFCL_DEVICE              device index or name substring
  *   MOTIFCL_DEVICE_PROFILE      none|polaris
- *   MOTIFCL_VALIDATION          0|1|sync|gpu
+ *   MOTIFCL_VALIDATION          0|1|sync|gpu (also off/on)
  *   MOTIFCL_DISABLE             comma-separated feature names to switch off
  *   MOTIFCL_FORCE               comma-separated feature names to keep on despite quirks
  *   MOTIFCL_TRANSFER            auto|staging|import: how uploads and downloads move bytes
- *   MOTIFCL_QUANT_PATH          float|dot: force a path of the quantized matmul
- *   MOTIFCL_QUANT_GEMV_PLAN     t=,g=,nr=,u=,pb=,st=: override the quantized GEMV's plan
- *                               (tuning)
+ *   MOTIFCL_QUANT_PATH          auto|float|dot: the path of the quantized matmul
+ *   MOTIFCL_QUANT_GEMV_PLAN     t=,g=,nr=,u=,pb=,st=,cvt=: the quantized GEMV's plan (tuning)
  *   MOTIFCL_QUANT_GEMM_SLICES   1..16: slices of K of the float-path quantized GEMM (tuning)
  *   MOTIFCL_QUANT_GEMM_UNROLL   1|2|4|8|16: its inner loop's unroll (tuning)
  *   MOTIFCL_QUANT_GEMM_FLOAT_TILE  <BM>x<BN>: its tile (tuning)
+ *   MOTIFCL_QUANT_GEMM_TILE     <BM>x<BN>: the matrix-path quantized GEMM's tile (tuning)
  *   MOTIFCL_PIPELINE_STATS      1: log the driver's statistics of each compiled kernel (info)
  *   MOTIFCL_MAX_BINDING         bytes: split quantized weights as if one binding held no more
- *   MOTIFCL_REQUIRE_VULKAN_COMPUTE  1: tests fail instead of skipping without a device
- */
+ * The test harness and the tools read their own (MOTIFCL_REQUIRE_VULKAN_COMPUTE,
+ * MOTIFCL_WITNESS_DIR, MOTIFCL_TEST_FILTER) with the helpers at the end. */
 #ifndef MCL_CORE_ENV_H
 #define MCL_CORE_ENV_H
 
 #include <stdint.h>
 
+/* MOTIFCL_QUANT_GEMV_PLAN's keys, as bits of mcl_gemv_override.set. */
+enum {
+    MCL_GEMV_SET_T = 1u << 0,
+    MCL_GEMV_SET_G = 1u << 1,
+    MCL_GEMV_SET_NR = 1u << 2,
+    MCL_GEMV_SET_U = 1u << 3,
+    MCL_GEMV_SET_PB = 1u << 4,
+    MCL_GEMV_SET_ST = 1u << 5,
+    MCL_GEMV_SET_CVT = 1u << 6,
+};
+
+/* A quantized GEMV plan override: the keys given and their values (checked against each
+ * product when it is planned). */
+typedef struct mcl_gemv_override {
+    uint32_t set;
+    uint32_t t, g, nr, u, pb, st, cvt;
+} mcl_gemv_override;
+
+typedef enum mcl_env_quant_path {
+    MCL_ENV_QUANT_AUTO = 0,
+    MCL_ENV_QUANT_FLOAT,
+    MCL_ENV_QUANT_DOT,
+} mcl_env_quant_path;
+
+typedef enum mcl_env_transfer {
+    MCL_ENV_TRANSFER_AUTO = 0,
+    MCL_ENV_TRANSFER_STAGING,
+    MCL_ENV_TRANSFER_IMPORT,
+    MCL_ENV_TRANSFER_INVALID,
+} mcl_env_transfer;
+
+#define MCL_ENV_TEXT 256
+
+/* What the environment asks for. All zero (and empty strings) is "nothing asked": the
+ * defaults, and what a context that ignores the environment gets. */
+typedef struct mcl_env_settings {
+    int log_level;                 /* MOTIFCL_LOG: 0..3 (error..debug), -1 none */
+    char device[MCL_ENV_TEXT];     /* MOTIFCL_DEVICE, "" unset */
+    char profile[MCL_ENV_TEXT];    /* MOTIFCL_DEVICE_PROFILE, "" unset */
+    uint32_t validation;           /* MOTIFCL_VALIDATION: MCL_CONTEXT_VALIDATION* flags */
+    uint64_t disable, force;       /* MOTIFCL_DISABLE, MOTIFCL_FORCE: feature bits */
+    mcl_env_transfer transfer;     /* MOTIFCL_TRANSFER */
+    char transfer_text[MCL_ENV_TEXT];
+    mcl_env_quant_path quant_path; /* MOTIFCL_QUANT_PATH */
+    mcl_gemv_override gemv;        /* MOTIFCL_QUANT_GEMV_PLAN */
+    uint32_t gemm_slices;          /* MOTIFCL_QUANT_GEMM_SLICES, 0 unset */
+    uint32_t gemm_unroll;          /* MOTIFCL_QUANT_GEMM_UNROLL, 0 unset */
+    uint32_t gemm_float_tile[2];   /* MOTIFCL_QUANT_GEMM_FLOAT_TILE: BM, BN; 0 unset */
+    uint32_t gemm_matrix_tile[2];  /* MOTIFCL_QUANT_GEMM_TILE: BM, BN; 0 unset */
+    int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS */
+    uint64_t max_binding;          /* MOTIFCL_MAX_BINDING, 0 unset */
+    /* What could not be taken, "; "-separated, for one warning (empty when all was taken). */
+    char problems[1024];
+} mcl_env_settings;
+
+/* The settings of nothing asked: log_level -1, everything else zero. */
+void mcl_env_defaults(mcl_env_settings *s);
+
+/* Read every variable above into s. A value that cannot be taken is left at its default and
+ * named in s->problems (MOTIFCL_TRANSFER's is kept as MCL_ENV_TRANSFER_INVALID: a context
+ * refuses it). */
+void mcl_env_read(mcl_env_settings *s);
+
 /* The value of an environment variable, or NULL when unset or empty. */
 const char *mcl_env(const char *name);
-
-/* MOTIFCL_LOG as a level (0..3), or -1 when unset. An unknown value counts as "warning". */
-int mcl_env_log_level(void);
 
 /* 1 when the variable is set to something other than "0", "false", "off" or "no". */
 int mcl_env_truthy(const char *name);

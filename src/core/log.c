@@ -1,24 +1,23 @@
+/* Logging: to the context's callback, and to stderr at the level MOTIFCL_LOG gave. */
 #include "log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "env.h"
-
-void mcl_logger_init(mcl_logger *logger, mcl_log_fn fn, void *user_data, mcl_log_level level)
+void mcl_logger_init(mcl_logger *logger, mcl_log_fn fn, void *user_data, mcl_log_level level,
+                     int stderr_level)
 {
     logger->fn = fn;
     logger->user_data = user_data;
     logger->level = level;
-    logger->stderr_level = mcl_env_log_level();
+    logger->stderr_level = stderr_level;
 }
 
 void mcl_log(const mcl_logger *logger, mcl_log_level level, const char *fmt, ...)
 {
     static const char *const prefix[] = {"error", "warning", "info", "debug"};
     int to_callback = logger && logger->fn && level <= logger->level;
-    int to_stderr = logger ? (int)level <= logger->stderr_level
-                           : (int)level <= mcl_env_log_level();
+    int to_stderr = logger && (int)level <= logger->stderr_level;
     if (!to_callback && !to_stderr)
         return;
 

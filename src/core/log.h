@@ -11,8 +11,10 @@ typedef struct mcl_logger {
     int stderr_level;         /* most verbose level printed to stderr; -1 = none */
 } mcl_logger;
 
-/* Set up a logger from a descriptor's callback fields and the MOTIFCL_LOG variable. */
-void mcl_logger_init(mcl_logger *logger, mcl_log_fn fn, void *user_data, mcl_log_level level);
+/* Set up a logger from a descriptor's callback fields and the stderr level (MOTIFCL_LOG, read
+ * by mcl_env_read; -1 prints nothing). */
+void mcl_logger_init(mcl_logger *logger, mcl_log_fn fn, void *user_data, mcl_log_level level,
+                     int stderr_level);
 
 #if defined(__GNUC__) || defined(__clang__)
 #define MCL_PRINTF(fmt_index, args_index) __attribute__((format(printf, fmt_index, args_index)))

@@ -1,3 +1,4 @@
+/* Witness files: what ran, where, and with what result, as JSON. */
 #include "witness.h"
 
 #include <errno.h>
@@ -26,6 +27,7 @@ struct mcl_witness {
     int has_device;
     mcl_device_info device;
     uint64_t validation_errors;
+    char *traits;      /* the context's traits, a JSON object; NULL when not given */
     witness_entry *entries;
     size_t count, capacity;
 };
@@ -69,17 +71,29 @@ void mcl_witness_destroy(mcl_witness *w)
     if (!w)
         return;
     free(w->entries);
+    free(w->traits);
     free(w);
 }
 
-void mcl_witness_set_device(mcl_witness *w, const mcl_context *ctx)
+void mcl_witness_set_device(mcl_witness *w, const mcl_device_info *info,
+                            uint64_t validation_errors, const char *traits_json)
 {
-    if (!w || !ctx)
+    if (!w || !info)
         return;
+    size_t size = info->size < sizeof w->device ? info->size : sizeof w->device;
+    memset(&w->device, 0, sizeof w->device);
+    memcpy(&w->device, info, size);
     w->device.size = sizeof w->device;
-    if (mcl_context_device_info(ctx, &w->device) == MCL_SUCCESS)
-        w->has_device = 1;
-    w->validation_errors = mcl_context_validation_errors(ctx);
+    w->has_device = 1;
+    w->validation_errors = validation_errors;
+    free(w->traits);
+    w->traits = NULL;
+    if (traits_json && traits_json[0] == '{') {
+        size_t n = strlen(traits_json) + 1;
+        w->traits = malloc(n);
+        if (w->traits)
+            memcpy(w->traits, traits_json, n);
+    }
 }
 
 static witness_entry *push(mcl_witness *w)
@@ -238,6 +252,7 @@ int mcl_witness_write(mcl_witness *w, const char *dir, const char *result)
         put_device(f, &w->device, w->validation_errors);
     else
         fputs("  \"device\": null,\n", f);
+    fprintf(f, "  \"traits\": %s,\n", w->traits ? w->traits : "null");
 
     static const char *const sections[] = {"checks", "figures", "notes"};
     for (int kind = 0; kind < 3; kind++) {

@@ -14,8 +14,10 @@ mcl_witness *mcl_witness_create(const char *kind, const char *name, int argc,
                                 char *const *argv);
 void mcl_witness_destroy(mcl_witness *w);
 
-/* Record the device a context runs on, its profile and validation state. */
-void mcl_witness_set_device(mcl_witness *w, const mcl_context *ctx);
+/* Record the device a context runs on (mcl_context_device_info), the validation errors it
+ * counted, and its traits (mcl_context_traits_json: a JSON object, copied; NULL for none). */
+void mcl_witness_set_device(mcl_witness *w, const mcl_device_info *info,
+                            uint64_t validation_errors, const char *traits_json);
 
 /* A named fact about the run ("strict": "1", "skip_reason": ...). */
 void mcl_witness_set_note(mcl_witness *w, const char *key, const char *value);

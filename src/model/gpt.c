@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "../ops/ops_internal.h"
-#include "../vk/context.h"
+#include "../vk/runtime.h"
 
 #define GPT_ALIGN_FLOATS 64
 #define GPT_LAYER_PARAMS 9
@@ -163,7 +163,7 @@ static mcl_status build_params(mcl_gpt *gpt)
     }
     gpt->flat_floats = offset;
     if ((uint64_t)offset > UINT32_MAX ||
-        (uint64_t)offset * 4 > gpt->ctx->info.max_storage_buffer_range)
+        (uint64_t)offset * 4 > mcl_traits_of(gpt->ctx)->max_binding_bytes)
         return mcl_fail(gpt->ctx, MCL_ERROR_TOO_LARGE,
                         "mcl_gpt: %lld parameters exceed one storage buffer",
                         (long long)gpt->total_params);
@@ -700,7 +700,7 @@ mcl_status mcl_gpt_set_optimizer(mcl_gpt *gpt, const mcl_adamw_desc *desc, float
         return MCL_ERROR_INVALID_ARGUMENT;
     mcl_context *ctx = gpt->ctx;
     static const char op[] = "mcl_gpt_set_optimizer";
-    if (ctx->stream.capture)
+    if (mcl_capturing(ctx))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "%s: not during a capture (set, then replay)", op);
     float hyper[MCL_ADAMW_HYPER_COUNT];

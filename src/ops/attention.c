@@ -13,7 +13,7 @@
  * than MCL_ATTN_MIN_SPLIT_KEYS keys (below that the combine costs more than it saves). */
 #include <math.h>
 
-#include "../vk/context.h"
+#include "../vk/runtime.h"
 
 /* Head dims the kernels accept: the per-invocation accumulator is BQ * D / WG floats. */
 #define MCL_ATTN_MAX_HEAD_DIM 256u
@@ -78,7 +78,7 @@ static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_
     uint32_t bk = MCL_ATTN_KEYS;
     /* Vulkan guarantees only 16 KiB of shared memory; large head dims shrink the key tile
      * first (it costs more barriers, not more loads), then the query tile. */
-    while (tile_shared_bytes(wg, d, bq, bk) > ctx->info.max_compute_shared_memory_size) {
+    while (tile_shared_bytes(wg, d, bq, bk) > mcl_traits_of(ctx)->max_shared_bytes) {
         if (bk > MCL_ATTN_MIN_KEYS)
             bk /= 2;
         else if (bq > 1)
@@ -86,7 +86,7 @@ static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_
         else
             return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                             "mcl_attention: head dim %u does not fit %u bytes of shared memory",
-                            d, ctx->info.max_compute_shared_memory_size);
+                            d, mcl_traits_of(ctx)->max_shared_bytes);
     }
     uint64_t row_tiles = div_up(rows, bq);
     if (row_tiles > MCL_MAX_GROUPS || heads_kv > MCL_MAX_GROUPS || batch > MCL_MAX_GROUPS)
@@ -138,7 +138,7 @@ static mcl_status tile_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindi
     };
     mcl_status status = mcl_kernel_get(ctx, &desc, out);
     /* The shader's row reductions assume exactly wg invocations. */
-    if (status == MCL_SUCCESS && (*out)->local_size_x != plan->wg)
+    if (status == MCL_SUCCESS && mcl_kernel_local_size(*out) != plan->wg)
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                         "mcl_attention: the device allows fewer than %u invocations per "
                         "workgroup", plan->wg);
@@ -171,7 +171,7 @@ static mcl_status attend_split(mcl_context *ctx, mcl_tensor *const *qkv, mcl_ten
             MCL_SUCCESS)
         goto done;
 
-    status = mcl_stream_dispatch(ctx, split_kernel, qkv, 3, parts, 2, push, plan->row_tiles,
+    status = mcl_dispatch(ctx, split_kernel, qkv, 3, parts, 2, push, plan->row_tiles,
                                  push->heads_kv, batch * plan->splits);
     if (status != MCL_SUCCESS)
         goto done;
@@ -186,10 +186,10 @@ static mcl_status attend_split(mcl_context *ctx, mcl_tensor *const *qkv, mcl_ten
         .group = push->group,
         .splits = plan->splits,
     };
-    uint64_t groups = div_up((uint64_t)n, combine_kernel->local_size_x);
+    uint64_t groups = div_up((uint64_t)n, mcl_kernel_local_size(combine_kernel));
     if (groups > MCL_MAX_GROUPS)
         groups = MCL_MAX_GROUPS;
-    status = mcl_stream_dispatch(ctx, combine_kernel, parts, 2, &out, 1, &cpush,
+    status = mcl_dispatch(ctx, combine_kernel, parts, 2, &out, 1, &cpush,
                                  (uint32_t)groups, 1, 1);
 done:
     /* Safe with the dispatches still recorded: the memory is held until they have run. */
@@ -275,7 +275,7 @@ mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_ten
     if ((status = tile_kernel(ctx, MCL_KERNEL_ATTENTION_F32, 4, &plan, (uint32_t)d, &kernel)) !=
         MCL_SUCCESS)
         return status;
-    return mcl_stream_dispatch(ctx, kernel, qkv, 3, &out, 1, &push, plan.row_tiles,
+    return mcl_dispatch(ctx, kernel, qkv, 3, &out, 1, &push, plan.row_tiles,
                                push.heads_kv, (uint32_t)batch);
 }
 

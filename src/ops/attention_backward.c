@@ -15,7 +15,7 @@
  * tile plan, which depends on the device's shared-memory limit, not on its subgroup size. */
 #include <math.h>
 
-#include "../vk/context.h"
+#include "../vk/runtime.h"
 #include "ops_internal.h"
 
 /* Head dims the kernels accept (as the forward). */
@@ -79,7 +79,7 @@ static mcl_status plan_tiles(mcl_context *ctx, bwd_kernel kind, uint32_t d, bwd_
         uint32_t wg = (uint64_t)outer * d4 > (uint64_t)MCL_ATTN_BWD_MAX_ACC * MCL_ATTN_BWD_WG
                           ? MCL_ATTN_BWD_WG_WIDE
                           : MCL_ATTN_BWD_WG;
-        if (shared_bytes(kind, wg, d, outer, inner) <= ctx->info.max_compute_shared_memory_size) {
+        if (shared_bytes(kind, wg, d, outer, inner) <= mcl_traits_of(ctx)->max_shared_bytes) {
             *out = (bwd_tiles){.wg = wg, .outer = outer, .inner = inner};
             return MCL_SUCCESS;
         }
@@ -94,7 +94,7 @@ static mcl_status plan_tiles(mcl_context *ctx, bwd_kernel kind, uint32_t d, bwd_
         else
             return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                             "mcl_attention_backward: head dim %u does not fit %u bytes of "
-                            "shared memory", d, ctx->info.max_compute_shared_memory_size);
+                            "shared memory", d, mcl_traits_of(ctx)->max_shared_bytes);
     }
 }
 
@@ -113,7 +113,7 @@ static mcl_status tile_kernel(mcl_context *ctx, bwd_kernel kind, const bwd_tiles
     };
     mcl_status status = mcl_kernel_get(ctx, &desc, out);
     /* The dq kernel's row reductions assume exactly wg invocations. */
-    if (status == MCL_SUCCESS && (*out)->local_size_x != t->wg)
+    if (status == MCL_SUCCESS && mcl_kernel_local_size(*out) != t->wg)
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                         "mcl_attention_backward: the device allows fewer than %u invocations "
                         "per workgroup", t->wg);
@@ -226,13 +226,13 @@ mcl_status mcl_attention_backward(mcl_context *ctx, const mcl_tensor *q, const m
     mcl_tensor *dq_reads[5] = {(mcl_tensor *)q, (mcl_tensor *)k, (mcl_tensor *)v,
                                (mcl_tensor *)out, (mcl_tensor *)dout};
     mcl_tensor *dq_writes[2] = {dq, stats};
-    status = mcl_stream_dispatch(ctx, dq_kernel, dq_reads, 5, dq_writes, 2, &push,
+    status = mcl_dispatch(ctx, dq_kernel, dq_reads, 5, dq_writes, 2, &push,
                                  (uint32_t)row_tiles, (uint32_t)heads_kv, (uint32_t)batch);
     if (status == MCL_SUCCESS) {
         mcl_tensor *kv_reads[5] = {(mcl_tensor *)q, (mcl_tensor *)k, (mcl_tensor *)v,
                                    (mcl_tensor *)dout, stats};
         mcl_tensor *kv_writes[2] = {dk, dv};
-        status = mcl_stream_dispatch(ctx, kv_kernel, kv_reads, 5, kv_writes, 2, &push,
+        status = mcl_dispatch(ctx, kv_kernel, kv_reads, 5, kv_writes, 2, &push,
                                      (uint32_t)key_tiles, (uint32_t)heads_kv, (uint32_t)batch);
     }
     /* Safe with the dispatches still recorded: the memory is held until they have run. */

@@ -12,7 +12,7 @@
  * thousands of rows still spread over many workgroups). The chunking depends only on the
  * row count, never on the device, so the bits do not either. dbias needs no scratch: it is
  * the column sum of dy itself. */
-#include "../vk/context.h"
+#include "../vk/runtime.h"
 #include "ops_internal.h"
 
 typedef struct elem_push {
@@ -111,8 +111,8 @@ mcl_status mcl_activate_backward(mcl_context *ctx, mcl_activation act, const mcl
         MCL_SUCCESS)
         return status;
     mcl_tensor *reads[2] = {(mcl_tensor *)x, (mcl_tensor *)dy};
-    return mcl_stream_dispatch(ctx, kernel, reads, 2, &dx, 1, &push,
-                               groups_for(push.n, kernel->local_size_x), 1, 1);
+    return mcl_dispatch(ctx, kernel, reads, 2, &dx, 1, &push,
+                               groups_for(push.n, mcl_kernel_local_size(kernel)), 1, 1);
 }
 
 mcl_status mcl_swiglu_backward(mcl_context *ctx, const mcl_tensor *gate, const mcl_tensor *up,
@@ -141,8 +141,8 @@ mcl_status mcl_swiglu_backward(mcl_context *ctx, const mcl_tensor *gate, const m
         return status;
     mcl_tensor *reads[3] = {(mcl_tensor *)gate, (mcl_tensor *)up, (mcl_tensor *)dy};
     mcl_tensor *writes[2] = {dgate, dup};
-    return mcl_stream_dispatch(ctx, kernel, reads, 3, writes, 2, &push,
-                               groups_for(push.n, kernel->local_size_x), 1, 1);
+    return mcl_dispatch(ctx, kernel, reads, 3, writes, 2, &push,
+                               groups_for(push.n, mcl_kernel_local_size(kernel)), 1, 1);
 }
 
 
@@ -198,7 +198,7 @@ mcl_status mcl_softmax_backward(mcl_context *ctx, const mcl_tensor *y, const mcl
                              &kernel)) != MCL_SUCCESS)
         return status;
     mcl_tensor *reads[2] = {(mcl_tensor *)y, (mcl_tensor *)dy};
-    return mcl_stream_dispatch(ctx, kernel, reads, 2, &dx, 1, &push, groups_for(rows, 1), 1, 1);
+    return mcl_dispatch(ctx, kernel, reads, 2, &dx, 1, &push, groups_for(rows, 1), 1, 1);
 }
 
 /* out[d] = the sum over rows of x [rows, d], in a fixed order (see the top of the file). */
@@ -211,11 +211,11 @@ static mcl_status column_sum(mcl_context *ctx, mcl_tensor *x, uint32_t rows, uin
     mcl_status status = mcl_kernel_get(ctx, &desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
-    uint32_t groups_x = groups_for(d, kernel->local_size_x);
+    uint32_t groups_x = groups_for(d, mcl_kernel_local_size(kernel));
     uint32_t chunks = (rows + COLSUM_CHUNK - 1) / COLSUM_CHUNK;
     if (chunks <= 1) {
         colsum_push push = {.d = d, .rows = rows, .chunk_rows = rows};
-        return mcl_stream_dispatch(ctx, kernel, &x, 1, &out, 1, &push, groups_x, 1, 1);
+        return mcl_dispatch(ctx, kernel, &x, 1, &out, 1, &push, groups_x, 1, 1);
     }
     /* Chunks are a grid dimension: beyond 65535 of them, make them longer instead. */
     uint32_t chunk_rows = COLSUM_CHUNK;
@@ -231,10 +231,10 @@ static mcl_status column_sum(mcl_context *ctx, mcl_tensor *x, uint32_t rows, uin
     if ((status = mcl_tensor_create_ex(ctx, &pd, &partial)) != MCL_SUCCESS)
         return status;
     colsum_push p1 = {.d = d, .rows = rows, .chunk_rows = chunk_rows};
-    status = mcl_stream_dispatch(ctx, kernel, &x, 1, &partial, 1, &p1, groups_x, chunks, 1);
+    status = mcl_dispatch(ctx, kernel, &x, 1, &partial, 1, &p1, groups_x, chunks, 1);
     if (status == MCL_SUCCESS) {
         colsum_push p2 = {.d = d, .rows = chunks, .chunk_rows = chunks};
-        status = mcl_stream_dispatch(ctx, kernel, &partial, 1, &out, 1, &p2, groups_x, 1, 1);
+        status = mcl_dispatch(ctx, kernel, &partial, 1, &out, 1, &p2, groups_x, 1, 1);
     }
     mcl_tensor_destroy(partial);
     return status;
@@ -313,7 +313,7 @@ static mcl_status norm_backward(mcl_context *ctx, const char *op, mcl_kernel_id 
         mcl_tensor *reads[3] = {(mcl_tensor *)x, (mcl_tensor *)(weight ? weight : x),
                                 (mcl_tensor *)dy};
         mcl_tensor *writes[2] = {dx, prod ? prod : dx};
-        status = mcl_stream_dispatch(ctx, kernel, reads, 3, writes, 2, &push,
+        status = mcl_dispatch(ctx, kernel, reads, 3, writes, 2, &push,
                                      groups_for(rows, 1), 1, 1);
     }
     if (status == MCL_SUCCESS && prod)

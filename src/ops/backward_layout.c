@@ -11,7 +11,7 @@
  *    GPU (no host round trip), then cross_entropy_backward_f32.comp writes every element. */
 #include <math.h>
 
-#include "../vk/context.h"
+#include "../vk/runtime.h"
 
 /* As in layout.c: a grid-stride loop covers any size; this is Vulkan's minimum
  * maxComputeWorkGroupCount[0]. */
@@ -40,7 +40,7 @@ typedef struct ce_back_push {
 
 static uint32_t grid_groups(const mcl_kernel *kernel, uint64_t n)
 {
-    uint64_t groups = (n + kernel->local_size_x - 1) / kernel->local_size_x;
+    uint64_t groups = (n + mcl_kernel_local_size(kernel) - 1) / mcl_kernel_local_size(kernel);
     return groups > MCL_MAX_GROUPS ? MCL_MAX_GROUPS : (uint32_t)groups;
 }
 
@@ -102,7 +102,7 @@ mcl_status mcl_embedding_backward(mcl_context *ctx, const mcl_tensor *ids, const
     if (status != MCL_SUCCESS)
         return status;
     mcl_tensor *reads[2] = {(mcl_tensor *)ids, (mcl_tensor *)dout};
-    return mcl_stream_dispatch(ctx, kernel, reads, 2, &dtable, 1, &push, nblocks, 1, 1);
+    return mcl_dispatch(ctx, kernel, reads, 2, &dtable, 1, &push, nblocks, 1, 1);
 }
 
 mcl_status mcl_cross_entropy_backward(mcl_context *ctx, const mcl_tensor *logits,
@@ -159,7 +159,7 @@ mcl_status mcl_cross_entropy_backward(mcl_context *ctx, const mcl_tensor *logits
         return status;
     count_push cpush = {.rows = (uint32_t)rows, .vocab = (uint32_t)vocab};
     mcl_tensor *count_reads[1] = {(mcl_tensor *)targets};
-    status = mcl_stream_dispatch(ctx, count_kernel, count_reads, 1, &count, 1, &cpush, 1, 1, 1);
+    status = mcl_dispatch(ctx, count_kernel, count_reads, 1, &count, 1, &cpush, 1, 1, 1);
     if (status == MCL_SUCCESS) {
         ce_back_push push = {
             .n = (uint32_t)(rows * vocab),
@@ -168,7 +168,7 @@ mcl_status mcl_cross_entropy_backward(mcl_context *ctx, const mcl_tensor *logits
         };
         mcl_tensor *reads[4] = {(mcl_tensor *)logits, (mcl_tensor *)targets,
                                 (mcl_tensor *)lse, count};
-        status = mcl_stream_dispatch(ctx, grad_kernel, reads, 4, &dlogits, 1, &push,
+        status = mcl_dispatch(ctx, grad_kernel, reads, 4, &dlogits, 1, &push,
                                      grid_groups(grad_kernel, (uint64_t)push.n), 1, 1);
     }
     /* Safe with the dispatches still recorded: the memory is held until they have run. */

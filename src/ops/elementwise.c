@@ -2,7 +2,7 @@
  * runs SwiGLU's silu(gate) * up), and the unary maps scale and activations (unary_f32.comp).
  * Both kernels take whole vec4s where alignment allows and walk the tensor with a grid-stride
  * loop. */
-#include "../vk/context.h"
+#include "../vk/runtime.h"
 #include "ops_internal.h"
 
 /* Push constants of binary_f32.comp. */
@@ -115,8 +115,8 @@ static mcl_status dispatch_binary(mcl_context *ctx, uint32_t op, const mcl_tenso
         return status;
     uint64_t work = vec4 ? push.n4 : n; /* the tail after the vec4s is grid-strided too */
     mcl_tensor *reads[2] = {(mcl_tensor *)a, (mcl_tensor *)b};
-    return mcl_stream_dispatch(ctx, kernel, reads, 2, &out, 1, &push,
-                               group_count(work, kernel->local_size_x), 1, 1);
+    return mcl_dispatch(ctx, kernel, reads, 2, &out, 1, &push,
+                               group_count(work, mcl_kernel_local_size(kernel)), 1, 1);
 }
 
 /* mcl_binary under the name the caller used, for its messages. */
@@ -200,8 +200,8 @@ static mcl_status unary(mcl_context *ctx, const char *name, uint32_t op, const m
         return status;
     uint64_t work = push.n4 ? push.n4 : push.n;
     mcl_tensor *read = (mcl_tensor *)x;
-    return mcl_stream_dispatch(ctx, kernel, &read, 1, &out, 1, &push,
-                               group_count(work, kernel->local_size_x), 1, 1);
+    return mcl_dispatch(ctx, kernel, &read, 1, &out, 1, &push,
+                               group_count(work, mcl_kernel_local_size(kernel)), 1, 1);
 }
 
 mcl_status mcl_scale(mcl_context *ctx, const mcl_tensor *x, float alpha, float beta,

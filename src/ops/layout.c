@@ -6,7 +6,7 @@
  * serves every 4-byte dtype. */
 #include <math.h>
 
-#include "../vk/context.h"
+#include "../vk/runtime.h"
 
 /* A grid-stride loop covers any size; more workgroups than this add nothing, and it is the
  * smallest maxComputeWorkGroupCount[0] that Vulkan allows. */
@@ -60,10 +60,10 @@ static mcl_status dispatch_grid(mcl_context *ctx, const mcl_kernel_desc *desc, u
     mcl_status status = mcl_kernel_get(ctx, desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
-    uint64_t groups = (n + kernel->local_size_x - 1) / kernel->local_size_x;
+    uint64_t groups = (n + mcl_kernel_local_size(kernel) - 1) / mcl_kernel_local_size(kernel);
     if (groups > MCL_MAX_LAYOUT_GROUPS)
         groups = MCL_MAX_LAYOUT_GROUPS;
-    return mcl_stream_dispatch(ctx, kernel, reads, read_count, writes, write_count, push,
+    return mcl_dispatch(ctx, kernel, reads, read_count, writes, write_count, push,
                                (uint32_t)groups, 1, 1);
 }
 

@@ -4,7 +4,7 @@
  * row) into a scratch tensor, and mean_reduce_f32 averages the valid rows in one workgroup in
  * a fixed order. Summing rows with float atomics would make the loss depend on the order the
  * workgroups happened to finish in; this way a run repeats bit for bit. */
-#include "../vk/context.h"
+#include "../vk/runtime.h"
 
 /* One workgroup per row; a grid-stride loop over rows covers more than this many. */
 #define MCL_MAX_LOSS_GROUPS 65535u
@@ -82,10 +82,10 @@ mcl_status mcl_cross_entropy(mcl_context *ctx, const mcl_tensor *logits, const m
     mcl_tensor *row_reads[2] = {(mcl_tensor *)logits, (mcl_tensor *)targets};
     mcl_tensor *row_writes[2] = {scratch, lse ? lse : loss};
     uint32_t groups = rows > (int64_t)MCL_MAX_LOSS_GROUPS ? MCL_MAX_LOSS_GROUPS : (uint32_t)rows;
-    status = mcl_stream_dispatch(ctx, row_kernel, row_reads, 2, row_writes, 2, &push, groups, 1, 1);
+    status = mcl_dispatch(ctx, row_kernel, row_reads, 2, row_writes, 2, &push, groups, 1, 1);
     if (status == MCL_SUCCESS) {
         mean_push mpush = {.rows = (uint32_t)rows};
-        status = mcl_stream_dispatch(ctx, mean_kernel, &scratch, 1, &loss, 1, &mpush, 1, 1, 1);
+        status = mcl_dispatch(ctx, mean_kernel, &scratch, 1, &loss, 1, &mpush, 1, 1, 1);
     }
     /* Safe with the dispatches still recorded: the memory is held until they have run. */
     mcl_tensor_destroy(scratch);

@@ -1,8 +1,7 @@
-/* Matrix products: a matrix-vector kernel for a few rows against a [N, K] weight (decode),
- * and a tiled GEMM for everything else (prefill, training). */
-#include <string.h>
-
-#include "../vk/context.h"
+/* f32 matrix products: a matrix-vector kernel for a few rows against a [N, K] weight
+ * (decode), and a tiled GEMM for everything else (prefill, training); and the split-K
+ * helpers the quantized GEMM shares. Plans: docs/tuning.md, "FP32 GEMM" and "FP32 GEMV". */
+#include "../vk/runtime.h"
 #include "ops_internal.h"
 
 typedef struct gemm_push {
@@ -48,25 +47,16 @@ uint32_t mcl_gemm_shared_bytes(const mcl_gemm_config *cfg, uint32_t db)
 }
 
 /* Tile shape for a problem: 128 x 128 tiles of 8 x 8 per invocation keep the most operands in
- * registers; a problem that would fill too few workgroups gets 64 x 64 tiles instead. */
-static void gemm_tiles(const mcl_context *ctx, uint64_t m, uint64_t n, uint64_t batch,
-                       mcl_gemm_config *cfg)
+ * registers; a problem that would fill too few workgroups gets 64 x 64 tiles instead. K steps
+ * of 16, single-buffered shared tiles (docs/tuning.md, "FP32 GEMM"). */
+static void gemm_tiles(uint64_t m, uint64_t n, uint64_t batch, mcl_gemm_config *cfg)
 {
     uint64_t big_tiles = ((m + 127) / 128) * ((n + 127) / 128) * batch;
-    /* BK = 16: with 8, measured on an H200, a 4096^3 product ran at a quarter of the speed. */
     if (big_tiles >= 96) {
         *cfg = (mcl_gemm_config){.bm = 128, .bn = 128, .bk = 16, .tm = 8, .tn = 8};
     } else {
         *cfg = (mcl_gemm_config){.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
     }
-    /* Single-buffered shared tiles: the scheme measured on an H200 (41.2 TFLOP/s at 4096^3,
-     * 40.8 at 4096x14336 by 14336x512, with gemm_f32's padded rows; the measured FMA rate is
-     * 52.1, evidence/h200-6c8e8e3-peak). The double-buffered one (db = 1: one barrier per K
-     * step instead of two, twice the shared memory) is tested and in motifcl-bench's sweep;
-     * on the H200, before the padding, it ran 4096x14336 by 14336x512 at 28.4 TFLOP/s against
-     * 39.1 single-buffered (evidence/h200-e76b619-gemm-slices, r24/g: the sweep's output, cut
-     * before its witness). */
-    (void)ctx;
     cfg->db = 0;
 }
 
@@ -88,11 +78,11 @@ mcl_status mcl_gemm_reduce(mcl_context *ctx, mcl_tensor *partial, mcl_tensor *bi
     if (status != MCL_SUCCESS)
         return status;
     reduce_push push = {.total = total, .n = n, .slices = slices, .has_bias = bias != NULL};
-    uint32_t groups = (total + kernel->local_size_x - 1) / kernel->local_size_x;
+    uint32_t groups = (total + mcl_kernel_local_size(kernel) - 1) / mcl_kernel_local_size(kernel);
     if (groups > MCL_MAX_GROUPS)
         groups = MCL_MAX_GROUPS;
     mcl_tensor *reads[2] = {partial, bias ? bias : partial};
-    return mcl_stream_dispatch(ctx, kernel, reads, 2, &c, 1, &push, groups, 1, 1);
+    return mcl_dispatch(ctx, kernel, reads, 2, &c, 1, &push, groups, 1, 1);
 }
 
 mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_tensor *a,
@@ -110,20 +100,20 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
         .spec = {cfg->bm, cfg->bn, cfg->bk, cfg->tm, cfg->tn, (uint32_t)ta, (uint32_t)tb,
                  stored_a_cols % 4 == 0, stored_b_cols % 4 == 0, cfg->db != 0},
     };
-    if (mcl_gemm_shared_bytes(cfg, cfg->db) > ctx->info.max_compute_shared_memory_size)
+    if (mcl_gemm_shared_bytes(cfg, cfg->db) > mcl_traits_of(ctx)->max_shared_bytes)
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "GEMM tile needs %u bytes of shared memory",
                         mcl_gemm_shared_bytes(cfg, cfg->db));
     const mcl_kernel *kernel;
     mcl_status status = mcl_kernel_get(ctx, &desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
-    if (kernel->local_size_x != desc.local_size_x)
+    if (mcl_kernel_local_size(kernel) != desc.local_size_x)
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "GEMM tile needs %u invocations per group",
                         desc.local_size_x);
     uint32_t groups_x = (n + cfg->bn - 1) / cfg->bn, groups_y = (m + cfg->bm - 1) / cfg->bm;
     uint32_t slices = mcl_gemm_slices((uint64_t)groups_x * groups_y * batch, k);
     uint64_t total = (uint64_t)batch * m * n;
-    if (slices > 1 && slices * total * 4 > ctx->info.max_storage_buffer_range)
+    if (slices > 1 && slices * total * 4 > mcl_traits_of(ctx)->max_binding_bytes)
         slices = 1;
     uint32_t k_chunk = (k + slices - 1) / slices;
     k_chunk = (k_chunk + cfg->bk - 1) / cfg->bk * cfg->bk;
@@ -150,7 +140,7 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
     };
     mcl_tensor *reads[3] = {a, b, bias ? bias : a};
     mcl_tensor *out = partial ? partial : c;
-    status = mcl_stream_dispatch(ctx, kernel, reads, 3, &out, 1, &push, groups_x, groups_y,
+    status = mcl_dispatch(ctx, kernel, reads, 3, &out, 1, &push, groups_x, groups_y,
                                  batch * slices);
     if (status == MCL_SUCCESS && partial)
         status = mcl_gemm_reduce(ctx, partial, bias, c, (uint32_t)total, n, slices);
@@ -168,44 +158,17 @@ typedef struct gemv_config {
     uint32_t threads, groups, nr, steps;
 } gemv_config;
 
-/* Tunables of the GEMV, by rows of x and by device class. The reasoning, for an H200 (132
- * SMs at about 1.98 GHz, 4.8 TB/s, 64 K registers and 228 KiB shared memory per SM):
- *
- * - One row: x (at most 56 KiB) stays in L1 beside the streamed weights; four rows of w per
- *   workgroup of 256 give 1024+ workgroups, four vec4 loads in flight per invocation. This is
- *   the shape measured at 90% of the streaming read; it is left as it is.
- * - Several rows: x is M x K floats (128 KiB to 458 KiB at 8 rows), which the L1 cache cannot
- *   hold next to the weights, so the direct path fetches x from L2 at up to M / nr bytes per
- *   byte of w (2x at 8 rows), more L2 traffic than the weights themselves: the likely limit of
- *   the 52-56% it reached. The staged path reads x into shared memory once per workgroup,
- *   M / (groups * nr) bytes per byte of w (0.25 at 8 rows, 32 rows per workgroup), and reads
- *   shared memory at M / nr bytes per byte of w (about 33 of 128 B/clk per SM at full
- *   bandwidth). 32 rows per workgroup leave 128 workgroups for N = 4096, one per SM, so a
- *   workgroup must stream on its own: by Little's law about 4.8 TB/s x 1 us / 132 = 36 KiB
- *   in flight per SM; steps * nr vec4s per invocation x 256 invocations = 48 KiB (3 steps)
- *   to 64 KiB (4 steps).
- * - Registers per invocation: nr * M accumulators, 4 * nr * steps floats of w, M * steps / 2
- *   floats of the next chunk of x, and about 14 more (addresses, the x vec4 in use): about
- *   106 at 8 rows and 3 steps, under the 128 that let two workgroups of 256 share an SM; with
- *   2 to 4 rows, 4 steps fit the same budget.
- * - AMD (an RX 580, or the polaris profile: wave64, 36 CUs, 256 GB/s; larger AMD GPUs have
- *   at most about 10 GB/s per CU against an H200's 34 GB/s per SM): the bandwidth needs
- *   about 7 KiB in flight per CU, so 2 steps suffice, and the fewer registers leave room for
- *   more waves per SIMD to hide the shared-memory and ALU latency.
- *
- * nr = 4 and 32 invocations per row group: a row group's load of w is 512 contiguous bytes of
- * one row; no subgroup size is assumed (a wave64 holds two row groups). */
+/* Tunables of the GEMV, by rows of x and by device class (docs/tuning.md, "FP32 GEMV"): one
+ * row reads x from memory, four rows of w per workgroup of 256; several rows stage x in
+ * shared memory in chunks of `steps`, 4 rows of w per row group of 32 invocations (a row
+ * group's load of w is 512 contiguous bytes of one row; no subgroup size is assumed). AMD
+ * keeps fewer chunks in flight: less bandwidth per compute unit to cover. */
 #define MCL_GEMV_THREADS 256u
 #define MCL_GEMV_STAGED_NR 4u
 #define MCL_GEMV_STAGED_LANES 32u      /* invocations per row group, staged */
 #define MCL_GEMV_STEPS_FEW_ROWS 4u     /* staged, 2 to 4 rows of x */
 #define MCL_GEMV_STEPS_MANY_ROWS 3u    /* staged, 5 to 8 rows of x */
 #define MCL_GEMV_STEPS_AMD 2u
-
-static int gemv_device_is_amd(const mcl_context *ctx)
-{
-    return strcmp(ctx->info.profile, "polaris") == 0 || ctx->info.vendor_id == 0x1002u;
-}
 
 /* Shared memory of a configuration, as the shader sizes it. */
 static uint64_t gemv_shared_bytes(const gemv_config *cfg, uint32_t rows)
@@ -220,22 +183,23 @@ static uint64_t gemv_shared_bytes(const gemv_config *cfg, uint32_t rows)
 
 static mcl_status gemv_choose(mcl_context *ctx, uint32_t rows, gemv_config *cfg)
 {
+    const mcl_traits *tr = mcl_traits_of(ctx);
     uint32_t threads = MCL_GEMV_THREADS;
-    while (threads > ctx->info.max_compute_workgroup_invocations && threads > 64u)
+    while (threads > tr->max_invocations && threads > 64u)
         threads /= 2;
     if (rows == 1) {
         *cfg = (gemv_config){.threads = threads, .groups = 4, .nr = 1, .steps = 0};
     } else {
         uint32_t steps = rows <= 4 ? MCL_GEMV_STEPS_FEW_ROWS : MCL_GEMV_STEPS_MANY_ROWS;
-        if (gemv_device_is_amd(ctx))
+        if (tr->device_class != MCL_CLASS_GENERIC)
             steps = MCL_GEMV_STEPS_AMD;
         *cfg = (gemv_config){.threads = threads, .groups = threads / MCL_GEMV_STAGED_LANES,
                              .nr = MCL_GEMV_STAGED_NR, .steps = steps};
         while (cfg->steps > 1 &&
-               gemv_shared_bytes(cfg, rows) > ctx->info.max_compute_shared_memory_size)
+               gemv_shared_bytes(cfg, rows) > tr->max_shared_bytes)
             cfg->steps--;
     }
-    if (gemv_shared_bytes(cfg, rows) > ctx->info.max_compute_shared_memory_size)
+    if (gemv_shared_bytes(cfg, rows) > tr->max_shared_bytes)
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "GEMV needs more shared memory than the "
                         "device has");
     return MCL_SUCCESS;
@@ -259,7 +223,7 @@ static mcl_status gemv_dispatch(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, 
     const mcl_kernel *kernel;
     if ((status = mcl_kernel_get(ctx, &desc, &kernel)) != MCL_SUCCESS)
         return status;
-    if (kernel->local_size_x != cfg.threads)
+    if (mcl_kernel_local_size(kernel) != cfg.threads)
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "GEMV needs %u invocations per group",
                         cfg.threads);
     gemv_push push = {.n = n, .k = k, .has_bias = bias != NULL};
@@ -270,18 +234,16 @@ static mcl_status gemv_dispatch(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, 
     uint32_t gx = count < MCL_MAX_GROUPS ? count : MCL_MAX_GROUPS;
     uint32_t gy = (count + gx - 1) / gx;
     mcl_tensor *reads[3] = {x, w, bias ? bias : x};
-    return mcl_stream_dispatch(ctx, kernel, reads, 3, &y, 1, &push, gx, gy, 1);
+    return mcl_dispatch(ctx, kernel, reads, 3, &y, 1, &push, gx, gy, 1);
 }
 
-mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *ca, mcl_transpose ta,
-                      const mcl_tensor *cb, mcl_transpose tb, const mcl_tensor *cbias,
-                      mcl_tensor *c)
+mcl_status mcl_matmul_f32(mcl_context *ctx, const mcl_tensor *ca, mcl_transpose ta,
+                          const mcl_tensor *cb, mcl_transpose tb, const mcl_tensor *cbias,
+                          mcl_tensor *c)
 {
     mcl_tensor *a = (mcl_tensor *)ca, *b = (mcl_tensor *)cb, *bias = (mcl_tensor *)cbias;
     if (!ctx || !a || !b || !c)
         return MCL_ERROR_INVALID_ARGUMENT;
-    if (mcl_dtype_block_weights(b->dtype) > 1)
-        return mcl_matmul_quant(ctx, a, ta, b, tb, bias, c);
     if (a->ctx != ctx || b->ctx != ctx || c->ctx != ctx || (bias && bias->ctx != ctx))
         return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_matmul: tensor of another context");
     if (a->dtype != MCL_DTYPE_F32 || b->dtype != MCL_DTYPE_F32 || c->dtype != MCL_DTYPE_F32 ||
@@ -338,7 +300,7 @@ mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *ca, mcl_transpose ta,
         m *= batch;
         batch = 1;
     }
-    gemm_tiles(ctx, (uint64_t)m, (uint64_t)n, (uint64_t)batch, &cfg);
+    gemm_tiles((uint64_t)m, (uint64_t)n, (uint64_t)batch, &cfg);
     return mcl_gemm_dispatch(ctx, &cfg, a, ta, b, tb, bias, c, (uint32_t)m, (uint32_t)n,
                              (uint32_t)k, (uint32_t)batch, (uint32_t)(m * k),
                              shared_b ? 0u : (uint32_t)(k * n));

@@ -1,5 +1,5 @@
 /* Pieces shared by the operation families. */
-#include "../vk/context.h"
+#include "../vk/runtime.h"
 #include "ops_internal.h"
 
 /* shaders/reduce.glsl's MCL_REDUCE_MAX_WG: its shared scratch holds this many partials. */
@@ -30,7 +30,7 @@ mcl_status mcl_ops_check_f32(mcl_context *ctx, const char *op, const mcl_tensor 
 uint32_t mcl_row_local_size(const mcl_context *ctx, uint64_t units)
 {
     uint32_t limit = MCL_ROWS_MAX_WG;
-    while (limit > ctx->info.max_compute_workgroup_invocations)
+    while (limit > mcl_traits_of(ctx)->max_invocations)
         limit /= 2;
     uint32_t size = MCL_ROWS_MIN_WG;
     while (size < limit && size < units)

@@ -4,6 +4,7 @@
 #define MCL_OPS_INTERNAL_H
 
 #include "motifcl.h"
+#include "quant_plan.h"
 
 /* Fill a 4-byte-element tensor with mcl_hash(seed ^ mcl_hash(i)) for word i: a pattern
  * distinct per tensor and per word, for no-aliasing checks. */
@@ -30,74 +31,20 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
  * or with the portable shared-memory tree (0) on this context. */
 int mcl_rows_use_subgroup(const mcl_context *ctx);
 
-/* How the GEMV kernels (gemv_q.comp, gemv_q_dot.comp) split and stream a product: their
- * specialization, as matmul_quant.c's plan rule chooses it. */
-typedef struct mcl_gemv_plan {
-    uint32_t t;     /* lanes along K per row group (local_size_x) */
-    uint32_t g;     /* row groups per workgroup (local_size_y) */
-    uint32_t nr;    /* rows of W per row group */
-    uint32_t u;     /* pieces per row and lane in flight */
-    uint32_t pb;    /* bytes of codes per piece */
-    uint32_t stage; /* float path: rounds in step, their x staged in shared memory */
-    uint32_t cvt;   /* float path, one row of x: codes to floats by conversion (AMD, Q5_K) */
-} mcl_gemv_plan;
-
-/* The plan of the GEMV of m (1..8) rows of a by a weight [n, k] of block type `dtype` on the
- * integer-dot path (dot != 0) or the float path, on ctx (MOTIFCL_QUANT_GEMV_PLAN applied), so
- * that the tests can hold the rule to the plans it was measured with. It records nothing.
- * MCL_ERROR_INVALID_ARGUMENT for a dtype that is not a block type, m outside 1..8, n = 0 or
- * k not a whole number of blocks. */
-mcl_status mcl_quant_gemv_plan(const mcl_context *ctx, int dot, mcl_dtype dtype, uint32_t m,
-                               uint32_t n, uint32_t k, mcl_gemv_plan *plan);
-
-/* The tile of the float-path GEMM (gemm_q.comp) of m rows of a by a weight of n rows: bm rows
- * of a by bn rows of W (MOTIFCL_QUANT_GEMM_FLOAT_TILE applied), within the device's shared
- * memory. It records nothing. */
-void mcl_quant_gemm_float_tile(const mcl_context *ctx, uint32_t m, uint32_t n, uint32_t *bm,
-                               uint32_t *bn);
-
-/* The same for the matrix GEMM (gemm_q_mma.comp, MOTIFCL_QUANT_GEMM_TILE applied). */
-void mcl_quant_gemm_matrix_tile(const mcl_context *ctx, uint32_t m, uint32_t n, uint32_t *bm,
-                                uint32_t *bn);
-
 /* mcl_attention with the key split forced (0: the library chooses, 1: never split) and the
  * split count that ran reported: the test suite covers both paths on every shape. */
 mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
                             const mcl_tensor *v, const mcl_attention_desc *desc,
                             uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out);
+
+/* mcl_matmul with an f32 b (matmul.c). */
+mcl_status mcl_matmul_f32(mcl_context *ctx, const mcl_tensor *a, mcl_transpose ta,
+                          const mcl_tensor *b, mcl_transpose tb, const mcl_tensor *bias,
+                          mcl_tensor *c);
 
 /* mcl_matmul with a block-quantised b (matmul_quant.c). */
 mcl_status mcl_matmul_quant(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
                             mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c);
-
-/* Quantized matmul (matmul_quant.c): which path multiplies a block-quantised weight. */
-typedef enum mcl_quant_path {
-    MCL_QUANT_PATH_AUTO = 0,  /* mcl_quant_path_select()'s choice */
-    MCL_QUANT_PATH_FLOAT = 1, /* weights dequantized in the shader, f32 arithmetic (any format) */
-    MCL_QUANT_PATH_DOT = 2,   /* a quantized to 8 bits, packed int8 dot products (the GEMV: any
-                               * format; the GEMM: Q8_0, Q4_0) */
-    MCL_QUANT_PATH_MATRIX = 3 /* the GEMM only (more rows of a than the GEMV takes), any format:
-                               * a and the dequantized W rounded to f16, cooperative-matrix
-                               * products accumulated in f32 */
-} mcl_quant_path;
-
-/* The path mcl_matmul takes for a weight of `dtype` on ctx, at up to 8 rows of a (the GEMV):
- * DOT for a block type where integer dot product is enabled (not masked by the profile, the
- * quirk table or MOTIFCL_DISABLE) and either accelerated, or asked for by
- * MOTIFCL_QUANT_PATH=dot or MOTIFCL_FORCE naming integer-dot; MOTIFCL_QUANT_PATH=float forces
- * FLOAT. Else FLOAT. */
-mcl_quant_path mcl_quant_path_select(const mcl_context *ctx, mcl_dtype dtype);
-
-/* The same for more rows (the GEMM): MATRIX where cooperative matrices are enabled, unless
- * MOTIFCL_QUANT_PATH names float or dot; else mcl_quant_path_select's choice, FLOAT for a K
- * type where that is DOT (the integer-dot GEMM takes Q8_0 and Q4_0). */
-mcl_quant_path mcl_quant_gemm_path_select(const mcl_context *ctx, mcl_dtype dtype);
-
-/* mcl_attention with the key split forced (0: the library chooses, 1: never split) and the
- * split count that ran reported: the test suite covers both paths on every shape. */
-mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
-                            const mcl_tensor *v, const mcl_attention_desc *desc,
-                            uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out);
 
 /* mcl_matmul with a block-quantised b along `path` (AUTO: mcl_quant_path_select for the GEMV,
  * mcl_quant_gemm_path_select for the GEMM). `ran`, if not NULL, receives the path recorded.

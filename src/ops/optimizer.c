@@ -11,7 +11,7 @@
  * takes the square root. Clipping reads that norm on the GPU. */
 #include <math.h>
 
-#include "../vk/context.h"
+#include "../vk/runtime.h"
 #include "ops_internal.h"
 
 /* Grid-stride kernels: more workgroups than this add nothing (Vulkan's minimum
@@ -82,10 +82,10 @@ static mcl_status dispatch_elements(mcl_context *ctx, mcl_kernel_id id, uint32_t
         return status;
     if (n == 0)
         return MCL_SUCCESS;
-    uint64_t groups = (n + kernel->local_size_x - 1) / kernel->local_size_x;
+    uint64_t groups = (n + mcl_kernel_local_size(kernel) - 1) / mcl_kernel_local_size(kernel);
     if (groups > MCL_OPT_MAX_GROUPS)
         groups = MCL_OPT_MAX_GROUPS;
-    return mcl_stream_dispatch(ctx, kernel, reads, read_count, writes, write_count, push,
+    return mcl_dispatch(ctx, kernel, reads, read_count, writes, write_count, push,
                                (uint32_t)groups, 1, 1);
 }
 
@@ -233,7 +233,7 @@ mcl_status mcl_grad_norm(mcl_context *ctx, mcl_tensor *const *grads, uint32_t co
     uint64_t total = 0;
     for (uint32_t i = 0; i < count; i++) {
         uint64_t n = (uint64_t)mcl_tensor_numel(grads[i]);
-        uint64_t g = (n + partial_kernel->local_size_x - 1) / partial_kernel->local_size_x;
+        uint64_t g = (n + mcl_kernel_local_size(partial_kernel) - 1) / mcl_kernel_local_size(partial_kernel);
         total += g < MCL_NORM_GROUPS ? g : MCL_NORM_GROUPS;
     }
     int64_t scratch_len = total > 0 ? (int64_t)total : 1;
@@ -244,19 +244,19 @@ mcl_status mcl_grad_norm(mcl_context *ctx, mcl_tensor *const *grads, uint32_t co
     uint32_t offset = 0;
     for (uint32_t i = 0; i < count && status == MCL_SUCCESS; i++) {
         uint64_t n = (uint64_t)mcl_tensor_numel(grads[i]);
-        uint64_t g = (n + partial_kernel->local_size_x - 1) / partial_kernel->local_size_x;
+        uint64_t g = (n + mcl_kernel_local_size(partial_kernel) - 1) / mcl_kernel_local_size(partial_kernel);
         if (g > MCL_NORM_GROUPS)
             g = MCL_NORM_GROUPS;
         if (g == 0)
             continue;
         sumsq_push push = {.n = (uint32_t)n, .offset = offset};
-        status = mcl_stream_dispatch(ctx, partial_kernel, &grads[i], 1, &scratch, 1, &push,
+        status = mcl_dispatch(ctx, partial_kernel, &grads[i], 1, &scratch, 1, &push,
                                      (uint32_t)g, 1, 1);
         offset += (uint32_t)g;
     }
     if (status == MCL_SUCCESS) {
         finish_push push = {.count = offset};
-        status = mcl_stream_dispatch(ctx, finish_kernel, &scratch, 1, &norm, 1, &push, 1, 1, 1);
+        status = mcl_dispatch(ctx, finish_kernel, &scratch, 1, &norm, 1, &push, 1, 1, 1);
     }
     /* Safe with the dispatches still recorded: the memory is held until they have run. */
     mcl_tensor_destroy(scratch);

@@ -1,5 +1,5 @@
 /* Test patterns written by the GPU. */
-#include "../vk/context.h"
+#include "../vk/runtime.h"
 #include "ops_internal.h"
 
 typedef struct pattern_push {
@@ -24,8 +24,8 @@ mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *t, uint32_t seed)
     if (status != MCL_SUCCESS)
         return status;
     pattern_push push = {.n = (uint32_t)(t->nbytes / 4), .seed = seed};
-    uint64_t groups = (push.n + (uint64_t)kernel->local_size_x - 1) / kernel->local_size_x;
+    uint64_t groups = (push.n + (uint64_t)mcl_kernel_local_size(kernel) - 1) / mcl_kernel_local_size(kernel);
     if (groups > MCL_MAX_PATTERN_GROUPS)
         groups = MCL_MAX_PATTERN_GROUPS;
-    return mcl_stream_dispatch(ctx, kernel, NULL, 0, &t, 1, &push, (uint32_t)groups, 1, 1);
+    return mcl_dispatch(ctx, kernel, NULL, 0, &t, 1, &push, (uint32_t)groups, 1, 1);
 }

@@ -5,7 +5,7 @@
  * start 256-byte aligned, so every such row does too. */
 #include <math.h>
 
-#include "../vk/context.h"
+#include "../vk/runtime.h"
 #include "ops_internal.h"
 
 /* Push constants of softmax_f32.comp. */
@@ -34,7 +34,7 @@ typedef struct norm_push {
 
 int mcl_rows_use_subgroup(const mcl_context *ctx)
 {
-    return (ctx->info.features_enabled & MCL_FEATURE_SUBGROUP_ARITHMETIC) != 0;
+    return mcl_traits_of(ctx)->subgroup_arithmetic;
 }
 
 /* A row kernel's pipeline: spec constants after the path and vec4 switches are `extra`. */
@@ -123,7 +123,7 @@ mcl_status mcl_softmax(mcl_context *ctx, const mcl_tensor *x, float scale, int c
     if (status != MCL_SUCCESS)
         return status;
     mcl_tensor *read = (mcl_tensor *)x;
-    return mcl_stream_dispatch(ctx, kernel, &read, 1, &out, 1, &push, row_groups(rows), 1, 1);
+    return mcl_dispatch(ctx, kernel, &read, 1, &out, 1, &push, row_groups(rows), 1, 1);
 }
 
 mcl_status mcl_reduce_rows(mcl_context *ctx, mcl_reduce_op op, const mcl_tensor *x,
@@ -157,7 +157,7 @@ mcl_status mcl_reduce_rows(mcl_context *ctx, mcl_reduce_op op, const mcl_tensor 
     if (status != MCL_SUCCESS)
         return status;
     mcl_tensor *read = (mcl_tensor *)x;
-    return mcl_stream_dispatch(ctx, kernel, &read, 1, &out, 1, &push, row_groups(rows), 1, 1);
+    return mcl_dispatch(ctx, kernel, &read, 1, &out, 1, &push, row_groups(rows), 1, 1);
 }
 
 mcl_status mcl_rmsnorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *weight,
@@ -179,7 +179,7 @@ mcl_status mcl_rmsnorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *
         return status;
     /* An absent weight's binding still needs a buffer; x stands in, never read there. */
     mcl_tensor *reads[2] = {(mcl_tensor *)x, (mcl_tensor *)(weight ? weight : x)};
-    return mcl_stream_dispatch(ctx, kernel, reads, 2, &out, 1, &push, row_groups(rows), 1, 1);
+    return mcl_dispatch(ctx, kernel, reads, 2, &out, 1, &push, row_groups(rows), 1, 1);
 }
 
 mcl_status mcl_layernorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *weight,
@@ -203,5 +203,5 @@ mcl_status mcl_layernorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor
     /* Absent parameters' bindings still need a buffer; x stands in, never read there. */
     mcl_tensor *reads[3] = {(mcl_tensor *)x, (mcl_tensor *)(weight ? weight : x),
                             (mcl_tensor *)(bias ? bias : x)};
-    return mcl_stream_dispatch(ctx, kernel, reads, 3, &out, 1, &push, row_groups(rows), 1, 1);
+    return mcl_dispatch(ctx, kernel, reads, 3, &out, 1, &push, row_groups(rows), 1, 1);
 }

@@ -5,9 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
-#include "graph.h"
-#include "../core/env.h"
+#include "private.h"
 
 mcl_status mcl_context_create(const mcl_context_desc *desc, mcl_context **out)
 {
@@ -26,26 +24,40 @@ mcl_status mcl_context_create(const mcl_context_desc *desc, mcl_context **out)
     mcl_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return MCL_ERROR_OUT_OF_HOST_MEMORY;
-    mcl_logger_init(&ctx->log, desc->log_fn, desc->log_user_data, desc->log_level);
+    /* The environment is read here and nowhere else; its settings become the traits. */
+    if (desc->flags & MCL_CONTEXT_IGNORE_ENVIRONMENT)
+        mcl_env_defaults(&ctx->env);
+    else
+        mcl_env_read(&ctx->env);
+    mcl_logger_init(MCL_LOG(ctx), desc->log_fn, desc->log_user_data, desc->log_level,
+                    ctx->env.log_level);
+    if (ctx->env.problems[0])
+        mcl_log(MCL_LOG(ctx), MCL_LOG_WARNING, "%s", ctx->env.problems);
     ctx->info.size = sizeof ctx->info;
 
-    int use_env = !(desc->flags & MCL_CONTEXT_IGNORE_ENVIRONMENT);
-    const char *profile = desc->device_profile;
-    if (!profile && use_env)
-        profile = mcl_env("MOTIFCL_DEVICE_PROFILE");
-    if (!profile)
-        profile = "none";
-    mcl_status status = mcl_profile_validate(profile);
-    if (status != MCL_SUCCESS) {
-        mcl_fail(ctx, status, "unknown device profile \"%s\" (known: none, polaris)", profile);
+    mcl_status status = MCL_SUCCESS;
+    if (ctx->env.transfer == MCL_ENV_TRANSFER_INVALID) {
+        status = mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                          "MOTIFCL_TRANSFER=\"%s\": expected auto, staging or import",
+                          ctx->env.transfer_text);
         goto fail;
     }
-    snprintf(ctx->info.profile, sizeof ctx->info.profile, "%s", profile);
+    const char *profile = desc->device_profile;
+    if (!profile && ctx->env.profile[0])
+        profile = ctx->env.profile;
+    if (!profile)
+        profile = "none";
+    if (!mcl_profile_known(profile)) {
+        status = mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                          "unknown device profile \"%s\" (known: none, polaris)", profile);
+        goto fail;
+    }
+    snprintf(ctx->info.profile, sizeof ctx->info.profile, "%.*s",
+             (int)sizeof ctx->info.profile - 1, profile);
 
     uint32_t validation = desc->flags & (MCL_CONTEXT_VALIDATION | MCL_CONTEXT_VALIDATION_SYNC |
                                          MCL_CONTEXT_VALIDATION_GPU_ASSISTED);
-    if (use_env)
-        validation |= mcl_validation_flags_from_env();
+    validation |= ctx->env.validation;
     if (validation)
         validation |= MCL_CONTEXT_VALIDATION;
 
@@ -56,7 +68,7 @@ mcl_status mcl_context_create(const mcl_context_desc *desc, mcl_context **out)
     }
     if ((status = mcl_instance_create(ctx, validation)) != MCL_SUCCESS)
         goto fail;
-    if ((status = mcl_device_choose(ctx, desc, use_env)) != MCL_SUCCESS)
+    if ((status = mcl_device_choose(ctx, desc)) != MCL_SUCCESS)
         goto fail;
     if ((status = mcl_device_create(ctx)) != MCL_SUCCESS)
         goto fail;
@@ -72,10 +84,10 @@ mcl_status mcl_context_create(const mcl_context_desc *desc, mcl_context **out)
     if ((status = mcl_stream_init(ctx)) != MCL_SUCCESS)
         goto fail;
 
-    mcl_log(&ctx->log, MCL_LOG_INFO, "device %u: %s (%s, %s), profile %s, validation %s",
+    mcl_log(MCL_LOG(ctx), MCL_LOG_INFO, "device %u: %s (%s, %s), profile %s, validation %s",
             ctx->info.device_index, ctx->info.name, ctx->info.driver_name, ctx->info.driver_info,
             ctx->info.profile, validation ? "on" : "off");
-    ctx->last_error[0] = '\0';
+    ctx->head.diag.last_error[0] = '\0';
     *out = ctx;
     return MCL_SUCCESS;
 
@@ -92,7 +104,7 @@ void mcl_context_destroy(mcl_context *ctx)
         ctx->vk.vkDeviceWaitIdle(ctx->device);
         mcl_graphs_destroy_all(ctx);
         while (ctx->tensors)
-            mcl_tensor_destroy(ctx->tensors);
+            mcl_tensor_destroy(&ctx->tensors->t);
         mcl_stream_destroy(ctx);
         mcl_memory_destroy(ctx);
         mcl_kernels_destroy(ctx);
@@ -123,7 +135,7 @@ uint64_t mcl_context_validation_errors(const mcl_context *ctx)
 
 const char *mcl_context_last_error(const mcl_context *ctx)
 {
-    return ctx ? ctx->last_error : "";
+    return ctx ? ctx->head.diag.last_error : "";
 }
 
 mcl_status mcl_context_device_info(const mcl_context *ctx, mcl_device_info *info)
@@ -149,4 +161,15 @@ mcl_status mcl_context_device_info(const mcl_context *ctx, mcl_device_info *info
     current.size = info->size;
     memcpy(info, &current, size);
     return MCL_SUCCESS;
+}
+
+mcl_status mcl_context_traits_json(const mcl_context *ctx, char *buffer, size_t capacity,
+                                   size_t *needed)
+{
+    if (!ctx || (!buffer && capacity))
+        return MCL_ERROR_INVALID_ARGUMENT;
+    size_t length = mcl_traits_json(&ctx->head.traits, buffer, capacity);
+    if (needed)
+        *needed = length + 1;
+    return length < capacity ? MCL_SUCCESS : MCL_ERROR_TOO_LARGE;
 }

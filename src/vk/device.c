@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
+#include "private.h"
 #include "../core/env.h"
 
 /* Vulkan 1.2 is the floor: it brings driver properties, 8/16-bit storage and
@@ -59,7 +59,7 @@ static int device_usable(VkPhysicalDevice physical)
     return props.apiVersion >= MCL_MIN_DEVICE_API && compute_family(physical) != UINT32_MAX;
 }
 
-mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc, int use_env)
+mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc)
 {
     uint32_t count = 0;
     VkResult result = vkEnumeratePhysicalDevices(ctx->instance, &count, NULL);
@@ -76,7 +76,7 @@ mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc, int
         return mcl_vk_fail(ctx, result, "vkEnumeratePhysicalDevices");
     }
 
-    const char *by_env = use_env ? mcl_env("MOTIFCL_DEVICE") : NULL;
+    const char *by_env = ctx->env.device[0] ? ctx->env.device : NULL;
     const char *by_name = desc->device_name;
     long by_index = desc->device_index;
     if (by_index < 0 && !by_name && by_env) {
@@ -108,7 +108,7 @@ mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc, int
             if (by_name && !mcl_contains_nocase(props.deviceName, by_name))
                 continue;
             if (!device_usable(devices[i])) {
-                mcl_log(&ctx->log, MCL_LOG_INFO, "skipping %s: no Vulkan 1.2 or compute queue",
+                mcl_log(MCL_LOG(ctx), MCL_LOG_INFO, "skipping %s: no Vulkan 1.2 or compute queue",
                         props.deviceName);
                 continue;
             }
@@ -386,7 +386,7 @@ mcl_status mcl_device_create(mcl_context *ctx)
 
     record_info(ctx, &caps);
     ctx->info.features_available = available_features(&caps, ctx->info.timestamp_valid_bits);
-    mcl_quirks_apply(ctx, ctx->info.profile);
+    mcl_traits_decide(&ctx->info, &ctx->env, MCL_LOG(ctx), &ctx->head.traits);
     uint64_t on = ctx->info.features_enabled;
     int api13 = caps.props.properties.apiVersion >= VK_API_VERSION_1_3;
 
@@ -463,7 +463,7 @@ mcl_status mcl_device_create(mcl_context *ctx)
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
         .pipelineExecutableInfo = VK_TRUE,
     };
-    if (mcl_env_truthy("MOTIFCL_PIPELINE_STATS")) {
+    if (ctx->head.traits.pipeline_stats) {
         if (has_extension(exts, ext_count,
                           VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
             *tail = &exec_props;
@@ -471,7 +471,7 @@ mcl_status mcl_device_create(mcl_context *ctx)
             enabled_exts[enabled_ext_count++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
             ctx->pipeline_stats = 1;
         } else {
-            mcl_log(&ctx->log, MCL_LOG_WARNING, "MOTIFCL_PIPELINE_STATS: the device has no "
+            mcl_log(MCL_LOG(ctx), MCL_LOG_WARNING, "MOTIFCL_PIPELINE_STATS: the device has no "
                     "VK_KHR_pipeline_executable_properties");
         }
     }

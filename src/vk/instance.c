@@ -1,12 +1,11 @@
 /* Loading Vulkan through volk, the instance with its optional validation layer and debug
- * messenger, and the failure helpers every layer of the library reports through. */
+ * messenger, and the Vulkan failures every file of the runtime reports through. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
-#include "../core/env.h"
+#include "private.h"
 
 #if defined(_WIN32)
 #include <windows.h>
@@ -41,20 +40,6 @@ VkResult mcl_volk_init(void)
 #endif
 
 #define MCL_VALIDATION_LAYER "VK_LAYER_KHRONOS_validation"
-
-mcl_status mcl_fail(mcl_context *ctx, mcl_status status, const char *fmt, ...)
-{
-    char message[512];
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(message, sizeof message, fmt, args);
-    va_end(args);
-    if (ctx) {
-        memcpy(ctx->last_error, message, sizeof message);
-        mcl_log(&ctx->log, MCL_LOG_ERROR, "%s (%s)", message, mcl_status_string(status));
-    }
-    return status;
-}
 
 static const char *vk_result_name(VkResult result)
 {
@@ -97,9 +82,9 @@ debug_messenger(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
     (void)types;
     if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
         ctx->validation_errors++;
-        mcl_log(&ctx->log, MCL_LOG_ERROR, "validation: %s", data->pMessage);
+        mcl_log(MCL_LOG(ctx), MCL_LOG_ERROR, "validation: %s", data->pMessage);
     } else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
-        mcl_log(&ctx->log, MCL_LOG_WARNING, "validation: %s", data->pMessage);
+        mcl_log(MCL_LOG(ctx), MCL_LOG_WARNING, "validation: %s", data->pMessage);
     }
     return VK_FALSE;
 }
@@ -119,19 +104,6 @@ static int layer_available(const char *name)
     }
     free(layers);
     return found;
-}
-
-uint32_t mcl_validation_flags_from_env(void)
-{
-    const char *value = mcl_env("MOTIFCL_VALIDATION");
-    if (!value || strcmp(value, "0") == 0)
-        return 0;
-    if (strcmp(value, "sync") == 0)
-        return MCL_CONTEXT_VALIDATION | MCL_CONTEXT_VALIDATION_SYNC;
-    if (strcmp(value, "gpu") == 0)
-        return MCL_CONTEXT_VALIDATION | MCL_CONTEXT_VALIDATION_SYNC |
-               MCL_CONTEXT_VALIDATION_GPU_ASSISTED;
-    return MCL_CONTEXT_VALIDATION;
 }
 
 mcl_status mcl_instance_create(mcl_context *ctx, uint32_t validation)

@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
-#include "../core/env.h"
+#include "private.h"
 
 #define MIB (UINT64_C(1) << 20)
 /* Block size: large enough that block allocations are rare (one vkAllocateMemory per tensor
@@ -109,14 +108,7 @@ mcl_status mcl_memory_init(mcl_context *ctx)
     VkMemoryPropertyFlags tensor_flags = props->memoryTypes[a->tensor_type].propertyFlags;
     a->tensor_mappable = (tensor_flags & host) == host;
 
-    const char *transfer = mcl_env("MOTIFCL_TRANSFER");
-    if (transfer && strcmp(transfer, "staging") == 0)
-        a->transfer_mode = MCL_TRANSFER_STAGING;
-    else if (transfer && strcmp(transfer, "import") == 0)
-        a->transfer_mode = MCL_TRANSFER_IMPORT;
-    else if (transfer && strcmp(transfer, "auto") != 0)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "MOTIFCL_TRANSFER=\"%s\": expected auto, staging or import", transfer);
+    a->transfer_mode = ctx->head.traits.transfer;
     if (a->transfer_mode != MCL_TRANSFER_AUTO)
         a->tensor_mappable = 0;
 
@@ -418,13 +410,9 @@ void mcl_host_block_destroy(mcl_context *ctx, mcl_block *block)
         block_destroy(ctx, block);
 }
 
-mcl_status mcl_host_alloc(mcl_context *ctx, uint64_t bytes, void **out)
+mcl_status mcl_host_memory_alloc(mcl_context *ctx, uint64_t bytes, void **out)
 {
-    if (!out)
-        return MCL_ERROR_INVALID_ARGUMENT;
     *out = NULL;
-    if (!ctx)
-        return MCL_ERROR_INVALID_ARGUMENT;
     if (bytes == 0)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_host_alloc of 0 bytes");
     if (bytes > ctx->info.max_memory_allocation_size)
@@ -443,16 +431,11 @@ mcl_status mcl_host_alloc(mcl_context *ctx, uint64_t bytes, void **out)
     return MCL_SUCCESS;
 }
 
-void mcl_host_free(mcl_context *ctx, void *ptr)
+void mcl_host_memory_free(mcl_context *ctx, void *ptr)
 {
-    if (!ctx || !ptr)
-        return;
     for (mcl_block **link = &ctx->allocator.host_blocks; *link; link = &(*link)->next) {
         mcl_block *b = *link;
         if (b->mapped == ptr) {
-            /* Transfers through it are waited for before they return, but a failed one may
-             * have left work behind: make sure nothing runs. */
-            mcl_stream_finish(ctx);
             *link = b->next;
             block_destroy(ctx, b);
             return;

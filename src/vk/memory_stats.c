@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
+#include "private.h"
 
 mcl_status mcl_context_memory_stats(const mcl_context *ctx, mcl_memory_stats *stats)
 {

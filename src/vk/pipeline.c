@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "context.h"
+#include "private.h"
 
 /* Default workgroup size: a multiple of every subgroup size in use (8 on Lavapipe, 32 on
  * NVIDIA, 64 on GCN). Vulkan guarantees only 128 invocations, so it is clamped to the
@@ -92,7 +92,7 @@ static void log_statistics(mcl_context *ctx, VkPipeline pipeline, const mcl_kern
                    : st->format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR
                        ? (double)st->value.u64
                        : st->value.f64;
-        mcl_log(&ctx->log, MCL_LOG_INFO, "kernel %s [%s]: %s = %g",
+        mcl_log(MCL_LOG(ctx), MCL_LOG_INFO, "kernel %s [%s]: %s = %g",
                 mcl_spirv_modules[want->id].name, spec, st->name, v);
     }
 }
@@ -212,10 +212,10 @@ mcl_status mcl_kernel_get(mcl_context *ctx, const mcl_kernel_desc *request, cons
     double took = seconds_now() - started;
     ctx->pipelines_created++;
     ctx->pipeline_seconds += took;
-    if (mcl_log_enabled(&ctx->log, MCL_LOG_DEBUG)) {
+    if (mcl_log_enabled(MCL_LOG(ctx), MCL_LOG_DEBUG)) {
         char specs[160];
         spec_string(&want, specs, sizeof specs);
-        mcl_log(&ctx->log, MCL_LOG_DEBUG, "kernel %s [%s]: pipeline created in %.1f ms",
+        mcl_log(MCL_LOG(ctx), MCL_LOG_DEBUG, "kernel %s [%s]: pipeline created in %.1f ms",
                 mcl_spirv_modules[want.id].name, specs, 1e3 * took);
     }
     if (ctx->pipeline_stats)
@@ -243,7 +243,7 @@ mcl_status mcl_kernel_simple(mcl_context *ctx, mcl_kernel_id id, uint32_t bindin
 void mcl_kernels_destroy(mcl_context *ctx)
 {
     if (ctx->pipelines_created)
-        mcl_log(&ctx->log, MCL_LOG_INFO, "%u pipelines created in %.2f s",
+        mcl_log(MCL_LOG(ctx), MCL_LOG_INFO, "%u pipelines created in %.2f s",
                 ctx->pipelines_created, ctx->pipeline_seconds);
     for (int i = 0; i < MCL_KERNEL_COUNT; i++) {
         while (ctx->kernels[i]) {
@@ -255,4 +255,9 @@ void mcl_kernels_destroy(mcl_context *ctx)
             ctx->vk.vkDestroyShaderModule(ctx->device, ctx->modules[i], NULL);
         ctx->modules[i] = VK_NULL_HANDLE;
     }
+}
+
+uint32_t mcl_kernel_local_size(const mcl_kernel *kernel)
+{
+    return kernel->local_size_x;
 }

@@ -1,7 +1,8 @@
 /* The ordered stream of work: dispatches, uploads and downloads append to the current slot's
  * command buffer, which is submitted at a sync point (mcl_finish, a download) or by a replay.
  * Transfers and dispatches share the stream, so an upload can never overtake work recorded
- * before it. Slots rotate: a batch can be recorded while the previous one runs.
+ * before it; while a graph is captured, commands go to its capture instead. Slots rotate: a
+ * batch can be recorded while the previous one runs.
  *
  * Barriers: each tensor remembers the barrier epoch of its last read and last write. A
  * command that reads something written since the last barrier (read after write), or writes
@@ -12,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
-#include "graph.h"
+#include "private.h"
 
 #define MCL_STAGES (VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT)
 #define MCL_ACCESS_ALL                                                                     \
@@ -69,8 +69,8 @@ void mcl_desc_pools_destroy(mcl_context *ctx, mcl_desc_pools *p)
     memset(p, 0, sizeof *p);
 }
 
-mcl_status mcl_desc_allocate(mcl_context *ctx, mcl_desc_pools *p, VkDescriptorSetLayout layout,
-                             VkDescriptorSet *out)
+static mcl_status desc_allocate(mcl_context *ctx, mcl_desc_pools *p,
+                                VkDescriptorSetLayout layout, VkDescriptorSet *out)
 {
     if (p->count == 0 || p->sets_in_current == MCL_DESCRIPTOR_POOL_SETS) {
         if (p->count > 0)
@@ -194,7 +194,55 @@ mcl_status mcl_stream_begin(mcl_context *ctx)
 VkCommandBuffer mcl_stream_cmd(const mcl_context *ctx)
 {
     const mcl_stream *s = &ctx->stream;
-    return s->capture ? mcl_graph_cmd(s->capture) : s->slots[s->current].cmd;
+    return s->capture ? s->capture->cmd : s->slots[s->current].cmd;
+}
+
+int mcl_capturing(const mcl_context *ctx)
+{
+    return ctx->stream.capture != NULL;
+}
+
+mcl_status mcl_stream_capture_begin(mcl_context *ctx, mcl_capture *capture)
+{
+    /* Work recorded so far belongs before the capture, not in it. */
+    mcl_status status = mcl_stream_flush(ctx, VK_NULL_HANDLE, NULL);
+    if (status != MCL_SUCCESS)
+        return status;
+    ctx->stream.capture = capture;
+    mcl_stream_full_barrier(ctx);
+    return MCL_SUCCESS;
+}
+
+void mcl_stream_capture_end(mcl_context *ctx)
+{
+    if (!ctx->stream.capture)
+        return;
+    mcl_stream_full_barrier(ctx);
+    ctx->stream.capture = NULL;
+    /* Eager work before and after the capture met no barrier of its own in between: the
+     * capture's barriers run only when it is replayed. */
+    ctx->stream.barrier_pending = 1;
+}
+
+/* Note that the capture uses t: it stays alive while the capture exists. */
+static void capture_use(mcl_capture *c, mcl_tensor_rt *t)
+{
+    for (uint32_t j = 0; j < c->tensor_count; j++) {
+        if (c->tensors[j] == t)
+            return;
+    }
+    if (c->tensor_count == c->tensor_capacity) {
+        uint32_t capacity = c->tensor_capacity ? 2 * c->tensor_capacity : 16;
+        mcl_tensor_rt **grown = realloc(c->tensors, capacity * sizeof *grown);
+        if (!grown) {
+            c->failed = 1;
+            return;
+        }
+        c->tensors = grown;
+        c->tensor_capacity = capacity;
+    }
+    c->tensors[c->tensor_count++] = t;
+    t->graph_refs++;
 }
 
 static void barrier(mcl_context *ctx, VkPipelineStageFlags dst_stages, VkAccessFlags dst_access)
@@ -225,9 +273,9 @@ void mcl_stream_track(mcl_context *ctx, mcl_tensor *const *reads, uint32_t read_
     mcl_stream *s = &ctx->stream;
     int needed = 0;
     for (uint32_t i = 0; i < read_count && !needed; i++)
-        needed = mcl_tensor_root(reads[i])->write_epoch == s->epoch;
+        needed = mcl_rt_root(reads[i])->write_epoch == s->epoch;
     for (uint32_t i = 0; i < write_count && !needed; i++) {
-        const mcl_tensor *w = mcl_tensor_root(writes[i]);
+        const mcl_tensor_rt *w = mcl_rt_root(writes[i]);
         needed = w->write_epoch == s->epoch || w->read_epoch == s->epoch;
     }
     if (needed)
@@ -235,28 +283,27 @@ void mcl_stream_track(mcl_context *ctx, mcl_tensor *const *reads, uint32_t read_
     /* While capturing, the batch that will use a tensor is the replay's, set then. */
     uint64_t batch = s->capture ? 0 : s->serial;
     for (uint32_t i = 0; i < read_count; i++) {
-        mcl_tensor *r = mcl_tensor_root(reads[i]);
+        mcl_tensor_rt *r = mcl_rt_root(reads[i]);
         r->read_epoch = s->epoch;
         if (batch)
             r->last_batch = batch;
         if (s->capture)
-            mcl_graph_use(s->capture, &r, 1);
+            capture_use(s->capture, r);
     }
     for (uint32_t i = 0; i < write_count; i++) {
-        mcl_tensor *w = mcl_tensor_root(writes[i]);
+        mcl_tensor_rt *w = mcl_rt_root(writes[i]);
         w->write_epoch = s->epoch;
         if (batch)
             w->last_batch = batch;
         if (s->capture)
-            mcl_graph_use(s->capture, &w, 1);
+            capture_use(s->capture, w);
     }
 }
 
-mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
-                               mcl_tensor *const *reads, uint32_t read_count,
-                               mcl_tensor *const *writes, uint32_t write_count,
-                               const void *push, uint32_t groups_x, uint32_t groups_y,
-                               uint32_t groups_z)
+mcl_status mcl_dispatch(mcl_context *ctx, const mcl_kernel *kernel, mcl_tensor *const *reads,
+                        uint32_t read_count, mcl_tensor *const *writes, uint32_t write_count,
+                        const void *push, uint32_t groups_x, uint32_t groups_y,
+                        uint32_t groups_z)
 {
     mcl_stream *s = &ctx->stream;
     mcl_status status;
@@ -277,9 +324,8 @@ mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
     if ((status = mcl_stream_begin(ctx)) != MCL_SUCCESS)
         return status;
     VkDescriptorSet set;
-    mcl_desc_pools *pools = s->capture ? mcl_graph_desc_pools(s->capture)
-                                       : &s->slots[s->current].desc;
-    if ((status = mcl_desc_allocate(ctx, pools, kernel->set_layout, &set)) != MCL_SUCCESS)
+    mcl_desc_pools *pools = s->capture ? &s->capture->desc : &s->slots[s->current].desc;
+    if ((status = desc_allocate(ctx, pools, kernel->set_layout, &set)) != MCL_SUCCESS)
         return status;
 
     VkDescriptorBufferInfo buffers[MCL_MAX_BINDINGS];
@@ -287,8 +333,8 @@ mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
     for (uint32_t i = 0; i < kernel->binding_count; i++) {
         const mcl_tensor *t = i < read_count ? reads[i] : writes[i - read_count];
         buffers[i] = (VkDescriptorBufferInfo){
-            .buffer = t->alloc.block->buffer,
-            .offset = t->alloc.offset,
+            .buffer = mcl_rt(t)->alloc.block->buffer,
+            .offset = mcl_rt(t)->alloc.offset,
             .range = t->nbytes,
         };
         writes_info[i] = (VkWriteDescriptorSet){
@@ -312,13 +358,13 @@ mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
                                    kernel->push_size, push);
     ctx->vk.vkCmdDispatch(cmd, groups_x, groups_y, groups_z);
     if (s->capture)
-        mcl_graph_count_dispatch(s->capture);
+        s->capture->dispatches++;
     return MCL_SUCCESS;
 }
 
 int mcl_stream_pending(const mcl_context *ctx, const mcl_tensor *t)
 {
-    return mcl_tensor_root(t)->last_batch > ctx->stream.completed;
+    return mcl_rt_root(t)->last_batch > ctx->stream.completed;
 }
 
 mcl_status mcl_stream_flush(mcl_context *ctx, VkCommandBuffer extra, uint64_t *serial_out)

@@ -1,13 +1,10 @@
-/* Tensors: shape bookkeeping over a device buffer. */
+/* Tensors: shape bookkeeping over a range of a block, views, and their release. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
+#include "private.h"
 #include "quant/quant.h"
-
-/* Bytes of host memory a split upload or download converts at a time. */
-#define MCL_SPLIT_CHUNK (16u << 20)
 
 mcl_status mcl_tensor_create(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
                              const int64_t *shape, mcl_tensor **out)
@@ -73,7 +70,7 @@ mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, m
                         (unsigned long long)bytes,
                         (unsigned long long)ctx->info.max_storage_buffer_range);
 
-    mcl_tensor *t = calloc(1, sizeof *t);
+    mcl_tensor_rt *t = calloc(1, sizeof *t);
     if (!t)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     /* A split block type's d area ends in half a word when its block count is odd: the
@@ -87,18 +84,18 @@ mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, m
         free(t);
         return status;
     }
-    t->ctx = ctx;
-    t->dtype = dtype;
-    t->ndim = ndim;
+    t->t.ctx = ctx;
+    t->t.dtype = dtype;
+    t->t.ndim = ndim;
     for (uint32_t i = 0; i < ndim; i++)
-        t->shape[i] = desc->shape[i];
-    t->nbytes = bytes;
+        t->t.shape[i] = desc->shape[i];
+    t->t.nbytes = bytes;
     t->cls = desc->memory_class;
     t->next = ctx->tensors;
     if (ctx->tensors)
         ctx->tensors->prev = t;
     ctx->tensors = t;
-    *out = t;
+    *out = &t->t;
     return MCL_SUCCESS;
 }
 
@@ -107,21 +104,21 @@ mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, m
 static mcl_status view_make(mcl_tensor *owner, uint64_t offset, uint64_t bytes, mcl_dtype dtype,
                             uint32_t ndim, const int64_t *shape, mcl_tensor **out)
 {
-    mcl_tensor *t = calloc(1, sizeof *t);
+    mcl_tensor_rt *t = calloc(1, sizeof *t);
     if (!t)
         return mcl_fail(owner->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    t->ctx = owner->ctx;
-    t->owner = owner;
-    t->dtype = dtype;
-    t->ndim = ndim;
+    t->t.ctx = owner->ctx;
+    t->owner = mcl_rt(owner);
+    t->t.dtype = dtype;
+    t->t.ndim = ndim;
     for (uint32_t i = 0; i < ndim; i++)
-        t->shape[i] = shape[i];
-    t->nbytes = bytes;
-    t->cls = owner->cls;
-    t->alloc = owner->alloc;
+        t->t.shape[i] = shape[i];
+    t->t.nbytes = bytes;
+    t->cls = mcl_rt(owner)->cls;
+    t->alloc = mcl_rt(owner)->alloc;
     t->alloc.offset += offset;
     t->alloc.size = bytes;
-    *out = t;
+    *out = &t->t;
     return MCL_SUCCESS;
 }
 
@@ -136,7 +133,7 @@ mcl_status mcl_tensor_view(mcl_tensor *owner, uint64_t offset, mcl_dtype dtype, 
     /* A split block type's rows are not byte ranges of its memory (quant.h's device layout):
      * its kernels bind the bodies and the d values apart (mcl_tensor_bytes_view). */
     mcl_quant_layout layout;
-    if (owner->owner || ndim == 0 || ndim > MCL_MAX_DIMS || bytes == 0 || per_block < 1 ||
+    if (mcl_rt(owner)->owner || ndim == 0 || ndim > MCL_MAX_DIMS || bytes == 0 || per_block < 1 ||
         shape[ndim - 1] % per_block != 0 || (mcl_quant_layout_of(dtype, &layout) && layout.split))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "bad tensor view");
     for (uint32_t i = 0; i < ndim; i++) {
@@ -160,8 +157,9 @@ mcl_status mcl_tensor_bytes_view(mcl_tensor *owner, uint64_t offset, uint64_t by
     *out = NULL;
     mcl_context *ctx = owner->ctx;
     uint64_t align = ctx->info.min_storage_buffer_offset_alignment;
-    if (owner->owner || bytes == 0 || bytes > owner->alloc.size ||
-        offset > owner->alloc.size - bytes || (align && offset % align))
+    const mcl_tensor_rt *o = mcl_rt(owner);
+    if (o->owner || bytes == 0 || bytes > o->alloc.size || offset > o->alloc.size - bytes ||
+        (align && offset % align))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "a byte view of %llu bytes at %llu does not fit its owner's memory, or is "
                         "misaligned", (unsigned long long)bytes, (unsigned long long)offset);
@@ -169,21 +167,22 @@ mcl_status mcl_tensor_bytes_view(mcl_tensor *owner, uint64_t offset, uint64_t by
     return view_make(owner, offset, bytes, MCL_DTYPE_U8, 1, shape, out);
 }
 
-void mcl_tensor_release(mcl_tensor *t)
+void mcl_tensor_release(mcl_tensor_rt *t)
 {
-    mcl_stream_release(t->ctx, &t->alloc, t->last_batch);
+    mcl_stream_release(t->t.ctx, &t->alloc, t->last_batch);
     free(t);
 }
 
-void mcl_tensor_destroy(mcl_tensor *t)
+void mcl_tensor_destroy(mcl_tensor *tensor)
 {
-    if (!t)
+    if (!tensor)
         return;
+    mcl_tensor_rt *t = mcl_rt(tensor);
     if (t->owner) {
         free(t);
         return;
     }
-    mcl_context *ctx = t->ctx;
+    mcl_context *ctx = tensor->ctx;
     if (t->prev)
         t->prev->next = t->next;
     else
@@ -197,93 +196,6 @@ void mcl_tensor_destroy(mcl_tensor *t)
         return;
     }
     mcl_tensor_release(t);
-}
-
-static mcl_status check_range(const mcl_tensor *t, uint64_t offset, const void *ptr,
-                              uint64_t bytes)
-{
-    if (!ptr || bytes == 0 || offset > t->nbytes || bytes > t->nbytes - offset)
-        return mcl_fail(t->ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "transfer of %llu bytes at offset %llu does not fit a tensor of %llu "
-                        "bytes (or the host pointer is NULL)",
-                        (unsigned long long)bytes, (unsigned long long)offset,
-                        (unsigned long long)t->nbytes);
-    /* vkCmdCopyBuffer needs no alignment, but the host side uses size_t. */
-    if (bytes > SIZE_MAX)
-        return mcl_fail(t->ctx, MCL_ERROR_TOO_LARGE, "transfer larger than the address space");
-    return MCL_SUCCESS;
-}
-
-static mcl_status refuse_while_capturing(const mcl_tensor *t, const char *what)
-{
-    return mcl_fail(t->ctx, MCL_ERROR_INVALID_ARGUMENT, "%s during a graph capture", what);
-}
-
-/* An upload (or download) of GGUF bytes [offset, offset + bytes) of a tensor whose block type
- * is split on the device (quant.h): converted on the host a chunk at a time, each chunk one
- * transfer of body bytes and one of d bytes. */
-static mcl_status split_transfer(mcl_tensor *t, const mcl_quant_layout *l, uint64_t offset,
-                                 void *host, uint64_t bytes, int upload)
-{
-    uint64_t blocks = t->nbytes / l->block_bytes;
-    uint64_t chunk = bytes < MCL_SPLIT_CHUNK ? bytes : MCL_SPLIT_CHUNK;
-    unsigned char *dev = malloc((size_t)chunk);
-    if (!dev)
-        return mcl_fail(t->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    mcl_status status = MCL_SUCCESS;
-    for (uint64_t done = 0; status == MCL_SUCCESS && done < bytes; done += chunk) {
-        uint64_t n = bytes - done < chunk ? bytes - done : chunk;
-        unsigned char *at = (unsigned char *)host + done;
-        uint64_t body_at, body_bytes, d_at, d_bytes;
-        mcl_quant_device_ranges(l, blocks, offset + done, n, &body_at, &body_bytes, &d_at,
-                                &d_bytes);
-        if (upload) {
-            mcl_quant_split(l, offset + done, at, n, dev);
-            if (body_bytes)
-                status = mcl_transfer_upload(t->ctx, t, body_at, dev, body_bytes);
-            if (status == MCL_SUCCESS && d_bytes)
-                status = mcl_transfer_upload(t->ctx, t, d_at, dev + body_bytes, d_bytes);
-        } else {
-            if (body_bytes)
-                status = mcl_transfer_download(t->ctx, t, body_at, dev, body_bytes);
-            if (status == MCL_SUCCESS && d_bytes)
-                status = mcl_transfer_download(t->ctx, t, d_at, dev + body_bytes, d_bytes);
-            if (status == MCL_SUCCESS)
-                mcl_quant_merge(l, offset + done, dev, n, at);
-        }
-    }
-    free(dev);
-    return status;
-}
-
-mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, uint64_t bytes)
-{
-    if (!t)
-        return MCL_ERROR_INVALID_ARGUMENT;
-    if (t->ctx->stream.capture)
-        return refuse_while_capturing(t, "upload");
-    mcl_status status = check_range(t, offset, src, bytes);
-    if (status != MCL_SUCCESS)
-        return status;
-    mcl_quant_layout layout;
-    if (mcl_quant_layout_of(t->dtype, &layout) && layout.split)
-        return split_transfer(t, &layout, offset, (void *)(uintptr_t)src, bytes, 1);
-    return mcl_transfer_upload(t->ctx, t, offset, src, bytes);
-}
-
-mcl_status mcl_tensor_download(mcl_tensor *t, uint64_t offset, void *dst, uint64_t bytes)
-{
-    if (!t)
-        return MCL_ERROR_INVALID_ARGUMENT;
-    if (t->ctx->stream.capture)
-        return refuse_while_capturing(t, "download");
-    mcl_status status = check_range(t, offset, dst, bytes);
-    if (status != MCL_SUCCESS)
-        return status;
-    mcl_quant_layout layout;
-    if (mcl_quant_layout_of(t->dtype, &layout) && layout.split)
-        return split_transfer(t, &layout, offset, dst, bytes, 0);
-    return mcl_transfer_download(t->ctx, t, offset, dst, bytes);
 }
 
 int mcl_tensor_same_shape(const mcl_tensor *a, const mcl_tensor *b)

@@ -14,10 +14,16 @@
  *  - staged, everywhere else: the bytes pass through a persistent mapped staging ring and a
  *    vkCmdCopyBuffer recorded in the ordered stream. Transfers larger than the ring stream
  *    through it in chunks, submitting between chunks.
- * MOTIFCL_TRANSFER=staging or =import forces a path (the tests use both on every device). */
+ * MOTIFCL_TRANSFER=staging or =import forces a path (the tests use both on every device).
+ * mcl_tensor_upload and mcl_tensor_download, and pinned memory (mcl_host_alloc), are here. */
+#include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
+#include "private.h"
+#include "quant/quant.h"
+
+/* Bytes of host memory a split upload or download converts at a time. */
+#define MCL_SPLIT_CHUNK (16u << 20)
 
 /* The smallest chunk worth recording before the ring is recycled: below it, submitting and
  * starting over with an empty ring is cheaper than many tiny copies. */
@@ -55,7 +61,7 @@ static mcl_status ring_reserve(mcl_context *ctx, uint64_t want, mcl_block **ring
 
 static int zero_copy(const mcl_context *ctx, const mcl_tensor *t)
 {
-    return ctx->allocator.tensor_mappable && t->alloc.block->mapped;
+    return ctx->allocator.tensor_mappable && mcl_rt(t)->alloc.block->mapped;
 }
 
 /* Caller memory imported as a transfer buffer. */
@@ -158,12 +164,12 @@ static mcl_status copy_imported(mcl_context *ctx, mcl_tensor *t, uint64_t offset
         mcl_stream_track(ctx, upload ? NULL : &t, upload ? 0 : 1, upload ? &t : NULL,
                          upload ? 1 : 0);
         VkBufferCopy region = {
-            .srcOffset = upload ? 0 : t->alloc.offset + offset,
-            .dstOffset = upload ? t->alloc.offset + offset : 0,
+            .srcOffset = upload ? 0 : mcl_rt(t)->alloc.offset + offset,
+            .dstOffset = upload ? mcl_rt(t)->alloc.offset + offset : 0,
             .size = bytes,
         };
-        ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), upload ? im.buffer : t->alloc.block->buffer,
-                                upload ? t->alloc.block->buffer : im.buffer, 1, &region);
+        ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), upload ? im.buffer : mcl_rt(t)->alloc.block->buffer,
+                                upload ? mcl_rt(t)->alloc.block->buffer : im.buffer, 1, &region);
         if (!upload)
             mcl_stream_barrier_to_host(ctx);
         status = mcl_stream_finish(ctx);
@@ -192,12 +198,12 @@ static mcl_status copy_pinned(mcl_context *ctx, mcl_tensor *t, uint64_t offset, 
         return status;
     mcl_stream_track(ctx, upload ? NULL : &t, upload ? 0 : 1, upload ? &t : NULL, upload ? 1 : 0);
     VkBufferCopy region = {
-        .srcOffset = upload ? host_offset : t->alloc.offset + offset,
-        .dstOffset = upload ? t->alloc.offset + offset : host_offset,
+        .srcOffset = upload ? host_offset : mcl_rt(t)->alloc.offset + offset,
+        .dstOffset = upload ? mcl_rt(t)->alloc.offset + offset : host_offset,
         .size = bytes,
     };
-    ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), upload ? host->buffer : t->alloc.block->buffer,
-                            upload ? t->alloc.block->buffer : host->buffer, 1, &region);
+    ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), upload ? host->buffer : mcl_rt(t)->alloc.block->buffer,
+                            upload ? mcl_rt(t)->alloc.block->buffer : host->buffer, 1, &region);
     if (!upload)
         mcl_stream_barrier_to_host(ctx);
     status = mcl_stream_finish(ctx);
@@ -213,7 +219,7 @@ mcl_status mcl_transfer_upload(mcl_context *ctx, mcl_tensor *dst, uint64_t offse
     uint64_t lo, hi;
     if (zero_copy(ctx, dst) && !mcl_stream_pending(ctx, dst)) {
         /* Host writes before the next submit are visible to it (coherent memory). */
-        memcpy((char *)dst->alloc.block->mapped + dst->alloc.offset + offset, src, (size_t)bytes);
+        memcpy((char *)mcl_rt(dst)->alloc.block->mapped + mcl_rt(dst)->alloc.offset + offset, src, (size_t)bytes);
         return MCL_SUCCESS;
     }
     mcl_block *host;
@@ -253,10 +259,10 @@ static mcl_status upload_staged(mcl_context *ctx, mcl_tensor *dst, uint64_t offs
         mcl_stream_track(ctx, NULL, 0, &dst, 1);
         VkBufferCopy region = {
             .srcOffset = ring_offset,
-            .dstOffset = dst->alloc.offset + offset,
+            .dstOffset = mcl_rt(dst)->alloc.offset + offset,
             .size = chunk,
         };
-        ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), ring->buffer, dst->alloc.block->buffer, 1,
+        ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), ring->buffer, mcl_rt(dst)->alloc.block->buffer, 1,
                                 &region);
         from += chunk;
         offset += chunk;
@@ -274,7 +280,7 @@ mcl_status mcl_transfer_download(mcl_context *ctx, mcl_tensor *src, uint64_t off
         /* Wait for whatever may still write it; coherent memory needs no invalidation. */
         if (mcl_stream_pending(ctx, src) && (status = mcl_stream_finish(ctx)) != MCL_SUCCESS)
             return status;
-        memcpy(dst, (const char *)src->alloc.block->mapped + src->alloc.offset + offset,
+        memcpy(dst, (const char *)mcl_rt(src)->alloc.block->mapped + mcl_rt(src)->alloc.offset + offset,
                (size_t)bytes);
         return MCL_SUCCESS;
     }
@@ -313,11 +319,11 @@ static mcl_status download_staged(mcl_context *ctx, mcl_tensor *src, uint64_t of
             return status;
         mcl_stream_track(ctx, &src, 1, NULL, 0);
         VkBufferCopy region = {
-            .srcOffset = src->alloc.offset + offset,
+            .srcOffset = mcl_rt(src)->alloc.offset + offset,
             .dstOffset = ring_offset,
             .size = chunk,
         };
-        ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), src->alloc.block->buffer, ring->buffer, 1,
+        ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), mcl_rt(src)->alloc.block->buffer, ring->buffer, 1,
                                 &region);
         mcl_stream_barrier_to_host(ctx);
         if ((status = mcl_stream_finish(ctx)) != MCL_SUCCESS)
@@ -328,4 +334,112 @@ static mcl_status download_staged(mcl_context *ctx, mcl_tensor *src, uint64_t of
         bytes -= chunk;
     }
     return MCL_SUCCESS;
+}
+
+static mcl_status check_range(const mcl_tensor *t, uint64_t offset, const void *ptr,
+                              uint64_t bytes)
+{
+    if (!ptr || bytes == 0 || offset > t->nbytes || bytes > t->nbytes - offset)
+        return mcl_fail(t->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "transfer of %llu bytes at offset %llu does not fit a tensor of %llu "
+                        "bytes (or the host pointer is NULL)",
+                        (unsigned long long)bytes, (unsigned long long)offset,
+                        (unsigned long long)t->nbytes);
+    /* vkCmdCopyBuffer needs no alignment, but the host side uses size_t. */
+    if (bytes > SIZE_MAX)
+        return mcl_fail(t->ctx, MCL_ERROR_TOO_LARGE, "transfer larger than the address space");
+    return MCL_SUCCESS;
+}
+
+static mcl_status refuse_while_capturing(const mcl_tensor *t, const char *what)
+{
+    return mcl_fail(t->ctx, MCL_ERROR_INVALID_ARGUMENT, "%s during a graph capture", what);
+}
+
+/* An upload (or download) of GGUF bytes [offset, offset + bytes) of a tensor whose block type
+ * is split on the device (quant.h): converted on the host a chunk at a time, each chunk one
+ * transfer of body bytes and one of d bytes. */
+static mcl_status split_transfer(mcl_tensor *t, const mcl_quant_layout *l, uint64_t offset,
+                                 void *host, uint64_t bytes, int upload)
+{
+    uint64_t blocks = t->nbytes / l->block_bytes;
+    uint64_t chunk = bytes < MCL_SPLIT_CHUNK ? bytes : MCL_SPLIT_CHUNK;
+    unsigned char *dev = malloc((size_t)chunk);
+    if (!dev)
+        return mcl_fail(t->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    mcl_status status = MCL_SUCCESS;
+    for (uint64_t done = 0; status == MCL_SUCCESS && done < bytes; done += chunk) {
+        uint64_t n = bytes - done < chunk ? bytes - done : chunk;
+        unsigned char *at = (unsigned char *)host + done;
+        uint64_t body_at, body_bytes, d_at, d_bytes;
+        mcl_quant_device_ranges(l, blocks, offset + done, n, &body_at, &body_bytes, &d_at,
+                                &d_bytes);
+        if (upload) {
+            mcl_quant_split(l, offset + done, at, n, dev);
+            if (body_bytes)
+                status = mcl_transfer_upload(t->ctx, t, body_at, dev, body_bytes);
+            if (status == MCL_SUCCESS && d_bytes)
+                status = mcl_transfer_upload(t->ctx, t, d_at, dev + body_bytes, d_bytes);
+        } else {
+            if (body_bytes)
+                status = mcl_transfer_download(t->ctx, t, body_at, dev, body_bytes);
+            if (status == MCL_SUCCESS && d_bytes)
+                status = mcl_transfer_download(t->ctx, t, d_at, dev + body_bytes, d_bytes);
+            if (status == MCL_SUCCESS)
+                mcl_quant_merge(l, offset + done, dev, n, at);
+        }
+    }
+    free(dev);
+    return status;
+}
+
+mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, uint64_t bytes)
+{
+    if (!t)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (t->ctx->stream.capture)
+        return refuse_while_capturing(t, "upload");
+    mcl_status status = check_range(t, offset, src, bytes);
+    if (status != MCL_SUCCESS)
+        return status;
+    mcl_quant_layout layout;
+    if (mcl_quant_layout_of(t->dtype, &layout) && layout.split)
+        return split_transfer(t, &layout, offset, (void *)(uintptr_t)src, bytes, 1);
+    return mcl_transfer_upload(t->ctx, t, offset, src, bytes);
+}
+
+mcl_status mcl_tensor_download(mcl_tensor *t, uint64_t offset, void *dst, uint64_t bytes)
+{
+    if (!t)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (t->ctx->stream.capture)
+        return refuse_while_capturing(t, "download");
+    mcl_status status = check_range(t, offset, dst, bytes);
+    if (status != MCL_SUCCESS)
+        return status;
+    mcl_quant_layout layout;
+    if (mcl_quant_layout_of(t->dtype, &layout) && layout.split)
+        return split_transfer(t, &layout, offset, dst, bytes, 0);
+    return mcl_transfer_download(t->ctx, t, offset, dst, bytes);
+}
+
+mcl_status mcl_host_alloc(mcl_context *ctx, uint64_t bytes, void **out)
+{
+    if (!out)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!ctx)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    return mcl_host_memory_alloc(ctx, bytes, out);
+}
+
+void mcl_host_free(mcl_context *ctx, void *ptr)
+{
+    uint64_t offset;
+    if (!ctx || !ptr || !mcl_host_block_find(ctx, ptr, 0, &offset) || offset != 0)
+        return;
+    /* Transfers through it are waited for before they return, but a failed one may have left
+     * work behind: make sure nothing runs. */
+    mcl_stream_finish(ctx);
+    mcl_host_memory_free(ctx, ptr);
 }

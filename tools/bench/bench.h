@@ -7,7 +7,8 @@
 #include <stdint.h>
 
 #include "motifcl.h"
-#include "vk/context.h"
+#include "ops/ops_internal.h"
+#include "vk/measure.h"
 #include "witness.h"
 
 #define MIB (UINT64_C(1) << 20)
@@ -23,12 +24,15 @@ typedef struct bench {
     double fma_tflops;         /* measured by bench_peak in this run; 0 before, < 0 failed */
     double dot_tops;           /* 8-bit dot products x 4 multiply-adds x 2, per second; 0
                                 * before or without the integer-dot feature, < 0 failed */
-    VkQueryPool queries;
-    uint32_t query_count;
+    mcl_timer *timer;
+    uint32_t timer_count;
     const char *args[16];      /* key=value options after the benchmark's name */
     int arg_count;
     int quant_filters;         /* `quant` alone: its fmt= rows= gemm= filters apply */
 } bench;
+
+/* Record in the witness the device, its traits and its validation errors. */
+void bench_witness_device(bench *b);
 
 /* Print and record a measured figure. */
 void bench_figure(bench *b, const char *name, double value, const char *unit);

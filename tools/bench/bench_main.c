@@ -106,20 +106,14 @@ double bench_arg(const bench *b, const char *key, double fallback)
 double bench_gpu_time(bench *b, int reps, mcl_status (*fn)(bench *, void *, int), void *user)
 {
     mcl_context *ctx = b->ctx;
-    if (!(ctx->info.features_enabled & MCL_FEATURE_TIMESTAMPS))
-        return -1.0;
     uint32_t needed = 2 * (uint32_t)reps;
-    if (b->query_count < needed) {
-        if (b->queries)
-            ctx->vk.vkDestroyQueryPool(ctx->device, b->queries, NULL);
-        VkQueryPoolCreateInfo info = {
-            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-            .queryType = VK_QUERY_TYPE_TIMESTAMP,
-            .queryCount = needed,
-        };
-        if (ctx->vk.vkCreateQueryPool(ctx->device, &info, NULL, &b->queries) != VK_SUCCESS)
+    if (b->timer_count < needed) {
+        mcl_timer_destroy(b->timer);
+        b->timer = NULL;
+        b->timer_count = 0;
+        if (mcl_timer_create(ctx, needed, &b->timer) != MCL_SUCCESS)
             return -1.0;
-        b->query_count = needed;
+        b->timer_count = needed;
     }
     /* Warm up: an idle GPU runs its cores at a fraction of their clock (345 MHz against
      * 1980 MHz seen on an H200) and ramps up only under sustained load, so without this a
@@ -127,46 +121,39 @@ double bench_gpu_time(bench *b, int reps, mcl_status (*fn)(bench *, void *, int)
      * a GEMM measured first ran at the same low rate as without warm-up.
      * The clock starts after the first run, which compiles the pipelines (tens of seconds for
      * some GEMM tiles on that driver, with the GPU idle throughout). */
-    if (fn(b, user, 0) != MCL_SUCCESS || mcl_stream_finish(ctx) != MCL_SUCCESS)
+    if (fn(b, user, 0) != MCL_SUCCESS || mcl_finish(ctx) != MCL_SUCCESS)
         return -1.0;
     double warm_start = bench_now();
     for (int w = 1; w < 2 || bench_now() - warm_start < b->warmup_s; w++) {
-        if (fn(b, user, w) != MCL_SUCCESS || mcl_stream_finish(ctx) != MCL_SUCCESS)
+        if (fn(b, user, w) != MCL_SUCCESS || mcl_finish(ctx) != MCL_SUCCESS)
             return -1.0;
     }
-    if (mcl_stream_finish(ctx) != MCL_SUCCESS || mcl_stream_begin(ctx) != MCL_SUCCESS)
+    if (mcl_finish(ctx) != MCL_SUCCESS || mcl_timer_reset(b->timer, needed) != MCL_SUCCESS)
         return -1.0;
-    ctx->vk.vkCmdResetQueryPool(mcl_stream_cmd(ctx), b->queries, 0, needed);
     for (int r = 0; r < reps; r++) {
-        mcl_stream_begin(ctx);
-        mcl_stream_full_barrier(ctx);
-        ctx->vk.vkCmdWriteTimestamp(mcl_stream_cmd(ctx), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
-                                    b->queries, 2 * (uint32_t)r);
-        if (fn(b, user, r) != MCL_SUCCESS)
+        if (mcl_timer_mark(b->timer, 2 * (uint32_t)r, 1) != MCL_SUCCESS ||
+            fn(b, user, r) != MCL_SUCCESS ||
+            mcl_timer_mark(b->timer, 2 * (uint32_t)r + 1, 0) != MCL_SUCCESS)
             return -1.0;
-        mcl_stream_begin(ctx);
-        ctx->vk.vkCmdWriteTimestamp(mcl_stream_cmd(ctx), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
-                                    b->queries, 2 * (uint32_t)r + 1);
     }
-    if (mcl_stream_finish(ctx) != MCL_SUCCESS)
+    if (mcl_finish(ctx) != MCL_SUCCESS)
         return -1.0;
-    uint64_t *ticks = calloc(needed, sizeof *ticks);
     double *seconds = calloc((size_t)reps, sizeof *seconds);
-    if (!ticks || !seconds)
+    if (!seconds)
         return -1.0;
-    VkResult result = ctx->vk.vkGetQueryPoolResults(
-        ctx->device, b->queries, 0, needed, needed * sizeof *ticks, ticks, sizeof *ticks,
-        VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-    uint32_t bits = ctx->info.timestamp_valid_bits;
-    uint64_t mask = bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
-    for (int r = 0; r < reps; r++) {
-        uint64_t delta = ((ticks[2 * r + 1] & mask) - (ticks[2 * r] & mask)) & mask;
-        seconds[r] = (double)delta * ctx->info.timestamp_period_ns * 1e-9;
-    }
-    double result_seconds = result == VK_SUCCESS ? bench_median(seconds, reps) : -1.0;
-    free(ticks);
+    mcl_status result = mcl_timer_pairs(b->timer, (uint32_t)reps, seconds);
+    double result_seconds = result == MCL_SUCCESS ? bench_median(seconds, reps) : -1.0;
     free(seconds);
     return result_seconds;
+}
+
+void bench_witness_device(bench *b)
+{
+    mcl_device_info info = {.size = sizeof info};
+    char traits[2048] = "";
+    mcl_context_device_info(b->ctx, &info);
+    mcl_context_traits_json(b->ctx, traits, sizeof traits, NULL);
+    mcl_witness_set_device(b->witness, &info, mcl_context_validation_errors(b->ctx), traits);
 }
 
 static double table_peak(const char *device)
@@ -215,15 +202,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "motifcl-bench: no context: %s\n", mcl_status_string(status));
         return 2;
     }
+    mcl_device_info info = {.size = sizeof info};
+    mcl_context_device_info(b.ctx, &info);
     char name[64];
     snprintf(name, sizeof name, "motifcl-bench-%s", what);
     b.witness = mcl_witness_create("bench", name, argc, argv);
-    b.peak_tflops = peak > 0 ? peak : table_peak(b.ctx->info.name);
+    b.peak_tflops = peak > 0 ? peak : table_peak(info.name);
     mcl_witness_set_note(b.witness, "operands", b.hot ? "hot (cached)" : "cold (rotated copies)");
     if (b.json)
-        printf("{\n  \"device\": \"%s\",\n  \"figures\": [", b.ctx->info.name);
+        printf("{\n  \"device\": \"%s\",\n  \"figures\": [", info.name);
     else
-        printf("device: %s (%s), operands %s\n", b.ctx->info.name, b.ctx->info.driver_info,
+        printf("device: %s (%s), operands %s\n", info.name, info.driver_info,
                b.hot ? "hot (cached)" : "cold (rotated through copies beyond the cache)");
     if (b.peak_tflops > 0)
         bench_modeled(&b, "FP32 peak (datasheet or --peak)", b.peak_tflops, "TFLOP/s");
@@ -273,12 +262,11 @@ int main(int argc, char **argv)
     }
     if (b.json)
         printf("\n  ]\n}\n");
-    mcl_witness_set_device(b.witness, b.ctx);
+    bench_witness_device(&b);
     if (mcl_witness_write(b.witness, dir ? dir : ".", rc ? "failed" : "passed") != 0)
         fprintf(stderr, "motifcl-bench: could not write the witness into %s\n", dir ? dir : ".");
     mcl_witness_destroy(b.witness);
-    if (b.queries)
-        b.ctx->vk.vkDestroyQueryPool(b.ctx->device, b.queries, NULL);
+    mcl_timer_destroy(b.timer);
     mcl_context_destroy(b.ctx);
     return rc;
 }

@@ -6,20 +6,6 @@
 
 #include "bench.h"
 
-/* A plain vkCmdCopyBuffer of `bytes` from `src` to `dst` buffers, submit and wait: the
- * reference the transfers are measured against. */
-static double raw_copy_seconds(mcl_context *ctx, VkBuffer src, VkBuffer dst, uint64_t bytes)
-{
-    mcl_stream_finish(ctx);
-    mcl_stream_begin(ctx);
-    VkBufferCopy region = {.size = bytes};
-    double start = bench_now();
-    ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), src, dst, 1, &region);
-    mcl_stream_barrier_to_host(ctx);
-    mcl_stream_finish(ctx);
-    return bench_now() - start;
-}
-
 /* Median CPU time of a tensor create+destroy pair, with a few hundred live tensors around. */
 int bench_memory(bench *b)
 {
@@ -55,11 +41,12 @@ int bench_transfer(bench *b)
     mcl_context *ctx = b->ctx;
     mcl_memory_stats stats = {.size = sizeof stats};
     mcl_context_memory_stats(ctx, &stats);
+    const mcl_traits *traits = mcl_traits_of(ctx);
     const char *path = stats.zero_copy ? "zero-copy"
-                       : ctx->allocator.transfer_mode == MCL_TRANSFER_STAGING
+                       : traits->transfer == MCL_TRANSFER_STAGING
                            ? "staged (ring)"
-                       : (ctx->info.features_enabled & MCL_FEATURE_EXTERNAL_HOST_MEMORY)
-                           ? (ctx->allocator.transfer_mode == MCL_TRANSFER_IMPORT
+                       : traits->external_host_memory
+                           ? (traits->transfer == MCL_TRANSFER_IMPORT
                                   ? "imported caller memory"
                                   : "imported caller memory from 4 MiB, staged below")
                            : "staged (ring)";
@@ -68,7 +55,7 @@ int bench_transfer(bench *b)
         printf("transfer path: %s\n", path);
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         uint64_t bytes = sizes[k];
-        if (bytes > ctx->info.max_storage_buffer_range)
+        if (bytes > traits->max_binding_bytes)
             continue;
         char *host = malloc(bytes);
         if (!host)
@@ -94,11 +81,11 @@ int bench_transfer(bench *b)
         }
         /* The reference: the whole transfer as one vkCmdCopyBuffer between the tensor and a
          * host-visible buffer of the staging ring's memory type, data already in place. */
-        mcl_block *raw = NULL;
-        int have_raw = mcl_host_block_create(ctx, bytes, &raw) == MCL_SUCCESS;
+        mcl_raw_buffer *raw = NULL;
+        int have_raw = mcl_raw_buffer_create(ctx, bytes, &raw) == MCL_SUCCESS;
         for (int r = 0; have_raw && r < reps; r++) {
-            raw_up[r] = raw_copy_seconds(ctx, raw->buffer, t->alloc.block->buffer, bytes);
-            raw_down[r] = raw_copy_seconds(ctx, t->alloc.block->buffer, raw->buffer, bytes);
+            have_raw = mcl_raw_copy(ctx, raw, t, bytes, 1, &raw_up[r]) == MCL_SUCCESS &&
+                       mcl_raw_copy(ctx, raw, t, bytes, 0, &raw_down[r]) == MCL_SUCCESS;
         }
         /* From and into pinned memory (mcl_host_alloc): no CPU copy, no page pinning. */
         double pin_up[32], pin_down[32];
@@ -149,8 +136,8 @@ int bench_transfer(bench *b)
             snprintf(name, sizeof name, "download %llu MiB vs plain copy",
                      (unsigned long long)(bytes / MIB));
             bench_figure(b, name, 100.0 * (gb / bench_median(down, reps)) / rd, "%");
-            mcl_host_block_destroy(ctx, raw);
         }
+        mcl_raw_buffer_destroy(raw);
         mcl_tensor_destroy(t);
         free(host);
     }

@@ -45,7 +45,7 @@ static mcl_status stream_once(bench *b, void *user, int rep)
 {
     (void)rep;
     stream_run *s = user;
-    return mcl_stream_dispatch(b->ctx, s->kernel, &s->x, 1, &s->y, 1, &s->n4, s->groups, 1, 1);
+    return mcl_dispatch(b->ctx, s->kernel, &s->x, 1, &s->y, 1, &s->n4, s->groups, 1, 1);
 }
 
 /* The streaming kernel (spec 0: read, 1: copy) over n4 vec4s: 256 invocations a workgroup,
@@ -77,7 +77,7 @@ static mcl_status stream_copies_once(bench *b, void *user, int rep)
     int count = r->y ? r->count : 1;
     for (int j = 0; j < count; j++) {
         if (r->chain && j > 0)
-            mcl_stream_full_barrier(b->ctx);
+            mcl_record_barrier(b->ctx);
         r->s.x = r->x[(rep * count + j) % r->copies];
         if (r->y)
             r->s.y = r->y[j];
@@ -94,8 +94,8 @@ int bench_stream(bench *b)
         return 0;
     mcl_context *ctx = b->ctx;
     uint64_t bytes = 1024 * MIB;
-    if (bytes > ctx->info.max_storage_buffer_range)
-        bytes = ctx->info.max_storage_buffer_range / 256 * 256;
+    if (bytes > mcl_traits_of(ctx)->max_binding_bytes)
+        bytes = mcl_traits_of(ctx)->max_binding_bytes / 256 * 256;
     int64_t n = (int64_t)(bytes / 4);
     stream_run s = {.n4 = (uint32_t)(bytes / 16)};
     s.x = tensor_f32(b, 1, &n, 1.0f);
@@ -144,7 +144,7 @@ static mcl_status peak_once(bench *b, void *user, int rep)
 {
     (void)rep;
     peak_run *p = user;
-    return mcl_stream_dispatch(b->ctx, p->kernel, NULL, 0, &p->out, 1, p->push, p->groups, 1,
+    return mcl_dispatch(b->ctx, p->kernel, NULL, 0, &p->out, 1, p->push, p->groups, 1,
                                1);
 }
 
@@ -167,7 +167,7 @@ static double peak_rate(bench *b, mcl_kernel_id id, uint32_t groups, uint32_t st
     if (mcl_kernel_get(b->ctx, &desc, &p.kernel) != MCL_SUCCESS)
         return -1.0;
     double t = bench_gpu_time(b, b->repeat, peak_once, &p);
-    double invocations = (double)groups * (double)p.kernel->local_size_x;
+    double invocations = (double)groups * (double)mcl_kernel_local_size(p.kernel);
     return t > 0 ? invocations * PEAK_CHAINS * PEAK_STEPS * (double)trips * ops / t : -1.0;
 }
 
@@ -197,7 +197,7 @@ int bench_peak(bench *b)
     else
         printf("%-58s unavailable: %s\n", "FP32 fused multiply-add rate",
                mcl_context_last_error(b->ctx));
-    if (b->ctx->info.features_enabled & MCL_FEATURE_INTEGER_DOT_PRODUCT) {
+    if (mcl_traits_of(b->ctx)->integer_dot) {
         double dot = peak_rate(b, MCL_KERNEL_BENCH_PEAK_DOT, groups, steps, 8.0, out);
         b->dot_tops = dot > 0 ? dot / 1e12 : -1.0;
         if (dot > 0)
@@ -596,7 +596,7 @@ static mcl_status qbatch_once(bench *b, void *user, int rep)
         /* Distinct copies within a run (count <= copies), a rotating start across runs. */
         int i = (rep * q->count + j) % r->copies;
         if (q->chain && j > 0)
-            mcl_stream_full_barrier(b->ctx);
+            mcl_record_barrier(b->ctx);
         mcl_status status = mcl_matmul(b->ctx, r->a[i], r->ta, r->b[i], r->tb, NULL, q->c[j]);
         if (status != MCL_SUCCESS)
             return status;
@@ -624,7 +624,7 @@ static mcl_status qkernel_once(bench *b, void *user, int rep)
     const mm_run *r = q->r;
     for (int j = 0; j < q->count; j++) {
         if (q->chain && j > 0)
-            mcl_stream_full_barrier(b->ctx);
+            mcl_record_barrier(b->ctx);
         mcl_status status = mcl_matmul_quantized_input(b->ctx, r->a[0], q->act,
                                                        r->b[(rep * q->count + j) % r->copies],
                                                        q->c[j]);

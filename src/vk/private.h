@@ -1,14 +1,26 @@
-/* The context and tensor as the library sees them. Internal: nothing here is public. */
-#ifndef MCL_VK_CONTEXT_H
-#define MCL_VK_CONTEXT_H
+/* The runtime's own structs and the functions its files call one another by: private to
+ * src/vk. The layers above include runtime.h only.
+ *
+ * The files, lowest first; each calls only files above it in this list (none calls back up):
+ *   instance.c     volk, the instance, the validation messenger, Vulkan failures
+ *   traits.c       device traits (pure: no device, no environment)
+ *   device.c       device choice, feature queries, device creation
+ *   tlsf.c, memory.c, memory_stats.c    blocks, pools, the staging ring, statistics
+ *   pipeline.c     embedded SPIR-V -> pipelines
+ *   stream.c       recording, barriers, submission, captures, deferred frees
+ *   tensor.c       tensor objects and views
+ *   graph.c        captured sequences and their replay
+ *   transfer.c     uploads and downloads, pinned host memory
+ *   context.c      the context's life and queries: the entry points that stitch the rest */
+#ifndef MCL_VK_PRIVATE_H
+#define MCL_VK_PRIVATE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <volk.h>
 
-#include "motifcl.h"
-#include "../core/log.h"
-#include "spirv_modules.h"
+#include "runtime.h"
 #include "tlsf.h"
 
 /* Descriptor sets a pool of the stream holds before another pool is chained. */
@@ -16,24 +28,9 @@
 /* Storage buffers one kernel binds at most. */
 #define MCL_MAX_BINDINGS 8
 
-/* Specialization constants a kernel variant may set besides the workgroup size. */
-#define MCL_MAX_SPEC 12
-
-/* Which pipeline an op wants: an embedded module, its interface, and its specialization.
- * Constant 0 is the workgroup's x size (local_size_x_id = 0); spec[i] is constant i + 1. */
-typedef struct mcl_kernel_desc {
-    mcl_kernel_id id;
-    uint32_t binding_count;          /* storage buffers at bindings 0..binding_count-1 */
-    uint32_t push_size;              /* bytes of push constants */
-    uint32_t local_size_x;           /* 0: 256, clamped to the device's limit */
-    uint32_t spec_count;
-    uint32_t spec[MCL_MAX_SPEC];
-    uint32_t required_subgroup_size; /* 0: the driver's choice */
-} mcl_kernel_desc;
-
 /* A pipeline for one (kernel, specialization) pair, created on first use and kept for the
  * context's lifetime, so that no call pays for pipeline creation twice. */
-typedef struct mcl_kernel {
+struct mcl_kernel {
     struct mcl_kernel *next;         /* other variants of the same module */
     mcl_kernel_desc desc;            /* with local_size_x resolved */
     VkDescriptorSetLayout set_layout;
@@ -42,22 +39,13 @@ typedef struct mcl_kernel {
     uint32_t binding_count;
     uint32_t push_size;
     uint32_t local_size_x;
-} mcl_kernel;
+};
 
 /* Usages every block buffer carries: kernels bind tensors as storage buffers, transfers copy
  * to and from them. */
 #define MCL_BUFFER_USAGE                                                                      \
     (VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |                  \
      VK_BUFFER_USAGE_TRANSFER_DST_BIT)
-
-/* How uploads and downloads move bytes (MOTIFCL_TRANSFER): auto picks zero-copy where tensor
- * memory is mappable, imported caller memory for large transfers where the device can import
- * it, else the staging ring. */
-typedef enum mcl_transfer_mode {
-    MCL_TRANSFER_AUTO = 0,
-    MCL_TRANSFER_STAGING,   /* the staging ring only */
-    MCL_TRANSFER_IMPORT,    /* import caller memory wherever possible, whatever the size */
-} mcl_transfer_mode;
 
 /* One VkDeviceMemory bound to one VkBuffer, sub-allocated by TLSF (ordinary tensors), by a
  * bump allocator (scratch), or holding a single tensor (dedicated). */
@@ -108,13 +96,11 @@ typedef struct mcl_deferred {
     mcl_allocation alloc;
 } mcl_deferred;
 
-struct mcl_tensor {
-    mcl_context *ctx;
-    struct mcl_tensor *prev, *next;  /* the context's list of live tensors */
-    mcl_dtype dtype;
-    uint32_t ndim;
-    int64_t shape[MCL_MAX_DIMS];
-    uint64_t nbytes;
+/* A tensor as the runtime keeps it: what the ops see (runtime.h) first, then its memory and
+ * the state that orders and frees it. */
+typedef struct mcl_tensor_rt {
+    struct mcl_tensor t;
+    struct mcl_tensor_rt *prev, *next;  /* the context's list of live tensors */
     mcl_memory_class cls;
     mcl_allocation alloc;
     uint64_t last_batch;   /* serial of the last batch that used it */
@@ -122,11 +108,24 @@ struct mcl_tensor {
     int orphaned;          /* destroyed by the caller while graphs still used it */
     /* A view (mcl_tensor_view) shares its owner's memory; hazards, batches and graph
      * references are tracked on the owner, so a view and its owner order like one tensor. */
-    struct mcl_tensor *owner;
+    struct mcl_tensor_rt *owner;
     /* Hazard tracking inside the open batch: the barrier epoch of the last read and write. */
     uint64_t read_epoch;
     uint64_t write_epoch;
-};
+} mcl_tensor_rt;
+
+/* The runtime's side of a tensor handle. */
+static inline mcl_tensor_rt *mcl_rt(const mcl_tensor *t)
+{
+    return (mcl_tensor_rt *)(uintptr_t)t;
+}
+
+/* The tensor that tracks t's hazards: t's owner for a view, else t. */
+static inline mcl_tensor_rt *mcl_rt_root(const mcl_tensor *t)
+{
+    mcl_tensor_rt *r = mcl_rt(t);
+    return r->owner ? r->owner : r;
+}
 
 /* Descriptor pools of one batch or graph: chained as they fill, reset together. */
 typedef struct mcl_desc_pools {
@@ -137,6 +136,17 @@ typedef struct mcl_desc_pools {
 
 /* Batches rotate through a few slots, so that one can be recorded while earlier ones run. */
 #define MCL_STREAM_SLOTS 2
+
+/* What a graph captured: its command buffer and descriptor sets, the tensors its commands
+ * use (kept alive while it exists), and its dispatches. */
+typedef struct mcl_capture {
+    VkCommandBuffer cmd;
+    mcl_desc_pools desc;
+    mcl_tensor_rt **tensors;
+    uint32_t tensor_count, tensor_capacity;
+    uint32_t dispatches;
+    int failed;                    /* a use could not be recorded: the capture is unusable */
+} mcl_capture;
 
 typedef struct mcl_slot {
     VkCommandBuffer cmd;
@@ -157,12 +167,13 @@ typedef struct mcl_stream {
     uint64_t completed;            /* every batch up to this serial has finished */
     uint64_t epoch;                /* bumped by each barrier; starts above every tensor's */
     mcl_deferred *deferred;        /* allocations to free when their batch has finished */
-    struct mcl_graph *capture;     /* the graph being captured, or NULL */
+    mcl_capture *capture;          /* the capture being recorded, or NULL */
     int barrier_pending;           /* the next batch starts with a full barrier */
 } mcl_stream;
 
 struct mcl_context {
-    mcl_logger log;
+    mcl_context_head head;         /* first: the ops' view (runtime.h) */
+    mcl_env_settings env;          /* what the environment asked for (nothing, if ignored) */
     VkInstance instance;
     VkDebugUtilsMessengerEXT messenger;
     VkPhysicalDevice physical;
@@ -176,36 +187,29 @@ struct mcl_context {
     mcl_stream stream;
     mcl_allocator allocator;
     uint64_t host_import_alignment; /* minImportedHostPointerAlignment, when enabled */
-    int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS: log compiled-kernel statistics */
+    int pipeline_stats;            /* log compiled-kernel statistics (enabled on the device) */
     uint32_t pipelines_created;    /* and the seconds vkCreateComputePipelines took for them */
     double pipeline_seconds;
     mcl_kernel *kernels[MCL_KERNEL_COUNT];     /* variants, per module */
     VkShaderModule modules[MCL_KERNEL_COUNT];  /* created on first use */
     VkPipelineCache pipeline_cache;
-    mcl_tensor *tensors;           /* live tensors, destroyed with the context */
+    mcl_tensor_rt *tensors;        /* live tensors, destroyed with the context */
     struct mcl_graph *graphs;      /* live graphs, destroyed with the context */
-    char last_error[512];
 };
 
-/* Record a failure: log it and keep it as the context's last error. Returns `status`. */
-mcl_status mcl_fail(mcl_context *ctx, mcl_status status, const char *fmt, ...)
-    MCL_PRINTF(3, 4);
-
-/* Map a VkResult to a status, logging `what` failed. */
-mcl_status mcl_vk_fail(mcl_context *ctx, VkResult result, const char *what);
+/* The context's logger. */
+#define MCL_LOG(ctx) (&(ctx)->head.diag.log)
 
 /* instance.c */
 VkResult mcl_volk_init(void);
-uint32_t mcl_validation_flags_from_env(void);
 mcl_status mcl_instance_create(mcl_context *ctx, uint32_t validation);
+/* Map a VkResult to a status, logging `what` failed. */
+mcl_status mcl_vk_fail(mcl_context *ctx, VkResult result, const char *what);
 
 /* device.c */
-mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc, int use_env);
+mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc);
+/* Query the chosen device, decide the traits (traits.c), create the device and its queue. */
 mcl_status mcl_device_create(mcl_context *ctx);
-
-/* quirks.c: feature and quirk resolution. */
-void mcl_quirks_apply(mcl_context *ctx, const char *profile);
-mcl_status mcl_profile_validate(const char *profile);
 
 /* memory.c */
 mcl_status mcl_memory_init(mcl_context *ctx);
@@ -218,29 +222,21 @@ mcl_status mcl_staging_ring(mcl_context *ctx, mcl_block **out);
 /* A host-visible block of the staging memory type, outside the pools (benchmarks). */
 mcl_status mcl_host_block_create(mcl_context *ctx, uint64_t size, mcl_block **out);
 void mcl_host_block_destroy(mcl_context *ctx, mcl_block *block);
+/* Pinned host memory (mcl_host_alloc): a mapped block on the context's list, and its removal
+ * (the caller has made sure no work uses it). */
+mcl_status mcl_host_memory_alloc(mcl_context *ctx, uint64_t bytes, void **out);
+void mcl_host_memory_free(mcl_context *ctx, void *ptr);
 /* The mcl_host_alloc block holding [ptr, ptr + bytes), with ptr's offset in it, or NULL. */
 mcl_block *mcl_host_block_find(const mcl_context *ctx, const void *ptr, uint64_t bytes,
                                uint64_t *offset);
 void mcl_memory_stats_fill(const mcl_context *ctx, mcl_memory_stats *stats);
 
 /* pipeline.c */
-mcl_status mcl_kernel_get(mcl_context *ctx, const mcl_kernel_desc *desc,
-                          const mcl_kernel **out);
-/* The common case: no specialization beyond the default workgroup size. */
-mcl_status mcl_kernel_simple(mcl_context *ctx, mcl_kernel_id id, uint32_t binding_count,
-                             uint32_t push_size, const mcl_kernel **out);
 void mcl_kernels_destroy(mcl_context *ctx);
 
 /* stream.c */
 mcl_status mcl_stream_init(mcl_context *ctx);
 void mcl_stream_destroy(mcl_context *ctx);
-/* Record a dispatch of `kernel` over buffers `reads` (read-only) and `writes`, in binding
- * order: reads first, then writes. Emits the barriers the hazards need. */
-mcl_status mcl_stream_dispatch(mcl_context *ctx, const mcl_kernel *kernel,
-                               mcl_tensor *const *reads, uint32_t read_count,
-                               mcl_tensor *const *writes, uint32_t write_count,
-                               const void *push, uint32_t groups_x, uint32_t groups_y,
-                               uint32_t groups_z);
 mcl_status mcl_stream_finish(mcl_context *ctx);
 /* Begin the open batch's command buffer if it is not yet recording. */
 mcl_status mcl_stream_begin(mcl_context *ctx);
@@ -252,32 +248,12 @@ VkCommandBuffer mcl_stream_cmd(const mcl_context *ctx);
 mcl_status mcl_stream_flush(mcl_context *ctx, VkCommandBuffer extra, uint64_t *serial);
 /* A full barrier between everything before and everything after, in the current buffer. */
 void mcl_stream_full_barrier(mcl_context *ctx);
+/* Record into `capture` (its command buffer begun) instead of the open batch, until
+ * mcl_stream_capture_end; the open batch is submitted first. */
+mcl_status mcl_stream_capture_begin(mcl_context *ctx, mcl_capture *capture);
+void mcl_stream_capture_end(mcl_context *ctx);
 /* Descriptor sets from a pool chain. */
-mcl_status mcl_desc_allocate(mcl_context *ctx, mcl_desc_pools *pools,
-                             VkDescriptorSetLayout layout, VkDescriptorSet *out);
 void mcl_desc_pools_destroy(mcl_context *ctx, mcl_desc_pools *pools);
-/* Whether two tensors have the same dimensions. */
-int mcl_tensor_same_shape(const mcl_tensor *a, const mcl_tensor *b);
-/* Free a tensor's memory once no batch or graph can use it. */
-void mcl_tensor_release(mcl_tensor *t);
-
-/* A tensor over `shape` at byte `offset` of owner's memory (offset a multiple of the device's
- * storage buffer offset alignment, the range within owner; not of Q8_0, Q4_0 or Q6_K, whose
- * device layout keeps a row's bytes in two places). It is not on the context's list:
- * its creator destroys it with mcl_tensor_destroy() before the owner. */
-mcl_status mcl_tensor_view(mcl_tensor *owner, uint64_t offset, mcl_dtype dtype, uint32_t ndim,
-                           const int64_t *shape, mcl_tensor **out);
-
-/* A 1-D u8 tensor over `bytes` at byte `offset` of owner's allocation (which may extend past
- * owner's bytes: a split block type's padding), offset aligned as mcl_tensor_view's. */
-mcl_status mcl_tensor_bytes_view(mcl_tensor *owner, uint64_t offset, uint64_t bytes,
-                                 mcl_tensor **out);
-
-/* The tensor that tracks t's hazards: t's owner for a view, else t. */
-static inline mcl_tensor *mcl_tensor_root(const mcl_tensor *t)
-{
-    return t->owner ? t->owner : (mcl_tensor *)t;
-}
 /* Emit a barrier if the next command conflicts with earlier ones, then mark its accesses. */
 void mcl_stream_track(mcl_context *ctx, mcl_tensor *const *reads, uint32_t read_count,
                       mcl_tensor *const *writes, uint32_t write_count);
@@ -287,6 +263,14 @@ void mcl_stream_barrier_to_host(mcl_context *ctx);
 void mcl_stream_release(mcl_context *ctx, mcl_allocation *alloc, uint64_t last_batch);
 /* Whether recorded or submitted work that has not finished may use `t`. */
 int mcl_stream_pending(const mcl_context *ctx, const mcl_tensor *t);
+
+/* tensor.c */
+/* Free a tensor's memory once no batch or graph can use it. */
+void mcl_tensor_release(mcl_tensor_rt *t);
+
+/* graph.c */
+/* Destroy every graph of the context (at context destruction). */
+void mcl_graphs_destroy_all(mcl_context *ctx);
 
 /* transfer.c */
 mcl_status mcl_transfer_upload(mcl_context *ctx, mcl_tensor *dst, uint64_t offset,

@@ -1,0 +1,50 @@
+/* The quantized matmul's pieces that the other matrix-product files reuse (linear.c's
+ * mcl_matmul_multi, dequantize.c): checked products, their recording, the weight's bindings.
+ * Internal to src/ops. */
+#ifndef MCL_OPS_MATMUL_QUANT_H
+#define MCL_OPS_MATMUL_QUANT_H
+
+#include "../vk/runtime.h"
+#include "quant_plan.h"
+
+/* The two bindings of rows [r0, r0 + rows) of a quantized weight w (of n rows of k weights, a
+ * root tensor) in the device layout: its block bodies, and its d values (for Q4_K and Q5_K,
+ * any buffer: the bodies again), bound from an aligned offset below the first with dlo the
+ * half where it starts. Views: mcl_weight_part_free destroys them. */
+typedef struct weight_part {
+    mcl_tensor *body, *d;
+    uint32_t dlo;
+} weight_part;
+
+mcl_status mcl_weight_part_views(mcl_context *ctx, mcl_tensor *w, uint32_t n, uint32_t k,
+                                 uint32_t r0, uint32_t rows, weight_part *out);
+void mcl_weight_part_free(weight_part *wp);
+
+/* A checked product c = a W^T with a block-quantised W: its format, path, rows of a, N, K,
+ * and the rows of W per binding. */
+typedef struct quant_product {
+    uint32_t fmt, rows, n, k, part_rows;
+    mcl_quant_path path;
+} quant_product;
+
+/* The shapes of c = a W^T (+ bias) for a 2-D W [N, K]: a [..., K] of rank >= 2, c [..., N]
+ * with a's batch dimensions, bias of N elements. */
+mcl_status mcl_linear_shapes_check(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w,
+                                   const mcl_tensor *bias, const mcl_tensor *c);
+
+/* Checks a product as mcl_matmul_quant_ex takes it and chooses its path (AUTO: the plan's
+ * choice); records nothing. */
+mcl_status mcl_quant_check(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
+                           mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c,
+                           mcl_quant_path path, quant_product *p);
+
+/* a quantized for the integer-dot path into a new scratch tensor *act (the caller destroys it:
+ * at once is safe, scratch memory stays reserved until the recorded work has run). */
+mcl_status mcl_quantize_into_scratch(mcl_context *ctx, mcl_tensor *a, uint32_t rows, uint32_t k,
+                                     mcl_tensor **act);
+
+/* Records a checked product; act holds a quantized where p->path is DOT. */
+mcl_status mcl_quant_record(mcl_context *ctx, const quant_product *p, mcl_tensor *a,
+                            mcl_tensor *act, mcl_tensor *b, mcl_tensor *bias, mcl_tensor *c);
+
+#endif
