@@ -2,7 +2,8 @@
 # shader compiler).
 #
 #   cmake -DSPIRV_DIR=<repo>/spirv -DOUT_C=<build>/mcl_spirv.c
-#         -DOUT_H=<build>/mcl_spirv.h [-DMANIFEST=<spirv>/manifest.json]
+#         [-DOUT_H=<build>/mcl_spirv.h] [-DMANIFEST=<spirv>/manifest.json]
+#         [-DTABLE=<symbol>] [-DEXCLUDE=<a,b,...>] [-DONLY=<a,b,...>]
 #         [-DSTAMP=<file>] -P cmake/spirv-embed.cmake
 #
 # For every SPIRV_DIR/*.spv (sorted by name) it checks:
@@ -13,24 +14,43 @@
 #     exactly these modules (a hand-edited or unregenerated .spv must not build),
 # and FATAL_ERRORs naming the file otherwise. It writes
 #   OUT_H: enum mcl_kernel_id { MCL_KERNEL_<NAME>..., MCL_KERNEL_COUNT },
-#          struct mcl_spirv_module, extern mcl_spirv_modules[MCL_KERNEL_COUNT]
-#   OUT_C: one static const uint32_t array per module and the table; it
-#          #includes OUT_H by file name, so OUT_H's folder must be on the
-#          include path.
+#          struct mcl_spirv_module, and the two tables: mcl_spirv_modules (the
+#          library's kernels) and mcl_spirv_tool_modules (the kernels only the
+#          tools and tests use: benchmark and test-pattern kernels)
+#   OUT_C: one static const uint32_t array per embedded module and the table
+#          TABLE (default mcl_spirv_modules) over every id, a module left out
+#          by EXCLUDE or ONLY (comma-separated module names) having no
+#          name and no words; it #includes OUT_H by file name, so OUT_H's
+#          folder must be on the include path.
 # Each output is rewritten only when its content changes (builds stay
 # incremental). STAMP, if given, is touched on every successful run (for
 # generators that want an output that is always newer than the inputs).
 
 cmake_minimum_required(VERSION 3.21)
 
-foreach(v SPIRV_DIR OUT_C OUT_H)
+foreach(v SPIRV_DIR OUT_C)
   if(NOT DEFINED ${v} OR "${${v}}" STREQUAL "")
     message(FATAL_ERROR " spirv-embed: pass -D${v}=... (usage: cmake -DSPIRV_DIR=<spirv> -DOUT_C=<file.c> -DOUT_H=<file.h> -P spirv-embed.cmake)")
   endif()
 endforeach()
 get_filename_component(SPIRV_DIR "${SPIRV_DIR}" ABSOLUTE)
 get_filename_component(OUT_C "${OUT_C}" ABSOLUTE)
-get_filename_component(OUT_H "${OUT_H}" ABSOLUTE)
+# Lists arrive comma-separated (a semicolon does not survive a build tool's command line).
+foreach(v EXCLUDE ONLY)
+  if(DEFINED ${v})
+    string(REPLACE "," ";" ${v} "${${v}}")
+  endif()
+endforeach()
+if(NOT DEFINED TABLE OR TABLE STREQUAL "")
+  set(TABLE mcl_spirv_modules)
+endif()
+if(NOT DEFINED OUT_H OR OUT_H STREQUAL "")
+  set(OUT_H "")
+  set(h_name "spirv_modules.h")
+else()
+  get_filename_component(OUT_H "${OUT_H}" ABSOLUTE)
+  get_filename_component(h_name "${OUT_H}" NAME)
+endif()
 if(NOT DEFINED MANIFEST OR MANIFEST STREQUAL "")
   set(MANIFEST "${SPIRV_DIR}/manifest.json")
 endif()
@@ -128,20 +148,27 @@ foreach(n IN LISTS names)
   set(body "    ${body}\n")
 
   string(TOUPPER "${n}" N)
-  string(APPEND c_arrays "/* spirv/${n}.spv: ${size} bytes, sha256 ${sha} */\n")
-  string(APPEND c_arrays "static const uint32_t mcl_spirv_words_${n}[${n_words}] = {\n${body}};\n\n")
   math(EXPR idx_next "${idx} + 1")
   if(idx_next LESS n_modules)
     set(sep ",")
   else()
     set(sep "")
   endif()
-  string(APPEND c_table "    [MCL_KERNEL_${N}] = { \"${n}\", mcl_spirv_words_${n}, ${n_words}u }${sep}\n")
+  set(embedded TRUE)
+  if((DEFINED EXCLUDE AND n IN_LIST EXCLUDE) OR (DEFINED ONLY AND NOT ONLY STREQUAL "" AND NOT n IN_LIST ONLY))
+    set(embedded FALSE)
+  endif()
+  if(embedded)
+    string(APPEND c_arrays "/* spirv/${n}.spv: ${size} bytes, sha256 ${sha} */\n")
+    string(APPEND c_arrays "static const uint32_t mcl_spirv_words_${n}[${n_words}] = {\n${body}};\n\n")
+    string(APPEND c_table "    [MCL_KERNEL_${N}] = { \"${n}\", mcl_spirv_words_${n}, ${n_words}u }${sep}\n")
+  else()
+    string(APPEND c_table "    [MCL_KERNEL_${N}] = { NULL, NULL, 0u }${sep}\n")
+  endif()
   string(APPEND h_enum "    MCL_KERNEL_${N} = ${idx},\n")
   set(idx ${idx_next})
 endforeach()
 
-get_filename_component(h_name "${OUT_H}" NAME)
 string(MAKE_C_IDENTIFIER "${h_name}" guard)
 string(TOUPPER "MCL_GENERATED_${guard}" guard)
 
@@ -156,13 +183,16 @@ string(APPEND h "    const char *name;        /* module name, e.g. \"add_f32\" *
 string(APPEND h "    const uint32_t *words;   /* SPIR-V words, host order */\n")
 string(APPEND h "    size_t word_count;       /* bytes = 4 * word_count */\n")
 string(APPEND h "} mcl_spirv_module;\n\n")
-string(APPEND h "extern const mcl_spirv_module mcl_spirv_modules[MCL_KERNEL_COUNT];\n\n")
+string(APPEND h "/* The library's kernels; a tool's kernel has no name and no words here. */\n")
+string(APPEND h "extern const mcl_spirv_module mcl_spirv_modules[MCL_KERNEL_COUNT];\n")
+string(APPEND h "/* The kernels only the tools and tests use (linked into them, not shipped). */\n")
+string(APPEND h "extern const mcl_spirv_module mcl_spirv_tool_modules[MCL_KERNEL_COUNT];\n\n")
 string(APPEND h "#ifdef __cplusplus\n}\n#endif\n\n#endif /* ${guard} */\n")
 
 set(c "/* Generated by cmake/spirv-embed.cmake from the spirv/ modules. Do not edit. */\n")
 string(APPEND c "#include \"${h_name}\"\n\n")
 string(APPEND c "${c_arrays}")
-string(APPEND c "const mcl_spirv_module mcl_spirv_modules[MCL_KERNEL_COUNT] = {\n${c_table}};\n")
+string(APPEND c "const mcl_spirv_module ${TABLE}[MCL_KERNEL_COUNT] = {\n${c_table}};\n")
 
 # ---------------------------------------------------------------- write
 function(write_if_changed path content)
@@ -176,7 +206,9 @@ function(write_if_changed path content)
   message(STATUS "spirv-embed: wrote ${path}")
 endfunction()
 
-write_if_changed("${OUT_H}" "${h}")
+if(OUT_H)
+  write_if_changed("${OUT_H}" "${h}")
+endif()
 write_if_changed("${OUT_C}" "${c}")
 if(DEFINED STAMP AND NOT STAMP STREQUAL "")
   file(TOUCH "${STAMP}")

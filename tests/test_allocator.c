@@ -6,7 +6,7 @@
 
 #include "env.h"
 #include "harness.h"
-#include "ops/ops_internal.h"
+#include "pattern.h"
 #include "ref/ref.h"
 #include "vk/inspect.h"
 

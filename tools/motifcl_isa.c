@@ -38,12 +38,18 @@
 #define ISA_BINDINGS 8
 #define ISA_PUSH_BYTES 128
 
+/* Module i: the library's, or a tool's kernel (not in the library). */
+static const mcl_spirv_module *module_at(int i)
+{
+    return mcl_spirv_modules[i].word_count ? &mcl_spirv_modules[i] : &mcl_spirv_tool_modules[i];
+}
+
 /* The embedded module named by name[0, len), or -1. */
 static int module_index(const char *name, size_t len)
 {
     for (int i = 0; i < MCL_KERNEL_COUNT; i++) {
-        if (strlen(mcl_spirv_modules[i].name) == len &&
-            strncmp(mcl_spirv_modules[i].name, name, len) == 0)
+        const char *n = module_at(i)->name;
+        if (n && strlen(n) == len && strncmp(n, name, len) == 0)
             return i;
     }
     return -1;
@@ -81,7 +87,7 @@ static int load_override(const char *arg)
 }
 
 typedef struct variant {
-    int module;                 /* index into mcl_spirv_modules */
+    int module;                 /* index of module_at() */
     uint32_t count;             /* constants, 0 included */
     uint32_t value[ISA_MAX_SPEC];
 } variant;
@@ -126,7 +132,7 @@ static int parse_line(const char *line, variant *out)
 
 static void variant_string(const variant *v, char *out, size_t size)
 {
-    int used = snprintf(out, size, "%s [x=%u", mcl_spirv_modules[v->module].name, v->value[0]);
+    int used = snprintf(out, size, "%s [x=%u", module_at(v->module)->name, v->value[0]);
     for (uint32_t i = 1; i < v->count && used > 0 && (size_t)used < size; i++)
         used += snprintf(out + used, size - (size_t)used, ",%u", v->value[i]);
     if (used > 0 && (size_t)used < size)
@@ -286,7 +292,7 @@ static void write_isa(const isa_device *d, VkPipeline pipeline, const char *dir,
                       const variant *v)
 {
     char path[1024];
-    int used = snprintf(path, sizeof path, "%s/%s-%u", dir, mcl_spirv_modules[v->module].name,
+    int used = snprintf(path, sizeof path, "%s/%s-%u", dir, module_at(v->module)->name,
                         v->value[0]);
     for (uint32_t i = 1; i < v->count && used > 0 && (size_t)used < sizeof path; i++)
         used += snprintf(path + used, sizeof path - (size_t)used, "_%u", v->value[i]);
@@ -333,7 +339,7 @@ static int compile_variant(const isa_device *d, const variant *v, const char *is
 {
     char label[256];
     variant_string(v, label, sizeof label);
-    const mcl_spirv_module *spv = &mcl_spirv_modules[v->module];
+    const mcl_spirv_module *spv = module_at(v->module);
     int own = v->module == override_module;
     VkShaderModuleCreateInfo smi = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,

@@ -6,10 +6,6 @@
 #include "motifcl.h"
 #include "quant_plan.h"
 
-/* Fill a 4-byte-element tensor with mcl_hash(seed ^ mcl_hash(i)) for word i: a pattern
- * distinct per tensor and per word, for no-aliasing checks. */
-mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *tensor, uint32_t seed);
-
 /* A GEMM tile shape (gemm_f32.comp's specialization): BM x BN per workgroup, TM x TN per
  * invocation (4 or 8 each), BK along K per shared-memory step. */
 typedef struct mcl_gemm_config {

@@ -23,10 +23,20 @@ static int same_variant(const mcl_kernel_desc *a, const mcl_kernel_desc *b)
     return memcmp(a->spec, b->spec, a->spec_count * sizeof a->spec[0]) == 0;
 }
 
-static mcl_status module_get(mcl_context *ctx, mcl_kernel_id id, VkShaderModule *out)
+/* The module a request names: its own (a tool's kernel), else the library's. */
+static const mcl_spirv_module *module_of(const mcl_kernel_desc *desc)
 {
+    return desc->module ? desc->module : &mcl_spirv_modules[desc->id];
+}
+
+static mcl_status module_get(mcl_context *ctx, const mcl_kernel_desc *desc, VkShaderModule *out)
+{
+    mcl_kernel_id id = desc->id;
     if (!ctx->modules[id]) {
-        const mcl_spirv_module *spv = &mcl_spirv_modules[id];
+        const mcl_spirv_module *spv = module_of(desc);
+        if (!spv->word_count)
+            return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                            "kernel %u is not in the library (a tool's kernel)", (unsigned)id);
         VkShaderModuleCreateInfo info = {
             .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
             .codeSize = spv->word_count * sizeof(uint32_t),
@@ -93,7 +103,7 @@ static void log_statistics(mcl_context *ctx, VkPipeline pipeline, const mcl_kern
                        ? (double)st->value.u64
                        : st->value.f64;
         mcl_log(MCL_LOG(ctx), MCL_LOG_INFO, "kernel %s [%s]: %s = %g",
-                mcl_spirv_modules[want->id].name, spec, st->name, v);
+                module_of(want)->name, spec, st->name, v);
     }
 }
 
@@ -117,7 +127,7 @@ mcl_status mcl_kernel_get(mcl_context *ctx, const mcl_kernel_desc *request, cons
     mcl_status status;
     VkResult result;
     VkShaderModule module = VK_NULL_HANDLE;
-    if ((status = module_get(ctx, want.id, &module)) != MCL_SUCCESS)
+    if ((status = module_get(ctx, &want, &module)) != MCL_SUCCESS)
         return status;
     mcl_kernel *k = calloc(1, sizeof *k);
     if (!k)
@@ -183,7 +193,7 @@ mcl_status mcl_kernel_get(mcl_context *ctx, const mcl_kernel_desc *request, cons
     if (want.required_subgroup_size && !fixed_subgroup) {
         status = mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                           "kernel %s wants subgroup size %u but subgroup size control is off",
-                          mcl_spirv_modules[want.id].name, want.required_subgroup_size);
+                          module_of(&want)->name, want.required_subgroup_size);
         goto fail;
     }
     VkComputePipelineCreateInfo pipeline_info = {
@@ -216,7 +226,7 @@ mcl_status mcl_kernel_get(mcl_context *ctx, const mcl_kernel_desc *request, cons
         char specs[160];
         spec_string(&want, specs, sizeof specs);
         mcl_log(MCL_LOG(ctx), MCL_LOG_DEBUG, "kernel %s [%s]: pipeline created in %.1f ms",
-                mcl_spirv_modules[want.id].name, specs, 1e3 * took);
+                module_of(&want)->name, specs, 1e3 * took);
     }
     if (ctx->pipeline_stats)
         log_statistics(ctx, k->pipeline, &want);

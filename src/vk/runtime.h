@@ -52,6 +52,8 @@ static inline mcl_diag *mcl_diag_of(const mcl_context *ctx)
  * Constant 0 is the workgroup's x size (local_size_x_id = 0); spec[i] is constant i + 1. */
 typedef struct mcl_kernel_desc {
     mcl_kernel_id id;
+    const mcl_spirv_module *module;  /* NULL: the library's own module of id (a tool passes
+                                      * its kernel from mcl_spirv_tool_modules) */
     uint32_t binding_count;          /* storage buffers at bindings 0..binding_count-1 */
     uint32_t push_size;              /* bytes of push constants */
     uint32_t local_size_x;           /* 0: 256, clamped to the device's limit */

@@ -5,6 +5,7 @@
 
 #include "bench.h"
 #include "ops/ops_internal.h"
+#include "pattern.h"
 
 /* Operands rotate through enough copies to exceed the last-level cache several times over,
  * so that a figure is a memory figure (60 MB on an H200; llc= overrides, in MiB). */
@@ -55,7 +56,9 @@ static mcl_status stream_prepare(bench *b, stream_run *s, uint32_t spec)
     s->groups = 65535u < s->n4 / 256 / 8 ? 65535u : s->n4 / 256 / 8;
     if (s->groups == 0)
         s->groups = 1;
-    mcl_kernel_desc desc = {.id = MCL_KERNEL_BENCH_STREAM_F32, .binding_count = 2,
+    mcl_kernel_desc desc = {.id = MCL_KERNEL_BENCH_STREAM_F32,
+                            .module = &mcl_spirv_tool_modules[MCL_KERNEL_BENCH_STREAM_F32],
+                            .binding_count = 2,
                             .push_size = 4, .local_size_x = 256, .spec_count = 1,
                             .spec = {spec}};
     return mcl_kernel_get(b->ctx, &desc, &s->kernel);
@@ -160,7 +163,8 @@ static double peak_rate(bench *b, mcl_kernel_id id, uint32_t groups, uint32_t st
                         double ops, mcl_tensor *out)
 {
     const uint32_t trips = steps / PEAK_STEPS > 0 ? steps / PEAK_STEPS : 1;
-    mcl_kernel_desc desc = {.id = id, .binding_count = 1, .push_size = 16, .local_size_x = 256};
+    mcl_kernel_desc desc = {.id = id, .module = &mcl_spirv_tool_modules[id], .binding_count = 1,
+                            .push_size = 16, .local_size_x = 256};
     peak_run p = {.out = out, .groups = groups,
                   /* x and y close to 1 and 0 keep the chains finite; w = (1, -1, 1, -1). */
                   .push = {trips, 0x3F7FFFF0u, 0x3A83126Fu, 0xFF01FF01u}};

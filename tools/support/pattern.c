@@ -1,6 +1,8 @@
-/* Test patterns written by the GPU. */
-#include "../vk/runtime.h"
-#include "ops_internal.h"
+/* Test patterns written by the GPU (fill_pattern_u32.comp): a kernel of the tools and the
+ * tests, linked into them and not shipped in the library. */
+#include "pattern.h"
+
+#include "vk/runtime.h"
 
 typedef struct pattern_push {
     uint32_t n;
@@ -18,13 +20,19 @@ mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *t, uint32_t seed)
         return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_fill_pattern: tensor of another context");
     if (mcl_dtype_size(t->dtype) != 4)
         return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_fill_pattern takes 4-byte elements");
+    const mcl_kernel_desc desc = {
+        .id = MCL_KERNEL_FILL_PATTERN_U32,
+        .module = &mcl_spirv_tool_modules[MCL_KERNEL_FILL_PATTERN_U32],
+        .binding_count = 1,
+        .push_size = sizeof(pattern_push),
+    };
     const mcl_kernel *kernel;
-    mcl_status status = mcl_kernel_simple(ctx, MCL_KERNEL_FILL_PATTERN_U32, 1, sizeof(pattern_push),
-                                       &kernel);
+    mcl_status status = mcl_kernel_get(ctx, &desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
+    uint32_t local = mcl_kernel_local_size(kernel);
     pattern_push push = {.n = (uint32_t)(t->nbytes / 4), .seed = seed};
-    uint64_t groups = (push.n + (uint64_t)mcl_kernel_local_size(kernel) - 1) / mcl_kernel_local_size(kernel);
+    uint64_t groups = (push.n + (uint64_t)local - 1) / local;
     if (groups > MCL_MAX_PATTERN_GROUPS)
         groups = MCL_MAX_PATTERN_GROUPS;
     return mcl_dispatch(ctx, kernel, NULL, 0, &t, 1, &push, (uint32_t)groups, 1, 1);
