@@ -12,10 +12,8 @@
 //
 // The loop over a tile's BK values of K is unrolled KU at a time only (the host chooses KU):
 // unrolled whole with the 128 x 128 tile's 64 accumulators, it took the NVIDIA compiler about
-// 60 s a pipeline, 0.4 s not unrolled at all, which cost a fifth of the rate
-// (evidence/h200-3ba84a6-lab, h200-1956efe). On the H200, 512x14336 by (4096x14336)^T, KU = 8
-// ran Q4_0 at 38.6 TFLOP/s in 6-10 s a pipeline, KU = 4 at 34.7 in 1.5-2.4 s, KU = 16 at 38.6
-// in 64 s (evidence/h200-d2be805-unroll).
+// 60 s a pipeline, 0.4 s not unrolled at all, which cost a fifth of the rate; KU = 8 keeps
+// the rate of 16 for a tenth of its compile time (docs/tuning.md, "Float path (gemm_q)").
 //
 // Split K: workgroup z takes K values [z kc, min(K, (z + 1) kc)) (kc a multiple of BK) and
 // writes its partial tile kz elements further on in C (the host then binds scratch there, and
@@ -65,9 +63,8 @@ const uint THREADS = (BM / TM) * (BN / TN);
 // Shared tiles, k-major: As[k * AS + m], Bs[k * BS + n], rows padded by 4 floats: the four
 // invocations that store a row's 16 k values write four k-rows, which with rows of BM (a
 // multiple of 32) floats fall in the same bank (4-way conflicts); 4 more floats a row shift
-// them by 4 banks (2-way), keeping the rows' vec4s aligned. On the H200 the float path's
-// 512x14336 by (4096x14336)^T rose 2-7% with it (Q4_0 34.6 TFLOP/s against 32.4,
-// evidence/h200-581e526-gemm-pad).
+// them by 4 banks (2-way), keeping the rows' vec4s aligned (measured: docs/tuning.md,
+// "Float path (gemm_q)").
 const uint AS = BM + 4u;
 const uint BS = BN + 4u;
 shared vec4 As[BK * AS / 4];

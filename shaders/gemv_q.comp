@@ -13,8 +13,8 @@
 // With CVT, x's words are read first and each row of W is decoded and consumed at once, so
 // that one row's floats are live at a time: on Polaris (RADV's compiler, tools/motifcl_isa.c)
 // decoding all NR rows first held 192 registers a lane for Q4_K (one wave a SIMD), 76 this
-// way. Without it the order is the one NVIDIA's compiler ran fastest: on the H200 this order
-// read 1-2 points of stream read less (evidence/h200-f279e9e-cvt).
+// way. Without it the order is the one NVIDIA's compiler ran fastest (docs/tuning.md,
+// "Byte-to-float conversion (cvt)").
 //
 //   specialization constants: 0 T (local_size_x), 1 FORMAT (quant.glsl), 2 M (rows of x,
 //     1..8), 3 NR (rows of W per row group), 4 G (local_size_y), 5 U (pieces per row in

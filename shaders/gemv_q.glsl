@@ -6,8 +6,8 @@
 // Why this shape. The device layout (quant.glsl) starts every block body at a multiple of 16
 // bytes, so a lane's codes are one uvec2 / uvec4 load and a subgroup's loads are coalesced;
 // with the GGUF layout's 2-aligned blocks each lane read its piece with several word loads
-// spanning many cache lines per instruction, and the GEMV stopped at 50-84% of stream read on
-// an H200 whatever its plan (evidence/h200-cbe01a9).
+// spanning many cache lines per instruction, and the GEMV stopped well short of stream read
+// whatever its plan (docs/tuning.md, "Device layout of block weights").
 //
 // Pieces. Lane t of a row group takes pieces t, t + T, t + 2T, ... of each of its NR rows, U
 // pieces of every row loaded before any is decoded. Since T is a multiple of PPB, a lane's
