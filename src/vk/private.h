@@ -114,6 +114,9 @@ typedef struct mcl_tensor_rt {
     uint64_t write_epoch;
 } mcl_tensor_rt;
 
+/* A handle is the head of its mcl_tensor_rt (runtime.h's view of it). */
+_Static_assert(offsetof(mcl_tensor_rt, t) == 0, "struct mcl_tensor heads mcl_tensor_rt");
+
 /* The runtime's side of a tensor handle. */
 static inline mcl_tensor_rt *mcl_rt(const mcl_tensor *t)
 {
@@ -196,6 +199,9 @@ struct mcl_context {
     mcl_tensor_rt *tensors;        /* live tensors, destroyed with the context */
     struct mcl_graph *graphs;      /* live graphs, destroyed with the context */
 };
+
+/* mcl_traits_of and mcl_diag_of read the head of a context (runtime.h). */
+_Static_assert(offsetof(struct mcl_context, head) == 0, "mcl_context_head heads mcl_context");
 
 /* The context's logger. */
 #define MCL_LOG(ctx) (&(ctx)->head.diag.log)

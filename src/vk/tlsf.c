@@ -3,10 +3,10 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
+
+#include "../core/text.h"
 
 /*
  * Size classes: sizes below SL_COUNT map linearly into first level 0; a size
@@ -446,41 +446,23 @@ int mcl_tlsf_validate(const mcl_tlsf *t)
     return 0;
 }
 
-typedef struct {
-    char *buf;
-    size_t cap, len;
-} sink;
-
-#if defined(__GNUC__) || defined(__clang__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void emit(sink *s, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *dst = s->len < s->cap ? s->buf + s->len : NULL;
-    int k = vsnprintf(dst, dst ? s->cap - s->len : 0, fmt, ap);
-    va_end(ap);
-    if (k > 0) s->len += (size_t)k;
-}
-
 int mcl_tlsf_dump_json(const mcl_tlsf *t, char *buf, size_t cap,
                        size_t *needed)
 {
     if (!t || (!buf && cap)) return -EINVAL;
-    sink s = {buf, cap, 0};
-    emit(&s, "{\"size\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
+    mcl_text s = {.buf = buf, .cap = cap};
+    mcl_text_put(&s, "{\"size\":%" PRIu64 ",\"bytes_allocated\":%" PRIu64
              ",\"bytes_used\":%" PRIu64 ",\"allocation_count\":%" PRIu64
              ",\"free_range_count\":%" PRIu64 ",\"ranges\":[",
          t->size, t->bytes_allocated, t->bytes_used, t->allocation_count,
          t->free_range_count);
     for (const node *n = t->first; n; n = n->phys_next) {
-        emit(&s, "%s{\"offset\":%" PRIu64 ",\"size\":%" PRIu64 ",\"free\":%s",
+        mcl_text_put(&s, "%s{\"offset\":%" PRIu64 ",\"size\":%" PRIu64 ",\"free\":%s",
              n == t->first ? "" : ",", n->off, n->size, n->is_free ? "true" : "false");
-        if (!n->is_free) emit(&s, ",\"requested\":%" PRIu64, n->requested);
-        emit(&s, "}");
+        if (!n->is_free) mcl_text_put(&s, ",\"requested\":%" PRIu64, n->requested);
+        mcl_text_put(&s, "}");
     }
-    emit(&s, "]}");
+    mcl_text_put(&s, "]}");
     if (needed) *needed = s.len + 1u;
     if (cap) buf[s.len < cap ? s.len : cap - 1u] = '\0';
     return s.len < cap ? 0 : -ENOSPC;

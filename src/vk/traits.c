@@ -4,13 +4,13 @@
  * and the ops use. Pure: it reads no device and no environment itself. */
 #include "traits.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <vulkan/vulkan_core.h>
 
 #include "../core/names.h"
+#include "../core/text.h"
 
 /* PCI vendor ids (the PCI-SIG registry). */
 #define MCL_VENDOR_AMD 0x1002u
@@ -176,24 +176,6 @@ void mcl_traits_decide(mcl_device_info *info, const mcl_env_settings *env,
     *out = t;
 }
 
-/* Appends to a buffer of `capacity`, counting what the whole text needs. */
-typedef struct json_out {
-    char *buffer;
-    size_t capacity, length;
-} json_out;
-
-static void put(json_out *o, const char *fmt, ...) MCL_PRINTF(2, 3);
-static void put(json_out *o, const char *fmt, ...)
-{
-    va_list args;
-    va_start(args, fmt);
-    size_t room = o->length < o->capacity ? o->capacity - o->length : 0;
-    int n = vsnprintf(room ? o->buffer + o->length : NULL, room, fmt, args);
-    va_end(args);
-    if (n > 0)
-        o->length += (size_t)n;
-}
-
 static const char *class_name(mcl_device_class c)
 {
     switch (c) {
@@ -206,41 +188,41 @@ static const char *class_name(mcl_device_class c)
 size_t mcl_traits_json(const mcl_traits *t, char *buffer, size_t capacity)
 {
     static const char *const transfers[] = {"auto", "staging", "import"};
-    json_out o = {buffer, capacity, 0};
+    mcl_text o = {.buf = buffer, .cap = capacity};
     if (capacity)
         buffer[0] = '\0';
-    put(&o, "{\"profile\": \"%s\", \"class\": \"%s\", \"subgroup_size\": %u, \"features\": [",
+    mcl_text_put(&o, "{\"profile\": \"%s\", \"class\": \"%s\", \"subgroup_size\": %u, \"features\": [",
         t->profile, class_name(t->device_class), t->subgroup_size);
     int first = 1;
     for (uint32_t bit = 0; bit < 64; bit++) {
         const char *name = mcl_feature_name(UINT64_C(1) << bit);
         if (name && (t->features & (UINT64_C(1) << bit))) {
-            put(&o, "%s\"%s\"", first ? "" : ", ", name);
+            mcl_text_put(&o, "%s\"%s\"", first ? "" : ", ", name);
             first = 0;
         }
     }
-    put(&o, "], \"quant_dot\": %d, \"quant_matrix\": %d, \"max_shared_bytes\": %u, "
+    mcl_text_put(&o, "], \"quant_dot\": %d, \"quant_matrix\": %d, \"max_shared_bytes\": %u, "
         "\"max_invocations\": %u, \"max_workgroup_size\": [%u, %u, %u], "
         "\"max_binding_bytes\": %llu, \"weight_part_bytes\": %llu, \"binding_alignment\": %llu, ",
         t->quant_dot, t->quant_matrix, t->max_shared_bytes, t->max_invocations,
         t->max_workgroup_size[0], t->max_workgroup_size[1], t->max_workgroup_size[2],
         (unsigned long long)t->max_binding_bytes, (unsigned long long)t->weight_part_bytes,
         (unsigned long long)t->binding_alignment);
-    put(&o, "\"gemv_override\": {");
+    mcl_text_put(&o, "\"gemv_override\": {");
     static const char *const keys[] = {"t", "g", "nr", "u", "pb", "st", "cvt"};
     const uint32_t values[] = {t->gemv.t, t->gemv.g, t->gemv.nr, t->gemv.u,
                                t->gemv.pb, t->gemv.st, t->gemv.cvt};
     first = 1;
     for (int i = 0; i < 7; i++) {
         if (t->gemv.set & (1u << i)) {
-            put(&o, "%s\"%s\": %u", first ? "" : ", ", keys[i], values[i]);
+            mcl_text_put(&o, "%s\"%s\": %u", first ? "" : ", ", keys[i], values[i]);
             first = 0;
         }
     }
-    put(&o, "}, \"gemm_slices\": %u, \"gemm_unroll\": %u, \"gemm_float_tile\": [%u, %u], "
+    mcl_text_put(&o, "}, \"gemm_slices\": %u, \"gemm_unroll\": %u, \"gemm_float_tile\": [%u, %u], "
         "\"gemm_matrix_tile\": [%u, %u], \"transfer\": \"%s\", \"pipeline_stats\": %d}",
         t->gemm_slices, t->gemm_unroll, t->gemm_float_tile[0], t->gemm_float_tile[1],
         t->gemm_matrix_tile[0], t->gemm_matrix_tile[1], transfers[t->transfer],
         t->pipeline_stats);
-    return o.length;
+    return o.len;
 }
