@@ -1,6 +1,10 @@
 # Script mode: the ABI gate. Compares the committed baseline (abi/libmotifcl.so.<major>.abi,
 # written by abi-dump.cmake) with the shared library just built, counting only the public
-# ABI: exported functions and the types of the public header.
+# stable ABI: exported functions and the types of the public header, less what its
+# MOTIFCL_EXPERIMENTAL section declares. That section is read from the header under test and
+# turned into a libabigail suppression specification (abi-experimental.cmake) that drops
+# those functions and types from both sides of every comparison: a change there passes, a
+# change anywhere else is judged as below.
 #
 # What it proves: the library that would ship has exactly the ABI recorded in abi/.
 #  - incompatible change -> fails: undo it, or bump the major version and regenerate the
@@ -12,8 +16,10 @@
 #    harmless, such as an enumerator appended to an enum) -> fails too, asking for the
 #    baseline to be regenerated and committed, so that the baseline always equals what ships;
 #  - no change -> passes.
-# Every exported function counts, whether its types come from motifcl.h or from system
-# headers (a parameter changed from uint32_t to uint64_t is incompatible).
+# Every exported stable function counts, whether its types come from motifcl.h or from
+# system headers (a parameter changed from uint32_t to uint64_t is incompatible).
+# A function or type of the baseline that the header now declares experimental fails the
+# gate: moving stable API into the experimental section would otherwise hide its removal.
 # It refuses a library without debug information (abidiff would then compare symbol names
 # only and miss every type change), a baseline without source locations (abidiff's
 # --headers-dir2 filter would then hide every type change) and a baseline written for another
@@ -66,9 +72,38 @@ if(NOT located)
     "abidiff would ignore every type change against it. Regenerate it with\n    ${regen}")
 endif()
 
+# The experimental section, dropped from the comparison. The baseline was dumped without it
+# (abi-dump.cmake); what it holds is stable and may not be declared experimental now.
+include("${CMAKE_CURRENT_LIST_DIR}/abi-experimental.cmake")
+set(suppressions "${build_dir}/abi-experimental.supp")
+motifcl_write_experimental_suppressions("${HEADERS}/motifcl.h" "${suppressions}")
+motifcl_api_sections("${HEADERS}/motifcl.h" api)
+file(READ "${BASELINE}" baseline_xml)
+set(demoted "")
+foreach(fn IN LISTS api_EXPERIMENTAL_FUNCTIONS)
+  if(baseline_xml MATCHES "<elf-symbol name='${fn}'")
+    list(APPEND demoted "function ${fn}")
+  endif()
+endforeach()
+foreach(type IN LISTS api_EXPERIMENTAL_TYPES)
+  if(baseline_xml MATCHES " name='${type}'")
+    list(APPEND demoted "type ${type}")
+  endif()
+endforeach()
+if(demoted)
+  list(JOIN demoted ", " demoted)
+  message(FATAL_ERROR
+    "abi-check: incompatible ABI change against ${BASELINE}: ${demoted} is stable in the "
+    "baseline but declared in the MOTIFCL_EXPERIMENTAL section of ${HEADERS}/motifcl.h. "
+    "Stable API cannot become experimental within a major version: move it back, or bump "
+    "MOTIFCL_VERSION_MAJOR and regenerate the baseline with\n    ${regen}\n(If the baseline "
+    "was written without leaving the experimental section out, regenerate it the same way.)")
+endif()
+
 # The baseline side is already restricted to the public header (abi-dump.cmake).
 # --no-default-suppression: the verdict must not depend on suppression files of the machine
-# or of the user (~/.abignore). Two views of the new side are compared:
+# or of the user (~/.abignore); the only suppressions are those of the experimental section,
+# generated above from the header. Two views of the new side are compared:
 #  - restricted to the public header with --headers-dir2, like the baseline. But abidiff then
 #    also filters every change whose type is declared outside that directory, and the
 #    fixed-width typedefs live in system headers: a parameter changed from uint32_t to
@@ -78,7 +113,8 @@ endif()
 #    "declaration-only -> defined" changes, which the harmful-only report leaves out.
 # A harmful change in either view counts. Harmless changes are looked for in the restricted
 # view only (the unrestricted one always has the declaration-only ones).
-set(common_args --no-default-suppression --drop-private-types --exported-interfaces-only)
+set(common_args --no-default-suppression --drop-private-types --exported-interfaces-only
+                --suppressions "${suppressions}")
 set(public_args ${common_args} --headers-dir2 "${HEADERS}")
 
 # run_abidiff(<abidiff options...>): sets rc and report; stops on a tool error.
@@ -183,4 +219,6 @@ elseif(verdict STREQUAL "compatible")
     "    ${regen}\n"
     "and commit abi/ together with the change.\nabidiff report:\n${report}")
 endif()
-message(STATUS "abi-check: ${LIBRARY} matches ${BASELINE}: no ABI change")
+list(LENGTH api_EXPERIMENTAL_FUNCTIONS n_experimental)
+message(STATUS "abi-check: ${LIBRARY} matches ${BASELINE}: no ABI change (the "
+               "${n_experimental} experimental functions not compared)")

@@ -1,13 +1,15 @@
 # Negative control of the ABI gate (run as the ctest test gate_abi_control): shows that the
 # very check gate_abi runs (abi-check.cmake against the committed baseline) FAILS with the
-# incompatible verdict for three deliberately broken libraries, fails with the compatible
-# verdict for a compatible change, and PASSES for the same copy unmodified. Without it a gate
+# incompatible verdict for four deliberately broken libraries, fails with the compatible
+# verdict for a compatible change, and PASSES for the same copy unmodified and for two
+# changes confined to the header's MOTIFCL_EXPERIMENTAL section. Without it a gate
 # that can never fail would look green. It caught three such holes while the gate was
 # written: a baseline without source locations hid every type change from abidiff
 # --headers-dir2; abidiff 2.x does not set its incompatible bit (8) for a changed struct
 # layout; and --headers-dir2 drops changes of system typedefs (uint32_t -> uint64_t).
 #
-# Method (one configure, one full build, four incremental rebuilds; ~15 s on 2 cores):
+# Method (one configure, one full build, seven incremental rebuilds; about a minute on 2
+# cores):
 #  1. copy the library's sources (CMakeLists.txt, cmake/, include/, src/, spirv/, shaders/;
 #     not tests/, examples/, tools/) into WORK_DIR/src and configure them once in
 #     WORK_DIR/build (RelWithDebInfo, tests/tools/examples off, the project's C compiler);
@@ -26,10 +28,21 @@
 #     --headers-dir2 alone filters out;
 #  6. mutant (d), the other verdict: append an enumerator to mcl_status, a compatible change
 #     (libabigail calls it harmless); abi-check must fail asking to regenerate the baseline,
-#     and must not call it incompatible.
+#     and must not call it incompatible;
+#  7. mutant (e), the experimental part: widen the second parameter of mcl_gpt_param (in the
+#     header's experimental section and in its definition) from uint32_t to uint64_t, the
+#     change (c) makes to a stable function: abi-check must PASS, while abidiff between the
+#     unmodified and this library with no suppression at all must report mcl_gpt_param (so
+#     the pass comes from ignoring the experimental part, not from a change nobody sees);
+#  8. mutant (f), likewise: insert a field after `size` in the experimental mcl_gpt_desc, the
+#     change (b) makes to a stable struct: abi-check must PASS, abidiff alone report it;
+#  9. mutant (g): move the declaration of mcl_finish into the experimental section (still
+#     exported): abi-check must fail as incompatible, naming mcl_finish as stable in the
+#     baseline, so that the section cannot be used to hide the removal of stable API.
 #     For each mutant the header is rewritten from the pristine one, only the motifcl target
 #     is rebuilt, the library must have changed (else the rebuild missed the mutation), and
-#     abi-check must fail with the expected verdict and name the mutated entity.
+#     abi-check (reading the mutated header, as the gate reads the header the library was
+#     built from) must give the expected verdict and name the mutated entity.
 # Each mutation is a checked string(REGEX REPLACE): if its pattern no longer matches the
 # header, the control fails instead of silently testing nothing.
 #
@@ -120,6 +133,9 @@ endfunction()
 
 # --- 2. positive control: the unmodified copy passes -----------------------------------
 build_library(lib pristine_hash)
+file(REAL_PATH "${lib}" pristine_real)
+set(pristine_copy "${WORK_DIR}/libmotifcl-unmodified.so")
+file(COPY_FILE "${pristine_real}" "${pristine_copy}")
 run_check("${lib}" rc text)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR
@@ -129,8 +145,8 @@ if(NOT rc EQUAL 0)
 endif()
 message(STATUS "abi-control: unmodified copy passes the check (positive control)")
 
-# --- 3.-6. mutants ------------------------------------------------------------------------
-# mutate(<name> <verdict the check must give> <entity its report must name>
+# --- 3.-9. mutants ------------------------------------------------------------------------
+# mutate(<name> <verdict the check must give, or "passes"> <entity its report must name>
 #        <header regex> <header replacement> [<source regex> <source replacement>])
 # The source pair, when given, is applied to the one .c file under src/ that it matches (the
 # definition that must change along with the declaration). Files are restored afterwards.
@@ -166,16 +182,41 @@ function(mutate name verdict entity regex replacement)
   endif()
   file(WRITE "${header}" "${mutated}")
   build_library(mutant_lib mutant_hash)
-  file(WRITE "${header}" "${pristine}")
-  if(source)
-    file(WRITE "${source}" "${source_pristine}")
-  endif()
   if(mutant_hash STREQUAL pristine_hash)
     message(FATAL_ERROR "abi-control: mutation '${name}': the rebuilt library is identical "
                         "to the unmodified one; the rebuild did not pick up the mutation")
   endif()
+  # The check reads the header the library was built from, as the gate does (which part is
+  # experimental is the header's to say).
   run_check("${mutant_lib}" rc text)
+  file(WRITE "${header}" "${pristine}")
+  if(source)
+    file(WRITE "${source}" "${source_pristine}")
+  endif()
   string(REGEX REPLACE "\n" "\n    | " quoted "${text}")
+  if(verdict STREQUAL "passes")
+    # An experimental change: the gate must let it through, and it must be a real ABI change
+    # (abidiff between the unmodified and the mutant library, with no suppression at all,
+    # names it), so the pass comes from the suppression and not from a change nobody sees.
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "abi-control: mutation '${name}' changes only the experimental "
+                          "section, yet the ABI check FAILED:\n    | ${quoted}")
+    endif()
+    execute_process(
+      COMMAND "${ABIDIFF}" --no-default-suppression --drop-private-types
+              --exported-interfaces-only "${pristine_copy}" "${mutant_lib}"
+      RESULT_VARIABLE raw_rc OUTPUT_VARIABLE raw ERROR_VARIABLE raw)
+    string(REGEX REPLACE "\n" "\n    | " raw_quoted "${raw}")
+    if(NOT raw_rc MATCHES "^[0-9]+$" OR raw_rc EQUAL 0 OR NOT raw MATCHES "${entity}")
+      message(FATAL_ERROR "abi-control: mutation '${name}' passed the check, but abidiff "
+                          "without suppressions does not report ${entity} either (exit "
+                          "${raw_rc}): the control proves nothing.\n    | ${raw_quoted}")
+    endif()
+    message(STATUS "abi-control: mutation '${name}' passes the check, as required, while "
+                   "abidiff without the experimental suppressions reports it (exit "
+                   "${raw_rc}):\n    | ${raw_quoted}")
+    return()
+  endif()
   if(rc EQUAL 0)
     message(FATAL_ERROR "abi-control: mutation '${name}' PASSED the ABI check: the gate "
                         "cannot detect it.\n    | ${quoted}")
@@ -216,8 +257,31 @@ mutate("append an enumerator to mcl_status" "compatible change" "MCL_ABI_CONTROL
   "(typedef enum mcl_status${ws}*{[^}]*[0-9]),?(${ws}*}${ws}*mcl_status;)"
   "\\1,\n    MCL_ABI_CONTROL_APPENDED = 999\\2")
 
+# (e) the stable part's gate ignores the experimental part: a parameter of the experimental
+# mcl_gpt_param widened from uint32_t to uint64_t (declaration and definition) - the change
+# that (c) shows is incompatible for a stable function - passes.
+mutate("widen a parameter of the experimental mcl_gpt_param" "passes" "mcl_gpt_param"
+  "(MCL_API${ws}+mcl_status${ws}+mcl_gpt_param${ws}*\\([^,)]*,${ws}*)uint32_t" "\\1uint64_t"
+  "(mcl_status${ws}+mcl_gpt_param${ws}*\\([^,)]*,${ws}*)uint32_t" "\\1uint64_t")
+# (f) likewise a field inserted into the experimental mcl_gpt_desc - the change that (b)
+# shows is incompatible for a stable struct - passes.
+mutate("insert a field in the experimental mcl_gpt_desc" "passes" "mcl_gpt_desc"
+  "(typedef struct mcl_gpt_desc${ws}*{[^}]*size_t${ws}+size;)"
+  "\\1 uint32_t abi_control_inserted;")
+# (g) but the experimental section is no hiding place for stable API: mcl_finish moved from
+# the stable part into it (still exported, now outside the promise) is incompatible. (The
+# line left behind keeps the declarations after it on new lines, so the rebuilt library's
+# debug information shows that the mutated header was compiled.)
+# (CMake wraps the check's message at spaces: `sep` matches a space or a line break.)
+set(sep "[ \n|]+")
+set(demoted_report "function${sep}mcl_finish${sep}is${sep}stable${sep}in${sep}the${sep}baseline")
+set(finish_decl "MCL_API${ws}+mcl_status${ws}+mcl_finish${ws}*\\([^)]*\\)${ws}*;")
+set(section_end "\n#endif /\\* MOTIFCL_EXPERIMENTAL \\*/")
+mutate("move mcl_finish into the experimental section" "incompatible ABI change"
+  "${demoted_report}" "(${finish_decl})(.*)(${section_end})" "\n\\2\\1\\3")
+
 string(TIMESTAMP t1 "%s")
 math(EXPR seconds "${t1} - ${t0}")
-message(STATUS "abi-control: the ABI gate passes the unmodified library, rejects the three "
-               "incompatible mutants as incompatible and the compatible one as compatible "
-               "(${seconds} s)")
+message(STATUS "abi-control: the ABI gate passes the unmodified library, rejects the four "
+               "incompatible mutants as incompatible and the compatible one as compatible, "
+               "and passes the two changes of the experimental section (${seconds} s)")

@@ -1,5 +1,8 @@
 # Script mode: writes the ABI baseline of the shared library - the libabigail XML (abidw) of
-# the exported functions and of the types the public header declares, nothing else.
+# the exported functions and of the types the public header declares, nothing else, and of
+# the stable part only: what the header's MOTIFCL_EXPERIMENTAL section declares (exported
+# all the same) is left out by a suppression specification generated from that section
+# (abi-experimental.cmake), so the baseline promises nothing about it.
 #
 # What it proves / guarantees:
 #  - the library carries DWARF (abidw reads types from it; without debug info a dump holds
@@ -13,7 +16,9 @@
 #    Locations are kept on purpose: abidiff --headers-dir2 (used by abi-check.cmake) filters
 #    out every change of a baseline type that has no location, so a --no-show-locs baseline
 #    would hide struct and enum changes (abi-check.cmake refuses such a baseline). Line
-#    numbers are not compared: moving a declaration does not fail the gate.
+#    numbers are not compared: moving a declaration does not fail the gate;
+#  - the dump's functions are exactly the header's stable MCL_API functions: none of the
+#    experimental section, none missing.
 #
 #   cmake -DABIDW=<abidw> -DLIBRARY=<libmotifcl.so.X.Y.Z> -DHEADERS=<repo>/include
 #         -DOUT=<repo>/abi/libmotifcl.so.<major>.abi -P abi-dump.cmake
@@ -49,6 +54,12 @@ endif()
 #   --no-corpus-path --no-comp-dir-path   no path of the library or of the build directory
 #   --short-locs                          locations and translation units by base name
 #   --no-elf-needed                       no DT_NEEDED list (toolchain/sanitizer dependent)
+include("${CMAKE_CURRENT_LIST_DIR}/abi-experimental.cmake")
+get_filename_component(lib_dir "${LIBRARY}" DIRECTORY)
+set(suppressions "${lib_dir}/abi-experimental.supp")
+motifcl_write_experimental_suppressions("${HEADERS}/motifcl.h" "${suppressions}")
+motifcl_api_sections("${HEADERS}/motifcl.h" api)
+
 set(tmp "${OUT}.tmp")
 get_filename_component(out_dir "${OUT}" DIRECTORY)
 file(MAKE_DIRECTORY "${out_dir}")
@@ -57,7 +68,7 @@ execute_process(
   COMMAND "${ABIDW}"
           --headers-dir "${HEADERS}" --drop-private-types --exported-interfaces-only
           --no-corpus-path --no-comp-dir-path --short-locs --no-elf-needed
-          --out-file "${tmp}" "${LIBRARY}"
+          --suppressions "${suppressions}" --out-file "${tmp}" "${LIBRARY}"
   RESULT_VARIABLE rc
   OUTPUT_VARIABLE out
   ERROR_VARIABLE out)
@@ -89,6 +100,33 @@ if(n_decls LESS n_syms)
     "with -DCMAKE_BUILD_TYPE=RelWithDebInfo (or Debug).")
 endif()
 
+# The dump holds the stable functions, all of them, and nothing of the experimental section.
+set(dumped "")
+foreach(sym IN LISTS func_syms)
+  string(REGEX REPLACE "^<elf-symbol name='([^']*)'.*" "\\1" sym "${sym}")
+  list(APPEND dumped "${sym}")
+endforeach()
+list(SORT dumped)
+set(missing ${api_STABLE_FUNCTIONS})
+list(REMOVE_ITEM missing ${dumped})
+set(extra ${dumped})
+list(REMOVE_ITEM extra ${api_STABLE_FUNCTIONS})
+if(missing OR extra)
+  file(REMOVE "${tmp}")
+  list(JOIN missing ", " missing)
+  list(JOIN extra ", " extra)
+  message(FATAL_ERROR
+    "abi-dump.cmake: the dump's functions are not the header's stable MCL_API functions.\n"
+    "  stable but not in the dump: ${missing}\n"
+    "  in the dump but not stable (experimental, or not declared): ${extra}")
+endif()
+foreach(type IN LISTS api_EXPERIMENTAL_TYPES)
+  if(xml MATCHES "name='${type}'")
+    file(REMOVE "${tmp}")
+    message(FATAL_ERROR "abi-dump.cmake: the experimental type ${type} is in the dump")
+  endif()
+endforeach()
+
 # abi-check.cmake relies on the public types carrying their header as location.
 if(NOT xml MATCHES "filepath='motifcl\\.h'")
   file(REMOVE "${tmp}")
@@ -97,7 +135,6 @@ if(NOT xml MATCHES "filepath='motifcl\\.h'")
 endif()
 
 # No absolute path of this machine may leak into a file that is committed.
-get_filename_component(lib_dir "${LIBRARY}" DIRECTORY)
 get_filename_component(hdr_dir "${HEADERS}" ABSOLUTE)
 get_filename_component(src_dir "${hdr_dir}" DIRECTORY)
 foreach(path IN ITEMS "${lib_dir}" "${src_dir}")
@@ -110,4 +147,6 @@ foreach(path IN ITEMS "${lib_dir}" "${src_dir}")
 endforeach()
 
 file(RENAME "${tmp}" "${OUT}")
-message(STATUS "abi-dump: wrote ${OUT} (${n_syms} exported functions)")
+list(LENGTH api_EXPERIMENTAL_FUNCTIONS n_experimental)
+message(STATUS "abi-dump: wrote ${OUT} (${n_syms} stable exported functions; the "
+               "${n_experimental} experimental ones left out)")

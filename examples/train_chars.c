@@ -1,5 +1,6 @@
 /* train_chars: train a small GPT on a text file, one byte per token, entirely on the GPU, then
- * sample from it.
+ * sample from it. The GPT (mcl_gpt_*) is in motifcl.h's experimental section, so this program
+ * is compiled with MOTIFCL_EXPERIMENTAL defined (examples/CMakeLists.txt).
  *
  * The training step (forward, backward, gradient clipping, AdamW) is recorded once as a graph
  * and replayed every step; only the batch's tokens go up and the loss comes back. The
@@ -196,13 +197,13 @@ int main(int argc, char **argv)
     if (o.load) {
         CHECK(mcl_gpt_load(ctx, o.load, &gpt));
     } else {
-        mcl_gpt_config cfg = {.size = sizeof cfg, .vocab = v.size, .dim = o.dim,
-                              .layers = o.layers, .heads = o.heads, .kv_heads = o.kv_heads,
-                              .hidden = o.hidden, .max_seq = o.seq, .tied_head = 1};
+        mcl_gpt_desc cfg = {.size = sizeof cfg, .vocab = v.size, .dim = o.dim,
+                            .layers = o.layers, .heads = o.heads, .kv_heads = o.kv_heads,
+                            .hidden = o.hidden, .max_seq = o.seq, .tied_head = 1};
         CHECK(mcl_gpt_create(ctx, &cfg, o.seed, &gpt));
     }
-    mcl_gpt_config cfg = {.size = sizeof cfg};
-    CHECK(mcl_gpt_get_config(gpt, &cfg));
+    mcl_gpt_desc cfg = {.size = sizeof cfg};
+    CHECK(mcl_gpt_config(gpt, &cfg));
     if (cfg.vocab != v.size || cfg.max_seq < o.seq) {
         fprintf(stderr, "the loaded model (vocab %d, max_seq %d) does not fit this text "
                         "(vocab %d) and --seq %d\n", cfg.vocab, cfg.max_seq, v.size, o.seq);
@@ -212,7 +213,7 @@ int main(int argc, char **argv)
            info.driver_info);
     printf("text %s: %zu bytes, %d distinct; model dim %d, %d layers, %d heads (%d kv), "
            "hidden %d: %lld parameters\n", o.data, n, v.size, cfg.dim, cfg.layers, cfg.heads,
-           cfg.kv_heads, cfg.hidden, (long long)mcl_gpt_parameter_count(gpt));
+           cfg.kv_heads, cfg.hidden, (long long)mcl_gpt_param_numel(gpt));
     printf("batch %d x %d tokens, %d steps, lr %g (warm-up, cosine), %s\n", o.batch, o.seq,
            o.steps, o.lr, o.replay ? "step replayed from a graph" : "step recorded each time");
     fflush(stdout);
@@ -381,7 +382,7 @@ int main(int argc, char **argv)
                        "\"steps\": %d, \"lr\": %g, \"replay\": %d, \"parameters\": %lld},\n",
                     cfg.vocab, cfg.dim, cfg.layers, cfg.heads, cfg.kv_heads, cfg.hidden,
                     o.batch, o.seq, o.steps, o.lr, o.replay,
-                    (long long)mcl_gpt_parameter_count(gpt));
+                    (long long)mcl_gpt_param_numel(gpt));
             fprintf(w, "  \"figures\": [\n"
                        "    {\"name\": \"validation loss, first\", \"value\": %.6f, "
                        "\"unit\": \"nats\", \"label\": \"measured\"},\n"

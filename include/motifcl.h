@@ -13,20 +13,38 @@
  *    callback is installed or the environment variable MOTIFCL_LOG asks it to.
  *  - Handles (mcl_context, mcl_tensor) are opaque. Every create has a destroy, and every
  *    destroy accepts NULL.
+ *  - NULL: each function's comment says which of its pointer arguments may be NULL (a line
+ *    "NULL: ..."); no other may. A NULL where none is allowed makes a function that returns
+ *    an mcl_status return MCL_ERROR_INVALID_ARGUMENT, and a getter return the value its
+ *    comment names; it never crashes.
  *  - Descriptor structs begin with a `size` field that the caller sets to sizeof the struct
  *    it was compiled with, so that a newer library can read an older caller's struct. Fields
- *    that are 0 take the default documented beside them.
+ *    that are 0 take the default documented beside them ("0 means ..."); where 0 is also a
+ *    meaningful value, a flag of the descriptor says that the value is meant as given.
  *  - Sizes and byte offsets are 64-bit.
  *  - Threads: a context and everything created from it are externally synchronised: calls on
  *    one context must not overlap. Different contexts may be used from different threads
- *    at once. mcl_version*(), mcl_status_string() and mcl_dtype_*() may be called from any
- *    thread at any time.
+ *    at once. mcl_version*(), mcl_git_commit(), mcl_status_string(), the *_name() functions,
+ *    mcl_dtype_*(), mcl_quantize() and mcl_dequantize() may be called from any thread at any
+ *    time.
  *  - Execution model: operations are recorded when called and run on the GPU at the next
  *    sync point (mcl_finish(), a download). Their results are visible to downloads, which
  *    are ordered after all work recorded before them.
  *
  * Stability: everything in this header outside the MOTIFCL_EXPERIMENTAL section is stable
- * within a major version: values of enums are pinned and enums only grow at the end.
+ * within a major version: no function or type is removed or changed, values of enums are
+ * pinned and enums only grow at the end (the ABI gate checks it against abi/).
+ *
+ * The MOTIFCL_EXPERIMENTAL section, at the end of this header, holds what is not yet
+ * committed to: it is declared only where the program asks for it before the include,
+ *
+ *     #define MOTIFCL_EXPERIMENTAL
+ *     #include <motifcl.h>
+ *
+ * and its functions are exported by the same shared library, but they may change or go away
+ * in any release, minor and patch included. A program that uses them should check at run
+ * time that it runs with the version it was built against (mcl_version() ==
+ * MOTIFCL_VERSION_NUMBER).
  */
 #ifndef MOTIFCL_H
 #define MOTIFCL_H
@@ -42,8 +60,8 @@ extern "C" {
  * Version
  * ------------------------------------------------------------------------------------- */
 
-#define MOTIFCL_VERSION_MAJOR 0
-#define MOTIFCL_VERSION_MINOR 2
+#define MOTIFCL_VERSION_MAJOR 1
+#define MOTIFCL_VERSION_MINOR 0
 #define MOTIFCL_VERSION_PATCH 0
 /** The version as one number: major * 10000 + minor * 100 + patch. */
 #define MOTIFCL_VERSION_NUMBER \
@@ -182,27 +200,34 @@ typedef struct mcl_context_desc {
     uint64_t reserved[8];
 } mcl_context_desc;
 
-/** Create a context. `desc` may be NULL for all defaults. On success `*out` receives the
- *  context, which the caller destroys with mcl_context_destroy(). On failure `*out` is set
- *  to NULL and the status says why: MCL_ERROR_VULKAN_UNAVAILABLE (no loader),
- *  MCL_ERROR_NO_DEVICE (no suitable device), MCL_ERROR_LAYER_UNAVAILABLE,
- *  MCL_ERROR_INVALID_ARGUMENT (bad descriptor or environment value), MCL_ERROR_VULKAN; the
- *  details go to the log callback (or stderr under MOTIFCL_LOG). */
+/** Create a context. On success `*out` receives the context, which the caller destroys with
+ *  mcl_context_destroy(). On failure `*out` is set to NULL and the status says why:
+ *  MCL_ERROR_VULKAN_UNAVAILABLE (no loader), MCL_ERROR_NO_DEVICE (no suitable device),
+ *  MCL_ERROR_LAYER_UNAVAILABLE, MCL_ERROR_INVALID_ARGUMENT (bad descriptor or environment
+ *  value), MCL_ERROR_VULKAN; the details go to the log callback (or stderr under
+ *  MOTIFCL_LOG).
+ *  NULL: desc may be (all defaults); out may not. */
 MCL_API mcl_status mcl_context_create(const mcl_context_desc *desc, mcl_context **out);
 
-/** Wait for all recorded work, then destroy the context. Tensors still alive are destroyed
- *  with it (their handles become invalid). Accepts NULL. */
+/** Wait for all recorded work, then destroy the context. Tensors, graphs and host memory
+ *  still alive are destroyed with it (their handles become invalid).
+ *  NULL: ctx may be (nothing happens). */
 MCL_API void mcl_context_destroy(mcl_context *ctx);
 
-/** Submit all recorded work and wait until the GPU has finished it. */
+/** Submit all recorded work and wait until the GPU has finished it. Errors:
+ *  MCL_ERROR_INVALID_ARGUMENT (during a graph capture), MCL_ERROR_DEVICE_LOST,
+ *  MCL_ERROR_VULKAN.
+ *  NULL: ctx may not be. */
 MCL_API mcl_status mcl_finish(mcl_context *ctx);
 
 /** Number of errors the validation layer has reported on this context so far (0 when
- *  validation is off). Warnings are not counted. */
+ *  validation is off). Warnings are not counted.
+ *  NULL: ctx may not be (a NULL ctx gives 0). */
 MCL_API uint64_t mcl_context_validation_errors(const mcl_context *ctx);
 
-/** The message of the most recent failed call on this context, or "" if none. Valid until
- *  the next call on the context. Never NULL for a non-NULL ctx. */
+/** The message of the most recent failed call on this context, or "" if none. Owned by the
+ *  context; valid until the next call on it. Never NULL.
+ *  NULL: ctx may not be (a NULL ctx gives ""). */
 MCL_API const char *mcl_context_last_error(const mcl_context *ctx);
 
 /* ---------------------------------------------------------------------------------------
@@ -297,17 +322,21 @@ typedef struct mcl_device_info {
 } mcl_device_info;
 
 /** Fill `*info` with the context's device. The caller sets info->size first; the library
- *  writes at most that many bytes. Heap budgets are read at the time of the call. */
+ *  writes at most that many bytes. Heap budgets are read at the time of the call. Errors:
+ *  MCL_ERROR_INVALID_ARGUMENT (info->size too small).
+ *  NULL: neither ctx nor info may be. */
 MCL_API mcl_status mcl_context_device_info(const mcl_context *ctx, mcl_device_info *info);
 
 /** Name of an MCL_FEATURE_* bit ("subgroup-arithmetic", ...) or NULL if it is not exactly
- *  one known bit. The same names are used by MOTIFCL_DISABLE / MOTIFCL_FORCE. */
+ *  one known bit. The same names are used by MOTIFCL_DISABLE / MOTIFCL_FORCE. Static
+ *  storage. */
 MCL_API const char *mcl_feature_name(uint64_t feature_bit);
 
-/** Name of an MCL_QUIRK_* bit or NULL if it is not exactly one known bit. */
+/** Name of an MCL_QUIRK_* bit or NULL if it is not exactly one known bit. Static storage. */
 MCL_API const char *mcl_quirk_name(uint64_t quirk_bit);
 
-/** Name of a device type ("discrete", "integrated", "virtual", "cpu", "other"). */
+/** Name of a device type ("discrete", "integrated", "virtual", "cpu", "other"; an unknown
+ *  value gives "other"). Static storage; never NULL. */
 MCL_API const char *mcl_device_type_name(mcl_device_type type);
 
 /* ---------------------------------------------------------------------------------------
@@ -336,7 +365,7 @@ typedef enum mcl_dtype {
 
 #define MCL_MAX_DIMS 4
 
-/** Name of a dtype ("f32", "q4_0", ...) or NULL for an unknown value. */
+/** Name of a dtype ("f32", "q4_0", ...) or NULL for an unknown value. Static storage. */
 MCL_API const char *mcl_dtype_name(mcl_dtype dtype);
 
 /** Bytes per element of a non-block dtype (4 for f32), or 0 for block and unknown types. */
@@ -353,12 +382,19 @@ MCL_API size_t mcl_dtype_block_bytes(mcl_dtype dtype);
 /** Quantize n floats (a multiple of the block's weight count) into blocks of `dtype` on the
  *  host, as a GGUF writer would lay them out (Q8_0 and Q4_0 byte for byte as ggml's reference
  *  quantizer; the K types by a simpler min-max method in the same format). `blocks` receives
- *  n / mcl_dtype_block_weights(dtype) * mcl_dtype_block_bytes(dtype) bytes. Errors:
- *  MCL_ERROR_INVALID_ARGUMENT (NULL, n not a multiple, non-finite input or one whose scale
- *  would overflow fp16), MCL_ERROR_UNSUPPORTED (not a block type). */
+ *  n / mcl_dtype_block_weights(dtype) * mcl_dtype_block_bytes(dtype) bytes; on an error
+ *  nothing is written. Needs no context; may be called from any thread. Errors:
+ *  MCL_ERROR_INVALID_ARGUMENT (NULL, n negative or not a multiple, non-finite input or one
+ *  whose scale would overflow fp16), MCL_ERROR_UNSUPPORTED (not a block type).
+ *  NULL: x and blocks only when n is 0. */
 MCL_API mcl_status mcl_quantize(mcl_dtype dtype, const float *x, void *blocks, int64_t n);
 
-/** Dequantize n weights of `dtype` blocks on the host (the reference the GPU matches). */
+/** Dequantize n weights of `dtype` blocks on the host (the reference the GPU matches) into
+ *  y[0..n). Any bytes are accepted (a block whose scale is inf or NaN gives inf or NaN).
+ *  Needs no context; may be called from any thread. Errors: MCL_ERROR_INVALID_ARGUMENT (NULL,
+ *  n negative or not a multiple of the block's weight count), MCL_ERROR_UNSUPPORTED (not a
+ *  block type).
+ *  NULL: blocks and y only when n is 0. */
 MCL_API mcl_status mcl_dequantize(mcl_dtype dtype, const void *blocks, float *y, int64_t n);
 
 /** Create a tensor of `ndim` (1..MCL_MAX_DIMS) dimensions `shape[0..ndim-1]` (each >= 1)
@@ -367,8 +403,9 @@ MCL_API mcl_status mcl_dequantize(mcl_dtype dtype, const void *blocks, float *y,
  *  multiple of its block's weight count),
  *  MCL_ERROR_TOO_LARGE (more bytes than the device can address in one buffer binding,
  *  maxStorageBufferRange; a block-quantised tensor may be larger, see mcl_matmul),
- *  MCL_ERROR_OUT_OF_DEVICE_MEMORY. The tensor must be destroyed before its context, or is
- *  destroyed with it. */
+ *  MCL_ERROR_OUT_OF_DEVICE_MEMORY. On failure `*out` is set to NULL. The caller owns the
+ *  tensor: it is destroyed with mcl_tensor_destroy() before its context, or with it.
+ *  NULL: none of ctx, shape and out may be. */
 MCL_API mcl_status mcl_tensor_create(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
                                      const int64_t *shape, mcl_tensor **out);
 
@@ -396,25 +433,29 @@ typedef struct mcl_tensor_desc {
     uint64_t reserved[4];          /**< must be zero */
 } mcl_tensor_desc;
 
-/** mcl_tensor_create() with a memory class. Same errors, plus MCL_ERROR_INVALID_ARGUMENT for
- *  a bad descriptor. */
+/** mcl_tensor_create() with a memory class. Same errors and ownership, plus
+ *  MCL_ERROR_INVALID_ARGUMENT for a bad descriptor.
+ *  NULL: none of ctx, desc and out may be. */
 MCL_API mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc,
                                         mcl_tensor **out);
 
-/** Destroy a tensor. Safe while recorded work still uses it: its memory is kept until that
- *  work has finished. Accepts NULL. */
+/** Destroy a tensor. Safe while recorded work or a graph still uses it: its memory is kept
+ *  until that work has finished (or the graph is destroyed).
+ *  NULL: tensor may be (nothing happens). */
 MCL_API void mcl_tensor_destroy(mcl_tensor *tensor);
 
 /** Copy `bytes` bytes from host memory `src` into the tensor at byte `offset`. Ordered after
  *  all work recorded before it and before all work recorded after it. `src` may be reused as
- *  soon as the call returns. Errors: MCL_ERROR_INVALID_ARGUMENT when the range does not lie
- *  inside the tensor or src is NULL. */
+ *  soon as the call returns. Errors: MCL_ERROR_INVALID_ARGUMENT when bytes is 0, the range
+ *  does not lie inside the tensor, or during a graph capture.
+ *  NULL: neither tensor nor src may be. */
 MCL_API mcl_status mcl_tensor_upload(mcl_tensor *tensor, uint64_t offset, const void *src,
                                      uint64_t bytes);
 
 /** Copy `bytes` bytes from the tensor at byte `offset` into host memory `dst`. A sync point:
  *  submits recorded work and waits for it, so the data reflects every operation recorded
- *  before the call. */
+ *  before the call. Errors as mcl_tensor_upload(), plus those of mcl_finish().
+ *  NULL: neither tensor nor dst may be. */
 MCL_API mcl_status mcl_tensor_download(mcl_tensor *tensor, uint64_t offset, void *dst,
                                        uint64_t bytes);
 
@@ -424,26 +465,33 @@ MCL_API mcl_status mcl_tensor_download(mcl_tensor *tensor, uint64_t offset, void
  *  on large transfers). `*out` receives a pointer aligned to 256 bytes; free it with
  *  mcl_host_free() before the context is destroyed (or the context frees it). Errors:
  *  MCL_ERROR_INVALID_ARGUMENT (bytes 0), MCL_ERROR_OUT_OF_DEVICE_MEMORY (the host-visible heap
- *  or its budget is exhausted). */
+ *  or its budget is exhausted). On failure `*out` is set to NULL.
+ *  NULL: neither ctx nor out may be. */
 MCL_API mcl_status mcl_host_alloc(mcl_context *ctx, uint64_t bytes, void **out);
 
-/** Free memory from mcl_host_alloc(). Waits for transfers that use it. Accepts NULL; a
- *  pointer that did not come from mcl_host_alloc() on ctx is ignored. */
+/** Free memory from mcl_host_alloc(). Waits for transfers that use it. A pointer that did
+ *  not come from mcl_host_alloc() on ctx is ignored.
+ *  NULL: ctx and ptr may be (nothing happens). */
 MCL_API void mcl_host_free(mcl_context *ctx, void *ptr);
 
-/** The tensor's type. */
+/** The tensor's type.
+ *  NULL: tensor may not be (a NULL tensor gives MCL_DTYPE_F32, which then means nothing). */
 MCL_API mcl_dtype mcl_tensor_dtype(const mcl_tensor *tensor);
 
-/** The number of dimensions (1..MCL_MAX_DIMS). */
+/** The number of dimensions (1..MCL_MAX_DIMS).
+ *  NULL: tensor may not be (a NULL tensor gives 0). */
 MCL_API uint32_t mcl_tensor_ndim(const mcl_tensor *tensor);
 
-/** Dimension `axis` (0-based), or 0 if axis >= ndim. */
+/** Dimension `axis` (0-based), or 0 if axis >= ndim.
+ *  NULL: tensor may not be (a NULL tensor gives 0). */
 MCL_API int64_t mcl_tensor_dim(const mcl_tensor *tensor, uint32_t axis);
 
-/** Number of elements (the product of the dimensions). */
+/** Number of elements (the product of the dimensions).
+ *  NULL: tensor may not be (a NULL tensor gives 0). */
 MCL_API int64_t mcl_tensor_numel(const mcl_tensor *tensor);
 
-/** Size of the tensor's data in bytes. */
+/** Size of the tensor's data in bytes.
+ *  NULL: tensor may not be (a NULL tensor gives 0). */
 MCL_API uint64_t mcl_tensor_nbytes(const mcl_tensor *tensor);
 
 /* ---------------------------------------------------------------------------------------
@@ -470,19 +518,26 @@ typedef struct mcl_memory_stats {
     uint64_t reserved[8];
 } mcl_memory_stats;
 
-/** Fill `*stats`; the caller sets stats->size first. */
+/** Fill `*stats`; the caller sets stats->size first. Errors: MCL_ERROR_INVALID_ARGUMENT
+ *  (stats->size too small).
+ *  NULL: neither ctx nor stats may be. */
 MCL_API mcl_status mcl_context_memory_stats(const mcl_context *ctx, mcl_memory_stats *stats);
 
 /** The allocator's state as JSON (the statistics plus every block with its ranges), written
- *  snprintf-style into `buffer` of `capacity` bytes (NUL-terminated when capacity > 0;
- *  buffer may be NULL when capacity is 0). `*needed`, if not NULL, receives the full length
- *  including the NUL. Returns MCL_ERROR_TOO_LARGE when the text was truncated. */
+ *  snprintf-style into `buffer` of `capacity` bytes (NUL-terminated when capacity > 0).
+ *  `*needed`, if not NULL, receives the full length including the NUL. Returns
+ *  MCL_ERROR_TOO_LARGE when the text was truncated. The call and its snprintf contract are
+ *  stable; the JSON's members are for people and tools to read and may gain, lose or rename
+ *  members in any release.
+ *  NULL: buffer may be when capacity is 0 (a size query), needed may be; ctx may not. */
 MCL_API mcl_status mcl_context_memory_json(const mcl_context *ctx, char *buffer,
                                            size_t capacity, size_t *needed);
 
 /** The context's device traits as JSON: what it decided at creation from the device, the
  *  quirk table, the device profile and the environment (the paths it takes, its limits, the
- *  tuning overrides in force). Written as mcl_context_memory_json() writes. */
+ *  tuning overrides in force). Written as mcl_context_memory_json() writes, with the same
+ *  statuses; the call is stable, the JSON's members may change in any release.
+ *  NULL: buffer may be when capacity is 0 (a size query), needed may be; ctx may not. */
 MCL_API mcl_status mcl_context_traits_json(const mcl_context *ctx, char *buffer,
                                            size_t capacity, size_t *needed);
 
@@ -491,6 +546,8 @@ MCL_API mcl_status mcl_context_traits_json(const mcl_context *ctx, char *buffer,
  * ------------------------------------------------------------------------------------- */
 
 /* Conventions for every operation below, unless its comment says otherwise:
+ *  - ctx and the tensors are not NULL (MCL_ERROR_INVALID_ARGUMENT); the tensors that may be
+ *    are named in the comment's "NULL:" line;
  *  - tensors are f32 and belong to `ctx` (MCL_ERROR_DTYPE_MISMATCH, MCL_ERROR_WRONG_CONTEXT);
  *  - "rows" are the last dimension; a tensor of shape [..., D] has numel / D rows;
  *  - outputs are created by the caller with the documented shape (MCL_ERROR_SHAPE_MISMATCH
@@ -511,17 +568,20 @@ typedef enum mcl_binary_op {
 /** out = a (op) b, element-wise. `out` has a's shape; b broadcasts to it: aligned from the
  *  last dimension, each of b's dimensions equals a's or is 1, and b may have fewer
  *  dimensions (so a [T, D] plus a bias [D] adds the bias to every row). `out` may alias a or
- *  b. */
+ *  b.
+ *  NULL: none of ctx, a, b and out may be. */
 MCL_API mcl_status mcl_binary(mcl_context *ctx, mcl_binary_op op, const mcl_tensor *a,
                               const mcl_tensor *b, mcl_tensor *out);
 
 /** out = a + b with mcl_binary()'s broadcasting. Errors: MCL_ERROR_SHAPE_MISMATCH (b does not
  *  broadcast to a, or out's shape is not a's), MCL_ERROR_DTYPE_MISMATCH,
- *  MCL_ERROR_WRONG_CONTEXT, MCL_ERROR_INVALID_ARGUMENT (NULL). */
+ *  MCL_ERROR_WRONG_CONTEXT, MCL_ERROR_INVALID_ARGUMENT (NULL).
+ *  NULL: none of ctx, a, b and out may be. */
 MCL_API mcl_status mcl_add(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *b,
                            mcl_tensor *out);
 
-/** out = alpha * x + beta, element-wise; `out` may alias x. */
+/** out = alpha * x + beta, element-wise; `out` may alias x.
+ *  NULL: none of ctx, x and out may be. */
 MCL_API mcl_status mcl_scale(mcl_context *ctx, const mcl_tensor *x, float alpha, float beta,
                              mcl_tensor *out);
 
@@ -531,12 +591,14 @@ typedef enum mcl_activation {
     MCL_ACTIVATION_SILU = 2  /**< x * sigmoid(x) */
 } mcl_activation;
 
-/** out = act(x), element-wise; `out` may alias x. */
+/** out = act(x), element-wise; `out` may alias x.
+ *  NULL: none of ctx, x and out may be. */
 MCL_API mcl_status mcl_activate(mcl_context *ctx, mcl_activation act, const mcl_tensor *x,
                                 mcl_tensor *out);
 
 /** out = silu(gate) * up, element-wise (the SwiGLU MLP's gating); all three the same shape;
- *  `out` may alias gate or up. */
+ *  `out` may alias gate or up.
+ *  NULL: none of ctx, gate, up and out may be. */
 MCL_API mcl_status mcl_swiglu(mcl_context *ctx, const mcl_tensor *gate, const mcl_tensor *up,
                               mcl_tensor *out);
 
@@ -546,7 +608,8 @@ MCL_API mcl_status mcl_swiglu(mcl_context *ctx, const mcl_tensor *gate, const mc
  *  1-D x counts as Tq = 1) and element j of query row i is masked (excluded, output 0) when
  *  j > i + (Tk - Tq), so the last query attends to every key. A row with nothing visible
  *  (Tq > Tk) or whose visible inputs are all -inf comes out as zeros, not NaN. `out` has x's
- *  shape and may alias it. */
+ *  shape and may alias it.
+ *  NULL: none of ctx, x and out may be. */
 MCL_API mcl_status mcl_softmax(mcl_context *ctx, const mcl_tensor *x, float scale, int causal,
                                mcl_tensor *out);
 
@@ -557,18 +620,20 @@ typedef enum mcl_reduce_op {
 } mcl_reduce_op;
 
 /** out[r] = reduce(x[r, :]) per row. `out` has x's shape without its last dimension (a 1-D x
- *  gives out of shape [1]) and must not alias x. */
+ *  gives out of shape [1]) and must not alias x.
+ *  NULL: none of ctx, x and out may be. */
 MCL_API mcl_status mcl_reduce_rows(mcl_context *ctx, mcl_reduce_op op, const mcl_tensor *x,
                                    mcl_tensor *out);
 
-/** out = x / sqrt(mean(x^2) + eps) * weight per row; weight is 1-D [D] or NULL (ones). `out`
- *  has x's shape and may alias x, not weight. */
+/** out = x / sqrt(mean(x^2) + eps) * weight per row; weight is 1-D [D]. `out` has x's shape
+ *  and may alias x, not weight.
+ *  NULL: weight may be (ones); ctx, x and out may not. */
 MCL_API mcl_status mcl_rmsnorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *weight,
                                float eps, mcl_tensor *out);
 
 /** out = (x - mean) / sqrt(var + eps) * weight + bias per row (biased variance); weight and
- *  bias are 1-D [D] or NULL (ones, zeros). `out` has x's shape and may alias x, not weight or
- *  bias. */
+ *  bias are 1-D [D]. `out` has x's shape and may alias x, not weight or bias.
+ *  NULL: weight (ones) and bias (zeros) may be; ctx, x and out may not. */
 MCL_API mcl_status mcl_layernorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *weight,
                                  const mcl_tensor *bias, float eps, mcl_tensor *out);
 
@@ -583,9 +648,10 @@ typedef enum mcl_transpose {
  *  a is stored [..., M, K] (or [..., K, M] with ta = MCL_TRANSPOSE), b [..., K, N] (or
  *  [..., N, K] with tb = MCL_TRANSPOSE: the usual [out, in] weight layout, y = x W^T).
  *  Leading dimensions are batch dimensions: c and a share them; b either shares them or is
- *  2-D and applies to every batch. bias is [N] or NULL. c is [..., M, N] and must not alias a,
- *  b or bias. Both transposed (TT) is MCL_ERROR_UNSUPPORTED. Small M (decode: 1 to 8 rows)
- *  takes a matrix-vector path. */
+ *  2-D and applies to every batch. bias is [N]. c is [..., M, N] and must not alias a, b or
+ *  bias. Both transposed (TT) is MCL_ERROR_UNSUPPORTED. Small M (decode: 1 to 8 rows) takes a
+ *  matrix-vector path. b may also be block-quantised: see below.
+ *  NULL: bias may be (no bias); ctx, a, b and c may not. */
 MCL_API mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *a, mcl_transpose ta,
                               const mcl_tensor *b, mcl_transpose tb, const mcl_tensor *bias,
                               mcl_tensor *c);
@@ -612,29 +678,10 @@ MCL_API mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *a, mcl_transpo
  * row ranges, each bound at its own offset; every other operation refuses a tensor that large
  * (MCL_ERROR_TOO_LARGE), mcl_dequantize_tensor included. */
 
-/** The most weights one mcl_matmul_multi() call takes. */
-#define MCL_MATMUL_MULTI_MAX 16
-
-/** c[i] = a W[i]^T (+ bias[i]) for i < count: several weights applied to one input, such as
- *  the query, key and value projections of a layer, or SwiGLU's gate and up. W[i] is a 2-D
- *  [N_i, K] weight, f32 or block-quantised (in any mix); a is f32 [..., K] and c[i] f32
- *  [..., N_i]. Each product is what mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, w[i], MCL_TRANSPOSE,
- *  bias[i], c[i]) computes, on the path it would take; on the integer-dot path a is quantized
- *  once for all of them (mcl_matmul quantizes it per call, and each product then waits for its
- *  quantization). The products are independent: nothing orders them after one another.
- *  `bias` may be NULL (no bias anywhere) or hold NULL entries. 1 <= count <=
- *  MCL_MATMUL_MULTI_MAX. Every argument is checked before anything is recorded, with
- *  mcl_matmul's statuses; besides, MCL_ERROR_DTYPE_MISMATCH for a weight of another type and
- *  MCL_ERROR_INVALID_ARGUMENT for an output that is also an input or another output. A
- *  failure while recording (MCL_ERROR_OUT_OF_DEVICE_MEMORY, MCL_ERROR_VULKAN) can leave the
- *  products before it recorded. */
-MCL_API mcl_status mcl_matmul_multi(mcl_context *ctx, const mcl_tensor *a, uint32_t count,
-                                    const mcl_tensor *const *w, const mcl_tensor *const *bias,
-                                    mcl_tensor *const *c);
-
 /** out = the f32 values of the block-quantised tensor q (same shape), bit-identical to
  *  mcl_dequantize() (NaN payloads aside). Errors: MCL_ERROR_DTYPE_MISMATCH (q not a block type
- *  or out not f32), MCL_ERROR_SHAPE_MISMATCH. */
+ *  or out not f32), MCL_ERROR_SHAPE_MISMATCH.
+ *  NULL: none of ctx, q and out may be. */
 MCL_API mcl_status mcl_dequantize_tensor(mcl_context *ctx, const mcl_tensor *q, mcl_tensor *out);
 
 /* --- Layout -------------------------------------------------------------------------- */
@@ -649,30 +696,35 @@ typedef enum mcl_rope_layout {
 /** Rotary position embedding. x is [B, T, H, Dh] with Dh even and at most 512; position of
  *  token t is position_offset + t (the KV cache's length during decode), in [0, 2^24); pair
  *  i of a head rotates by angle position * theta_base^(-2i/Dh), computed in f32. `out` has
- *  x's shape and may alias it. */
+ *  x's shape and may alias it.
+ *  NULL: none of ctx, x and out may be. */
 MCL_API mcl_status mcl_rope(mcl_context *ctx, const mcl_tensor *x, mcl_rope_layout layout,
                             float theta_base, int64_t position_offset, mcl_tensor *out);
 
 /** out[..., :] = table[ids[...], :]. table is [V, D] f32, ids is i32 of up to 3 dimensions,
  *  out is ids' shape plus [D]. An id outside [0, V) yields a row of zeros (never a read out
- *  of bounds). */
+ *  of bounds).
+ *  NULL: none of ctx, table, ids and out may be. */
 MCL_API mcl_status mcl_embedding(mcl_context *ctx, const mcl_tensor *table,
                                  const mcl_tensor *ids, mcl_tensor *out);
 
 /** dst = src, bit for bit, for tensors of the same number of elements and element size
  *  (shapes and dtypes may differ: a reshape or a reinterpretation; a block-quantised tensor
  *  copies only to one of its own type, else MCL_ERROR_DTYPE_MISMATCH) whose byte count is a
- *  multiple of 4 (else MCL_ERROR_UNSUPPORTED). src == dst does nothing. */
+ *  multiple of 4 (else MCL_ERROR_UNSUPPORTED). src == dst does nothing.
+ *  NULL: none of ctx, src and dst may be. */
 MCL_API mcl_status mcl_copy(mcl_context *ctx, const mcl_tensor *src, mcl_tensor *dst);
 
 /** dst = src with its axes permuted: dst dimension i is src dimension perm[i], for the
  *  first ndim entries of perm (a permutation of 0..ndim-1). Any 4-byte dtype; dst must not
- *  alias src. */
+ *  alias src.
+ *  NULL: none of ctx, src, perm and dst may be. */
 MCL_API mcl_status mcl_permute(mcl_context *ctx, const mcl_tensor *src, const uint32_t *perm,
                                mcl_tensor *dst);
 
 /** out = a and b joined along `axis`; all other dimensions equal. Any 4-byte dtype; out must
- *  not alias a or b. */
+ *  not alias a or b.
+ *  NULL: none of ctx, a, b and out may be. */
 MCL_API mcl_status mcl_concat(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *b,
                               uint32_t axis, mcl_tensor *out);
 
@@ -689,23 +741,29 @@ typedef struct mcl_attention_desc {
 
 /** Multi-head attention, out = softmax(scale q k^T [+ causal mask]) v per head, computed in
  *  tiles without materialising the T x S score matrix. q is [B, T, Hq, D]; k and v are
- *  [B, S, Hkv, D] with Hq a multiple of Hkv (grouped-query; Hkv = 1 is multi-query); only the
- *  first kv_length positions of k and v are read. out is [B, T, Hq, D] and must not alias q,
- *  k or v. D is at most 256 (else MCL_ERROR_UNSUPPORTED). A query that sees no key (causal
- *  with T > kv_length) gets zeros. kv_length outside [0, S] or a non-finite scale is
- *  MCL_ERROR_INVALID_ARGUMENT. T = 1 against a long cache (decode) takes a path split over
- *  the keys. desc may be NULL for defaults. */
+ *  [B, S, Hkv, D] with Hq a multiple of Hkv; only the first kv_length positions of k and v
+ *  are read. out is [B, T, Hq, D] and must not alias q, k or v. D is at most 256 (else
+ *  MCL_ERROR_UNSUPPORTED). A query that sees no key (causal with T > kv_length) gets zeros.
+ *  kv_length outside [0, S] or a non-finite scale is MCL_ERROR_INVALID_ARGUMENT. T = 1
+ *  against a long cache (decode) takes a path split over the keys.
+ *  Grouped-query heads: with G = Hq / Hkv, query head h attends with kv head h / G (integer
+ *  division), so consecutive query heads share a kv head: heads 0..G-1 use kv head 0, heads
+ *  G..2G-1 kv head 1, and so on (the llama / HF repeat_kv order, not h % Hkv). Hkv = Hq is
+ *  ordinary multi-head attention, Hkv = 1 multi-query.
+ *  NULL: desc may be (defaults); ctx, q, k, v and out may not. */
 MCL_API mcl_status mcl_attention(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
                                  const mcl_tensor *v, const mcl_attention_desc *desc,
                                  mcl_tensor *out);
 
 /** Gradients of mcl_attention() for q, k and v, given its inputs, its output `out` and the
  *  gradient `dout` of out (out's shape), with the same desc. The softmax is recomputed in
- *  tiles from q and k (no T x S matrix is stored); dk and dv sum the contributions of every
- *  query head that shares a key head (grouped-query), in a fixed order without float
- *  atomics, so the same inputs give the same bits. dq has q's shape, dk and dv have k's; they
- *  are overwritten (positions past kv_length get zeros) and must not alias any input or each
- *  other. The same limits as the forward (D at most 256). */
+ *  tiles from q and k (no T x S matrix is stored); dk and dv of kv head j sum the
+ *  contributions of the query heads that share it, j * G .. j * G + G - 1 (G = Hq / Hkv, the
+ *  forward's mapping), in a fixed order without float atomics, so the same inputs give the
+ *  same bits. dq has q's shape, dk and dv have k's; they are overwritten (positions past
+ *  kv_length get zeros) and must not alias any input or each other. The same limits as the
+ *  forward (D at most 256).
+ *  NULL: desc may be (defaults); no tensor and not ctx. */
 MCL_API mcl_status mcl_attention_backward(mcl_context *ctx, const mcl_tensor *q,
                                           const mcl_tensor *k, const mcl_tensor *v,
                                           const mcl_tensor *out, const mcl_tensor *dout,
@@ -717,8 +775,9 @@ MCL_API mcl_status mcl_attention_backward(mcl_context *ctx, const mcl_tensor *q,
 /** Softmax cross-entropy: loss[0] = mean, over the rows r whose target lies in [0, V), of
  *  logsumexp(logits[r]) - logits[r, targets[r]]. logits is [N, V] f32, targets [N] i32 (a
  *  target outside [0, V), such as -1 for padding, excludes its row), loss [1] (0 when every
- *  row is excluded). lse, if not NULL, is [N] and receives each row's logsumexp, which the
- *  backward pass needs. loss and lse must not alias logits. */
+ *  row is excluded). lse is [N] and receives each row's logsumexp, which the backward pass
+ *  needs. loss and lse must not alias logits.
+ *  NULL: lse may be (not computed); ctx, logits, targets and loss may not. */
 MCL_API mcl_status mcl_cross_entropy(mcl_context *ctx, const mcl_tensor *logits,
                                      const mcl_tensor *targets, mcl_tensor *loss,
                                      mcl_tensor *lse);
@@ -731,40 +790,47 @@ MCL_API mcl_status mcl_cross_entropy(mcl_context *ctx, const mcl_tensor *logits,
  * ------------------------------------------------------------------------------------- */
 
 /** dx = dy * act'(x), element-wise (GELU in the tanh form of mcl_activate). dx may alias dy,
- *  not x. */
+ *  not x.
+ *  NULL: none of ctx, x, dy and dx may be. */
 MCL_API mcl_status mcl_activate_backward(mcl_context *ctx, mcl_activation act,
                                          const mcl_tensor *x, const mcl_tensor *dy,
                                          mcl_tensor *dx);
 
 /** Gradients of out = silu(gate) * up: dgate = dy * up * silu'(gate), dup = dy * silu(gate).
  *  All five tensors have one shape; dgate and dup are distinct and must not alias the
- *  inputs. */
+ *  inputs.
+ *  NULL: none of ctx, gate, up, dy, dgate and dup may be. */
 MCL_API mcl_status mcl_swiglu_backward(mcl_context *ctx, const mcl_tensor *gate,
                                        const mcl_tensor *up, const mcl_tensor *dy,
                                        mcl_tensor *dgate, mcl_tensor *dup);
 
 /** Gradient of y = softmax(scale * x) per row, from its output y: dx = scale * y * (dy -
- *  sum(dy * y)). Masked (causal) positions have y = 0 and get dx = 0. dx may alias dy, not y. */
+ *  sum(dy * y)). Masked (causal) positions have y = 0 and get dx = 0. dx may alias dy, not y.
+ *  NULL: none of ctx, y, dy and dx may be. */
 MCL_API mcl_status mcl_softmax_backward(mcl_context *ctx, const mcl_tensor *y,
                                         const mcl_tensor *dy, float scale, mcl_tensor *dx);
 
-/** Gradients of mcl_rmsnorm: dx (x's shape) and, if not NULL, dweight [D] (the sum over rows,
- *  overwritten). weight may be NULL (ones), as in the forward. dx may alias x or dy; no
- *  output may alias weight, and dweight no other tensor. dweight takes rows x D floats of
- *  scratch memory while it is computed. */
+/** Gradients of mcl_rmsnorm: dx (x's shape) and dweight [D] (the sum over rows,
+ *  overwritten). dx may alias x or dy; no output may alias weight, and dweight no other
+ *  tensor. dweight takes rows x D floats of scratch memory while it is computed.
+ *  NULL: weight may be (ones, as in the forward), and dweight (not computed); ctx, x, dy
+ *  and dx may not. */
 MCL_API mcl_status mcl_rmsnorm_backward(mcl_context *ctx, const mcl_tensor *x,
                                         const mcl_tensor *weight, const mcl_tensor *dy, float eps,
                                         mcl_tensor *dx, mcl_tensor *dweight);
 
-/** Gradients of mcl_layernorm: dx, and if not NULL dweight [D] and dbias [D] (sums over rows,
- *  overwritten), with mcl_rmsnorm_backward's aliasing rules and scratch memory. */
+/** Gradients of mcl_layernorm: dx, dweight [D] and dbias [D] (sums over rows, overwritten),
+ *  with mcl_rmsnorm_backward's aliasing rules and scratch memory.
+ *  NULL: weight may be (ones, as in the forward), and dweight and dbias (not computed);
+ *  ctx, x, dy and dx may not. */
 MCL_API mcl_status mcl_layernorm_backward(mcl_context *ctx, const mcl_tensor *x,
                                           const mcl_tensor *weight, const mcl_tensor *dy,
                                           float eps, mcl_tensor *dx, mcl_tensor *dweight,
                                           mcl_tensor *dbias);
 
 /** Gradient of mcl_rope: the rotation by the opposite angle. Same arguments as the forward;
- *  dx may alias dy. */
+ *  dx may alias dy.
+ *  NULL: none of ctx, dy and dx may be. */
 MCL_API mcl_status mcl_rope_backward(mcl_context *ctx, const mcl_tensor *dy,
                                      mcl_rope_layout layout, float theta_base,
                                      int64_t position_offset, mcl_tensor *dx);
@@ -772,169 +838,108 @@ MCL_API mcl_status mcl_rope_backward(mcl_context *ctx, const mcl_tensor *dy,
 /** Gradient of mcl_embedding for the table: dtable[v] = sum of dout rows whose id is v
  *  (overwritten; rows no id selects are zero; ids outside [0, V) contribute nothing). The sum
  *  runs in a fixed order, so repeated ids give the same bits every time. dtable must not
- *  alias dout. */
+ *  alias dout.
+ *  NULL: none of ctx, ids, dout and dtable may be. */
 MCL_API mcl_status mcl_embedding_backward(mcl_context *ctx, const mcl_tensor *ids,
                                           const mcl_tensor *dout, mcl_tensor *dtable);
 
 /** Gradient of mcl_cross_entropy for the logits, given the lse it produced:
  *  dlogits[r] = dloss * (softmax(logits[r]) - onehot(targets[r])) / valid_rows for rows whose
  *  target lies in [0, V), zero for the others. dloss must be finite. dlogits may alias
- *  logits, not lse. */
+ *  logits, not lse.
+ *  NULL: none of ctx, logits, targets, lse and dlogits may be. */
 MCL_API mcl_status mcl_cross_entropy_backward(mcl_context *ctx, const mcl_tensor *logits,
                                               const mcl_tensor *targets, const mcl_tensor *lse,
                                               float dloss, mcl_tensor *dlogits);
 
 /* --- Optimizers ----------------------------------------------------------------------- */
 
+/** Flags of mcl_adamw_desc.flags. Without its flag a field that is 0 takes its default; with
+ *  it the field is used as given, 0 included. */
+enum {
+    /** Use beta1 as given: 0 keeps no running mean (m is the latest gradient). */
+    MCL_ADAMW_BETA1_SET = 1u << 0,
+    /** Use beta2 as given: 0 keeps no running second moment (v is the latest g^2). */
+    MCL_ADAMW_BETA2_SET = 1u << 1,
+    /** Use eps as given. With eps 0 the update divides by sqrt(v) alone: where v is 0 (every
+     *  gradient of the element 0 so far, or with beta2 0 its gradient of this step 0) the
+     *  parameter becomes NaN or infinite, as in PyTorch. */
+    MCL_ADAMW_EPS_SET = 1u << 2
+};
+
 /** AdamW hyper-parameters for one step. Zero-initialise, set `size`. */
 typedef struct mcl_adamw_desc {
     size_t size;          /**< sizeof(mcl_adamw_desc). Required. */
-    float lr;             /**< learning rate of this step (the schedule is the caller's) */
-    float beta1;          /**< 0 means 0.9 */
-    float beta2;          /**< 0 means 0.999 */
-    float eps;            /**< 0 means 1e-8 */
-    float weight_decay;   /**< decoupled: p -= lr * weight_decay * p */
-    uint32_t reserved0;
-    int64_t step;         /**< 1 for the first step: bias correction 1 - beta^step */
-    uint64_t reserved[4];
+    float lr;             /**< learning rate of this step (the schedule is the caller's); used
+                               as given, finite */
+    float beta1;          /**< first-moment decay in [0, 1): 0 means 0.9 unless flags has
+                               MCL_ADAMW_BETA1_SET */
+    float beta2;          /**< second-moment decay in [0, 1): 0 means 0.999 unless flags has
+                               MCL_ADAMW_BETA2_SET */
+    float eps;            /**< added to sqrt(v), >= 0: 0 means 1e-8 unless flags has
+                               MCL_ADAMW_EPS_SET */
+    float weight_decay;   /**< decoupled, p -= lr * weight_decay * p; used as given, 0 means
+                               none */
+    uint32_t flags;       /**< MCL_ADAMW_*_SET; any other bit is MCL_ERROR_INVALID_ARGUMENT */
+    int64_t step;         /**< 1 for the first step: bias correction 1 - beta^step. Required
+                               (>= 1) */
+    uint64_t reserved[4]; /**< must be zero */
 } mcl_adamw_desc;
 
 /** One AdamW step over `count` parameters: params[i], grads[i] and the moments m[i], v[i] (zero
  *  before the first step) have one shape each and are distinct tensors. Decay is applied
- *  first (p -= lr * weight_decay * p), then the bias-corrected update. Everything runs on the
- *  GPU. lr and step are recorded as they are at the call: a captured graph replays the same
- *  step (a schedule needs a new capture). count 0 does nothing. */
+ *  first (p -= lr * weight_decay * p), then the bias-corrected update
+ *  p -= lr * (m / (1 - beta1^step)) / (sqrt(v / (1 - beta2^step)) + eps). Everything runs on
+ *  the GPU. The hyper-parameters are recorded as they are at the call: a captured graph
+ *  replays the same step (a schedule needs a new capture). count 0 does nothing. Errors:
+ *  MCL_ERROR_INVALID_ARGUMENT (desc->size not set, a value out of its range, unknown flags,
+ *  tensors not distinct), MCL_ERROR_SHAPE_MISMATCH, MCL_ERROR_DTYPE_MISMATCH (not f32),
+ *  MCL_ERROR_WRONG_CONTEXT, MCL_ERROR_TOO_LARGE (more than 2^32 - 1 elements in a tensor).
+ *  NULL: the four arrays when count is 0; never ctx, desc or an array entry. */
 MCL_API mcl_status mcl_adamw_step(mcl_context *ctx, const mcl_adamw_desc *desc,
                                   mcl_tensor *const *params, mcl_tensor *const *grads,
                                   mcl_tensor *const *m, mcl_tensor *const *v, uint32_t count);
 
-/** One SGD step: velocity = momentum * velocity + grad + weight_decay * p; p -= lr * velocity.
- *  velocity may be NULL (then momentum must be 0, else MCL_ERROR_INVALID_ARGUMENT); if given,
- *  none of its entries is NULL. count 0 does nothing. */
-MCL_API mcl_status mcl_sgd_step(mcl_context *ctx, float lr, float momentum, float weight_decay,
+/** SGD hyper-parameters for one step. Zero-initialise, set `size`. Every field is used as
+ *  given: 0 is each one's default and a meaningful value at once (no momentum, no decay), so
+ *  no flag is needed. */
+typedef struct mcl_sgd_desc {
+    size_t size;          /**< sizeof(mcl_sgd_desc). Required. */
+    float lr;             /**< learning rate of this step (the schedule is the caller's); finite */
+    float momentum;       /**< velocity decay, finite: 0 means none (plain SGD, no velocity
+                               needed) */
+    float weight_decay;   /**< L2 decay added to the gradient, finite: 0 means none */
+    uint32_t reserved0;   /**< must be zero */
+    uint64_t reserved[4]; /**< must be zero */
+} mcl_sgd_desc;
+
+/** One SGD step over `count` parameters: velocity = momentum * velocity + grad + weight_decay
+ *  * p; p -= lr * velocity (without a velocity: p -= lr * (grad + weight_decay * p)).
+ *  params[i], grads[i] and velocity[i] (zero before the first step) have one shape each and
+ *  are distinct tensors. Recorded as mcl_adamw_step() is. count 0 does nothing. Errors:
+ *  MCL_ERROR_INVALID_ARGUMENT (desc->size not set, a non-finite value, momentum not 0
+ *  without a velocity, tensors not distinct), MCL_ERROR_SHAPE_MISMATCH,
+ *  MCL_ERROR_DTYPE_MISMATCH, MCL_ERROR_WRONG_CONTEXT, MCL_ERROR_TOO_LARGE.
+ *  NULL: velocity may be (no velocity; then desc->momentum must be 0); params and grads when
+ *  count is 0; never ctx, desc or an array entry. */
+MCL_API mcl_status mcl_sgd_step(mcl_context *ctx, const mcl_sgd_desc *desc,
                                 mcl_tensor *const *params, mcl_tensor *const *grads,
                                 mcl_tensor *const *velocity, uint32_t count);
 
 /** norm[0] = the L2 norm of all `count` gradients together (deterministic; 0 for count 0;
- *  inf if the sum of squares overflows f32). norm is an f32 tensor of at least 1 element. */
+ *  inf if the sum of squares overflows f32). norm is an f32 tensor of at least 1 element,
+ *  not one of the gradients. It takes a scratch tensor of a few floats per gradient.
+ *  NULL: grads when count is 0; never ctx, norm or an entry of grads. */
 MCL_API mcl_status mcl_grad_norm(mcl_context *ctx, mcl_tensor *const *grads, uint32_t count,
                                  mcl_tensor *norm);
 
 /** Scale every gradient by min(1, max_norm / norm[0]) on the GPU, with norm from
  *  mcl_grad_norm(): clipping without a round trip to the host. Gradients under the limit are
  *  left bit-identical; a NaN norm leaves them unchanged, an inf norm zeroes them. max_norm
- *  must be > 0 (+inf never clips). */
+ *  must be > 0 (+inf never clips; else MCL_ERROR_INVALID_ARGUMENT).
+ *  NULL: grads when count is 0; never ctx, norm or an entry of grads. */
 MCL_API mcl_status mcl_clip_grads(mcl_context *ctx, mcl_tensor *const *grads, uint32_t count,
                                   const mcl_tensor *norm, float max_norm);
-
-/* ---------------------------------------------------------------------------------------
- * A GPT-style decoder: token embedding, pre-norm blocks of RMSNorm, causal grouped-query
- * attention with RoPE and a SwiGLU MLP, a final RMSNorm and a head (tied to the embedding or
- * its own), trained with AdamW, everything on the GPU. Parameters live in one f32 tensor (and
- * gradients and AdamW moments in three more of the same size), so that an optimizer step is
- * a few dispatches and a checkpoint one transfer.
- * ------------------------------------------------------------------------------------- */
-
-typedef struct mcl_gpt mcl_gpt;
-
-/** A model's shape. Zero-initialise, set `size`. The stories15M shape is vocab 32000, dim 288,
- *  layers 6, heads 6, hidden 768, max_seq 256. */
-typedef struct mcl_gpt_config {
-    size_t size;            /**< sizeof(mcl_gpt_config). Required. */
-    int32_t vocab;          /**< tokens: ids in [0, vocab) */
-    int32_t dim;            /**< model width */
-    int32_t layers;
-    int32_t heads;          /**< query heads; dim / heads (even, at most 256) per head */
-    int32_t kv_heads;       /**< key/value heads, dividing heads; 0 means heads */
-    int32_t hidden;         /**< SwiGLU hidden width */
-    int32_t max_seq;        /**< longest sequence */
-    int32_t tied_head;      /**< 1: the head is the token embedding (logits = h E^T) */
-    mcl_rope_layout rope_layout;
-    float rope_theta;       /**< 0 means 10000 */
-    float norm_eps;         /**< 0 means 1e-5 */
-    uint32_t reserved0;
-    uint64_t reserved[4];
-} mcl_gpt_config;
-
-/** Where one parameter lies in mcl_gpt_parameters(): `offset` and `count` in floats, the
- *  shape as stored (a weight matrix is [out, in]: y = x W^T). */
-typedef struct mcl_gpt_param_info {
-    const char *name;       /**< e.g. "tok_embedding", "layers.3.wq", "final_norm" */
-    int64_t offset;
-    int64_t count;
-    uint32_t ndim;
-    int64_t shape[2];
-} mcl_gpt_param_info;
-
-/** Create a model with freshly initialised parameters (normal, std 0.02, the output
- *  projections of each block scaled by 1/sqrt(2 layers), norm weights 1; a fixed function
- *  of seed on every device). Invalid shapes are MCL_ERROR_INVALID_ARGUMENT with a message
- *  naming the field. */
-MCL_API mcl_status mcl_gpt_create(mcl_context *ctx, const mcl_gpt_config *config, uint64_t seed,
-                                  mcl_gpt **out);
-
-/** Destroy a model (waits for work that uses it). Accepts NULL. */
-MCL_API void mcl_gpt_destroy(mcl_gpt *gpt);
-
-/** The model's configuration, with defaults filled in. */
-MCL_API mcl_status mcl_gpt_get_config(const mcl_gpt *gpt, mcl_gpt_config *config);
-
-/** Parameters in all (the floats of mcl_gpt_parameters() that belong to a parameter). */
-MCL_API int64_t mcl_gpt_parameter_count(const mcl_gpt *gpt);
-
-/** Number of parameter tensors, and the placement of the index-th. */
-MCL_API uint32_t mcl_gpt_param_tensors(const mcl_gpt *gpt);
-MCL_API mcl_status mcl_gpt_param_info_get(const mcl_gpt *gpt, uint32_t index,
-                                          mcl_gpt_param_info *info);
-
-/** The f32 tensors holding every parameter and every gradient, laid out as
- *  mcl_gpt_param_info_get() says (gaps between parameters are zero). Owned by the model;
- *  upload and download through them. */
-MCL_API mcl_tensor *mcl_gpt_parameters(mcl_gpt *gpt);
-MCL_API mcl_tensor *mcl_gpt_gradients(mcl_gpt *gpt);
-
-/** Record a forward pass over tokens [B, T] (i32, T <= max_seq). With targets [B, T] (i32; a
- *  target outside [0, vocab) excludes its position), loss [1] receives the mean cross-entropy
- *  and the pass keeps what mcl_gpt_backward() needs; targets and loss may both be NULL
- *  (inference). Activations for [B, T] are allocated on the first call with that shape and
- *  reused (a new shape replaces them). */
-MCL_API mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens,
-                                   const mcl_tensor *targets, mcl_tensor *loss);
-
-/** The logits [B * T, vocab] of the last forward pass (valid until the next one). */
-MCL_API mcl_tensor *mcl_gpt_logits(mcl_gpt *gpt);
-
-/** Record the backward pass of the last forward pass (which had targets): every gradient is
- *  overwritten. It reads that pass's tokens and targets tensors, which must still exist. */
-MCL_API mcl_status mcl_gpt_backward(mcl_gpt *gpt);
-
-/** Set the optimizer's hyper-parameters for the next step or replay: desc as for
- *  mcl_adamw_step() (its step counts from 1), weight decay applied to the weight matrices
- *  only, and gradients clipped to an L2 norm of max_grad_norm (0 or +inf: no clipping). The
- *  values go to a small device tensor that the recorded step reads, so a captured training
- *  step follows a learning-rate schedule: set, then replay. Not during a capture. */
-MCL_API mcl_status mcl_gpt_set_optimizer(mcl_gpt *gpt, const mcl_adamw_desc *desc,
-                                         float max_grad_norm);
-
-/** Record one optimizer step: the gradient norm, clipping and AdamW over every parameter
- *  (a few dispatches), with the hyper-parameters last set. */
-MCL_API mcl_status mcl_gpt_step(mcl_gpt *gpt);
-
-/** The L2 norm of the gradients before clipping, measured by the last recorded step: an f32
- *  tensor [1]. */
-MCL_API mcl_tensor *mcl_gpt_grad_norm(mcl_gpt *gpt);
-
-/** The optimizer step last set by mcl_gpt_set_optimizer() (or stored in the checkpoint the
- *  model was loaded from); 0 before any. */
-MCL_API int64_t mcl_gpt_optimizer_step(const mcl_gpt *gpt);
-
-/** Write a checkpoint (docs/gpt-checkpoint.md: the configuration, the parameters, the AdamW
- *  moments and step) to path, replacing it only once it is complete. */
-MCL_API mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path);
-
-/** Create a model from a checkpoint written by mcl_gpt_save(). A file that is not one, is
- *  truncated or is of an unknown version is MCL_ERROR_INVALID_ARGUMENT with a message. */
-MCL_API mcl_status mcl_gpt_load(mcl_context *ctx, const char *path, mcl_gpt **out);
 
 /* ---------------------------------------------------------------------------------------
  * Recorded sequences (replay). Capture a sequence of operations once, then submit it again
@@ -945,24 +950,218 @@ typedef struct mcl_graph mcl_graph;
 
 /** Start capturing: until mcl_graph_end(), operations on ctx are recorded into a graph
  *  instead of the stream and do not run. Uploads, downloads and mcl_finish() during a
- *  capture return MCL_ERROR_INVALID_ARGUMENT. Work recorded before the call is submitted. */
+ *  capture return MCL_ERROR_INVALID_ARGUMENT. Work recorded before the call is submitted.
+ *  Errors: MCL_ERROR_INVALID_ARGUMENT (a capture is already running).
+ *  NULL: ctx may not be. */
 MCL_API mcl_status mcl_graph_begin(mcl_context *ctx);
 
 /** End the capture and return the graph (owned by the caller; destroy with
- *  mcl_graph_destroy()). Tensors the graph uses are kept alive until the graph is
- *  destroyed, even if the caller destroys their handles. */
+ *  mcl_graph_destroy(), or the context destroys it). Tensors the graph uses are kept alive
+ *  until the graph is destroyed, even if the caller destroys their handles. Errors:
+ *  MCL_ERROR_INVALID_ARGUMENT (no capture running); on failure `*out` is set to NULL.
+ *  NULL: neither ctx nor out may be. */
 MCL_API mcl_status mcl_graph_end(mcl_context *ctx, mcl_graph **out);
 
 /** Submit the graph's work, ordered after everything recorded before and before everything
  *  recorded after. Returns without waiting; the next sync point waits. The tensors' current
- *  contents are used: upload new inputs, replay, download outputs. */
+ *  contents are used: upload new inputs, replay, download outputs. Errors:
+ *  MCL_ERROR_WRONG_CONTEXT (a graph of another context), MCL_ERROR_INVALID_ARGUMENT (during a
+ *  capture).
+ *  NULL: neither ctx nor graph may be. */
 MCL_API mcl_status mcl_graph_replay(mcl_context *ctx, mcl_graph *graph);
 
-/** Number of dispatches the graph holds. */
+/** Destroy a graph (waits for its last replay).
+ *  NULL: graph may be (nothing happens). */
+MCL_API void mcl_graph_destroy(mcl_graph *graph);
+
+/* =======================================================================================
+ * EXPERIMENTAL. Declared only where MOTIFCL_EXPERIMENTAL is defined before this header is
+ * included. Exported by the same library, but outside the stability promise and the ABI
+ * baseline: anything here may change or go away in any release. Moved out of this section,
+ * a function becomes stable.
+ *
+ *  - mcl_matmul_multi: its shape (arrays of weights, biases and outputs, at most
+ *    MCL_MATMUL_MULTI_MAX) follows what the integer-dot path can share today; a fused
+ *    projection or a recorded graph may serve the same need.
+ *  - mcl_graph_dispatch_count: a number that describes the kernels of this release (fusing
+ *    kernels changes it), useful to tests and benchmarks, not a property of the graph.
+ *  - mcl_gpt_*: the training model, whose configuration, parameter layout and optimizer
+ *    control are still growing (an inference model with a KV cache is planned next to it).
+ * ===================================================================================== */
+#ifdef MOTIFCL_EXPERIMENTAL
+
+/* --- Several weights applied to one input -------------------------------------------- */
+
+/** The most weights one mcl_matmul_multi() call takes. */
+#define MCL_MATMUL_MULTI_MAX 16
+
+/** c[i] = a W[i]^T (+ bias[i]) for i < count: several weights applied to one input, such as
+ *  the query, key and value projections of a layer, or SwiGLU's gate and up. W[i] is a 2-D
+ *  [N_i, K] weight, f32 or block-quantised (in any mix); a is f32 [..., K] and c[i] f32
+ *  [..., N_i]. Each product is what mcl_matmul(ctx, a, MCL_NO_TRANSPOSE, w[i], MCL_TRANSPOSE,
+ *  bias[i], c[i]) computes, on the path it would take; on the integer-dot path a is quantized
+ *  once for all of them (mcl_matmul quantizes it per call, and each product then waits for its
+ *  quantization). The products are independent: nothing orders them after one another.
+ *  bias[i] NULL means no bias for product i, bias NULL none for any. 1 <= count <=
+ *  MCL_MATMUL_MULTI_MAX. Every argument is checked before anything is recorded, with
+ *  mcl_matmul's statuses; besides, MCL_ERROR_DTYPE_MISMATCH for a weight of another type and
+ *  MCL_ERROR_INVALID_ARGUMENT for an output that is also an input or another output. A
+ *  failure while recording (MCL_ERROR_OUT_OF_DEVICE_MEMORY, MCL_ERROR_VULKAN) can leave the
+ *  products before it recorded.
+ *  NULL: bias may be, and so may its entries; never ctx, a, w, c or an entry of w or c. */
+MCL_API mcl_status mcl_matmul_multi(mcl_context *ctx, const mcl_tensor *a, uint32_t count,
+                                    const mcl_tensor *const *w, const mcl_tensor *const *bias,
+                                    mcl_tensor *const *c);
+
+/* --- Graph inspection ---------------------------------------------------------------- */
+
+/** Number of dispatches the graph holds (what this release's kernels make of the captured
+ *  operations).
+ *  NULL: graph may not be (a NULL graph gives 0). */
 MCL_API uint32_t mcl_graph_dispatch_count(const mcl_graph *graph);
 
-/** Destroy a graph (waits for its last replay). Accepts NULL. */
-MCL_API void mcl_graph_destroy(mcl_graph *graph);
+/* --- A GPT-style decoder --------------------------------------------------------------
+ * Token embedding, pre-norm blocks of RMSNorm, causal grouped-query attention with RoPE and
+ * a SwiGLU MLP, a final RMSNorm and a head (tied to the embedding or its own), trained with
+ * AdamW, everything on the GPU. Parameters live in one f32 tensor (and gradients and AdamW
+ * moments in three more of the same size), so that an optimizer step is a few dispatches and
+ * a checkpoint one transfer. A model belongs to its context: destroy it before the context.
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct mcl_gpt mcl_gpt;
+
+/** A model's shape, for mcl_gpt_create(). Zero-initialise, set `size`. The stories15M shape
+ *  is vocab 32000, dim 288, layers 6, heads 6, hidden 768, max_seq 256. */
+typedef struct mcl_gpt_desc {
+    size_t size;            /**< sizeof(mcl_gpt_desc). Required. */
+    int32_t vocab;          /**< tokens: ids in [0, vocab) */
+    int32_t dim;            /**< model width */
+    int32_t layers;
+    int32_t heads;          /**< query heads; dim / heads (even, at most 256) per head */
+    int32_t kv_heads;       /**< key/value heads, dividing heads (query head h uses kv head
+                                 h / (heads / kv_heads), as in mcl_attention); 0 means heads */
+    int32_t hidden;         /**< SwiGLU hidden width */
+    int32_t max_seq;        /**< longest sequence */
+    int32_t tied_head;      /**< 1: the head is the token embedding (logits = h E^T) */
+    mcl_rope_layout rope_layout;
+    float rope_theta;       /**< 0 means 10000 */
+    float norm_eps;         /**< 0 means 1e-5 */
+    uint32_t reserved0;
+    uint64_t reserved[4];
+} mcl_gpt_desc;
+
+/** Where one parameter lies in mcl_gpt_parameters(): `offset` and `count` in floats, the
+ *  shape as stored (a weight matrix is [out, in]: y = x W^T). */
+typedef struct mcl_gpt_param_info {
+    const char *name;       /**< e.g. "tok_embedding", "layers.3.wq", "final_norm"; owned by
+                                 the model */
+    int64_t offset;
+    int64_t count;
+    uint32_t ndim;
+    int64_t shape[2];
+} mcl_gpt_param_info;
+
+/** Create a model with freshly initialised parameters (normal, std 0.02, the output
+ *  projections of each block scaled by 1/sqrt(2 layers), norm weights 1; a fixed function
+ *  of seed on every device). The caller owns the model (mcl_gpt_destroy()). Invalid shapes
+ *  are MCL_ERROR_INVALID_ARGUMENT with a message naming the field; on failure `*out` is set
+ *  to NULL.
+ *  NULL: none of ctx, desc and out may be. */
+MCL_API mcl_status mcl_gpt_create(mcl_context *ctx, const mcl_gpt_desc *desc, uint64_t seed,
+                                  mcl_gpt **out);
+
+/** Destroy a model and the tensors it owns. Safe while recorded work or a graph still uses
+ *  them: their memory is kept until that work has finished.
+ *  NULL: gpt may be (nothing happens). */
+MCL_API void mcl_gpt_destroy(mcl_gpt *gpt);
+
+/** The model's configuration into `*desc`, with defaults filled in.
+ *  NULL: neither gpt nor desc may be. */
+MCL_API mcl_status mcl_gpt_config(const mcl_gpt *gpt, mcl_gpt_desc *desc);
+
+/** The number of parameter values: the floats of mcl_gpt_parameters() that belong to a
+ *  parameter (the sum of every mcl_gpt_param_info.count).
+ *  NULL: gpt may not be (a NULL gpt gives 0). */
+MCL_API int64_t mcl_gpt_param_numel(const mcl_gpt *gpt);
+
+/** The number of parameter tensors, indices 0 .. count-1 of mcl_gpt_param().
+ *  NULL: gpt may not be (a NULL gpt gives 0). */
+MCL_API uint32_t mcl_gpt_param_count(const mcl_gpt *gpt);
+
+/** The placement of parameter `index` into `*info` (index >= mcl_gpt_param_count() is
+ *  MCL_ERROR_INVALID_ARGUMENT).
+ *  NULL: neither gpt nor info may be. */
+MCL_API mcl_status mcl_gpt_param(const mcl_gpt *gpt, uint32_t index, mcl_gpt_param_info *info);
+
+/** The f32 tensor holding every parameter, laid out as mcl_gpt_param() says (gaps between
+ *  parameters are zero). Owned by the model; upload and download through it.
+ *  NULL: gpt may not be (a NULL gpt gives NULL). */
+MCL_API mcl_tensor *mcl_gpt_parameters(mcl_gpt *gpt);
+
+/** The f32 tensor holding every gradient, laid out as mcl_gpt_parameters(). Owned by the
+ *  model.
+ *  NULL: gpt may not be (a NULL gpt gives NULL). */
+MCL_API mcl_tensor *mcl_gpt_gradients(mcl_gpt *gpt);
+
+/** Record a forward pass over tokens [B, T] (i32, T <= max_seq). With targets [B, T] (i32; a
+ *  target outside [0, vocab) excludes its position), loss [1] receives the mean cross-entropy
+ *  and the pass keeps what mcl_gpt_backward() needs. Activations for [B, T] are allocated on
+ *  the first call with that shape and reused (a new shape replaces them).
+ *  NULL: targets and loss may both be (inference), not one alone; gpt and tokens may not. */
+MCL_API mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens,
+                                   const mcl_tensor *targets, mcl_tensor *loss);
+
+/** The logits [B * T, vocab] of the last forward pass (owned by the model; valid until the
+ *  next forward pass), or NULL before the first.
+ *  NULL: gpt may not be (a NULL gpt gives NULL). */
+MCL_API mcl_tensor *mcl_gpt_logits(mcl_gpt *gpt);
+
+/** Record the backward pass of the last forward pass (which had targets): every gradient is
+ *  overwritten. It reads that pass's tokens and targets tensors, which must still exist.
+ *  Errors: MCL_ERROR_INVALID_ARGUMENT (no forward pass with targets).
+ *  NULL: gpt may not be. */
+MCL_API mcl_status mcl_gpt_backward(mcl_gpt *gpt);
+
+/** Set the optimizer's hyper-parameters for the next step or replay: desc as for
+ *  mcl_adamw_step() (its step counts from 1; its flags apply), weight decay applied to the
+ *  weight matrices only, and gradients clipped to an L2 norm of max_grad_norm (0 or +inf: no
+ *  clipping; negative or NaN: MCL_ERROR_INVALID_ARGUMENT). The values go to a small device
+ *  tensor that the recorded step reads, so a captured training step follows a learning-rate
+ *  schedule: set, then replay. Not during a capture (MCL_ERROR_INVALID_ARGUMENT).
+ *  NULL: neither gpt nor desc may be. */
+MCL_API mcl_status mcl_gpt_set_optimizer(mcl_gpt *gpt, const mcl_adamw_desc *desc,
+                                         float max_grad_norm);
+
+/** Record one optimizer step: the gradient norm, clipping and AdamW over every parameter
+ *  (a few dispatches), with the hyper-parameters last set (none set yet:
+ *  MCL_ERROR_INVALID_ARGUMENT).
+ *  NULL: gpt may not be. */
+MCL_API mcl_status mcl_gpt_step(mcl_gpt *gpt);
+
+/** The L2 norm of the gradients before clipping, measured by the last recorded step: an f32
+ *  tensor [1] owned by the model (0 before any step).
+ *  NULL: gpt may not be (a NULL gpt gives NULL). */
+MCL_API mcl_tensor *mcl_gpt_grad_norm(mcl_gpt *gpt);
+
+/** The optimizer step last set by mcl_gpt_set_optimizer() (or stored in the checkpoint the
+ *  model was loaded from); 0 before any.
+ *  NULL: gpt may not be (a NULL gpt gives 0). */
+MCL_API int64_t mcl_gpt_optimizer_step(const mcl_gpt *gpt);
+
+/** Write a checkpoint (docs/gpt-checkpoint.md: the configuration, the parameters, the AdamW
+ *  moments and step) to path, replacing it only once it is complete. A sync point. Errors:
+ *  MCL_ERROR_INVALID_ARGUMENT (the file cannot be written; the message says why),
+ *  MCL_ERROR_OUT_OF_HOST_MEMORY, and those of mcl_tensor_download().
+ *  NULL: neither gpt nor path may be. */
+MCL_API mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path);
+
+/** Create a model from a checkpoint written by mcl_gpt_save(); the caller owns it as one from
+ *  mcl_gpt_create(). A file that is not one, is truncated or is of an unknown version is
+ *  MCL_ERROR_INVALID_ARGUMENT with a message; on failure `*out` is set to NULL.
+ *  NULL: none of ctx, path and out may be. */
+MCL_API mcl_status mcl_gpt_load(mcl_context *ctx, const char *path, mcl_gpt **out);
+
+#endif /* MOTIFCL_EXPERIMENTAL */
 
 #ifdef __cplusplus
 }

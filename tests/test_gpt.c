@@ -35,17 +35,17 @@
 static mcl_context *ctx;
 
 typedef struct tiny {
-    mcl_gpt_config cfg;
+    mcl_gpt_desc cfg;
     int batch, seq;
 } tiny;
 
 static const tiny shapes[] = {
     /* GQA, tied head, interleaved RoPE; T and F not multiples of anything. */
-    {{.size = sizeof(mcl_gpt_config), .vocab = 23, .dim = 24, .layers = 2, .heads = 4,
+    {{.size = sizeof(mcl_gpt_desc), .vocab = 23, .dim = 24, .layers = 2, .heads = 4,
       .kv_heads = 2, .hidden = 40, .max_seq = 16, .tied_head = 1,
       .rope_layout = MCL_ROPE_INTERLEAVED}, 3, 11},
     /* Untied head, split-half RoPE, multi-query, one layer, T = max_seq. */
-    {{.size = sizeof(mcl_gpt_config), .vocab = 37, .dim = 32, .layers = 1, .heads = 2,
+    {{.size = sizeof(mcl_gpt_desc), .vocab = 37, .dim = 32, .layers = 1, .heads = 2,
       .kv_heads = 1, .hidden = 48, .max_seq = 9, .tied_head = 0,
       .rope_layout = MCL_ROPE_SPLIT_HALF}, 2, 9},
 };
@@ -75,12 +75,12 @@ static float *download_flat(mcl_tensor *t)
 
 static int64_t *param_offsets(mcl_gpt *gpt)
 {
-    uint32_t n = mcl_gpt_param_tensors(gpt);
+    uint32_t n = mcl_gpt_param_count(gpt);
     int64_t *off = calloc(n, sizeof *off);
     assert_non_null(off);
     for (uint32_t i = 0; i < n; i++) {
         mcl_gpt_param_info info;
-        assert_mcl_ok(mcl_gpt_param_info_get(gpt, i, &info));
+        assert_mcl_ok(mcl_gpt_param(gpt, i, &info));
         off[i] = info.offset;
     }
     return off;
@@ -107,8 +107,8 @@ static void step_matches_reference(void **state)
         const tiny *sh = &shapes[c];
         mcl_gpt *gpt;
         assert_mcl_ok(mcl_gpt_create(ctx, &sh->cfg, 100 + c, &gpt));
-        mcl_gpt_config cfg;
-        assert_mcl_ok(mcl_gpt_get_config(gpt, &cfg));
+        mcl_gpt_desc cfg;
+        assert_mcl_ok(mcl_gpt_config(gpt, &cfg));
         size_t bt = (size_t)sh->batch * (size_t)sh->seq;
         int32_t *tok = calloc(bt, 4), *tgt = calloc(bt, 4);
         assert_true(tok && tgt);
@@ -124,10 +124,10 @@ static void step_matches_reference(void **state)
         mcl_tensor *flat_p = mcl_gpt_parameters(gpt);
         size_t np = (size_t)mcl_tensor_numel(flat_p);
         float *p0 = download_flat(flat_p);
-        uint32_t npar = mcl_gpt_param_tensors(gpt);
+        uint32_t npar = mcl_gpt_param_count(gpt);
         for (uint32_t i = 0; i < npar; i++) {
             mcl_gpt_param_info info;
-            assert_mcl_ok(mcl_gpt_param_info_get(gpt, i, &info));
+            assert_mcl_ok(mcl_gpt_param(gpt, i, &info));
             float *r = mcl_test_random_floats((size_t)info.count, 31 * i + 5, -0.5f, 0.5f);
             for (int64_t j = 0; j < info.count; j++)
                 p0[info.offset + j] = info.ndim == 1 ? 1.0f + 0.5f * r[j] : r[j];
@@ -196,7 +196,7 @@ static void step_matches_reference(void **state)
         /* Negative control: the tied head's (or the head's) gradient left out is caught. */
         uint32_t head_index = cfg.tied_head ? 0 : npar - 1;
         mcl_gpt_param_info hi;
-        assert_mcl_ok(mcl_gpt_param_info_get(gpt, head_index, &hi));
+        assert_mcl_ok(mcl_gpt_param(gpt, head_index, &hi));
         float *wrong = malloc(np * 4);
         assert_non_null(wrong);
         memcpy(wrong, grads, np * 4);
@@ -217,9 +217,9 @@ static void step_matches_reference(void **state)
 
 /* --- Learning, with a zero-learning-rate control -------------------------------------- */
 
-static const mcl_gpt_config learn_cfg = {.size = sizeof(mcl_gpt_config), .vocab = 16,
-                                         .dim = 32, .layers = 2, .heads = 4, .kv_heads = 2,
-                                         .hidden = 64, .max_seq = 16, .tied_head = 1};
+static const mcl_gpt_desc learn_cfg = {.size = sizeof(mcl_gpt_desc), .vocab = 16,
+                                       .dim = 32, .layers = 2, .heads = 4, .kv_heads = 2,
+                                       .hidden = 64, .max_seq = 16, .tied_head = 1};
 
 /* Train LEARN_STEPS steps on one fixed batch (a sequence the model can memorise); returns the
  * first and last losses. */
@@ -445,11 +445,11 @@ static void bad_arguments(void **state)
 {
     (void)state;
     mcl_gpt *gpt = NULL;
-    mcl_gpt_config c = learn_cfg;
+    mcl_gpt_desc c = learn_cfg;
     EXPECT_STATUS(mcl_gpt_create(NULL, &c, 1, &gpt), INVALID);
     EXPECT_STATUS(mcl_gpt_create(ctx, NULL, 1, &gpt), INVALID);
     EXPECT_STATUS(mcl_gpt_create(ctx, &c, 1, NULL), INVALID);
-    mcl_gpt_config bad[8];
+    mcl_gpt_desc bad[8];
     for (int i = 0; i < 8; i++)
         bad[i] = learn_cfg;
     bad[0].size = 0;
@@ -488,7 +488,7 @@ static void bad_arguments(void **state)
     EXPECT_STATUS(mcl_gpt_set_optimizer(gpt, &adam, NAN), INVALID);
     EXPECT_STATUS(mcl_gpt_set_optimizer(gpt, NULL, 1.0f), INVALID);
     mcl_gpt_param_info info;
-    EXPECT_STATUS(mcl_gpt_param_info_get(gpt, mcl_gpt_param_tensors(gpt), &info), INVALID);
+    EXPECT_STATUS(mcl_gpt_param(gpt, mcl_gpt_param_count(gpt), &info), INVALID);
     EXPECT_STATUS(mcl_gpt_save(gpt, NULL), INVALID);
     EXPECT_STATUS(mcl_gpt_save(gpt, "no/such/dir/x.bin"), INVALID);
     /* A new batch shape during a capture reallocates the activations; the graph keeps

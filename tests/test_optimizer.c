@@ -1,13 +1,16 @@
 /* Optimizers against the double-precision CPU references: several AdamW and SGD steps (weight
- * decay, momentum, defaults), the gradient norm over several tensors (with a repeat run and
- * no tensor at all), clipping below and above the threshold, negative controls and bad
- * arguments.
+ * decay, momentum, defaults), AdamW's descriptor flags (beta1 = 0, beta2 = 0 and eps = 0 used
+ * as given with their MCL_ADAMW_*_SET flags, the defaults without them), the gradient norm
+ * over several tensors (with a repeat run and no tensor at all), clipping below and above the
+ * threshold, negative controls and bad arguments.
  *
  * Tolerances:
  *  - AdamW / SGD: NMSE <= 1e-10 of params and state after 5 steps. The GPU keeps float state
  *    and does a handful of float operations per element and step (relative error ~1e-7 each);
  *    the reference keeps double state. Float rounding alone gives NMSE ~1e-14; a missing bias
- *    correction or a coupled weight decay moves params by ~lr, NMSE >= 1e-6.
+ *    correction or a coupled weight decay moves params by ~lr, NMSE >= 1e-6. The flag cases
+ *    are told apart by the same limit: beta1 0 against 0.9 changes the moment m entirely,
+ *    and eps 0 against 1e-8 with gradients of scale 1e-9 changes each update about tenfold.
  *  - grad norm: |got - want| / want <= 1e-5: float sums of squares of at most a few hundred
  *    terms per invocation plus 8-level trees, relative error ~1e-6 worst case; leaving out
  *    the 1000-element tensor changes the norm by ~1e-3 here. Repeat run: bit-identical.
@@ -57,10 +60,10 @@ static void state_create(opt_state *s, uint32_t seed)
     }
 }
 
-static void new_grads(opt_state *s, uint32_t seed)
+static void new_grads(opt_state *s, uint32_t seed, float scale)
 {
     for (int i = 0; i < NT; i++) {
-        mcl_fill_random(s->grads[i], (size_t)sizes[i], seed + 97u * (uint32_t)i, -1.0f, 1.0f);
+        mcl_fill_random(s->grads[i], (size_t)sizes[i], seed + 97u * (uint32_t)i, -scale, scale);
         assert_mcl_ok(mcl_tensor_upload(s->g[i], 0, s->grads[i], (size_t)sizes[i] * 4));
     }
 }
@@ -88,24 +91,38 @@ static double tensor_nmse(mcl_tensor *t, const double *want, size_t n)
     return e;
 }
 
-/* AdamW for STEPS steps; the reference may drop the bias correction (negative control).
- * Returns the worst NMSE over params and moments. */
-static double run_adamw(const mcl_adamw_desc *desc, int ref_no_bias_correction)
+/* The hyper-parameters a CPU reference runs AdamW with. */
+typedef struct adamw_ref {
+    double beta1, beta2, eps;
+    int no_bias_correction; /* negative control */
+} adamw_ref;
+
+/* What mcl_adamw_desc documents: 0 means the default unless the field's flag is set. */
+static adamw_ref documented(const mcl_adamw_desc *d)
+{
+    adamw_ref r = {
+        .beta1 = d->beta1 != 0.0f || (d->flags & MCL_ADAMW_BETA1_SET) ? d->beta1 : 0.9f,
+        .beta2 = d->beta2 != 0.0f || (d->flags & MCL_ADAMW_BETA2_SET) ? d->beta2 : 0.999f,
+        .eps = d->eps != 0.0f || (d->flags & MCL_ADAMW_EPS_SET) ? d->eps : 1e-8f,
+    };
+    return r;
+}
+
+/* AdamW for STEPS steps on the GPU with desc and gradients in [-grad_scale, grad_scale],
+ * against the reference run with `ref`. Returns the worst NMSE over params and moments. */
+static double run_adamw(const mcl_adamw_desc *desc, float grad_scale, adamw_ref ref)
 {
     opt_state s;
     state_create(&s, 10);
-    double beta1 = desc->beta1 != 0.0f ? desc->beta1 : 0.9f;
-    double beta2 = desc->beta2 != 0.0f ? desc->beta2 : 0.999f;
-    double eps = desc->eps != 0.0f ? desc->eps : 1e-8f;
     for (int64_t step = 1; step <= STEPS; step++) {
-        new_grads(&s, 1000u + (uint32_t)step);
+        new_grads(&s, 1000u + (uint32_t)step, grad_scale);
         mcl_adamw_desc d = *desc;
         d.step = step;
         assert_mcl_ok(mcl_adamw_step(ctx, &d, s.p, s.g, s.m, s.v, NT));
         for (int i = 0; i < NT; i++)
             ref_adamw_step(s.rp[i], s.grads[i], s.rm[i], s.rv[i], (size_t)sizes[i], desc->lr,
-                           beta1, beta2, eps, desc->weight_decay,
-                           ref_no_bias_correction ? 100000 : step);
+                           ref.beta1, ref.beta2, ref.eps, desc->weight_decay,
+                           ref.no_bias_correction ? 100000 : step);
     }
     double worst = 0.0;
     for (int i = 0; i < NT; i++) {
@@ -123,7 +140,8 @@ static void adamw_matches(void **state)
     mcl_adamw_desc defaults = {.size = sizeof defaults, .lr = 1e-2f, .weight_decay = 0.1f};
     mcl_adamw_desc explicit_ = {.size = sizeof explicit_, .lr = 3e-3f, .beta1 = 0.8f,
                                 .beta2 = 0.95f, .eps = 1e-6f, .weight_decay = 0.0f};
-    double e1 = run_adamw(&defaults, 0), e2 = run_adamw(&explicit_, 0);
+    double e1 = run_adamw(&defaults, 1.0f, documented(&defaults));
+    double e2 = run_adamw(&explicit_, 1.0f, documented(&explicit_));
     printf("adamw %d steps, default betas, weight decay 0.1: worst nmse %.3g\n", STEPS, e1);
     printf("adamw %d steps, betas 0.8/0.95, eps 1e-6, no decay: worst nmse %.3g\n", STEPS, e2);
     int passed = mcl_test_record("adamw 5 steps, defaults, weight decay 0.1",
@@ -133,15 +151,59 @@ static void adamw_matches(void **state)
     assert_true(passed);
 }
 
+/* 0 as a value: beta1 = 0 with MCL_ADAMW_BETA1_SET runs with beta1 = 0, and without the flag
+ * the same descriptor runs with the default 0.9 (the negative control: each run matches its
+ * own reference and not the other's). Likewise beta2 = 0 and eps = 0 with their flags, with
+ * gradients small enough (1e-9) that eps = 1e-8 would dominate the update. */
+static void adamw_zero_with_flags(void **state)
+{
+    (void)state;
+    mcl_adamw_desc set = {.size = sizeof set, .lr = 1e-2f, .beta1 = 0.0f, .weight_decay = 0.1f,
+                          .flags = MCL_ADAMW_BETA1_SET};
+    mcl_adamw_desc unset = set;
+    unset.flags = 0;
+    const adamw_ref beta1_zero = {.beta1 = 0.0, .beta2 = 0.999f, .eps = 1e-8f};
+    const adamw_ref beta1_default = {.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
+    double set_zero = run_adamw(&set, 1.0f, beta1_zero);
+    double set_default = run_adamw(&set, 1.0f, beta1_default);
+    double unset_default = run_adamw(&unset, 1.0f, beta1_default);
+    double unset_zero = run_adamw(&unset, 1.0f, beta1_zero);
+
+    mcl_adamw_desc tiny = {.size = sizeof tiny, .lr = 1e-2f, .beta2 = 0.0f, .eps = 0.0f,
+                           .flags = MCL_ADAMW_BETA2_SET | MCL_ADAMW_EPS_SET};
+    const adamw_ref zeros = {.beta1 = 0.9f, .beta2 = 0.0, .eps = 0.0};
+    const adamw_ref defaults = {.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f};
+    double tiny_zeros = run_adamw(&tiny, 1e-9f, zeros);
+    double tiny_defaults = run_adamw(&tiny, 1e-9f, defaults);
+
+    printf("adamw beta1 0 with the flag: nmse %.3g against beta1 0, %.3g against 0.9\n",
+           set_zero, set_default);
+    printf("adamw beta1 0 without the flag: nmse %.3g against 0.9, %.3g against beta1 0\n",
+           unset_default, unset_zero);
+    printf("adamw beta2 0 and eps 0 with flags, gradients 1e-9: nmse %.3g against them, %.3g "
+           "against the defaults\n", tiny_zeros, tiny_defaults);
+    int passed = mcl_test_record("adamw beta1 = 0 with MCL_ADAMW_BETA1_SET runs beta1 = 0",
+                                 "worst nmse of p, m, v", set_zero, STEP_TOLERANCE);
+    passed &= mcl_test_record("adamw beta1 = 0 without the flag runs the default 0.9",
+                              "worst nmse of p, m, v", unset_default, STEP_TOLERANCE);
+    passed &= mcl_test_record("adamw beta2 = 0 and eps = 0 with their flags run as given",
+                              "worst nmse of p, m, v", tiny_zeros, STEP_TOLERANCE);
+    int caught = set_default > STEP_TOLERANCE && unset_zero > STEP_TOLERANCE &&
+                 tiny_defaults > STEP_TOLERANCE;
+    passed &= mcl_test_record_bool("negative controls: with the flag the default is not taken, "
+                                   "without it 0 is not", caught);
+    assert_true(passed);
+}
+
 static double run_sgd(float lr, float momentum, float wd, int with_velocity)
 {
     opt_state s;
     state_create(&s, 20);
     for (int step = 1; step <= STEPS; step++) {
-        new_grads(&s, 2000u + (uint32_t)step);
+        new_grads(&s, 2000u + (uint32_t)step, 1.0f);
         /* m serves as the velocity (zero at first). */
-        assert_mcl_ok(mcl_sgd_step(ctx, lr, momentum, wd, s.p, s.g, with_velocity ? s.m : NULL,
-                                   NT));
+        mcl_sgd_desc d = {.size = sizeof d, .lr = lr, .momentum = momentum, .weight_decay = wd};
+        assert_mcl_ok(mcl_sgd_step(ctx, &d, s.p, s.g, with_velocity ? s.m : NULL, NT));
         for (int i = 0; i < NT; i++)
             ref_sgd_step(s.rp[i], s.grads[i], with_velocity ? s.rm[i] : NULL, (size_t)sizes[i],
                          lr, momentum, wd);
@@ -331,7 +393,9 @@ static void negative_controls(void **state)
 {
     (void)state;
     mcl_adamw_desc d = {.size = sizeof d, .lr = 1e-2f, .weight_decay = 0.1f};
-    double adam = run_adamw(&d, 1);
+    adamw_ref no_bias_correction = documented(&d);
+    no_bias_correction.no_bias_correction = 1;
+    double adam = run_adamw(&d, 1.0f, no_bias_correction);
     grad_set g;
     grads_create(&g, 0.01f);
     float got = norm_of(&g, NG);
@@ -360,28 +424,48 @@ static void bad_arguments(void **state)
     mcl_tensor *P[1] = {p}, *G[1] = {g}, *M[1] = {m}, *V[1] = {v}, *G5[1] = {g5}, *GI[1] = {gi};
     mcl_tensor *NULLT[1] = {NULL};
     mcl_adamw_desc d = {.size = sizeof d, .lr = 1e-3f, .step = 1};
-    mcl_adamw_desc nosize = d, step0 = d, badbeta = d;
+    mcl_adamw_desc nosize = d, step0 = d, badbeta = d, negbeta = d, negeps = d, badflag = d;
     nosize.size = 0;
     step0.step = 0;
     badbeta.beta1 = 1.0f;
+    negbeta.beta2 = -0.5f;
+    negbeta.flags = MCL_ADAMW_BETA2_SET;
+    negeps.eps = -1e-8f;
+    negeps.flags = MCL_ADAMW_EPS_SET;
+    badflag.flags = 1u << 7;
+    mcl_sgd_desc sd = {.size = sizeof sd, .lr = 0.1f, .momentum = 0.9f};
+    mcl_sgd_desc sd_plain = {.size = sizeof sd_plain, .lr = 0.1f};
+    mcl_sgd_desc sd_nosize = sd_plain, sd_nan = sd_plain;
+    sd_nosize.size = 0;
+    sd_nan.lr = NAN;
 
     EXPECT_STATUS(mcl_adamw_step(NULL, &d, P, G, M, V, 1), INVALID);
     EXPECT_STATUS(mcl_adamw_step(ctx, NULL, P, G, M, V, 1), INVALID);
     EXPECT_STATUS(mcl_adamw_step(ctx, &nosize, P, G, M, V, 1), INVALID);
     EXPECT_STATUS(mcl_adamw_step(ctx, &step0, P, G, M, V, 1), INVALID);
     EXPECT_STATUS(mcl_adamw_step(ctx, &badbeta, P, G, M, V, 1), INVALID);
+    EXPECT_STATUS(mcl_adamw_step(ctx, &negbeta, P, G, M, V, 1), INVALID);
+    EXPECT_STATUS(mcl_adamw_step(ctx, &negeps, P, G, M, V, 1), INVALID);
+    EXPECT_STATUS(mcl_adamw_step(ctx, &badflag, P, G, M, V, 1), INVALID);
     EXPECT_STATUS(mcl_adamw_step(ctx, &d, P, NULL, M, V, 1), INVALID);
     EXPECT_STATUS(mcl_adamw_step(ctx, &d, P, NULLT, M, V, 1), INVALID);
     EXPECT_STATUS(mcl_adamw_step(ctx, &d, P, G5, M, V, 1), SHAPE);
     EXPECT_STATUS(mcl_adamw_step(ctx, &d, P, GI, M, V, 1), DTYPE);
     EXPECT_STATUS(mcl_adamw_step(ctx, &d, P, G, M, M, 1), INVALID);
 
-    EXPECT_STATUS(mcl_sgd_step(NULL, 0.1f, 0.0f, 0.0f, P, G, NULL, 1), INVALID);
-    EXPECT_STATUS(mcl_sgd_step(ctx, 0.1f, 0.9f, 0.0f, P, G, NULL, 1), INVALID);
-    EXPECT_STATUS(mcl_sgd_step(ctx, NAN, 0.0f, 0.0f, P, G, NULL, 1), INVALID);
-    EXPECT_STATUS(mcl_sgd_step(ctx, 0.1f, 0.9f, 0.0f, P, G5, V, 1), SHAPE);
-    EXPECT_STATUS(mcl_sgd_step(ctx, 0.1f, 0.9f, 0.0f, P, GI, V, 1), DTYPE);
-    EXPECT_STATUS(mcl_sgd_step(ctx, 0.1f, 0.9f, 0.0f, P, P, V, 1), INVALID);
+    EXPECT_STATUS(mcl_sgd_step(NULL, &sd_plain, P, G, NULL, 1), INVALID);
+    EXPECT_STATUS(mcl_sgd_step(ctx, NULL, P, G, NULL, 1), INVALID);
+    EXPECT_STATUS(mcl_sgd_step(ctx, &sd_nosize, P, G, NULL, 1), INVALID);
+    EXPECT_STATUS(mcl_sgd_step(ctx, &sd, P, G, NULL, 1), INVALID);
+    EXPECT_STATUS(mcl_sgd_step(ctx, &sd_nan, P, G, NULL, 1), INVALID);
+    EXPECT_STATUS(mcl_sgd_step(ctx, &sd_plain, NULL, G, NULL, 1), INVALID);
+    EXPECT_STATUS(mcl_sgd_step(ctx, &sd_plain, P, NULLT, NULL, 1), INVALID);
+    EXPECT_STATUS(mcl_sgd_step(ctx, &sd, P, G5, V, 1), SHAPE);
+    EXPECT_STATUS(mcl_sgd_step(ctx, &sd, P, GI, V, 1), DTYPE);
+    EXPECT_STATUS(mcl_sgd_step(ctx, &sd, P, P, V, 1), INVALID);
+    /* count 0 takes NULL arrays and does nothing. */
+    EXPECT_STATUS(mcl_sgd_step(ctx, &sd_plain, NULL, NULL, NULL, 0), MCL_SUCCESS);
+    EXPECT_STATUS(mcl_adamw_step(ctx, &d, NULL, NULL, NULL, NULL, 0), MCL_SUCCESS);
 
     EXPECT_STATUS(mcl_grad_norm(NULL, G, 1, norm), INVALID);
     EXPECT_STATUS(mcl_grad_norm(ctx, G, 1, NULL), INVALID);
@@ -409,6 +493,7 @@ int main(int argc, char **argv)
     ctx = mcl_test_device_context();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(adamw_matches),
+        cmocka_unit_test(adamw_zero_with_flags),
         cmocka_unit_test(sgd_matches),
         cmocka_unit_test(grad_norm_matches),
         cmocka_unit_test(clip_only_above_threshold),

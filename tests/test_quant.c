@@ -116,9 +116,14 @@ static void row_sizes(void **state)
     assert_int_equal(mcl_quant_row_size(MCL_DTYPE_Q4_0, -32), 0);
     assert_int_equal(mcl_quant_row_size(MCL_DTYPE_F32, 32), 0);
     assert_int_equal(mcl_quant_row_size(MCL_DTYPE_F16, 256), 0);
-    assert_int_equal(mcl_quant_block_elems(MCL_DTYPE_Q5_K), 256);
-    assert_int_equal(mcl_quant_block_bytes(MCL_DTYPE_Q5_K), 176);
-    assert_int_equal(mcl_quant_block_elems(MCL_DTYPE_I32), 0);
+    /* The table the sizes come from (core/dtype.h): GGUF's block shapes. */
+    const mcl_dtype_traits *q5_k = mcl_dtype_traits_of(MCL_DTYPE_Q5_K);
+    assert_non_null(q5_k);
+    assert_true(q5_k->is_block);
+    assert_int_equal(q5_k->block_weights, 256);
+    assert_int_equal(q5_k->block_bytes, 176);
+    assert_false(mcl_dtype_traits_of(MCL_DTYPE_I32)->is_block);
+    assert_null(mcl_dtype_traits_of((mcl_dtype)77));
 }
 
 static void bad_arguments_are_refused_without_writing(void **state)

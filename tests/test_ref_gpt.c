@@ -198,8 +198,8 @@ static void parameter_layout(void **state)
     float p[1] = {0};
     ok &= isnan(ref_gpt_forward_backward(&bad, p, offsets, tok, tok, 1, 2, NULL, NULL));
 
-    /* From an mcl_gpt_config. */
-    mcl_gpt_config g;
+    /* From an mcl_gpt_desc. */
+    mcl_gpt_desc g;
     memset(&g, 0, sizeof g);
     g.size = sizeof g;
     g.vocab = 32000;

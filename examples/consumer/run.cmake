@@ -9,12 +9,17 @@
 #     mcl_* (no volk / vk* / internal symbol leaks);
 #  3. motifcl.pc describes the prefix it was installed to (include and lib directories,
 #     version), so that pkg-config users of a relocated install get the right flags;
-#  4. examples/consumer builds against the prefix with find_package(MotifCL 0.1) - C, C++17
-#     and the static library - and with pkg-config - C and C++17 - with -Wall -Wextra
-#     -Wpedantic -Werror and the header not treated as a system header (so it is C++-clean);
-#     the shared programs need libmotifcl.so.<major>, the static one does not;
-#  5. negative control: find_package(MotifCL 1.0) - another major version - must fail
-#     because the installed version file rejects it, not because the package is missing;
+#  4. examples/consumer builds against the prefix with find_package(MotifCL <major>.0) - C,
+#     C++17, the static library and consumer_experimental (C with MOTIFCL_EXPERIMENTAL) - and
+#     with pkg-config - C, C++17 and consumer_experimental - with -Wall -Wextra -Wpedantic
+#     -Werror and the header not treated as a system header (so it is C++-clean); the shared
+#     programs need libmotifcl.so.<major>, the static one does not;
+#  4b. the experimental section is opt-in: consumer_experimental.c compiled against the
+#     installed header WITHOUT MOTIFCL_EXPERIMENTAL (C11, -Werror=implicit-function-declaration)
+#     must fail to compile, the compiler naming an mcl_gpt_* declaration it lacks (the
+#     builds in 4 are its positive control);
+#  5. negative control: find_package(MotifCL <major + 1>.0) - another major version - must
+#     fail because the installed version file rejects it, not because the package is missing;
 #  6. every program runs (LD_LIBRARY_PATH = the prefix's lib directory): version of library
 #     and header agree, an add on the GPU is correct.
 # A program that exits 77 found no Vulkan compute device: that part is reported as skipped
@@ -201,7 +206,8 @@ if(not_exported OR not_declared)
                       "  exported but not declared: ${not_declared}")
 endif()
 list(LENGTH exported n_exported)
-message(STATUS "the shared library exports exactly the ${n_exported} MCL_API functions")
+message(STATUS "the shared library exports exactly the ${n_exported} MCL_API functions "
+               "(the experimental section's included)")
 
 # ... and the static archive defines no global symbol outside mcl_ either: its hidden symbols
 # (volk's vk* pointers among them) must be local, or a program with its own Vulkan loader
@@ -316,7 +322,7 @@ endif()
 run_step("building the consumer (find_package)"
   "${CMAKE_COMMAND}" --build "${fp_dir}" --config Release)
 message(STATUS "consumer built with find_package(MotifCL ${v_MAJOR}.${v_MINOR}): "
-               "consumer_c, consumer_cpp, consumer_static")
+               "consumer_c, consumer_cpp, consumer_static, consumer_experimental")
 
 set(pc_dir "${WORK_DIR}/pkg-config")
 configure_consumer("${pc_dir}" "${pc_env}" -DCONSUMER_USE_PKGCONFIG=ON
@@ -327,7 +333,31 @@ if(NOT configure_rc EQUAL 0)
 endif()
 run_step("building the consumer (pkg-config)"
   "${CMAKE_COMMAND}" -E env "${pc_env}" "${CMAKE_COMMAND}" --build "${pc_dir}" --config Release)
-message(STATUS "consumer built with pkg-config: consumer_c, consumer_cpp")
+message(STATUS "consumer built with pkg-config: consumer_c, consumer_cpp, "
+               "consumer_experimental")
+
+# --- 4b. without MOTIFCL_EXPERIMENTAL the experimental section is not declared -------------
+set(compiler "${main_CMAKE_C_COMPILER}")
+if(NOT compiler)
+  find_program(compiler NAMES cc gcc clang)
+endif()
+execute_process(
+  COMMAND "${CMAKE_COMMAND}" -E env LC_ALL=C "${compiler}" -std=c11 -fsyntax-only
+          -Werror=implicit-function-declaration "-I${includedir}"
+          "${consumer_src}/consumer_experimental.c"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "run.cmake: consumer_experimental.c COMPILED against the installed "
+                      "motifcl.h without MOTIFCL_EXPERIMENTAL: the experimental section is "
+                      "declared for every program")
+endif()
+if(NOT out MATCHES "(unknown type name|implicit declaration of function)[^\n]*mcl_gpt_")
+  message(FATAL_ERROR "run.cmake: consumer_experimental.c failed to compile without "
+                      "MOTIFCL_EXPERIMENTAL, but not for a missing mcl_gpt_ declaration:\n"
+                      "${out}")
+endif()
+message(STATUS "without MOTIFCL_EXPERIMENTAL consumer_experimental.c does not compile "
+               "(mcl_gpt_* undeclared), as required")
 
 # --- 5. negative control: another major version is refused ------------------------------------
 math(EXPR other_major "${v_MAJOR} + 1")
@@ -357,8 +387,9 @@ endif()
 set(ran 0)
 set(skipped "")
 foreach(program IN ITEMS find-package/consumer_c find-package/consumer_cpp
-                         find-package/consumer_static pkg-config/consumer_c
-                         pkg-config/consumer_cpp)
+                         find-package/consumer_static find-package/consumer_experimental
+                         pkg-config/consumer_c pkg-config/consumer_cpp
+                         pkg-config/consumer_experimental)
   get_filename_component(leg "${program}" DIRECTORY)
   get_filename_component(name "${program}" NAME)
   file(GLOB_RECURSE exe LIST_DIRECTORIES false "${WORK_DIR}/${leg}/${name}")

@@ -1,4 +1,5 @@
-/* Version, status and type names: the parts of the API that need no context. */
+/* Version, status and device-type names: the parts of the API that need no context (the data
+ * types are in dtype.c). */
 #include "motifcl.h"
 
 #include "build_info.h"
@@ -41,57 +42,6 @@ const char *mcl_status_string(mcl_status status)
     case MCL_ERROR_LAYER_UNAVAILABLE: return "required layer or extension unavailable";
     }
     return "unknown status";
-}
-
-const char *mcl_dtype_name(mcl_dtype dtype)
-{
-    switch (dtype) {
-    case MCL_DTYPE_F32: return "f32";
-    case MCL_DTYPE_F16: return "f16";
-    case MCL_DTYPE_I32: return "i32";
-    case MCL_DTYPE_U8: return "u8";
-    case MCL_DTYPE_Q8_0: return "q8_0";
-    case MCL_DTYPE_Q4_0: return "q4_0";
-    case MCL_DTYPE_Q4_K: return "q4_k";
-    case MCL_DTYPE_Q5_K: return "q5_k";
-    case MCL_DTYPE_Q6_K: return "q6_k";
-    }
-    return NULL;
-}
-
-size_t mcl_dtype_size(mcl_dtype dtype)
-{
-    switch (dtype) {
-    case MCL_DTYPE_F32: return 4;
-    case MCL_DTYPE_F16: return 2;
-    case MCL_DTYPE_I32: return 4;
-    case MCL_DTYPE_U8: return 1;
-    default: return 0;
-    }
-}
-
-int64_t mcl_dtype_block_weights(mcl_dtype dtype)
-{
-    switch (dtype) {
-    case MCL_DTYPE_Q8_0:
-    case MCL_DTYPE_Q4_0: return 32;
-    case MCL_DTYPE_Q4_K:
-    case MCL_DTYPE_Q5_K:
-    case MCL_DTYPE_Q6_K: return 256;
-    default: return mcl_dtype_size(dtype) ? 1 : 0;
-    }
-}
-
-size_t mcl_dtype_block_bytes(mcl_dtype dtype)
-{
-    switch (dtype) {
-    case MCL_DTYPE_Q8_0: return 34;
-    case MCL_DTYPE_Q4_0: return 18;
-    case MCL_DTYPE_Q4_K: return 144;
-    case MCL_DTYPE_Q5_K: return 176;
-    case MCL_DTYPE_Q6_K: return 210;
-    default: return mcl_dtype_size(dtype);
-    }
 }
 
 const char *mcl_device_type_name(mcl_device_type type)

@@ -56,7 +56,7 @@ typedef struct gpt_acts {
 
 struct mcl_gpt {
     mcl_context *ctx;
-    mcl_gpt_config cfg;
+    mcl_gpt_desc cfg;
     int32_t head_dim;
     uint32_t param_count;
     gpt_param *params;
@@ -75,7 +75,7 @@ struct mcl_gpt {
 
 /* --- Shapes and parameters ------------------------------------------------------------ */
 
-static mcl_status check_config(mcl_context *ctx, mcl_gpt_config *c)
+static mcl_status check_config(mcl_context *ctx, mcl_gpt_desc *c)
 {
     if (c->kv_heads == 0)
         c->kv_heads = c->heads;
@@ -123,10 +123,10 @@ static void add_param(mcl_gpt *gpt, const char *name, int64_t rows, int64_t cols
     p->count = cols ? rows * cols : rows;
 }
 
-/* Lay the parameters out: the index order of mcl_gpt_param_info_get(), placed 2-D first. */
+/* Lay the parameters out: the index order of mcl_gpt_param(), placed 2-D first. */
 static mcl_status build_params(mcl_gpt *gpt)
 {
-    const mcl_gpt_config *c = &gpt->cfg;
+    const mcl_gpt_desc *c = &gpt->cfg;
     int64_t d = c->dim, hd = gpt->head_dim;
     uint32_t n = 1 + (uint32_t)c->layers * GPT_LAYER_PARAMS + 1 + (c->tied_head ? 0 : 1);
     gpt->params = calloc(n, sizeof *gpt->params);
@@ -258,19 +258,19 @@ static mcl_status zero_fill(mcl_tensor *t)
 
 /* Everything but the parameter values: shapes, flat tensors (moments and gradients zeroed),
  * views. */
-static mcl_status gpt_alloc(mcl_context *ctx, const mcl_gpt_config *config, mcl_gpt **out)
+static mcl_status gpt_alloc(mcl_context *ctx, const mcl_gpt_desc *config, mcl_gpt **out)
 {
     *out = NULL;
     if (!ctx)
         return MCL_ERROR_INVALID_ARGUMENT;
-    if (!config || config->size < offsetof(mcl_gpt_config, reserved))
+    if (!config || config->size < offsetof(mcl_gpt_desc, reserved))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "mcl_gpt: config is NULL or config->size is not set");
     mcl_gpt *gpt = calloc(1, sizeof *gpt);
     if (!gpt)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     gpt->ctx = ctx;
-    memcpy(&gpt->cfg, config, offsetof(mcl_gpt_config, reserved));
+    memcpy(&gpt->cfg, config, offsetof(mcl_gpt_desc, reserved));
     gpt->cfg.size = sizeof gpt->cfg;
     mcl_status status = check_config(ctx, &gpt->cfg);
     if (status == MCL_SUCCESS) {
@@ -303,7 +303,7 @@ static mcl_status gpt_alloc(mcl_context *ctx, const mcl_gpt_config *config, mcl_
     return MCL_SUCCESS;
 }
 
-mcl_status mcl_gpt_create(mcl_context *ctx, const mcl_gpt_config *config, uint64_t seed,
+mcl_status mcl_gpt_create(mcl_context *ctx, const mcl_gpt_desc *config, uint64_t seed,
                           mcl_gpt **out)
 {
     if (!out)
@@ -378,7 +378,7 @@ void mcl_gpt_destroy(mcl_gpt *gpt)
     free(gpt);
 }
 
-mcl_status mcl_gpt_get_config(const mcl_gpt *gpt, mcl_gpt_config *config)
+mcl_status mcl_gpt_config(const mcl_gpt *gpt, mcl_gpt_desc *config)
 {
     if (!gpt || !config)
         return MCL_ERROR_INVALID_ARGUMENT;
@@ -386,23 +386,23 @@ mcl_status mcl_gpt_get_config(const mcl_gpt *gpt, mcl_gpt_config *config)
     return MCL_SUCCESS;
 }
 
-int64_t mcl_gpt_parameter_count(const mcl_gpt *gpt)
+int64_t mcl_gpt_param_numel(const mcl_gpt *gpt)
 {
     return gpt ? gpt->total_params : 0;
 }
 
-uint32_t mcl_gpt_param_tensors(const mcl_gpt *gpt)
+uint32_t mcl_gpt_param_count(const mcl_gpt *gpt)
 {
     return gpt ? gpt->param_count : 0;
 }
 
-mcl_status mcl_gpt_param_info_get(const mcl_gpt *gpt, uint32_t index, mcl_gpt_param_info *info)
+mcl_status mcl_gpt_param(const mcl_gpt *gpt, uint32_t index, mcl_gpt_param_info *info)
 {
     if (!gpt || !info)
         return MCL_ERROR_INVALID_ARGUMENT;
     if (index >= gpt->param_count)
         return mcl_fail(gpt->ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_gpt_param_info_get: index %u of %u", index, gpt->param_count);
+                        "mcl_gpt_param: index %u of %u", index, gpt->param_count);
     const gpt_param *p = &gpt->params[index];
     info->name = p->name;
     info->offset = p->offset;
@@ -456,7 +456,7 @@ static mcl_status view4(mcl_tensor *owner, int64_t b, int64_t t, int64_t h, int6
 static mcl_status acts_alloc(mcl_gpt *gpt, int64_t batch, int64_t seq)
 {
     mcl_context *ctx = gpt->ctx;
-    const mcl_gpt_config *c = &gpt->cfg;
+    const mcl_gpt_desc *c = &gpt->cfg;
     gpt_acts *a = &gpt->acts;
     int64_t bt = batch * seq, d = c->dim, hd = gpt->head_dim, f = c->hidden;
     int64_t qd = c->heads * hd, kvd = c->kv_heads * hd;
@@ -551,7 +551,7 @@ mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens, const mcl_ten
     if (!gpt)
         return MCL_ERROR_INVALID_ARGUMENT;
     mcl_context *ctx = gpt->ctx;
-    const mcl_gpt_config *c = &gpt->cfg;
+    const mcl_gpt_desc *c = &gpt->cfg;
     if (!tokens)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_gpt_forward: tokens is NULL");
     if ((targets == NULL) != (loss == NULL))
@@ -636,7 +636,7 @@ mcl_status mcl_gpt_backward(mcl_gpt *gpt)
     if (!gpt)
         return MCL_ERROR_INVALID_ARGUMENT;
     mcl_context *ctx = gpt->ctx;
-    const mcl_gpt_config *c = &gpt->cfg;
+    const mcl_gpt_desc *c = &gpt->cfg;
     gpt_acts *a = &gpt->acts;
     if (!gpt->have_targets)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
@@ -786,7 +786,7 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 
 static void encode_header(const mcl_gpt *gpt, unsigned char *h)
 {
-    const mcl_gpt_config *c = &gpt->cfg;
+    const mcl_gpt_desc *c = &gpt->cfg;
     memset(h, 0, GPT_HEADER_BYTES);
     memcpy(h, GPT_MAGIC, 8);
     put_u32(h + 8, GPT_VERSION);
@@ -874,7 +874,7 @@ mcl_status mcl_gpt_load(mcl_context *ctx, const char *path, mcl_gpt **out)
                         "mcl_gpt_load: %s has checkpoint version %u; this library reads %u",
                         path, get_u32(h + 8), GPT_VERSION);
     }
-    mcl_gpt_config cfg = {.size = sizeof cfg};
+    mcl_gpt_desc cfg = {.size = sizeof cfg};
     int32_t *fields[8] = {&cfg.vocab, &cfg.dim, &cfg.layers, &cfg.heads, &cfg.kv_heads,
                           &cfg.hidden, &cfg.max_seq, &cfg.tied_head};
     for (int i = 0; i < 8; i++)

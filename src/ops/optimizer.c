@@ -22,6 +22,10 @@
 #define MCL_NORM_GROUPS 256u
 /* reduce.glsl's shared array holds 256 partials; a power of two keeps the tree simple. */
 #define MCL_NORM_WG 256u
+/* What 0 means in mcl_adamw_desc without its _SET flag (motifcl.h; PyTorch's defaults). */
+#define MCL_ADAMW_DEFAULT_BETA1 0.9f
+#define MCL_ADAMW_DEFAULT_BETA2 0.999f
+#define MCL_ADAMW_DEFAULT_EPS 1e-8f
 
 typedef struct adamw_push {
     uint32_t n;
@@ -142,13 +146,16 @@ mcl_status mcl_adamw_step(mcl_context *ctx, const mcl_adamw_desc *desc, mcl_tens
     return MCL_SUCCESS;
 }
 
-mcl_status mcl_sgd_step(mcl_context *ctx, float lr, float momentum, float weight_decay,
-                        mcl_tensor *const *params, mcl_tensor *const *grads,
-                        mcl_tensor *const *velocity, uint32_t count)
+mcl_status mcl_sgd_step(mcl_context *ctx, const mcl_sgd_desc *desc, mcl_tensor *const *params,
+                        mcl_tensor *const *grads, mcl_tensor *const *velocity, uint32_t count)
 {
     static const char op[] = "mcl_sgd_step";
     if (!ctx)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (!desc || desc->size < offsetof(mcl_sgd_desc, reserved))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "%s: desc is NULL or desc->size is not set", op);
+    const float lr = desc->lr, momentum = desc->momentum, weight_decay = desc->weight_decay;
     if (count > 0 && (!params || !grads))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: NULL tensor array", op);
     if (!isfinite(lr) || !isfinite(momentum) || !isfinite(weight_decay))
@@ -321,15 +328,23 @@ mcl_status mcl_adamw_hyper(mcl_context *ctx, const char *op, const mcl_adamw_des
     if (!desc || desc->size < offsetof(mcl_adamw_desc, reserved))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "%s: desc is NULL or desc->size is not set", op);
-    float beta1 = desc->beta1 != 0.0f ? desc->beta1 : 0.9f;
-    float beta2 = desc->beta2 != 0.0f ? desc->beta2 : 0.999f;
-    float eps = desc->eps != 0.0f ? desc->eps : 1e-8f;
-    if (!isfinite(desc->lr) || !(beta1 > 0.0f && beta1 < 1.0f) ||
-        !(beta2 > 0.0f && beta2 < 1.0f) || !(eps > 0.0f) || !isfinite(eps) ||
+    const uint32_t known = MCL_ADAMW_BETA1_SET | MCL_ADAMW_BETA2_SET | MCL_ADAMW_EPS_SET;
+    if (desc->flags & ~known)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", op,
+                        (unsigned)(desc->flags & ~known));
+    /* 0 takes the default unless the flag says the value is meant as given. */
+    const int as_given[3] = {(desc->flags & MCL_ADAMW_BETA1_SET) != 0,
+                             (desc->flags & MCL_ADAMW_BETA2_SET) != 0,
+                             (desc->flags & MCL_ADAMW_EPS_SET) != 0};
+    float beta1 = desc->beta1 != 0.0f || as_given[0] ? desc->beta1 : MCL_ADAMW_DEFAULT_BETA1;
+    float beta2 = desc->beta2 != 0.0f || as_given[1] ? desc->beta2 : MCL_ADAMW_DEFAULT_BETA2;
+    float eps = desc->eps != 0.0f || as_given[2] ? desc->eps : MCL_ADAMW_DEFAULT_EPS;
+    if (!isfinite(desc->lr) || !(beta1 >= 0.0f && beta1 < 1.0f) ||
+        !(beta2 >= 0.0f && beta2 < 1.0f) || !(eps >= 0.0f) || !isfinite(eps) ||
         !isfinite(desc->weight_decay) || desc->step < 1)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "%s: lr and weight_decay must be finite, betas in (0, 1), eps > 0 and "
-                        "step >= 1", op);
+                        "%s: lr and weight_decay must be finite, betas in [0, 1), eps >= 0 and "
+                        "finite, and step >= 1", op);
     hyper[0] = desc->lr;
     hyper[1] = beta1;
     hyper[2] = beta2;

@@ -8,9 +8,10 @@
 int mcl_quant_layout_of(mcl_dtype type, mcl_quant_layout *out)
 {
     memset(out, 0, sizeof *out);
-    uint32_t bytes = (uint32_t)mcl_quant_block_bytes(type);
-    if (bytes == 0)
+    const mcl_dtype_traits *t = mcl_dtype_traits_of(type);
+    if (!t || !t->is_block)
         return 0;
+    uint32_t bytes = t->block_bytes;
     out->block_bytes = bytes;
     out->body_bytes = bytes;
     switch (type) {
@@ -18,12 +19,12 @@ int mcl_quant_layout_of(mcl_dtype type, mcl_quant_layout *out)
     case MCL_DTYPE_Q4_0:
         out->split = 1;
         out->d_at = 0;
-        out->body_bytes = bytes - 2;
+        out->body_bytes = bytes - MCL_FP16_BYTES;
         break;
     case MCL_DTYPE_Q6_K:
         out->split = 1;
-        out->d_at = bytes - 2;
-        out->body_bytes = bytes - 2;
+        out->d_at = bytes - MCL_FP16_BYTES;
+        out->body_bytes = bytes - MCL_FP16_BYTES;
         break;
     default:
         break;
@@ -31,12 +32,15 @@ int mcl_quant_layout_of(mcl_dtype type, mcl_quant_layout *out)
     return 1;
 }
 
-/* d bytes among GGUF bytes [0, o): 2 per whole block, and the part of o's block's d before o. */
+/* d bytes among GGUF bytes [0, o): one fp16 per whole block, and the part of o's block's d
+ * before o. */
 static uint64_t d_before(const mcl_quant_layout *l, uint64_t o)
 {
     uint64_t j = o % l->block_bytes;
-    uint64_t in = j <= l->d_at ? 0 : j - l->d_at > 2 ? 2 : j - l->d_at;
-    return o / l->block_bytes * 2 + in;
+    uint64_t in = j <= l->d_at                    ? 0
+                  : j - l->d_at > MCL_FP16_BYTES ? MCL_FP16_BYTES
+                                                 : j - l->d_at;
+    return o / l->block_bytes * MCL_FP16_BYTES + in;
 }
 
 void mcl_quant_device_ranges(const mcl_quant_layout *l, uint64_t blocks, uint64_t offset,
@@ -64,7 +68,7 @@ static void convert(const mcl_quant_layout *l, uint64_t offset, unsigned char *g
             run = end - o;
         /* [j, j + run) of this block: body bytes before d, d bytes, body bytes after d. */
         uint64_t lo = j, hi = j + run;
-        uint64_t d_lo = l->d_at, d_hi = l->d_at + 2u;
+        uint64_t d_lo = l->d_at, d_hi = l->d_at + MCL_FP16_BYTES;
         uint64_t seg[3][2] = {{lo, hi < d_lo ? hi : d_lo},
                               {lo > d_lo ? lo : d_lo, hi < d_hi ? hi : d_hi},
                               {lo > d_hi ? lo : d_hi, hi}};

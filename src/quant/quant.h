@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/dtype.h"
 #include "motifcl.h"
 
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && \
@@ -27,19 +28,9 @@
 #endif
 
 /* ---------------------------------------------------------------------------------------
- * Constants. Source: ggml-common.h (QK8_0, QK4_0, QK_K, K_SCALE_SIZE) and the GGUF spec.
+ * Constants. The block shapes (MCL_QK8_0, MCL_QK4_0, MCL_QK_K, MCL_K_SCALE_SIZE and
+ * MCL_BLOCK_*_BYTES) are the data-type table's, core/dtype.h; the structs below must agree.
  * ------------------------------------------------------------------------------------- */
-
-#define MCL_QK8_0 32         /* weights per Q8_0 block */
-#define MCL_QK4_0 32         /* weights per Q4_0 block */
-#define MCL_QK_K 256         /* weights per K-quant super-block */
-#define MCL_K_SCALE_SIZE 12  /* bytes of packed 6-bit (scale, min) pairs in Q4_K / Q5_K */
-
-#define MCL_BLOCK_Q8_0_BYTES 34  /* 2 (d) + 32 */
-#define MCL_BLOCK_Q4_0_BYTES 18  /* 2 (d) + 16 */
-#define MCL_BLOCK_Q4_K_BYTES 144 /* 2 (d) + 2 (dmin) + 12 + 128 */
-#define MCL_BLOCK_Q5_K_BYTES 176 /* 2 + 2 + 12 + 32 (qh) + 128 (qs) */
-#define MCL_BLOCK_Q6_K_BYTES 210 /* 128 (ql) + 64 (qh) + 16 (scales) + 2 (d) */
 
 /* Largest |x| that mcl_quantize_row() accepts for each type: the largest magnitude for
  * which the block scale still fits in fp16 (max finite half = 65504).
@@ -148,16 +139,10 @@ void mcl_k_scale_min_set(uint8_t scales[MCL_K_SCALE_SIZE], int j, unsigned sc, u
  * Rows
  * ------------------------------------------------------------------------------------- */
 
-/** Weights per block of a block type (32 or 256), or 0 for a type that is not one of
- *  MCL_DTYPE_Q8_0, Q4_0, Q4_K, Q5_K, Q6_K. */
-int64_t mcl_quant_block_elems(mcl_dtype type);
-
-/** Bytes of one block of `type` (34, 18, 144, 176, 210), or 0 for a non-block type. */
-size_t mcl_quant_block_bytes(mcl_dtype type);
-
-/** Bytes that n weights of `type` occupy: n / block_elems * block_bytes. 0 when `type` is
- *  not a block type, n is negative or not a multiple of the block size, or the size does
- *  not fit in size_t. (n == 0 also gives 0, which is then the right answer.) */
+/** Bytes that n weights of `type` occupy: n / block weights * block bytes, as the data-type
+ *  table (core/dtype.h) gives them. 0 when `type` is not a block type, n is negative or not
+ *  a multiple of the block size, or the size does not fit in size_t. (n == 0 also gives 0,
+ *  which is then the right answer.) */
 size_t mcl_quant_row_size(mcl_dtype type, int64_t n);
 
 /** Quantize n floats into mcl_quant_row_size(type, n) bytes at `blocks`.

@@ -50,7 +50,7 @@ static int resolve(const ref_gpt_config *cfg, shape *s)
     return 1;
 }
 
-ref_gpt_config ref_gpt_config_from_mcl(const mcl_gpt_config *config)
+ref_gpt_config ref_gpt_config_from_mcl(const mcl_gpt_desc *config)
 {
     ref_gpt_config c;
     memset(&c, 0, sizeof c);

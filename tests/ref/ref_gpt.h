@@ -24,7 +24,7 @@
  * ".wq" [H*Dh, D], ".wk" [Hkv*Dh, D], ".wv" [Hkv*Dh, D], ".wo" [D, H*Dh], ".mlp_norm" [D],
  * ".w_gate" [F, D], ".w_up" [F, D], ".w_down" [D, F]; "final_norm" [D]; "head" [V, D] when
  * not tied. The functions read them from one flat array at per-parameter offsets (in
- * elements), so that they can consume a flat buffer laid out as mcl_gpt_param_info_get()
+ * elements), so that they can consume a flat buffer laid out as mcl_gpt_param()
  * reports; gradients are written at the same offsets. */
 #ifndef MCL_TEST_REF_GPT_H
 #define MCL_TEST_REF_GPT_H
@@ -37,7 +37,7 @@
 /* The values of mcl_rope_layout. */
 enum { REF_ROPE_INTERLEAVED = 0, REF_ROPE_SPLIT_HALF = 1 };
 
-/* A model's shape, as mcl_gpt_config. Zeros take the same defaults: kv_heads 0 means heads,
+/* A model's shape, as mcl_gpt_desc. Zeros take the same defaults: kv_heads 0 means heads,
  * rope_theta 0 means 10000, norm_eps 0 means 1e-5 (the float 1e-5f, widened, as the GPU's
  * float configuration holds it). exact_rope_angle 0 computes each RoPE angle with
  * ref_rope_angle() (the float steps mcl_rope takes, then used in double); 1 computes
@@ -56,8 +56,8 @@ typedef struct ref_gpt_config {
     int exact_rope_angle;
 } ref_gpt_config;
 
-/* The fields of an mcl_gpt_config (exact_rope_angle 0: the angles mcl_rope computes). */
-ref_gpt_config ref_gpt_config_from_mcl(const mcl_gpt_config *config);
+/* The fields of an mcl_gpt_desc (exact_rope_angle 0: the angles mcl_rope computes). */
+ref_gpt_config ref_gpt_config_from_mcl(const mcl_gpt_desc *config);
 
 /* 1 if the shape is one the reference accepts (positive sizes, dim divisible by heads into
  * an even head width, heads divisible by kv_heads), else 0. */

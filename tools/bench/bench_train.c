@@ -24,7 +24,7 @@ int bench_train(bench *b)
 {
     mcl_context *ctx = b->ctx;
     int rc = 0;
-    mcl_gpt_config cfg = {
+    mcl_gpt_desc cfg = {
         .size = sizeof cfg,
         .vocab = (int32_t)bench_arg(b, "vocab", 32000),
         .dim = (int32_t)bench_arg(b, "dim", 288),
@@ -66,7 +66,7 @@ int bench_train(bench *b)
      * some drivers): progress goes to stderr. */
     double t_start = bench_now();
     fprintf(stderr, "train: %lld parameters; first forward pass (compiles pipelines)...\n",
-            (long long)mcl_gpt_parameter_count(gpt));
+            (long long)mcl_gpt_param_numel(gpt));
     TRY(mcl_gpt_forward(gpt, tokens, targets, loss));
     TRY(mcl_finish(ctx));
     fprintf(stderr, "train: %.1f s; capture and first replay (compiles the backward's)...\n",
@@ -105,7 +105,7 @@ int bench_train(bench *b)
              (int)(cfg.kv_heads ? cfg.kv_heads : cfg.heads), (int)cfg.hidden, (int)cfg.vocab,
              batch, seq);
     printf("%s: %lld parameters, %u dispatches per step (replayed)\n", name,
-           (long long)mcl_gpt_parameter_count(gpt), mcl_graph_dispatch_count(graph));
+           (long long)mcl_gpt_param_numel(gpt), mcl_graph_dispatch_count(graph));
     char fig[200];
     snprintf(fig, sizeof fig, "%s: time per step", name);
     bench_figure(b, fig, dt * 1e3, "ms");
@@ -117,7 +117,7 @@ int bench_train(bench *b)
     bench_figure(b, fig, (double)st.bytes_reserved / (double)MIB, "MiB");
     /* 6 N flops per token for the matrices plus the attention's 12 L T d per token: the
      * usual estimate, labelled modeled. */
-    double flops = 6.0 * (double)mcl_gpt_parameter_count(gpt) * (double)bt +
+    double flops = 6.0 * (double)mcl_gpt_param_numel(gpt) * (double)bt +
                    12.0 * cfg.layers * (double)seq * cfg.dim * (double)bt;
     snprintf(fig, sizeof fig, "%s: model FLOP rate (6N + 12LTd per token)", name);
     bench_modeled(b, fig, flops / dt * 1e-12, "TFLOP/s");
