@@ -1,0 +1,207 @@
+/* GPT checkpoints: the file format of docs/gpt-checkpoint.md, saved and loaded. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt_internal.h"
+
+#define GPT_MAGIC "MCLGPT\r\n"
+#define GPT_VERSION 1u
+#define GPT_HEADER_BYTES 96u
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* FNV-1a over the payload: catches truncation and corruption. */
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001B3ull;
+    }
+    return h;
+}
+
+static void encode_header(const mcl_gpt *gpt, unsigned char *h)
+{
+    const mcl_gpt_desc *c = &gpt->cfg;
+    memset(h, 0, GPT_HEADER_BYTES);
+    memcpy(h, GPT_MAGIC, 8);
+    put_u32(h + 8, GPT_VERSION);
+    put_u32(h + 12, GPT_HEADER_BYTES);
+    const int32_t fields[9] = {c->vocab, c->dim, c->layers, c->heads, c->kv_heads,
+                               c->hidden, c->max_seq, c->tied_head, (int32_t)c->rope_layout};
+    for (int i = 0; i < 9; i++)
+        put_u32(h + 16 + 4 * i, (uint32_t)fields[i]);
+    put_u32(h + 52, f32_bits(c->rope_theta));
+    put_u32(h + 56, f32_bits(c->norm_eps));
+    put_u32(h + 60, 1); /* AdamW moments follow the parameters */
+    put_u64(h + 64, (uint64_t)gpt->step);
+    put_u64(h + 72, (uint64_t)gpt->flat_floats);
+    put_u64(h + 80, (uint64_t)gpt->total_params);
+}
+
+/* Host buffers are little-endian on every platform the library builds for; a big-endian
+ * host would swap here. */
+mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path)
+{
+    if (!gpt)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_context *ctx = gpt->ctx;
+    if (!path)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_gpt_save: path is NULL");
+    size_t floats = (size_t)gpt->flat_floats;
+    float *buf = malloc(floats * 3 * sizeof *buf);
+    char *tmp = malloc(strlen(path) + 5);
+    if (!buf || !tmp) {
+        free(buf);
+        free(tmp);
+        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    mcl_status s = mcl_tensor_download(gpt->flat_p, 0, buf, floats * 4);
+    if (s == MCL_SUCCESS)
+        s = mcl_tensor_download(gpt->flat_m, 0, buf + floats, floats * 4);
+    if (s == MCL_SUCCESS)
+        s = mcl_tensor_download(gpt->flat_v, 0, buf + 2 * floats, floats * 4);
+    if (s != MCL_SUCCESS) {
+        free(buf);
+        free(tmp);
+        return s;
+    }
+    unsigned char header[GPT_HEADER_BYTES], trailer[8];
+    encode_header(gpt, header);
+    uint64_t sum = fnv1a(0xCBF29CE484222325ull, header, sizeof header);
+    sum = fnv1a(sum, buf, floats * 3 * sizeof *buf);
+    put_u64(trailer, sum);
+    sprintf(tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    int ok = f && fwrite(header, sizeof header, 1, f) == 1 &&
+             fwrite(buf, sizeof *buf, floats * 3, f) == floats * 3 &&
+             fwrite(trailer, sizeof trailer, 1, f) == 1;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    free(buf);
+    if (!ok || rename(tmp, path) != 0) {
+        remove(tmp);
+        free(tmp);
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_gpt_save: cannot write %s", path);
+    }
+    free(tmp);
+    return MCL_SUCCESS;
+}
+
+mcl_status mcl_gpt_load(mcl_context *ctx, const char *path, mcl_gpt **out)
+{
+    if (!ctx || !out)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!path)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_gpt_load: path is NULL");
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_gpt_load: cannot open %s", path);
+    unsigned char h[GPT_HEADER_BYTES];
+    if (fread(h, sizeof h, 1, f) != 1 || memcmp(h, GPT_MAGIC, 8) != 0) {
+        fclose(f);
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_gpt_load: %s is not a MotifCL GPT checkpoint", path);
+    }
+    if (get_u32(h + 8) != GPT_VERSION || get_u32(h + 12) != GPT_HEADER_BYTES) {
+        fclose(f);
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_gpt_load: %s has checkpoint version %u; this library reads %u",
+                        path, get_u32(h + 8), GPT_VERSION);
+    }
+    mcl_gpt_desc cfg = {.size = sizeof cfg};
+    int32_t *fields[8] = {&cfg.vocab, &cfg.dim, &cfg.layers, &cfg.heads, &cfg.kv_heads,
+                          &cfg.hidden, &cfg.max_seq, &cfg.tied_head};
+    for (int i = 0; i < 8; i++)
+        *fields[i] = (int32_t)get_u32(h + 16 + 4 * i);
+    cfg.rope_layout = (mcl_rope_layout)get_u32(h + 48);
+    cfg.rope_theta = bits_f32(get_u32(h + 52));
+    cfg.norm_eps = bits_f32(get_u32(h + 56));
+    mcl_gpt *gpt;
+    mcl_status s = mcl_gpt_alloc(ctx, &cfg, &gpt);
+    if (s != MCL_SUCCESS) {
+        fclose(f);
+        return s;
+    }
+    size_t floats = (size_t)gpt->flat_floats;
+    if (get_u32(h + 60) != 1 || get_u64(h + 72) != (uint64_t)floats ||
+        get_u64(h + 80) != (uint64_t)gpt->total_params) {
+        fclose(f);
+        mcl_gpt_destroy(gpt);
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_gpt_load: %s: the parameter layout does not match its "
+                        "configuration", path);
+    }
+    float *buf = malloc(floats * 3 * sizeof *buf);
+    unsigned char trailer[8];
+    int ok = buf && fread(buf, sizeof *buf, floats * 3, f) == floats * 3 &&
+             fread(trailer, sizeof trailer, 1, f) == 1 && fgetc(f) == EOF;
+    fclose(f);
+    if (ok) {
+        uint64_t sum = fnv1a(0xCBF29CE484222325ull, h, sizeof h);
+        sum = fnv1a(sum, buf, floats * 3 * sizeof *buf);
+        ok = sum == get_u64(trailer);
+    }
+    if (!ok) {
+        mcl_status why = buf ? MCL_ERROR_INVALID_ARGUMENT : MCL_ERROR_OUT_OF_HOST_MEMORY;
+        free(buf);
+        mcl_gpt_destroy(gpt);
+        return mcl_fail(ctx, why, "mcl_gpt_load: %s is truncated or corrupt (checksum)", path);
+    }
+    s = mcl_tensor_upload(gpt->flat_p, 0, buf, floats * 4);
+    if (s == MCL_SUCCESS)
+        s = mcl_tensor_upload(gpt->flat_m, 0, buf + floats, floats * 4);
+    if (s == MCL_SUCCESS)
+        s = mcl_tensor_upload(gpt->flat_v, 0, buf + 2 * floats, floats * 4);
+    free(buf);
+    if (s != MCL_SUCCESS) {
+        mcl_gpt_destroy(gpt);
+        return s;
+    }
+    gpt->step = (int64_t)get_u64(h + 64);
+    *out = gpt;
+    return MCL_SUCCESS;
+}

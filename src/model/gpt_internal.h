@@ -1,0 +1,76 @@
+/* The GPT's private structure, shared by gpt.c (shapes, parameters, activations, life),
+ * gpt_train.c (forward, backward, step) and gpt_checkpoint.c (files). Internal to src/model. */
+#ifndef MCL_MODEL_GPT_INTERNAL_H
+#define MCL_MODEL_GPT_INTERNAL_H
+
+#include <stdint.h>
+
+#include "motifcl.h"
+#include "../vk/runtime.h"
+
+#define GPT_ALIGN_FLOATS 64
+#define GPT_LAYER_PARAMS 9
+#define GPT_NAME_MAX 32
+
+enum { P_ATTN_NORM, P_WQ, P_WK, P_WV, P_WO, P_MLP_NORM, P_W_GATE, P_W_UP, P_W_DOWN };
+
+typedef struct gpt_param {
+    char name[GPT_NAME_MAX];
+    int64_t offset, count;
+    uint32_t ndim;
+    int64_t shape[2];
+    mcl_tensor *p, *g; /* views into the flat parameters and gradients */
+} gpt_param;
+
+/* Activations of one layer, kept for the backward pass. 4-D views ([B, T, heads, Dh]) of
+ * the 2-D [B*T, heads*Dh] tensors feed RoPE and attention. */
+typedef struct gpt_layer_acts {
+    mcl_tensor *h, *q, *k, *v, *att, *x_mid, *h2, *gate, *up, *act;
+    mcl_tensor *q4, *k4, *v4, *att4;
+} gpt_layer_acts;
+
+typedef struct gpt_acts {
+    int64_t batch, seq;
+    mcl_tensor **x;        /* layers + 1 residual streams [B*T, D]; x[0] the embedding */
+    mcl_tensor *x0_3d;     /* x[0] viewed [B, T, D] */
+    gpt_layer_acts *layer;
+    mcl_tensor *hf, *logits, *lse;
+    /* Backward buffers, reused by every layer. */
+    mcl_tensor *dx, *dx_3d, *dh, *tmp, *datt, *datt4, *dq, *dq4, *dk, *dk4, *dv, *dv4;
+    mcl_tensor *dff, *dgate, *dup, *dhead;
+} gpt_acts;
+
+struct mcl_gpt {
+    mcl_context *ctx;
+    mcl_gpt_desc cfg;
+    int32_t head_dim;
+    uint32_t param_count;
+    gpt_param *params;
+    int64_t flat_floats;  /* the flat tensors' length */
+    int64_t decay_end;    /* floats [0, decay_end) hold the 2-D parameters */
+    int64_t total_params; /* floats that belong to a parameter */
+    mcl_tensor *flat_p, *flat_g, *flat_m, *flat_v;
+    mcl_tensor *hyper, *norm;
+    int64_t step;
+    int hyper_set;
+    gpt_acts acts;
+    /* The last forward pass, for the backward pass. */
+    const mcl_tensor *tokens, *targets;
+    int have_targets;
+};
+
+/* Parameter `which` (P_*) of layer l, the final norm's, the output head's (the embedding's
+ * when the head is tied). */
+gpt_param *mcl_gpt_layer_param(mcl_gpt *gpt, int32_t l, int which);
+gpt_param *mcl_gpt_final_norm_param(mcl_gpt *gpt);
+gpt_param *mcl_gpt_head_param(mcl_gpt *gpt);
+
+/* A GPT of `config` with everything but the parameter values: shapes, flat tensors (moments
+ * and gradients zeroed), views. */
+mcl_status mcl_gpt_alloc(mcl_context *ctx, const mcl_gpt_desc *config, mcl_gpt **out);
+
+/* The activations for a [batch, seq] forward pass: kept while the shape stays, made anew when
+ * it changes (none left after a failure). */
+mcl_status mcl_gpt_acts_shape(mcl_gpt *gpt, int64_t batch, int64_t seq);
+
+#endif
