@@ -542,13 +542,13 @@ static void gemv_plan_override(void **state)
 }
 
 /* The GEMV plan rule at the two shapes its constants were measured at on the H200 (W
- * 14336x4096 and 4096x14336, one row of x; src/ops/matmul_quant.c): lanes along K per row
- * group, on the integer-dot path and the float path, for devices that run subgroups narrower
- * than 64 (the H200, Lavapipe; Vulkan guarantees the 128 invocations a workgroup the rule
- * starts from) and for the polaris profile (waves of 64, as gemv_wave64 decides). At
- * K = 4096 a lane keeps four rounds of pieces (32 lanes where the rounds counted before
- * doubling gave 64 and two: with QUANT_SPAN_MIN_ROUNDS = 2, the rule as it was, this test
- * fails). Codes are made floats by conversion on the float path at one row of x on AMD,
+ * 14336x4096 and 4096x14336, one row of x; src/ops/quant_plan.c, docs/tuning.md): lanes
+ * along K per row group, on the integer-dot path and the float path, for devices that run
+ * subgroups narrower than 64 (the H200, Lavapipe; Vulkan guarantees the 128 invocations a
+ * workgroup the rule starts from) and for the polaris profile (waves of 64: the traits' AMD
+ * wave64 class). At K = 4096 a lane keeps four rounds of pieces (32 lanes where the rounds
+ * counted before doubling gave 64 and two: with SPAN_MIN_ROUNDS = 2, the rule as it was, this
+ * test fails). Codes are made floats by conversion on the float path at one row of x on AMD,
  * under the polaris profile and for Q5_K, nowhere else. Then what the plan query refuses. */
 static void gemv_plans(void **state)
 {
