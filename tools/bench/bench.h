@@ -49,6 +49,46 @@ double bench_median(double *values, int n);
  * failure). */
 double bench_gpu_time(bench *b, int reps, mcl_status (*fn)(bench *, void *, int), void *user);
 
+/* What the kernel benchmarks share (bench_ops.c). */
+
+/* Copies of an operand of `bytes` to rotate through so that a figure is a memory figure (1
+ * with --hot). */
+int bench_copies_for(const bench *b, uint64_t bytes);
+/* An f32 tensor filled on the GPU (any bits: for streaming), or NULL. */
+mcl_tensor *bench_tensor_f32(bench *b, uint32_t ndim, const int64_t *shape, float value);
+/* Finite values in [-1, 1) from `seed`; 0 on success. */
+int bench_upload_random(mcl_tensor *t, uint32_t seed);
+
+/* The streaming kernel over n4 vec4s of x (into y when copying). */
+typedef struct stream_run {
+    const mcl_kernel *kernel;
+    mcl_tensor *x, *y;
+    uint32_t n4, groups;
+} stream_run;
+/* Its pipeline (spec 0: read, 1: copy) and grid. */
+mcl_status bench_stream_prepare(bench *b, stream_run *s, uint32_t spec);
+mcl_status bench_stream_once(bench *b, void *user, int rep);
+
+/* The read kernel over the next of `copies` inputs in each run. */
+typedef struct stream_copies_run {
+    stream_run s;
+    mcl_tensor **x;
+    mcl_tensor **y; /* batched: an output per read, so that nothing orders them; else NULL */
+    int copies, count;
+    int chain; /* batched reads each waiting for the one before (a barrier between) */
+} stream_copies_run;
+/* One read, or with y a batch of `count` reads of distinct copies (a rotating start). */
+mcl_status bench_stream_copies_once(bench *b, void *user, int rep);
+
+/* A matrix product over rotating copies of its operands. */
+typedef struct mm_run {
+    mcl_tensor *a[16], *b[16], *c;
+    int copies;
+    mcl_transpose ta, tb;
+} mm_run;
+mcl_status bench_matmul_once(bench *b, void *user, int rep);
+void bench_mm_free(mm_run *r);
+
 /* Benchmarks. Each returns 0 on success. */
 int bench_stream(bench *b);
 int bench_peak(bench *b);
