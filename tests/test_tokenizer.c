@@ -8,7 +8,12 @@
 #include <string.h>
 
 #include "harness.h"
+#include "io/mapped.h"
 #include "text/text_internal.h"
+
+#ifndef MCL_TEST_DATA_DIR
+#error "MCL_TEST_DATA_DIR (tests/data) is set by tests/CMakeLists.txt"
+#endif
 
 #define MAX_TOKENS 1024
 
@@ -140,6 +145,18 @@ static void bpe_vocab(vocab *v, const char *const *pieces, const char *const *me
 
 /* --- Checks --------------------------------------------------------------------------------- */
 
+/* What a failed check prints before its line: a negative control's failure is the expected
+ * outcome, and says so. */
+static const char *report_prefix = "  ";
+
+#define NEGATIVE(check)                                                                      \
+    do {                                                                                     \
+        report_prefix = "  (negative control, failing as it should) ";                      \
+        int negative_passed_ = (check);                                                      \
+        report_prefix = "  ";                                                                \
+        assert_false(negative_passed_);                                                      \
+    } while (0)
+
 /* Whether encoding `text` gives exactly the tokens whose pieces are listed (NULL-ended),
  * printing both on a mismatch. */
 static int encodes_as(const mcl_tokenizer *t, const char *text, size_t len, uint32_t flags,
@@ -158,7 +175,7 @@ static int encodes_as(const mcl_tokenizer *t, const char *text, size_t len, uint
         ok = p && strlen(want[i]) == plen && memcmp(p, want[i], plen) == 0;
     }
     if (!ok) {
-        printf("  '%.*s' (%s) encodes as", (int)len, text, mcl_status_string(s));
+        printf("%s'%.*s' (%s) encodes as", report_prefix, (int)len, text, mcl_status_string(s));
         for (uint32_t i = 0; i < n && i < 256; i++)
             printf(" [%s]", mcl_tokenizer_piece(t, ids[i], NULL));
         printf(", expected");
@@ -187,7 +204,7 @@ static int round_trips(const mcl_tokenizer *t, const char *text, size_t len, uin
              mcl_tokenizer_decode(t, ids, n, back, len + 2, &needed) == MCL_SUCCESS &&
              needed == len + 1 && memcmp(back, text, len) == 0;
     if (!ok)
-        printf("  '%.*s' does not round-trip\n", (int)(len > 80 ? 80 : len), text);
+        printf("%s'%.*s' does not round-trip\n", report_prefix, (int)(len > 80 ? 80 : len), text);
     free(ids);
     free(back);
     return ok;
@@ -205,7 +222,7 @@ static int splits_as(mcl_pretok pre, const char *text, size_t len, const char *c
         ok = strlen(want[i]) == ends[i] - start &&
              memcmp(want[i], text + start, ends[i] - start) == 0;
     if (!ok) {
-        printf("  '%.*s' splits as", (int)len, text);
+        printf("%s'%.*s' splits as", report_prefix, (int)len, text);
         for (size_t i = 0, start = 0; i < n; start = ends[i], i++)
             printf(" [%.*s]", (int)(ends[i] - start), text + start);
         printf(", expected");
@@ -331,7 +348,7 @@ static void pretok_gpt2(void **state)
     assert_true(SPLIT(p, "a\xFF\xFE" "b", "a", "\xFF\xFE", "b")); /* invalid bytes: \S */
     assert_true(SPLIT(p, "x\xE3\x80\x80y", "x", "\xE3\x80\x80", "y")); /* U+3000 is \s */
     /* Negative control: a wrong expectation is reported. */
-    assert_false(SPLIT(p, "Hello world", "Hello ", "world"));
+    NEGATIVE(SPLIT(p, "Hello world", "Hello ", "world"));
 }
 
 /* llama-3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
@@ -360,7 +377,7 @@ static void pretok_llama3(void **state)
                       " ok"));
     assert_true(SPLIT(p, "a\xFF\n", "a", "\xFF\n"));
     assert_true(SPLIT(p, "x \n", "x", " \n"));
-    assert_false(SPLIT(p, "12345678", "1234", "5678")); /* negative control */
+    NEGATIVE(SPLIT(p, "12345678", "1234", "5678"));
 }
 
 /* qwen2: the llama-3 regex with \p{N} for \p{N}{1,3}. */
@@ -374,7 +391,7 @@ static void pretok_qwen2(void **state)
     assert_true(SPLIT(p, "foo!!\n\nbar", "foo", "!!\n\n", "bar"));
     assert_true(SPLIT(p, "$hello (world)", "$hello", " (", "world", ")"));
     assert_true(SPLIT(p, "\xE6\x88\x91 3\xE5\xA4\xA9", "\xE6\x88\x91", " ", "3", "\xE5\xA4\xA9"));
-    assert_false(SPLIT(p, "a 1234", "a", " ", "123", "4")); /* negative control */
+    NEGATIVE(SPLIT(p, "a 1234", "a", " ", "123", "4"));
 }
 
 /* --- SentencePiece -------------------------------------------------------------------------- */
@@ -408,7 +425,7 @@ static void spm_merges_by_score(void **state)
     assert_true(ENC(ab_first, "abc", 0, "ab", "c"));
     assert_true(ENC(bc_first, "abc", 0, "a", "bc"));
     /* Negative control: the order of the scores is what decides. */
-    assert_false(ENC(bc_first, "abc", 0, "ab", "c"));
+    NEGATIVE(ENC(bc_first, "abc", 0, "ab", "c"));
     /* Equal scores: the leftmost pair first. */
     assert_true(ENC(ab_first, "aaa", 0, "aa", "a"));
     assert_true(ENC(ab_first, "aaaa", 0, "aa", "aa"));
@@ -440,7 +457,7 @@ static void spm_space_prefix_and_fallback(void **state)
         assert_true(round_trips(t, texts[i], strlen(texts[i]), MCL_TOKENIZE_ADD_BOS));
     }
     /* The one exception: U+2581 in the text is SentencePiece's space, and decodes as one. */
-    assert_false(round_trips(t, "c\xE2\x96\x81" "c", 5, 0));
+    NEGATIVE(round_trips(t, "c\xE2\x96\x81" "c", 5, 0));
     int32_t ids[8];
     uint32_t n = 0;
     char back[8];
@@ -566,7 +583,7 @@ static void bpe_merges_by_rank(void **state)
     mcl_tokenizer *bc_first = make(&v, MCL_VOCAB_BPE, MCL_PRETOK_GPT2, 0, 0, 0);
     assert_true(ENC(ab_first, "abc", 0, "ab", "c"));
     assert_true(ENC(bc_first, "abc", 0, "a", "bc"));
-    assert_false(ENC(ab_first, "abc", 0, "a", "bc")); /* negative control */
+    NEGATIVE(ENC(ab_first, "abc", 0, "a", "bc"));
     assert_true(ENC(ab_first, "aaa", 0, "aa", "a"));    /* equal ranks: the leftmost */
     mcl_tokenizer_free(ab_first);
     mcl_tokenizer_free(bc_first);
@@ -712,6 +729,355 @@ static void one_megabyte(void **state)
     free(text);
 }
 
+/* --- The real vocabularies and their reference vectors ------------------------------------- */
+
+/* The separator of the .inp files (tests/data/vocab/README.md). */
+#define CASE_SEPARATOR "\n__ggml_vocab_test__\n"
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 65536;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    fclose(f);
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* The tokenizer of a GGUF file under tests/data/vocab, its file closed again. */
+static mcl_tokenizer *load_vocab(const char *name)
+{
+    char path[512], why[256];
+    snprintf(path, sizeof path, "%s/vocab/%s", MCL_TEST_DATA_DIR, name);
+    mcl_mapped m = {0};
+    mcl_gguf *g = NULL;
+    mcl_tokenizer *t = NULL;
+    if (mcl_mapped_open(path, &m, why, sizeof why) != MCL_SUCCESS)
+        fail_msg("%s: %s", path, why);
+    if (mcl_gguf_parse(m.data, m.size, &g, why, sizeof why) != MCL_SUCCESS)
+        fail_msg("%s: %s", path, why);
+    mcl_status s = mcl_tokenizer_from_gguf(g, &t, why, sizeof why);
+    mcl_gguf_free(g);
+    mcl_mapped_close(&m); /* the tokenizer keeps its own copy */
+    if (s != MCL_SUCCESS)
+        fail_msg("%s: %s: %s", name, mcl_status_string(s), why);
+    return t;
+}
+
+typedef struct vector_result {
+    int cases;      /* cases checked */
+    int id_errors;  /* cases whose ids differ from the reference */
+    int round_trip; /* cases whose decode is not the text */
+} vector_result;
+
+/* Every case of <name>.inp against <name>.out: the ids (no BOS, flags 0) and the round trip.
+ * `corrupt` >= 0 adds 1 to the first expected id of that case (the negative control). */
+static vector_result check_vectors(const mcl_tokenizer *t, const char *name, int corrupt)
+{
+    char path[512];
+    size_t inp_len, out_len;
+    snprintf(path, sizeof path, "%s/vocab/%s.inp", MCL_TEST_DATA_DIR, name);
+    char *inp = read_all(path, &inp_len);
+    snprintf(path, sizeof path, "%s/vocab/%s.out", MCL_TEST_DATA_DIR, name);
+    char *out = read_all(path, &out_len);
+    vector_result r = {0, 0, 0};
+    const size_t sep_len = strlen(CASE_SEPARATOR);
+    char *text = inp, *line = out;
+    int32_t *ids = malloc(65536 * sizeof *ids);
+    char *back = malloc(inp_len + 1);
+    assert_true(ids && back);
+    for (;;) {
+        char *end = strstr(text, CASE_SEPARATOR);
+        if (!end)
+            break; /* the file ends with a separator: nothing follows the last one */
+        char *eol = strchr(line, '\n');
+        assert_non_null(eol);
+        *eol = '\0';
+        size_t len = (size_t)(end - text);
+        uint32_t n = 0;
+        assert_int_equal(mcl_tokenizer_encode(t, text, len, 0, ids, 65536, &n), MCL_SUCCESS);
+        int same = 1;
+        uint32_t k = 0;
+        for (char *p = line, *q; ; p = q, k++) {
+            long want = strtol(p, &q, 10);
+            if (q == p)
+                break;
+            if (k == 0 && r.cases == corrupt)
+                want++;
+            same = same && k < n && ids[k] == want;
+        }
+        same = same && k == n;
+        if (!same) {
+            r.id_errors++;
+            if (r.cases != corrupt) {
+                printf("  %s case %d '%.*s': got", name, r.cases, (int)(len > 60 ? 60 : len),
+                       text);
+                for (uint32_t i = 0; i < n; i++)
+                    printf(" %d", ids[i]);
+                printf(", expected%s\n", line);
+            }
+        }
+        size_t needed = 0;
+        mcl_status s = mcl_tokenizer_decode(t, ids, n, back, inp_len + 1, &needed);
+        if (s != MCL_SUCCESS || needed != len + 1 || memcmp(back, text, len) != 0) {
+            r.round_trip++;
+            printf("  %s case %d does not round-trip\n", name, r.cases);
+        }
+        r.cases++;
+        text = end + sep_len;
+        line = eol + 1;
+    }
+    free(ids);
+    free(back);
+    free(inp);
+    free(out);
+    return r;
+}
+
+static void real_llama_spm(void **state)
+{
+    (void)state;
+    const char *name = "ggml-vocab-llama-spm.gguf";
+    mcl_tokenizer *t = load_vocab(name);
+    assert_string_equal(mcl_tokenizer_model(t), "llama");
+    assert_string_equal(mcl_tokenizer_pre(t), "");
+    assert_int_equal(mcl_tokenizer_vocab_size(t), 32000);
+    assert_int_equal(mcl_tokenizer_bos(t), 1);
+    assert_int_equal(mcl_tokenizer_eos(t), 2);
+    assert_int_equal(mcl_tokenizer_unk(t), 0);
+    assert_int_equal(mcl_tokenizer_pad(t), -1);
+    assert_int_equal(mcl_tokenizer_add_bos(t), 1);
+    assert_int_equal(mcl_tokenizer_add_space_prefix(t), 1); /* absent: llama.cpp's default */
+    vector_result r = check_vectors(t, name, -1);
+    printf("  %s: %d cases, %d with other ids, %d not round-tripping\n", name, r.cases,
+           r.id_errors, r.round_trip);
+    assert_int_equal(r.cases, 46);
+    assert_int_equal(r.id_errors, 0);
+    assert_int_equal(r.round_trip, 0);
+    /* Negative control: one wrong expected id is one failing case. */
+    r = check_vectors(t, name, 11);
+    assert_int_equal(r.id_errors, 1);
+    /* BOS and special text on the real vocabulary. */
+    int32_t ids[8];
+    uint32_t n = 0;
+    assert_int_equal(mcl_tokenizer_encode(t, "Hello</s>", 9,
+                                          MCL_TOKENIZE_ADD_BOS | MCL_TOKENIZE_PARSE_SPECIAL, ids,
+                                          8, &n),
+                     MCL_SUCCESS);
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 15043); /* ▁Hello, as in the vectors */
+    assert_int_equal(ids[2], 2);
+    mcl_tokenizer_free(t);
+}
+
+static void real_gpt2(void **state)
+{
+    (void)state;
+    const char *name = "ggml-vocab-gpt-2.gguf";
+    mcl_tokenizer *t = load_vocab(name);
+    assert_string_equal(mcl_tokenizer_model(t), "gpt2");
+    assert_string_equal(mcl_tokenizer_pre(t), "gpt-2");
+    assert_int_equal(mcl_tokenizer_vocab_size(t), 50257);
+    assert_int_equal(mcl_tokenizer_bos(t), 50256);
+    assert_int_equal(mcl_tokenizer_eos(t), 50256);
+    assert_int_equal(mcl_tokenizer_unk(t), -1);
+    assert_int_equal(mcl_tokenizer_add_bos(t), 0); /* absent: false for gpt2 */
+    assert_int_equal(mcl_tokenizer_add_space_prefix(t), 0);
+    vector_result r = check_vectors(t, name, -1);
+    printf("  %s: %d cases, %d with other ids, %d not round-tripping\n", name, r.cases,
+           r.id_errors, r.round_trip);
+    assert_int_equal(r.cases, 46);
+    assert_int_equal(r.id_errors, 0);
+    assert_int_equal(r.round_trip, 0);
+    r = check_vectors(t, name, 0);
+    assert_int_equal(r.id_errors, 1);
+    int32_t ids[8];
+    uint32_t n = 0;
+    assert_int_equal(mcl_tokenizer_encode(t, "Hello<|endoftext|>", 18,
+                                          MCL_TOKENIZE_PARSE_SPECIAL, ids, 8, &n),
+                     MCL_SUCCESS);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 15496);
+    assert_int_equal(ids[1], 50256);
+    mcl_tokenizer_free(t);
+}
+
+/* --- GGUF keys ------------------------------------------------------------------------------ */
+
+/* A small vocabulary file; NULL strings and negative values leave a key out. */
+typedef struct tiny_file {
+    const char *model, *pre;
+    int tokens;       /* write tokenizer.ggml.tokens */
+    int short_scores; /* scores one shorter than the tokens */
+    int float_types;  /* token_type as float32 */
+    int merges;       /* BPE: write the merges */
+    int64_t bos;
+    int add_bos, add_space_prefix;
+} tiny_file;
+
+static mcl_status tiny_tokenizer(const tiny_file *o, mcl_tokenizer **t, char *why,
+                                 size_t why_size)
+{
+    mcl_gguf_writer *w = mcl_gguf_writer_create(3, 32);
+    assert_non_null(w);
+    int spm = o->model && strcmp(o->model, "llama") == 0;
+    static const char *const spm_tokens[] = {"<unk>", "<s>", "</s>", "a", "\xE2\x96\x81" "a"};
+    static const char *const bpe_tokens[] = {"a", "b", "c", "ab", "abc", "<|endoftext|>"};
+    static const float scores[] = {0, 0, 0, -2, -1, 0};
+    static const int32_t spm_types[] = {2, 3, 3, 1, 1};
+    static const int32_t bpe_types[] = {1, 1, 1, 1, 1, 3};
+    static const float float_types[] = {1, 1, 1, 1, 1, 1};
+    static const char *const merges[] = {"a b"};
+    uint64_t n = spm ? 5 : 6;
+    if (o->model)
+        assert_mcl_ok(mcl_gguf_writer_add(w, "tokenizer.ggml.model", MCL_GGUF_STRING, o->model));
+    if (o->pre)
+        assert_mcl_ok(mcl_gguf_writer_add(w, "tokenizer.ggml.pre", MCL_GGUF_STRING, o->pre));
+    if (o->tokens)
+        assert_mcl_ok(mcl_gguf_writer_add_array(w, "tokenizer.ggml.tokens", MCL_GGUF_STRING, n,
+                                                spm ? spm_tokens : bpe_tokens));
+    assert_mcl_ok(mcl_gguf_writer_add_array(w, "tokenizer.ggml.scores", MCL_GGUF_FLOAT32,
+                                            n - (o->short_scores ? 1 : 0), scores));
+    if (o->float_types)
+        assert_mcl_ok(mcl_gguf_writer_add_array(w, "tokenizer.ggml.token_type",
+                                                MCL_GGUF_FLOAT32, n, float_types));
+    else
+        assert_mcl_ok(mcl_gguf_writer_add_array(w, "tokenizer.ggml.token_type", MCL_GGUF_INT32,
+                                                n, spm ? spm_types : bpe_types));
+    if (o->merges)
+        assert_mcl_ok(mcl_gguf_writer_add_array(w, "tokenizer.ggml.merges", MCL_GGUF_STRING, 1,
+                                                merges));
+    if (o->bos >= 0) {
+        uint32_t bos = (uint32_t)o->bos;
+        assert_mcl_ok(mcl_gguf_writer_add(w, "tokenizer.ggml.bos_token_id", MCL_GGUF_UINT32,
+                                          &bos));
+    }
+    uint8_t flag;
+    if (o->add_bos >= 0) {
+        flag = (uint8_t)o->add_bos;
+        assert_mcl_ok(mcl_gguf_writer_add(w, "tokenizer.ggml.add_bos_token", MCL_GGUF_BOOL,
+                                          &flag));
+    }
+    if (o->add_space_prefix >= 0) {
+        flag = (uint8_t)o->add_space_prefix;
+        assert_mcl_ok(mcl_gguf_writer_add(w, "tokenizer.ggml.add_space_prefix", MCL_GGUF_BOOL,
+                                          &flag));
+    }
+    void *bytes = NULL;
+    uint64_t size = 0;
+    assert_mcl_ok(mcl_gguf_writer_finish(w, &bytes, &size));
+    mcl_gguf_writer_destroy(w);
+    mcl_gguf *g = NULL;
+    assert_mcl_ok(mcl_gguf_parse(bytes, size, &g, why, why_size));
+    mcl_status s = mcl_tokenizer_from_gguf(g, t, why, why_size);
+    mcl_gguf_free(g);
+    free(bytes);
+    return s;
+}
+
+static tiny_file tiny(const char *model, const char *pre)
+{
+    tiny_file o = {model, pre, 1, 0, 0, 1, -1, -1, -1};
+    return o;
+}
+
+/* Whether making a tokenizer from the file fails with `want` and `word` in the message. */
+static int refused(tiny_file o, mcl_status want, const char *word)
+{
+    mcl_tokenizer *t = NULL;
+    char why[256] = "";
+    mcl_status s = tiny_tokenizer(&o, &t, why, sizeof why);
+    int ok = s == want && t == NULL && strstr(why, word) != NULL;
+    if (!ok)
+        printf("%s%s / %s: %s '%s', expected %s naming '%s'\n", report_prefix,
+               o.model ? o.model : "-", o.pre ? o.pre : "-", mcl_status_string(s), why,
+               mcl_status_string(want), word);
+    mcl_tokenizer_free(t);
+    return ok;
+}
+
+static void gguf_keys(void **state)
+{
+    (void)state;
+    char why[256];
+    mcl_tokenizer *t = NULL;
+    /* Models and pre-tokenizers refused by name. */
+    assert_true(refused(tiny("bert", NULL), MCL_ERROR_UNSUPPORTED, "'bert'"));
+    assert_true(refused(tiny("t5", NULL), MCL_ERROR_UNSUPPORTED, "'t5'"));
+    assert_true(refused(tiny("rwkv", NULL), MCL_ERROR_UNSUPPORTED, "'rwkv'"));
+    assert_true(refused(tiny(NULL, NULL), MCL_ERROR_INVALID_ARGUMENT, "tokenizer.ggml.model"));
+    assert_true(refused(tiny("gpt2", NULL), MCL_ERROR_UNSUPPORTED, "tokenizer.ggml.pre"));
+    assert_true(refused(tiny("gpt2", "default"), MCL_ERROR_UNSUPPORTED, "'default'"));
+    assert_true(refused(tiny("gpt2", "falcon"), MCL_ERROR_UNSUPPORTED, "'falcon'"));
+    /* Malformed keys. */
+    tiny_file o = tiny("gpt2", "gpt-2");
+    o.merges = 0;
+    assert_true(refused(o, MCL_ERROR_INVALID_ARGUMENT, "tokenizer.ggml.merges"));
+    o = tiny("gpt2", "gpt-2");
+    o.tokens = 0;
+    assert_true(refused(o, MCL_ERROR_INVALID_ARGUMENT, "tokenizer.ggml.tokens"));
+    o = tiny("llama", NULL);
+    o.short_scores = 1;
+    assert_true(refused(o, MCL_ERROR_INVALID_ARGUMENT, "tokenizer.ggml.scores"));
+    o = tiny("llama", NULL);
+    o.float_types = 1;
+    assert_true(refused(o, MCL_ERROR_INVALID_ARGUMENT, "tokenizer.ggml.token_type"));
+    o = tiny("llama", NULL);
+    o.bos = 5;
+    assert_true(refused(o, MCL_ERROR_INVALID_ARGUMENT, "bos_token_id"));
+    o = tiny("gpt2", "qwen2");
+    o.add_bos = 1; /* and no BOS id */
+    assert_true(refused(o, MCL_ERROR_INVALID_ARGUMENT, "add_bos_token"));
+    /* Negative control: the refusal check does fail on a file that loads. */
+    NEGATIVE(refused(tiny("gpt2", "gpt-2"), MCL_ERROR_UNSUPPORTED, "gpt-2"));
+
+    /* llama-bpe: llama.cpp's defaults (BOS added, whole-token words skip the merges). */
+    o = tiny("gpt2", "llama-bpe");
+    o.bos = 5;
+    assert_mcl_ok(tiny_tokenizer(&o, &t, why, sizeof why));
+    assert_string_equal(mcl_tokenizer_pre(t), "llama-bpe");
+    assert_int_equal(mcl_tokenizer_add_bos(t), 1);
+    assert_true(ENC(t, "abc", MCL_TOKENIZE_ADD_BOS, "<|endoftext|>", "abc"));
+    mcl_tokenizer_free(t);
+    o.add_bos = 0; /* the key wins over the default */
+    assert_mcl_ok(tiny_tokenizer(&o, &t, why, sizeof why));
+    assert_true(ENC(t, "abc", MCL_TOKENIZE_ADD_BOS, "abc"));
+    mcl_tokenizer_free(t);
+    /* qwen2: no BOS by default, merges applied. */
+    o = tiny("gpt2", "qwen2");
+    o.bos = 5;
+    assert_mcl_ok(tiny_tokenizer(&o, &t, why, sizeof why));
+    assert_true(ENC(t, "abc", MCL_TOKENIZE_ADD_BOS, "ab", "c"));
+    mcl_tokenizer_free(t);
+    /* llama: a space prefix unless add_space_prefix says no. */
+    o = tiny("llama", "default");
+    assert_mcl_ok(tiny_tokenizer(&o, &t, why, sizeof why));
+    assert_true(ENC(t, "a", 0, "\xE2\x96\x81" "a"));
+    mcl_tokenizer_free(t);
+    o.add_space_prefix = 0;
+    assert_mcl_ok(tiny_tokenizer(&o, &t, why, sizeof why));
+    assert_int_equal(mcl_tokenizer_add_space_prefix(t), 0);
+    assert_true(ENC(t, "a", 0, "a"));
+    mcl_tokenizer_free(t);
+    assert_int_equal(mcl_tokenizer_from_gguf(NULL, &t, why, sizeof why),
+                     MCL_ERROR_INVALID_ARGUMENT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -730,6 +1096,9 @@ int main(void)
         cmocka_unit_test(bpe_ignore_merges_and_specials),
         cmocka_unit_test(bad_descriptions_are_refused),
         cmocka_unit_test(one_megabyte),
+        cmocka_unit_test(real_llama_spm),
+        cmocka_unit_test(real_gpt2),
+        cmocka_unit_test(gguf_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
