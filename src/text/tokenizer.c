@@ -102,7 +102,8 @@ static int byte_of_piece(const char *s, size_t len)
     return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
 
-/* What token i decodes to, into buf (room for 3 bytes per byte of its text): its length. */
+/* What token i decodes to, into buf (room for its text: decoding never lengthens it): its
+ * length. */
 static size_t decoded_text(const mcl_tokenizer *t, uint32_t i, char *buf)
 {
     const char *s = mcl_strings_at(&t->text, i);
@@ -207,7 +208,7 @@ static mcl_status load_tokens(mcl_tokenizer *t, const mcl_vocab_desc *d, char *w
         t->types[i] = (uint8_t)(d->types ? d->types[i] : MCL_TOKEN_NORMAL);
         t->scores[i] = d->scores ? d->scores[i] : 0.0f;
         if (len == 0)
-            continue; /* never matched; decodes to nothing else than itself */
+            continue; /* an empty piece is never looked up */
         uint32_t dup = 0;
         int r = mcl_strmap_insert(&t->text_map, i, &dup);
         if (r == 0)
@@ -242,7 +243,7 @@ static mcl_status build_decoded_and_trie(mcl_tokenizer *t)
     for (uint32_t i = 0; i < t->n_tokens; i++)
         if (t->text.len[i] > longest)
             longest = t->text.len[i];
-    char *buf = malloc(3 * longest + 1);
+    char *buf = malloc(longest + 1);
     t->trie = calloc(1, sizeof *t->trie);
     if (!buf || !t->trie)
         goto oom;
