@@ -124,7 +124,13 @@ typedef enum mcl_status {
     MCL_ERROR_WRONG_CONTEXT = 12,
     /** A required layer or extension is missing (for example the validation layer was
      *  requested but is not installed). */
-    MCL_ERROR_LAYER_UNAVAILABLE = 13
+    MCL_ERROR_LAYER_UNAVAILABLE = 13,
+    /** A file could not be opened or read (missing, unreadable, a directory); the message
+     *  names it and the system's reason. */
+    MCL_ERROR_IO = 14,
+    /** A file's contents are malformed (a count, length or offset past its end, an
+     *  inconsistent field); the message names the field. Nothing was read out of bounds. */
+    MCL_ERROR_BAD_FILE = 15
 } mcl_status;
 
 /** A short English name of the status, e.g. "invalid argument". Never NULL: an unknown value
@@ -1160,6 +1166,177 @@ MCL_API mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path);
  *  MCL_ERROR_INVALID_ARGUMENT with a message; on failure `*out` is set to NULL.
  *  NULL: none of ctx, path and out may be. */
 MCL_API mcl_status mcl_gpt_load(mcl_context *ctx, const char *path, mcl_gpt **out);
+
+/* --- Model files ------------------------------------------------------------------------
+ * A language model read from a GGUF file (as llama.cpp's converter and quantizer write them)
+ * or a Hugging Face checkpoint (safetensors with its config.json, sharded or not): its
+ * architecture and hyperparameters, its weights in device memory, its tokenizer. The
+ * architectures read are those mcl_model_architecture_name() lists (llama 1, 2 and 3 and
+ * TinyLlama, mistral, qwen2); anything else is refused with that list. A model belongs to its
+ * context: close it before the context.
+ *
+ * Tensors keep GGUF's names ("token_embd.weight", "blk.3.attn_q.weight", "output.weight"; a
+ * checkpoint's names are mapped to these) and the library's shapes: a weight is [N, K] (rows
+ * first, y = x W^T). The query and key projections are in Hugging Face's row order, which
+ * pairs element i of a head with element i + head_dim / 2 for RoPE (MCL_ROPE_SPLIT_HALF):
+ * llama.cpp's converter stores them permuted for its interleaved RoPE, and the loader undoes
+ * that, so the same weights from either file give the same tensors.
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct mcl_model mcl_model;
+
+/** Progress of a load: `done` of `total` bytes of weights on the device so far. */
+typedef void (*mcl_progress_fn)(void *user_data, uint64_t done, uint64_t total);
+
+/** mcl_model_desc.flags. */
+enum {
+    /** Read the metadata, the tensor list and the tokenizer; no weights go to the device. */
+    MCL_MODEL_NO_WEIGHTS = 1u << 0,
+    /** Store 2-D weights as weight_type on the device: MCL_DTYPE_Q8_0 or MCL_DTYPE_Q4_0
+     *  quantizes f32, f16 and bf16 weights with the library's quantizer (block-quantised ones
+     *  stay as they are); MCL_DTYPE_F32 dequantizes block-quantised ones. Without the flag
+     *  weights keep their file's type (f16 and bf16 become f32). */
+    MCL_MODEL_WEIGHT_TYPE_SET = 1u << 1
+};
+
+/** How to open a model. Zero-initialise, set `size`. */
+typedef struct mcl_model_desc {
+    size_t size;                /**< sizeof(mcl_model_desc). Required. */
+    uint32_t flags;             /**< MCL_MODEL_*; 0 means all weights, as stored */
+    mcl_dtype weight_type;      /**< with MCL_MODEL_WEIGHT_TYPE_SET, see there */
+    uint64_t memory_budget;     /**< device bytes the weights may take; 0 means the device
+                                     heap's budget. A model that needs more is refused before
+                                     anything is uploaded */
+    mcl_progress_fn progress;   /**< NULL: no progress */
+    void *progress_user_data;
+    uint64_t reserved[8];
+} mcl_model_desc;
+
+/** Open a model: `path` is a .gguf file, a .safetensors file (with config.json beside it), a
+ *  model.safetensors.index.json, or a folder holding config.json and model.safetensors or
+ *  model.safetensors.index.json. The caller owns the model (mcl_model_close()).
+ *  MCL_ERROR_IO (the file cannot be read), MCL_ERROR_BAD_FILE (malformed; the message names
+ *  the field), MCL_ERROR_UNSUPPORTED (an architecture, tensor type, RoPE scaling or tokenizer
+ *  the library does not read, named, with what it reads), MCL_ERROR_OUT_OF_DEVICE_MEMORY
+ *  (more than the budget: the message says how much it needs), MCL_ERROR_OUT_OF_HOST_MEMORY;
+ *  on failure *out is NULL and nothing stays allocated.
+ *  NULL: desc may be (the defaults); ctx, path and out may not. */
+MCL_API mcl_status mcl_model_open(mcl_context *ctx, const char *path,
+                                  const mcl_model_desc *desc, mcl_model **out);
+
+/** Release the model and its tensors (work recorded with them runs first).
+ *  NULL: model may be (nothing happens). */
+MCL_API void mcl_model_close(mcl_model *model);
+
+/** mcl_model_info.rope_scaling. */
+enum {
+    MCL_ROPE_SCALING_NONE = 0,
+    /** Llama 3.1's frequency scaling: factor, low and high frequency factors, the original
+     *  context; the per-pair factors are the tensor "rope_freqs.weight". */
+    MCL_ROPE_SCALING_LLAMA3 = 1
+};
+
+/** What a model file is, and what loading it took. */
+typedef struct mcl_model_info {
+    size_t size;                /**< sizeof(mcl_model_info) as the caller compiled it */
+    char architecture[32];      /**< "llama", "mistral", "qwen2" */
+    char name[128];             /**< the file's name for the model (general.name), or "" */
+    char format[32];            /**< "gguf 3", "gguf 2", "safetensors" */
+    char tokenizer[32];         /**< "llama" (SentencePiece-style), "gpt2" (byte-level BPE) */
+    char pre_tokenizer[32];     /**< the BPE pre-tokenizer ("gpt-2", "llama-bpe", "qwen2") */
+    uint32_t vocab;             /**< tokens */
+    uint32_t dim;               /**< model width */
+    uint32_t layers;
+    uint32_t heads;             /**< query heads */
+    uint32_t kv_heads;          /**< key/value heads (query head h uses h / (heads / kv_heads)) */
+    uint32_t head_dim;
+    uint32_t hidden;            /**< feed-forward (SwiGLU) width */
+    uint32_t context_length;    /**< the longest context the model was trained for */
+    float norm_eps;             /**< RMSNorm's epsilon */
+    float rope_theta;           /**< RoPE's base */
+    uint32_t rope_scaling;      /**< MCL_ROPE_SCALING_* */
+    float rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    uint32_t rope_original_context;
+    uint32_t tied_output;       /**< 1: no output.weight, the embedding is the head */
+    uint32_t qkv_bias;          /**< 1: the q, k and v projections have biases (qwen2) */
+    int32_t bos, eos;           /**< token ids, -1 for none */
+    uint64_t parameters;        /**< weights in the file, elements */
+    uint64_t file_bytes;        /**< bytes of the file(s) */
+    uint64_t device_bytes;      /**< device memory the weights take (or would take: 0 with
+                                     MCL_MODEL_NO_WEIGHTS) */
+    double load_seconds;        /**< wall time of mcl_model_open */
+    uint64_t reserved[8];
+} mcl_model_info;
+
+/** Fill `*info`; the caller sets info->size first.
+ *  NULL: neither model nor info may be. */
+MCL_API mcl_status mcl_model_file_info(const mcl_model *model, mcl_model_info *info);
+
+/** One tensor of the model. */
+typedef struct mcl_model_tensor_info {
+    size_t size;                /**< sizeof(mcl_model_tensor_info) as the caller compiled it */
+    const char *name;           /**< GGUF's name; owned by the model */
+    const char *file_type;      /**< its type in the file: "f32", "f16", "bf16", "q4_0", ... */
+    mcl_dtype dtype;            /**< its type on the device; -1 where the library does not read
+                                     the file's type (opened with MCL_MODEL_NO_WEIGHTS) */
+    uint32_t ndim;
+    int64_t shape[4];           /**< the library's order: a weight is [N, K] */
+    mcl_tensor *tensor;         /**< owned by the model; NULL when opened with
+                                     MCL_MODEL_NO_WEIGHTS */
+} mcl_model_tensor_info;
+
+/** The number of tensors, and tensor `index` of them (MCL_ERROR_INVALID_ARGUMENT past the
+ *  end).
+ *  NULL: model may not be (a NULL model has 0); neither may info. */
+MCL_API uint32_t mcl_model_tensor_count(const mcl_model *model);
+MCL_API mcl_status mcl_model_tensor(const mcl_model *model, uint32_t index,
+                                    mcl_model_tensor_info *info);
+
+/** The device tensor named `name`, or NULL (no such tensor, or no weights loaded).
+ *  NULL: neither may be (NULL gives NULL). */
+MCL_API mcl_tensor *mcl_model_find_tensor(const mcl_model *model, const char *name);
+
+/** The metadata value of `key` as text, written as mcl_context_memory_json() writes: a
+ *  number, true or false, a string as it is, an array as [a, b, ...] (of at most 64
+ *  elements, then "...").  MCL_ERROR_INVALID_ARGUMENT for a key the file does not have.
+ *  A checkpoint's metadata is its config.json, keys as they are there.
+ *  NULL: buffer may be when capacity is 0, needed may be; model and key may not. */
+MCL_API mcl_status mcl_model_metadata(const mcl_model *model, const char *key, char *buffer,
+                                      size_t capacity, size_t *needed);
+
+/** mcl_model_tokenize() flags. */
+enum {
+    /** Put BOS first where the vocabulary asks for it (it has a BOS id and its add_bos_token
+     *  is true, or absent for a model whose default is true: "llama" and llama 3's BPE), as
+     *  llama.cpp does; prepend mcl_model_info.bos yourself to have it regardless. */
+    MCL_TOKENIZE_ADD_BOS = 1u << 0,
+    /** Control tokens written in the text ("<s>", "<|endoftext|>") become their ids;
+     *  user-defined tokens always do. Matching is leftmost-longest. */
+    MCL_TOKENIZE_PARSE_SPECIAL = 1u << 1,
+    /** Put EOS last where the vocabulary asks for it (add_eos_token). */
+    MCL_TOKENIZE_ADD_EOS = 1u << 2
+};
+
+/** The token ids of `length` bytes of UTF-8 text (invalid UTF-8 is encoded byte by byte).
+ *  *count receives how many ids the text needs; MCL_ERROR_TOO_LARGE when that is more than
+ *  `capacity`, the first `capacity` written.
+ *  NULL: tokens may be when capacity is 0 (a count query); text may be when length is 0;
+ *  model and count may not. */
+MCL_API mcl_status mcl_model_tokenize(const mcl_model *model, const char *text, size_t length,
+                                      uint32_t flags, int32_t *tokens, uint32_t capacity,
+                                      uint32_t *count);
+
+/** The text of `count` token ids, written as mcl_context_memory_json() writes (NUL-terminated
+ *  UTF-8; control tokens such as BOS give no text). MCL_ERROR_INVALID_ARGUMENT for an id
+ *  outside the vocabulary.
+ *  NULL: buffer may be when capacity is 0, needed may be, tokens when count is 0; model may
+ *  not. */
+MCL_API mcl_status mcl_model_detokenize(const mcl_model *model, const int32_t *tokens,
+                                        uint32_t count, char *buffer, size_t capacity,
+                                        size_t *needed);
+
+/** The architectures mcl_model_open() reads: the name of number `index`, NULL past the last. */
+MCL_API const char *mcl_model_architecture_name(uint32_t index);
 
 #endif /* MOTIFCL_EXPERIMENTAL */
 

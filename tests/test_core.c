@@ -31,6 +31,8 @@ static void status_values_are_pinned(void **state)
     assert_int_equal(MCL_ERROR_VULKAN_UNAVAILABLE, 4);
     assert_int_equal(MCL_ERROR_NO_DEVICE, 5);
     assert_int_equal(MCL_ERROR_LAYER_UNAVAILABLE, 13);
+    assert_int_equal(MCL_ERROR_IO, 14);
+    assert_int_equal(MCL_ERROR_BAD_FILE, 15);
     assert_int_equal(MCL_DTYPE_Q8_0, 16);
     assert_int_equal(MCL_DTYPE_Q6_K, 20);
 }
@@ -38,8 +40,8 @@ static void status_values_are_pinned(void **state)
 static void every_status_has_a_distinct_name(void **state)
 {
     (void)state;
-    const char *names[MCL_ERROR_LAYER_UNAVAILABLE + 1];
-    for (int s = 0; s <= MCL_ERROR_LAYER_UNAVAILABLE; s++) {
+    const char *names[MCL_ERROR_BAD_FILE + 1];
+    for (int s = 0; s <= MCL_ERROR_BAD_FILE; s++) {
         names[s] = mcl_status_string((mcl_status)s);
         assert_non_null(names[s]);
         assert_string_not_equal(names[s], "unknown status");

@@ -854,10 +854,10 @@ static void mapped_files(void **state)
     mcl_mapped m;
     char why[256];
     int ok = 1;
-    ok &= mcl_mapped_open(MCL_TEST_DATA_DIR, &m, why, sizeof why) == INVALID &&
+    ok &= mcl_mapped_open(MCL_TEST_DATA_DIR, &m, why, sizeof why) == MCL_ERROR_IO &&
           strstr(why, "directory") != NULL && m.data == NULL;
     ok &= mcl_mapped_open(MCL_TEST_DATA_DIR "/no-such-file.gguf", &m, why, sizeof why) ==
-              INVALID &&
+              MCL_ERROR_IO &&
           why[0] != '\0';
     ok &= mcl_mapped_open(NULL, &m, why, sizeof why) == INVALID;
 

@@ -1,5 +1,9 @@
-/* motifcl-info: what the runtime sees and what it chose. Human text by default, JSON with
- * --json. Uses the public API only. Exit status: 0 with a device, 2 without one. */
+/* motifcl-info: what the runtime sees and what it chose, and with --model FILE what a model
+ * file is (architecture, sizes, tensor types, tokenizer) without loading its weights. Human
+ * text by default, JSON with --json. Uses the public API only (the model through its
+ * experimental section). Exit status: 0 with a device, 2 without one, 3 for a model file that
+ * cannot be read. */
+#define MOTIFCL_EXPERIMENTAL
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,14 +131,90 @@ static void print_text(const mcl_device_info *d, const mcl_memory_stats *m, cons
            (unsigned long long)m->dedicated_count);
 }
 
+/* What a model file is: its info, its tensors counted by type, its tokenizer. */
+static int print_model(mcl_context *ctx, const char *path, int json)
+{
+    mcl_model_desc desc = {.size = sizeof desc, .flags = MCL_MODEL_NO_WEIGHTS};
+    mcl_model *model = NULL;
+    mcl_status status = mcl_model_open(ctx, path, &desc, &model);
+    if (status != MCL_SUCCESS) {
+        fprintf(stderr, "motifcl-info: %s: %s: %s\n", path, mcl_status_string(status),
+                mcl_context_last_error(ctx));
+        return 3;
+    }
+    mcl_model_info mi = {.size = sizeof mi};
+    mcl_model_file_info(model, &mi);
+    /* Tensors by their type in the file. */
+    const char *types[16];
+    uint32_t counts[16], ntypes = 0, n = mcl_model_tensor_count(model);
+    for (uint32_t i = 0; i < n; i++) {
+        mcl_model_tensor_info ti = {.size = sizeof ti};
+        if (mcl_model_tensor(model, i, &ti) != MCL_SUCCESS)
+            continue;
+        const char *type = ti.file_type ? ti.file_type : "unknown";
+        uint32_t j = 0;
+        while (j < ntypes && strcmp(types[j], type) != 0)
+            j++;
+        if (j == ntypes && ntypes < 16) {
+            types[ntypes] = type;
+            counts[ntypes++] = 0;
+        }
+        if (j < ntypes)
+            counts[j]++;
+    }
+    if (json) {
+        printf("{\n");
+        json_string("model", path);
+        json_string("format", mi.format);
+        json_string("architecture", mi.architecture);
+        json_string("name", mi.name);
+        json_string("tokenizer", mi.tokenizer);
+        json_string("pre_tokenizer", mi.pre_tokenizer);
+        printf("  \"vocab\": %u, \"dim\": %u, \"layers\": %u, \"heads\": %u, \"kv_heads\": %u,\n"
+               "  \"hidden\": %u, \"context_length\": %u, \"rope_theta\": %g, \"rope_scaling\": %u,\n"
+               "  \"norm_eps\": %g, \"tied_output\": %u, \"qkv_bias\": %u, \"bos\": %d, \"eos\": %d,\n"
+               "  \"parameters\": %llu, \"file_bytes\": %llu, \"tensors\": %u,\n"
+               "  \"tensor_types\": {", mi.vocab, mi.dim, mi.layers, mi.heads, mi.kv_heads,
+               mi.hidden, mi.context_length, (double)mi.rope_theta, mi.rope_scaling,
+               (double)mi.norm_eps, mi.tied_output, mi.qkv_bias, mi.bos, mi.eos,
+               (unsigned long long)mi.parameters, (unsigned long long)mi.file_bytes, n);
+        for (uint32_t j = 0; j < ntypes; j++)
+            printf("%s\"%s\": %u", j ? ", " : "", types[j], counts[j]);
+        printf("}\n}\n");
+    } else {
+        printf("%-20s %s (%s)\n", "model", path, mi.format);
+        printf("%-20s %s%s%s%s\n", "architecture", mi.architecture, mi.name[0] ? " (" : "",
+               mi.name, mi.name[0] ? ")" : "");
+        printf("%-20s vocab %u, width %u, %u layers, %u heads (%u key/value), feed-forward %u, "
+               "context %u\n", "shape", mi.vocab, mi.dim, mi.layers, mi.heads, mi.kv_heads,
+               mi.hidden, mi.context_length);
+        printf("%-20s theta %g%s, RMSNorm eps %g, %s output%s\n", "rope and norms",
+               (double)mi.rope_theta, mi.rope_scaling ? " (llama 3 frequency scaling)" : "",
+               (double)mi.norm_eps, mi.tied_output ? "tied" : "separate",
+               mi.qkv_bias ? ", q/k/v biases" : "");
+        printf("%-20s %llu weights in %u tensors, %.1f MiB of file:", "size",
+               (unsigned long long)mi.parameters, n, (double)mi.file_bytes / 1048576.0);
+        for (uint32_t j = 0; j < ntypes; j++)
+            printf(" %u %s", counts[j], types[j]);
+        printf("\n%-20s %s%s%s%s, BOS %d, EOS %d\n", "tokenizer",
+               mi.tokenizer[0] ? mi.tokenizer : "(none)", mi.pre_tokenizer[0] ? " (" : "",
+               mi.pre_tokenizer, mi.pre_tokenizer[0] ? ")" : "", mi.bos, mi.eos);
+    }
+    mcl_model_close(model);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int json = 0;
+    const char *model_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
+        } else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) {
+            model_path = argv[++i];
         } else {
-            fprintf(stderr, "usage: %s [--json]\n"
+            fprintf(stderr, "usage: %s [--json] [--model FILE]\n"
                             "Environment: MOTIFCL_DEVICE, MOTIFCL_DEVICE_PROFILE, "
                             "MOTIFCL_VALIDATION, MOTIFCL_DISABLE, MOTIFCL_FORCE, MOTIFCL_LOG and "
                             "the tuning switches (README, \"Environment\")\n",
@@ -153,6 +233,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "motifcl-info: no context: %s (run with MOTIFCL_LOG=info for "
                             "details)\n", mcl_status_string(status));
         return 2;
+    }
+    if (model_path) {
+        int rc = print_model(ctx, model_path, json);
+        mcl_context_destroy(ctx);
+        return rc;
     }
     mcl_device_info info = {.size = sizeof info};
     mcl_context_device_info(ctx, &info);

@@ -40,6 +40,8 @@ const char *mcl_status_string(mcl_status status)
     case MCL_ERROR_TOO_LARGE: return "too large for the device";
     case MCL_ERROR_WRONG_CONTEXT: return "tensor belongs to another context";
     case MCL_ERROR_LAYER_UNAVAILABLE: return "required layer or extension unavailable";
+    case MCL_ERROR_IO: return "file could not be opened or read";
+    case MCL_ERROR_BAD_FILE: return "malformed file";
     }
     return "unknown status";
 }

@@ -40,7 +40,7 @@ static mcl_status read_whole_fd(int fd, uint64_t size, mcl_mapped *out, const ch
             continue;
         if (n <= 0) {
             free(data);
-            return refuse(why, why_size, MCL_ERROR_INVALID_ARGUMENT, path,
+            return refuse(why, why_size, MCL_ERROR_IO, path,
                           n < 0 ? strerror(errno) : "the file shrank while it was read");
         }
         done += (uint64_t)n;
@@ -62,19 +62,19 @@ mcl_status mcl_mapped_open(const char *path, mcl_mapped *out, char *why, size_t 
         return refuse(why, why_size, MCL_ERROR_INVALID_ARGUMENT, path, "no path");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return refuse(why, why_size, MCL_ERROR_INVALID_ARGUMENT, path, strerror(errno));
+        return refuse(why, why_size, MCL_ERROR_IO, path, strerror(errno));
     struct stat st;
     mcl_status status = MCL_SUCCESS;
     if (fstat(fd, &st) != 0) {
-        status = refuse(why, why_size, MCL_ERROR_INVALID_ARGUMENT, path, strerror(errno));
+        status = refuse(why, why_size, MCL_ERROR_IO, path, strerror(errno));
         goto done;
     }
     if (S_ISDIR(st.st_mode)) {
-        status = refuse(why, why_size, MCL_ERROR_INVALID_ARGUMENT, path, "is a directory");
+        status = refuse(why, why_size, MCL_ERROR_IO, path, "is a directory");
         goto done;
     }
     if (!S_ISREG(st.st_mode)) {
-        status = refuse(why, why_size, MCL_ERROR_INVALID_ARGUMENT, path,
+        status = refuse(why, why_size, MCL_ERROR_IO, path,
                         "not a regular file");
         goto done;
     }
@@ -123,7 +123,7 @@ mcl_status mcl_mapped_open(const char *path, mcl_mapped *out, char *why, size_t 
         return refuse(why, why_size, MCL_ERROR_INVALID_ARGUMENT, path, "no path");
     FILE *f = fopen(path, "rb");
     if (!f)
-        return refuse(why, why_size, MCL_ERROR_INVALID_ARGUMENT, path, strerror(errno));
+        return refuse(why, why_size, MCL_ERROR_IO, path, strerror(errno));
     mcl_status status = MCL_SUCCESS;
     unsigned char *data = NULL;
     size_t len = 0, cap = 0;
@@ -143,7 +143,7 @@ mcl_status mcl_mapped_open(const char *path, mcl_mapped *out, char *why, size_t 
         len += n;
         if (n == 0) {
             if (ferror(f))
-                status = refuse(why, why_size, MCL_ERROR_INVALID_ARGUMENT, path,
+                status = refuse(why, why_size, MCL_ERROR_IO, path,
                                 "read error (or a directory)");
             break;
         }

@@ -14,8 +14,9 @@ typedef struct mcl_mapped {
     int is_mapped;             /* 1: a mapping (unmapped on close); 0: malloc'd */
 } mcl_mapped;
 
-/* Open `path`. MCL_ERROR_INVALID_ARGUMENT (missing or unreadable file, a directory) or
- * MCL_ERROR_OUT_OF_HOST_MEMORY, with the reason in `why`. */
+/* Open `path`. MCL_ERROR_IO (missing or unreadable file, a directory, a read error),
+ * MCL_ERROR_INVALID_ARGUMENT (NULL path or out) or MCL_ERROR_OUT_OF_HOST_MEMORY, with the
+ * reason in `why`. */
 mcl_status mcl_mapped_open(const char *path, mcl_mapped *out, char *why, size_t why_size);
 /* Accepts a zeroed or closed map. */
 void mcl_mapped_close(mcl_mapped *m);

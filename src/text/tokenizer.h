@@ -19,20 +19,8 @@
 
 typedef struct mcl_tokenizer mcl_tokenizer;
 
-/* Encoding flags. */
-enum {
-    /* Prepend BOS when the vocabulary asks for it: it has a BOS id and add_bos_token is true
-     * (the key, or the model's default where it is absent: true for "llama" and "llama-bpe",
-     * false for "gpt-2" and "qwen2"), as llama.cpp's add_special does. A caller that wants BOS
-     * whatever the vocabulary says prepends mcl_tokenizer_bos() itself. */
-    MCL_TOKENIZE_ADD_BOS = 1u << 0,
-    /* Control and unknown-type tokens written in the text ("<s>", "<|endoftext|>") become
-     * their ids. User-defined tokens are matched whether or not this is set (llama.cpp's and
-     * Hugging Face's rule for added tokens). Matching is leftmost-longest. */
-    MCL_TOKENIZE_PARSE_SPECIAL = 1u << 1,
-    /* Append EOS when the vocabulary asks for it (add_eos_token true and an EOS id). */
-    MCL_TOKENIZE_ADD_EOS = 1u << 2,
-};
+/* Encoding flags: MCL_TOKENIZE_ADD_BOS, MCL_TOKENIZE_PARSE_SPECIAL and MCL_TOKENIZE_ADD_EOS of
+ * motifcl.h (its experimental section, which the library is built with). */
 
 /* Token types: GGUF's tokenizer.ggml.token_type values (llama.cpp's llama_token_type). */
 typedef enum mcl_token_type {

@@ -1,0 +1,250 @@
+/* A model's weights onto the device: each tensor's device type, the memory they need against
+ * the budget (checked before anything is uploaded), and the upload, a chunk of rows at a
+ * time: f16 and bf16 become f32, weights are quantized or dequantized where the caller asks,
+ * and llama.cpp's q and k permutation is undone. Block-quantised bytes otherwise go to the
+ * device as the file holds them, straight from the mapped file. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+#include "../io/convert.h"
+
+/* Host memory a chunk of rows takes at most (as f32), where the rows are converted. */
+#define MODEL_CHUNK_BYTES (4u << 20)
+
+/* The library dtype of a block-quantised ggml type, or -1. */
+static int block_dtype(uint32_t type)
+{
+    int d = mcl_ggml_type_dtype(type);
+    return d >= 0 && mcl_dtype_block_weights((mcl_dtype)d) > 1 ? d : -1;
+}
+
+static int float_type(uint32_t type)
+{
+    return type == MCL_GGML_F32 || type == MCL_GGML_F16 || type == MCL_GGML_BF16;
+}
+
+static int64_t numel(const model_tensor *t)
+{
+    int64_t n = 1;
+    for (uint32_t d = 0; d < t->ndim; d++)
+        n *= t->shape[d];
+    return n;
+}
+
+/* Whether the library reads t's file type. */
+static int readable(const model_tensor *t)
+{
+    return float_type(t->file_type) || block_dtype(t->file_type) >= 0;
+}
+
+/* The device type of t under desc. */
+static mcl_status decide_dtype(mcl_model *m, model_tensor *t, const mcl_model_desc *desc)
+{
+    int quant = block_dtype(t->file_type);
+    if (!readable(t)) {
+        const char *name = mcl_ggml_type_name(t->file_type);
+        return MODEL_FAIL(m->ctx, MCL_ERROR_UNSUPPORTED,
+                          "model: tensor %s is %s, which the library does not read (it reads "
+                          "f32, f16, bf16, q8_0, q4_0, q4_K, q5_K and q6_K)", t->name,
+                          name ? name : "of an unknown type");
+    }
+    int set = (desc->flags & MCL_MODEL_WEIGHT_TYPE_SET) != 0;
+    int64_t k = t->shape[t->ndim - 1];
+    if (quant >= 0) {
+        if (t->ndim != 2)
+            return MODEL_FAIL(m->ctx, MCL_ERROR_UNSUPPORTED,
+                              "model: tensor %s is block-quantised with %u dimensions (the "
+                              "library reads quantized matrices)", t->name, t->ndim);
+        t->dtype = set && desc->weight_type == MCL_DTYPE_F32 ? MCL_DTYPE_F32 : (mcl_dtype)quant;
+    } else if (set && desc->weight_type != MCL_DTYPE_F32 && t->ndim == 2 &&
+               k % mcl_dtype_block_weights(desc->weight_type) == 0) {
+        t->dtype = desc->weight_type;
+    } else {
+        t->dtype = MCL_DTYPE_F32;
+    }
+    return MCL_SUCCESS;
+}
+
+/* GGUF bytes of one row (the last dimension) of `k` elements of dtype. */
+static uint64_t row_bytes(mcl_dtype dtype, int64_t k)
+{
+    return (uint64_t)(k / mcl_dtype_block_weights(dtype)) * mcl_dtype_block_bytes(dtype);
+}
+
+/* Bytes of the file's row of t. */
+static uint64_t file_row_bytes(const model_tensor *t)
+{
+    return (uint64_t)t->shape[t->ndim - 1] / mcl_ggml_block_elems(t->file_type) *
+           mcl_ggml_block_bytes(t->file_type);
+}
+
+/* The device memory the tensors need: their bytes, a split block type's d area rounded to
+ * 16 bytes, each at the allocator's 256-byte alignment. */
+static uint64_t device_bytes(const mcl_model *m)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < m->tensor_count; i++) {
+        const model_tensor *t = &m->tensors[i];
+        uint64_t rows = (uint64_t)(numel(t) / t->shape[t->ndim - 1]);
+        uint64_t bytes = rows * row_bytes(t->dtype, t->shape[t->ndim - 1]);
+        total += (bytes + 255) / 256 * 256;
+    }
+    return total;
+}
+
+/* The device-local memory left: the largest device-local heap's budget less its use (heap 0
+ * where none is device-local). */
+static uint64_t device_budget(mcl_context *ctx)
+{
+    mcl_device_info info = {.size = sizeof info};
+    if (mcl_context_device_info(ctx, &info) != MCL_SUCCESS || info.memory_heap_count == 0)
+        return 0;
+    uint64_t best = 0;
+    int any_local = 0;
+    for (uint32_t h = 0; h < info.memory_heap_count; h++)
+        any_local |= info.memory_heaps[h].device_local;
+    for (uint32_t h = 0; h < info.memory_heap_count; h++) {
+        if (any_local && !info.memory_heaps[h].device_local)
+            continue;
+        uint64_t budget = info.memory_heaps[h].budget, used = info.memory_heaps[h].usage;
+        uint64_t left = budget > used ? budget - used : 0;
+        if (left > best)
+            best = left;
+    }
+    return best;
+}
+
+/* Row r of the result's order is row src_row(r) of the file: llama.cpp's converter stored
+ * the rows of each head as pairs (2i, 2i + 1) where Hugging Face has (i, i + head_dim / 2). */
+static uint64_t src_row(const model_tensor *t, uint64_t r)
+{
+    if (!t->unpermute_heads)
+        return r;
+    uint64_t hd = (uint64_t)t->shape[0] / t->unpermute_heads, half = hd / 2;
+    uint64_t head = r / hd, j = r % hd;
+    return head * hd + 2 * (j % half) + j / half;
+}
+
+/* Row `row` of the file's tensor t into `k` floats. */
+static mcl_status row_to_f32(const model_tensor *t, uint64_t row, float *out)
+{
+    int64_t k = t->shape[t->ndim - 1];
+    const unsigned char *p = t->data + row * file_row_bytes(t);
+    switch (t->file_type) {
+    case MCL_GGML_F32:
+        mcl_convert_f32_to_f32(p, out, (uint64_t)k);
+        return MCL_SUCCESS;
+    case MCL_GGML_F16:
+        mcl_convert_f16_to_f32(p, out, (uint64_t)k);
+        return MCL_SUCCESS;
+    case MCL_GGML_BF16:
+        mcl_convert_bf16_to_f32(p, out, (uint64_t)k);
+        return MCL_SUCCESS;
+    default:
+        return mcl_dequantize((mcl_dtype)block_dtype(t->file_type), p, out, k);
+    }
+}
+
+/* Upload tensor t, rows [r0, r1) at a time through host buffers (f32 rows, the device
+ * type's rows). */
+static mcl_status upload(model_tensor *t, float *f32, unsigned char *dev,
+                         uint64_t chunk_rows, const mcl_model_desc *desc, uint64_t *done,
+                         uint64_t total)
+{
+    int64_t k = t->shape[t->ndim - 1];
+    uint64_t rows = (uint64_t)(numel(t) / k);
+    uint64_t in_row = file_row_bytes(t), out_row = row_bytes(t->dtype, k);
+    int same = block_dtype(t->file_type) == (int)t->dtype ||
+               (t->file_type == MCL_GGML_F32 && t->dtype == MCL_DTYPE_F32);
+    mcl_status status = MCL_SUCCESS;
+    for (uint64_t r0 = 0; status == MCL_SUCCESS && r0 < rows; r0 += chunk_rows) {
+        uint64_t n = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
+        const void *src = dev;
+        if (same && !t->unpermute_heads) {
+            src = t->data + r0 * in_row;  /* straight from the mapped file */
+        } else if (same) {
+            for (uint64_t r = 0; r < n; r++)
+                memcpy(dev + r * out_row, t->data + src_row(t, r0 + r) * in_row, in_row);
+        } else {
+            for (uint64_t r = 0; status == MCL_SUCCESS && r < n; r++)
+                status = row_to_f32(t, src_row(t, r0 + r), f32 + r * (uint64_t)k);
+            if (status != MCL_SUCCESS)
+                break;
+            if (t->dtype == MCL_DTYPE_F32)
+                src = f32;
+            else
+                status = mcl_quantize(t->dtype, f32, dev, (int64_t)(n * (uint64_t)k));
+        }
+        if (status == MCL_SUCCESS)
+            status = mcl_tensor_upload(t->tensor, r0 * out_row, src, n * out_row);
+        *done += n * in_row;
+        if (desc->progress)
+            desc->progress(desc->progress_user_data, *done, total);
+    }
+    return status;
+}
+
+mcl_status mcl_model_plan_weights(mcl_model *m, const mcl_model_desc *desc)
+{
+    int tolerant = (desc->flags & MCL_MODEL_NO_WEIGHTS) != 0;
+    for (uint32_t i = 0; i < m->tensor_count; i++) {
+        model_tensor *t = &m->tensors[i];
+        if (tolerant && !readable(t)) { /* described, never loaded */
+            t->dtype = (mcl_dtype)-1;
+            continue;
+        }
+        mcl_status status = decide_dtype(m, t, desc);
+        if (status != MCL_SUCCESS && !tolerant)
+            return status;
+        if (status != MCL_SUCCESS)
+            t->dtype = (mcl_dtype)-1;
+    }
+    if (!tolerant)
+        m->info.device_bytes = device_bytes(m);
+    return MCL_SUCCESS;
+}
+
+mcl_status mcl_model_load_weights(mcl_model *m, const mcl_model_desc *desc)
+{
+    mcl_status status = MCL_SUCCESS;
+    uint64_t total = 0, widest = 1;
+    for (uint32_t i = 0; i < m->tensor_count; i++) {
+        const model_tensor *t = &m->tensors[i];
+        total += t->bytes;
+        uint64_t k = (uint64_t)t->shape[t->ndim - 1];
+        if (k > widest)
+            widest = k;
+    }
+    uint64_t need = device_bytes(m);
+    uint64_t budget = desc->memory_budget ? desc->memory_budget : device_budget(m->ctx);
+    if (need > budget)
+        return MODEL_FAIL(m->ctx, MCL_ERROR_OUT_OF_DEVICE_MEMORY,
+                          "model: the weights need %llu bytes (%.1f MiB) of device memory, "
+                          "the budget is %llu (%.1f MiB)", (unsigned long long)need,
+                          (double)need / 1048576.0, (unsigned long long)budget,
+                          (double)budget / 1048576.0);
+    /* Host buffers of a chunk of rows. */
+    uint64_t chunk_rows = MODEL_CHUNK_BYTES / (widest * sizeof(float));
+    if (chunk_rows == 0)
+        chunk_rows = 1;
+    float *f32 = malloc(chunk_rows * widest * sizeof(float));
+    unsigned char *dev = malloc(chunk_rows * widest * sizeof(float));
+    if (!f32 || !dev) {
+        free(f32);
+        free(dev);
+        return MODEL_FAIL(m->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    uint64_t done = 0;
+    for (uint32_t i = 0; i < m->tensor_count && status == MCL_SUCCESS; i++) {
+        model_tensor *t = &m->tensors[i];
+        status = mcl_tensor_create(m->ctx, t->dtype, t->ndim, t->shape, &t->tensor);
+        if (status == MCL_SUCCESS)
+            status = upload(t, f32, dev, chunk_rows, desc, &done, total);
+    }
+    free(f32);
+    free(dev);
+    if (status == MCL_SUCCESS)
+        status = mcl_finish(m->ctx);
+    return status;
+}

@@ -1,0 +1,653 @@
+/* Model files onto the device: a small llama-family model written by the tests in GGUF (q and
+ * k permuted as llama.cpp's converter stores them, every tensor type the library reads) and
+ * as a Hugging Face checkpoint (safetensors and config.json, as Hugging Face stores them),
+ * read back tensor by tensor against what was written; the two files of the same weights
+ * give the same tensors. Conversions on load (f16 and bf16 to f32, quantization to q8_0,
+ * dequantization to f32), the memory budget refused before any upload, the metadata, the
+ * tokenizer through the model, and files the loader must refuse (architecture, tensor type,
+ * damaged, missing).
+ *
+ * Tolerances: none. Every comparison is exact: f32 tensors bit for bit, block-quantised ones
+ * byte for byte (GGUF bytes), conversions against the same conversion done on the host. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "io/gguf.h"
+#include "io/safetensors.h"
+#include "quant/quant.h"
+
+static mcl_context *ctx;
+
+/* The model's shape: width 256 so that every K-quant's rows are whole blocks. */
+#define VOCAB 300
+#define DIM 256
+#define LAYERS 2
+#define HEADS 4
+#define KV_HEADS 2
+#define HEAD_DIM (DIM / HEADS)
+#define HIDDEN 512
+#define CONTEXT 128
+
+typedef struct weight {
+    char name[64];
+    uint32_t ndim;
+    int64_t shape[2];   /* the library's order: [N, K] */
+    uint32_t type;      /* ggml type in the GGUF file */
+    uint32_t heads;     /* >0: llama.cpp permutes its rows over this many heads */
+    float *hf;          /* Hugging Face's order */
+} weight;
+
+typedef struct model_def {
+    weight w[64];
+    uint32_t count;
+} model_def;
+
+static void add(model_def *m, const char *name, uint32_t ndim, int64_t n, int64_t k,
+                uint32_t type, uint32_t heads, uint32_t seed)
+{
+    weight *w = &m->w[m->count++];
+    snprintf(w->name, sizeof w->name, "%s", name);
+    w->ndim = ndim;
+    w->shape[0] = n;
+    w->shape[1] = k;
+    w->type = type;
+    w->heads = heads;
+    size_t count = (size_t)n * (size_t)(ndim > 1 ? k : 1);
+    w->hf = mcl_test_random_floats(count, seed, -1.0f, 1.0f);
+}
+
+/* A llama model; `quantized`: its matrices in every type the library reads, else in f32,
+ * f16 and bf16 only (what a checkpoint can hold too). */
+static void define(model_def *m, int quantized)
+{
+    memset(m, 0, sizeof *m);
+    uint32_t seed = 100;
+    const uint32_t f32 = MCL_GGML_F32, f16 = MCL_GGML_F16, bf16 = MCL_GGML_BF16;
+    add(m, "token_embd.weight", 2, VOCAB, DIM, quantized ? MCL_GGML_Q6_K : f32, 0, seed++);
+    for (int l = 0; l < LAYERS; l++) {
+        char name[64];
+#define LAYER(suffix, nd, n, k, type, heads)                                                  \
+    snprintf(name, sizeof name, "blk.%d.%s", l, suffix);                                     \
+    add(m, name, nd, n, k, type, heads, seed++)
+        LAYER("attn_norm.weight", 1, DIM, 0, f32, 0);
+        LAYER("attn_q.weight", 2, DIM, DIM, l ? f16 : f32, HEADS);
+        LAYER("attn_k.weight", 2, KV_HEADS * HEAD_DIM, DIM,
+              quantized && l ? MCL_GGML_Q4_K : f16, KV_HEADS);
+        LAYER("attn_v.weight", 2, KV_HEADS * HEAD_DIM, DIM, bf16, 0);
+        LAYER("attn_output.weight", 2, DIM, DIM, quantized ? MCL_GGML_Q8_0 : f32, 0);
+        LAYER("ffn_norm.weight", 1, DIM, 0, f32, 0);
+        LAYER("ffn_gate.weight", 2, HIDDEN, DIM, quantized ? MCL_GGML_Q4_0 : bf16, 0);
+        LAYER("ffn_up.weight", 2, HIDDEN, DIM, quantized ? MCL_GGML_Q4_K : f16, 0);
+        LAYER("ffn_down.weight", 2, DIM, HIDDEN, quantized ? MCL_GGML_Q5_K : f32, 0);
+#undef LAYER
+    }
+    add(m, "output_norm.weight", 1, DIM, 0, f32, 0, seed++);
+    add(m, "output.weight", 2, VOCAB, DIM, quantized ? MCL_GGML_Q8_0 : f16, 0, seed++);
+}
+
+static void undefine(model_def *m)
+{
+    for (uint32_t i = 0; i < m->count; i++)
+        free(m->w[i].hf);
+}
+
+static size_t numel(const weight *w)
+{
+    return (size_t)w->shape[0] * (size_t)(w->ndim > 1 ? w->shape[1] : 1);
+}
+
+static size_t row_len(const weight *w)
+{
+    return (size_t)(w->ndim > 1 ? w->shape[1] : w->shape[0]);
+}
+
+/* The library dtype of a block-quantised ggml type. */
+static mcl_dtype block_of(uint32_t type)
+{
+    return (mcl_dtype)mcl_ggml_type_dtype(type);
+}
+
+/* f32 -> bf16 by rounding to nearest even (as torch does); the loader's bf16 -> f32 is exact. */
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* `n` floats in the file's type: f32, f16, bf16 or blocks. *bytes receives the size. */
+static unsigned char *encode(uint32_t type, const float *x, size_t n, size_t k, uint64_t *bytes)
+{
+    unsigned char *out = NULL;
+    if (type == MCL_GGML_F32) {
+        *bytes = n * 4;
+        out = malloc(n * 4);
+        memcpy(out, x, n * 4);
+    } else if (type == MCL_GGML_F16 || type == MCL_GGML_BF16) {
+        *bytes = n * 2;
+        out = malloc(n * 2);
+        for (size_t i = 0; i < n; i++) {
+            uint16_t h = type == MCL_GGML_F16 ? mcl_fp32_to_fp16(x[i]) : to_bf16(x[i]);
+            out[2 * i] = (unsigned char)h;
+            out[2 * i + 1] = (unsigned char)(h >> 8);
+        }
+    } else if (type == 3) { /* q4_1, which the library does not read: zero blocks */
+        *bytes = n / 32 * 20;
+        out = calloc(1, *bytes);
+    } else {
+        mcl_dtype d = block_of(type);
+        *bytes = n / k * (k / (size_t)mcl_dtype_block_weights(d) * mcl_dtype_block_bytes(d));
+        out = malloc(*bytes);
+        assert_mcl_ok(mcl_quantize(d, x, out, (int64_t)n));
+    }
+    assert_non_null(out);
+    return out;
+}
+
+/* The file's f32 values as the loader must give them: each value through its type. */
+static float *decoded(uint32_t type, const float *x, size_t n)
+{
+    float *y = malloc(n * sizeof *y);
+    assert_non_null(y);
+    for (size_t i = 0; i < n; i++) {
+        if (type == MCL_GGML_F16) {
+            y[i] = mcl_fp16_to_fp32(mcl_fp32_to_fp16(x[i]));
+        } else if (type == MCL_GGML_BF16) {
+            uint32_t u = (uint32_t)to_bf16(x[i]) << 16;
+            memcpy(&y[i], &u, sizeof u);
+        } else {
+            y[i] = x[i];
+        }
+    }
+    return y;
+}
+
+/* llama.cpp's converter: row 2b + a of a head in the file is Hugging Face's row a * hd/2 + b. */
+static float *permuted(const weight *w)
+{
+    size_t k = row_len(w), rows = (size_t)w->shape[0], hd = rows / w->heads, half = hd / 2;
+    float *p = malloc(numel(w) * sizeof *p);
+    assert_non_null(p);
+    for (size_t r = 0; r < rows; r++) {
+        size_t h = r / hd, j = r % hd, a = j % 2, b = j / 2;
+        memcpy(p + r * k, w->hf + (h * hd + a * half + b) * k, k * sizeof *p);
+    }
+    return p;
+}
+
+static void put_u32(mcl_gguf_writer *g, const char *key, uint32_t v)
+{
+    assert_mcl_ok(mcl_gguf_writer_add(g, key, MCL_GGUF_UINT32, &v));
+}
+
+static void put_f32(mcl_gguf_writer *g, const char *key, float v)
+{
+    assert_mcl_ok(mcl_gguf_writer_add(g, key, MCL_GGUF_FLOAT32, &v));
+}
+
+/* Write m as a GGUF file of `version` at `path` (architecture `arch`; "llama" permutes). */
+static void write_gguf(const model_def *m, const char *path, const char *arch, uint32_t version,
+                       uint32_t alignment)
+{
+    mcl_gguf_writer *g = mcl_gguf_writer_create(version, alignment);
+    assert_non_null(g);
+    assert_mcl_ok(mcl_gguf_writer_add(g, "general.architecture", MCL_GGUF_STRING, arch));
+    assert_mcl_ok(mcl_gguf_writer_add(g, "general.name", MCL_GGUF_STRING, "test-llama"));
+    char key[96];
+#define KEY(suffix) (snprintf(key, sizeof key, "%s.%s", arch, suffix), key)
+    put_u32(g, KEY("context_length"), CONTEXT);
+    put_u32(g, KEY("embedding_length"), DIM);
+    put_u32(g, KEY("block_count"), LAYERS);
+    put_u32(g, KEY("feed_forward_length"), HIDDEN);
+    put_u32(g, KEY("attention.head_count"), HEADS);
+    put_u32(g, KEY("attention.head_count_kv"), KV_HEADS);
+    put_u32(g, KEY("rope.dimension_count"), HEAD_DIM);
+    put_f32(g, KEY("attention.layer_norm_rms_epsilon"), 1e-6f);
+    put_f32(g, KEY("rope.freq_base"), 500000.0f);
+#undef KEY
+    int permute = strcmp(arch, "llama") == 0;
+    for (uint32_t i = 0; i < m->count; i++) {
+        const weight *w = &m->w[i];
+        float *rows = permute && w->heads ? permuted(w) : w->hf;
+        uint64_t bytes = 0;
+        unsigned char *data = encode(w->type, rows, numel(w), row_len(w), &bytes);
+        uint64_t dims[2] = {(uint64_t)row_len(w), (uint64_t)w->shape[0]};
+        assert_mcl_ok(mcl_gguf_writer_add_tensor(g, w->name, w->ndim, dims, w->type, data,
+                                                 bytes));
+        free(data);
+        if (rows != w->hf)
+            free(rows);
+    }
+    void *file = NULL;
+    uint64_t size = 0;
+    assert_mcl_ok(mcl_gguf_writer_finish(g, &file, &size));
+    mcl_gguf_writer_destroy(g);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(file, 1, (size_t)size, f), size);
+    fclose(f);
+    free(file);
+}
+
+/* Write m as a Hugging Face checkpoint into folder `dir`: config.json and model.safetensors
+ * (f32, f16 and bf16 tensors as the GGUF holds them, unpermuted, under Hugging Face's names). */
+static void write_checkpoint(const model_def *m, const char *dir, const char *arch)
+{
+    static const struct {
+        const char *gguf, *hf;
+    } names[] = {
+        {"attn_norm.weight", "input_layernorm.weight"},
+        {"attn_q.weight", "self_attn.q_proj.weight"},
+        {"attn_k.weight", "self_attn.k_proj.weight"},
+        {"attn_v.weight", "self_attn.v_proj.weight"},
+        {"attn_output.weight", "self_attn.o_proj.weight"},
+        {"ffn_norm.weight", "post_attention_layernorm.weight"},
+        {"ffn_gate.weight", "mlp.gate_proj.weight"},
+        {"ffn_up.weight", "mlp.up_proj.weight"},
+        {"ffn_down.weight", "mlp.down_proj.weight"},
+    };
+    mcl_safetensors_writer *w = mcl_safetensors_writer_create();
+    assert_non_null(w);
+    assert_mcl_ok(mcl_safetensors_writer_add_metadata(w, "format", "pt"));
+    for (uint32_t i = 0; i < m->count; i++) {
+        const weight *t = &m->w[i];
+        char hf[96] = "";
+        unsigned l = 0;
+        int used = 0;
+        if (strcmp(t->name, "token_embd.weight") == 0)
+            snprintf(hf, sizeof hf, "model.embed_tokens.weight");
+        else if (strcmp(t->name, "output_norm.weight") == 0)
+            snprintf(hf, sizeof hf, "model.norm.weight");
+        else if (strcmp(t->name, "output.weight") == 0)
+            snprintf(hf, sizeof hf, "lm_head.weight");
+        else if (sscanf(t->name, "blk.%u.%n", &l, &used) == 1)
+            for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
+                if (strcmp(t->name + used, names[j].gguf) == 0)
+                    snprintf(hf, sizeof hf, "model.layers.%u.%s", l, names[j].hf);
+        assert_true(hf[0] != '\0');
+        uint64_t bytes = 0;
+        unsigned char *data = encode(t->type, t->hf, numel(t), row_len(t), &bytes);
+        mcl_st_dtype dtype = t->type == MCL_GGML_F16    ? MCL_ST_F16
+                             : t->type == MCL_GGML_BF16 ? MCL_ST_BF16
+                                                        : MCL_ST_F32;
+        assert_mcl_ok(mcl_safetensors_writer_add_tensor(w, hf, dtype, t->ndim, t->shape, data,
+                                                        bytes));
+        free(data);
+    }
+    void *file = NULL;
+    uint64_t size = 0;
+    assert_mcl_ok(mcl_safetensors_writer_finish(w, &file, &size));
+    mcl_safetensors_writer_destroy(w);
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(file, 1, (size_t)size, f), size);
+    fclose(f);
+    free(file);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"%s\",\n"
+               " \"hidden_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d,\n"
+               " \"num_key_value_heads\": %d, \"intermediate_size\": %d, \"vocab_size\": %d,\n"
+               " \"max_position_embeddings\": %d, \"rms_norm_eps\": 1e-06, \"rope_theta\": 500000.0,\n"
+               " \"tie_word_embeddings\": false, \"bos_token_id\": 1, \"eos_token_id\": [2, 3],\n"
+               " \"rope_scaling\": null, \"torch_dtype\": \"bfloat16\"}\n",
+            arch, DIM, LAYERS, HEADS, KV_HEADS, HIDDEN, VOCAB, CONTEXT);
+    fclose(f);
+}
+
+/* What the device tensor of w must hold: the file's values in Hugging Face's order, as f32
+ * (bit for bit) or as `as`'s GGUF bytes (the host quantizer's, of those values). */
+static int holds(mcl_model *model, const weight *w, mcl_dtype as)
+{
+    mcl_tensor *t = mcl_model_find_tensor(model, w->name);
+    if (!t || mcl_tensor_dtype(t) != as)
+        return 0;
+    size_t n = numel(w), k = row_len(w);
+    int file_blocks = mcl_ggml_type_dtype(w->type) > (int)MCL_DTYPE_U8;
+    uint64_t file_bytes = 0;
+    unsigned char *file = encode(w->type, w->hf, n, k, &file_bytes);
+    float *values = decoded(w->type, w->hf, n);
+    if (file_blocks)
+        assert_mcl_ok(mcl_dequantize(block_of(w->type), file, values, (int64_t)n));
+    uint64_t bytes = 0;
+    unsigned char *want;
+    if (as == MCL_DTYPE_F32) {
+        bytes = n * sizeof(float);
+        want = malloc(bytes);
+        memcpy(want, values, bytes);
+    } else if (file_blocks && block_of(w->type) == as) {
+        want = file;
+        bytes = file_bytes;
+        file = NULL;
+    } else {
+        want = encode(as == MCL_DTYPE_Q8_0 ? MCL_GGML_Q8_0 : MCL_GGML_Q4_0, values, n, k,
+                      &bytes);
+    }
+    unsigned char *got = malloc((size_t)bytes);
+    assert_non_null(got);
+    assert_mcl_ok(mcl_tensor_download(t, 0, got, bytes));
+    int ok = memcmp(got, want, (size_t)bytes) == 0;
+    free(got);
+    free(want);
+    free(file);
+    free(values);
+    return ok;
+}
+
+static char dir[256], gguf_mixed[300], gguf_float[300], gguf_qwen[300];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/motifcl-test-model-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(gguf_mixed, sizeof gguf_mixed, "%s/mixed.gguf", dir);
+    snprintf(gguf_float, sizeof gguf_float, "%s/float.gguf", dir);
+    snprintf(gguf_qwen, sizeof gguf_qwen, "%s/qwen.gguf", dir);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    const char *files[] = {"mixed.gguf", "float.gguf", "qwen.gguf", "model.safetensors",
+                           "config.json", "bad.gguf"};
+    char path[512];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        remove(path);
+    }
+    rmdir(dir);
+    return 0;
+}
+
+/* Every tensor type the library reads, from a GGUF with q and k permuted: back in Hugging
+ * Face's order, block-quantised bytes unchanged, f16 and bf16 exact in f32. */
+static void gguf_every_type(void **state)
+{
+    (void)state;
+    model_def m;
+    define(&m, 1);
+    write_gguf(&m, gguf_mixed, "llama", 3, 32);
+    mcl_model *model = NULL;
+    double progress_done = 0;
+    mcl_model_desc desc = {.size = sizeof desc};
+    assert_mcl_ok(mcl_model_open(ctx, gguf_mixed, &desc, &model));
+    mcl_model_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_model_file_info(model, &info));
+    assert_string_equal(info.architecture, "llama");
+    assert_string_equal(info.format, "gguf 3");
+    assert_int_equal(info.dim, DIM);
+    assert_int_equal(info.layers, LAYERS);
+    assert_int_equal(info.kv_heads, KV_HEADS);
+    assert_int_equal(info.head_dim, HEAD_DIM);
+    assert_int_equal(info.vocab, VOCAB);
+    assert_int_equal(info.tied_output, 0);
+    assert_true(info.device_bytes > 0);
+    assert_int_equal(mcl_model_tensor_count(model), m.count);
+    int all = 1;
+    for (uint32_t i = 0; i < m.count; i++) {
+        const weight *w = &m.w[i];
+        int blocks = mcl_ggml_type_dtype(w->type) > (int)MCL_DTYPE_U8;
+        int ok = holds(model, w, blocks ? block_of(w->type) : MCL_DTYPE_F32);
+        if (!ok)
+            fprintf(stderr, "FAIL: %s\n", w->name);
+        all &= ok;
+    }
+    mcl_test_record_bool("gguf: every tensor as written, q and k unpermuted", all);
+    assert_true(all);
+    /* Negative control: the permuted rows themselves are not what the device holds. */
+    weight q = m.w[2];
+    assert_string_equal(q.name, "blk.0.attn_q.weight");
+    q.hf = permuted(&m.w[2]);
+    int permuted_held = holds(model, &q, MCL_DTYPE_F32);
+    free(q.hf);
+    mcl_test_record_bool("negative control: the file's permuted q is detected",
+                         !permuted_held);
+    assert_false(permuted_held);
+    char text[64];
+    assert_mcl_ok(mcl_model_metadata(model, "general.architecture", text, sizeof text, NULL));
+    assert_string_equal(text, "llama");
+    assert_mcl_ok(mcl_model_metadata(model, "llama.block_count", text, sizeof text, NULL));
+    assert_string_equal(text, "2");
+    assert_int_equal(mcl_model_metadata(model, "no.such.key", text, sizeof text, NULL),
+                     MCL_ERROR_INVALID_ARGUMENT);
+    mcl_model_close(model);
+    (void)progress_done;
+    undefine(&m);
+}
+
+static void progress(void *user, uint64_t done, uint64_t total)
+{
+    uint64_t *seen = user;
+    assert_true(done <= total);
+    assert_true(done >= seen[0]);
+    seen[0] = done;
+    seen[1] = total;
+    seen[2]++;
+}
+
+/* The same weights from a GGUF (permuted) and from a checkpoint (not) give the same tensors;
+ * each holds what was written. */
+static void gguf_and_checkpoint_agree(void **state)
+{
+    (void)state;
+    model_def m;
+    define(&m, 0);
+    write_gguf(&m, gguf_float, "llama", 2, 64);
+    write_checkpoint(&m, dir, "llama");
+    uint64_t seen[3] = {0, 0, 0};
+    mcl_model_desc desc = {.size = sizeof desc, .progress = progress, .progress_user_data = seen};
+    mcl_model *a = NULL, *b = NULL;
+    assert_mcl_ok(mcl_model_open(ctx, gguf_float, &desc, &a));
+    assert_true(seen[2] > 0 && seen[0] == seen[1]);
+    assert_mcl_ok(mcl_model_open(ctx, dir, NULL, &b));
+    mcl_model_info ia = {.size = sizeof ia}, ib = {.size = sizeof ib};
+    assert_mcl_ok(mcl_model_file_info(a, &ia));
+    assert_mcl_ok(mcl_model_file_info(b, &ib));
+    assert_string_equal(ia.format, "gguf 2");
+    assert_string_equal(ib.format, "safetensors");
+    assert_int_equal(ib.dim, DIM);
+    assert_int_equal(ib.kv_heads, KV_HEADS);
+    assert_int_equal(ib.eos, 2);
+    assert_int_equal(ia.parameters, ib.parameters);
+    assert_int_equal(mcl_model_tensor_count(a), mcl_model_tensor_count(b));
+    int same = 1, written = 1;
+    for (uint32_t i = 0; i < m.count; i++) {
+        mcl_tensor *ta = mcl_model_find_tensor(a, m.w[i].name);
+        mcl_tensor *tb = mcl_model_find_tensor(b, m.w[i].name);
+        assert_non_null(ta);
+        assert_non_null(tb);
+        uint64_t bytes = mcl_tensor_nbytes(ta);
+        assert_int_equal(bytes, mcl_tensor_nbytes(tb));
+        unsigned char *x = malloc((size_t)bytes), *y = malloc((size_t)bytes);
+        assert_mcl_ok(mcl_tensor_download(ta, 0, x, bytes));
+        assert_mcl_ok(mcl_tensor_download(tb, 0, y, bytes));
+        same &= memcmp(x, y, (size_t)bytes) == 0;
+        written &= holds(b, &m.w[i], MCL_DTYPE_F32);
+        free(x);
+        free(y);
+    }
+    mcl_test_record_bool("gguf (permuted) and checkpoint (not): identical tensors", same);
+    mcl_test_record_bool("checkpoint: every tensor as written", written);
+    assert_true(same && written);
+    char text[256];
+    assert_mcl_ok(mcl_model_metadata(b, "eos_token_id", text, sizeof text, NULL));
+    assert_string_equal(text, "[2, 3]");
+    mcl_model_close(a);
+    mcl_model_close(b);
+    undefine(&m);
+}
+
+/* Conversions on load: float matrices quantized to q8_0 (the host quantizer's bytes), block
+ * ones dequantized to f32 (the host's dequantization). */
+static void weight_type_on_load(void **state)
+{
+    (void)state;
+    model_def m;
+    define(&m, 1);
+    write_gguf(&m, gguf_mixed, "llama", 3, 32);
+    const mcl_dtype types[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_F32};
+    for (int t = 0; t < 2; t++) {
+        mcl_model_desc desc = {.size = sizeof desc, .flags = MCL_MODEL_WEIGHT_TYPE_SET,
+                               .weight_type = types[t]};
+        mcl_model *model = NULL;
+        assert_mcl_ok(mcl_model_open(ctx, gguf_mixed, &desc, &model));
+        int all = 1;
+        for (uint32_t i = 0; i < m.count; i++) {
+            const weight *w = &m.w[i];
+            int blocks = mcl_ggml_type_dtype(w->type) > (int)MCL_DTYPE_U8;
+            mcl_dtype as = w->ndim == 1                ? MCL_DTYPE_F32
+                           : types[t] == MCL_DTYPE_F32 ? MCL_DTYPE_F32
+                           : blocks                    ? block_of(w->type)
+                                                       : types[t];
+            all &= holds(model, w, as);
+        }
+        mcl_test_record_bool(t ? "dequantized to f32 on load" : "quantized to q8_0 on load",
+                             all);
+        assert_true(all);
+        mcl_model_close(model);
+    }
+    undefine(&m);
+}
+
+/* A model beyond the budget is refused before anything is uploaded; NO_WEIGHTS reads the
+ * description alone. */
+static void budget_and_no_weights(void **state)
+{
+    (void)state;
+    model_def m;
+    define(&m, 1);
+    write_gguf(&m, gguf_mixed, "llama", 3, 32);
+    undefine(&m);
+    mcl_memory_stats before = {.size = sizeof before}, after = {.size = sizeof after};
+    assert_mcl_ok(mcl_finish(ctx));
+    assert_mcl_ok(mcl_context_memory_stats(ctx, &before));
+    mcl_model_desc desc = {.size = sizeof desc, .memory_budget = 4096};
+    mcl_model *model = (mcl_model *)1;
+    assert_int_equal(mcl_model_open(ctx, gguf_mixed, &desc, &model),
+                     MCL_ERROR_OUT_OF_DEVICE_MEMORY);
+    assert_null(model);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "need"));
+    assert_mcl_ok(mcl_context_memory_stats(ctx, &after));
+    assert_int_equal(after.bytes_allocated, before.bytes_allocated);
+    desc.flags = MCL_MODEL_NO_WEIGHTS;
+    assert_mcl_ok(mcl_model_open(ctx, gguf_mixed, &desc, &model));
+    mcl_model_tensor_info ti = {.size = sizeof ti};
+    assert_mcl_ok(mcl_model_tensor(model, 0, &ti));
+    assert_null(ti.tensor);
+    assert_string_equal(ti.name, "token_embd.weight");
+    assert_int_equal(ti.dtype, MCL_DTYPE_Q6_K);
+    assert_int_equal(ti.shape[0], VOCAB);
+    assert_int_equal(ti.shape[1], DIM);
+    assert_int_equal(mcl_model_tensor(model, 999, &ti), MCL_ERROR_INVALID_ARGUMENT);
+    mcl_model_close(model);
+}
+
+/* Files the loader refuses, each with its status and a message naming what it refuses; the
+ * control (the same file undamaged) opens. */
+static void refusals(void **state)
+{
+    (void)state;
+    model_def m;
+    define(&m, 0);
+    mcl_model_desc desc = {.size = sizeof desc, .flags = MCL_MODEL_NO_WEIGHTS};
+    mcl_model *model = NULL;
+    char bad[320];
+    snprintf(bad, sizeof bad, "%s/bad.gguf", dir);
+    /* an architecture not read */
+    write_gguf(&m, bad, "gemma", 3, 32);
+    assert_int_equal(mcl_model_open(ctx, bad, &desc, &model), MCL_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "llama, mistral, qwen2"));
+    /* a missing file */
+    assert_int_equal(mcl_model_open(ctx, "/nonexistent/x.gguf", &desc, &model), MCL_ERROR_IO);
+    /* a truncated file */
+    write_gguf(&m, bad, "llama", 3, 32);
+    FILE *f = fopen(bad, "r+b");
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), 200), 0);
+    fclose(f);
+    assert_int_equal(mcl_model_open(ctx, bad, &desc, &model), MCL_ERROR_BAD_FILE);
+    /* a tensor type the library does not read: q4_1 */
+    m.w[4].type = 3;
+    write_gguf(&m, bad, "llama", 3, 32);
+    mcl_model_desc load = {.size = sizeof load};
+    assert_int_equal(mcl_model_open(ctx, bad, &load, &model), MCL_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(mcl_context_last_error(ctx), m.w[4].name));
+    assert_mcl_ok(mcl_model_open(ctx, bad, &desc, &model)); /* described, not loaded */
+    mcl_model_close(model);
+    /* a tensor missing */
+    m.w[4].type = MCL_GGML_F32;
+    uint32_t count = m.count;
+    m.count = count - 1; /* without output.weight: tied, fine */
+    write_gguf(&m, bad, "llama", 3, 32);
+    assert_mcl_ok(mcl_model_open(ctx, bad, &desc, &model));
+    mcl_model_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_model_file_info(model, &info));
+    assert_int_equal(info.tied_output, 1);
+    mcl_model_close(model);
+    m.count = count;
+    weight saved = m.w[5];
+    m.w[5] = m.w[count - 1];
+    m.count = count - 1; /* without blk.0.attn_output.weight */
+    write_gguf(&m, bad, "llama", 3, 32);
+    assert_int_equal(mcl_model_open(ctx, bad, &desc, &model), MCL_ERROR_BAD_FILE);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "blk.0.attn_output.weight"));
+    m.w[5] = saved;
+    m.count = count;
+    /* control */
+    write_gguf(&m, bad, "llama", 3, 32);
+    assert_mcl_ok(mcl_model_open(ctx, bad, &desc, &model));
+    mcl_model_close(model);
+    mcl_test_record_bool("refusals named; the undamaged control opens", 1);
+    undefine(&m);
+}
+
+/* The architecture list in docs/models.md is the library's. */
+static void documented_architectures(void **state)
+{
+    (void)state;
+    FILE *f = fopen(MCL_TEST_DOCS_DIR "/models.md", "r");
+    assert_non_null(f);
+    char line[256];
+    int in = 0;
+    uint32_t n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strstr(line, "<!-- architectures -->"))
+            in = 1;
+        else if (strstr(line, "<!-- /architectures -->"))
+            in = 0;
+        else if (in && strncmp(line, "- ", 2) == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            const char *name = mcl_model_architecture_name(n++);
+            assert_non_null(name);
+            assert_string_equal(line + 2, name);
+        }
+    }
+    fclose(f);
+    assert_null(mcl_model_architecture_name(n));
+    assert_true(n > 0);
+}
+
+int main(int argc, char **argv)
+{
+    mcl_test_begin(argc, argv);
+    ctx = mcl_test_device_context();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(documented_architectures),
+        cmocka_unit_test(gguf_every_type),
+        cmocka_unit_test(gguf_and_checkpoint_agree),
+        cmocka_unit_test(weight_type_on_load),
+        cmocka_unit_test(budget_and_no_weights),
+        cmocka_unit_test(refusals),
+    };
+    return mcl_test_finish(cmocka_run_group_tests(tests, setup, teardown));
+}
