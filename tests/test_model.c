@@ -9,14 +9,17 @@
  *
  * Tolerances: none. Every comparison is exact: f32 tensors bit for bit, block-quantised ones
  * byte for byte (GGUF bytes), conversions against the same conversion done on the host. */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
 #include "io/gguf.h"
+#include "io/mapped.h"
 #include "io/safetensors.h"
 #include "quant/quant.h"
 
@@ -190,9 +193,74 @@ static void put_f32(mcl_gguf_writer *g, const char *key, float v)
     assert_mcl_ok(mcl_gguf_writer_add(g, key, MCL_GGUF_FLOAT32, &v));
 }
 
-/* Write m as a GGUF file of `version` at `path` (architecture `arch`; "llama" permutes). */
-static void write_gguf(const model_def *m, const char *path, const char *arch, uint32_t version,
-                       uint32_t alignment)
+static void write_file(const char *path, const void *data, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, size, f), size);
+    fclose(f);
+}
+
+/* Key kv of the parsed file `from` into the writer (the scalar and array types a tokenizer's
+ * keys use). */
+static void copy_kv(mcl_gguf_writer *g, const mcl_gguf *from, const mcl_gguf_kv *kv)
+{
+    char key[128];
+    assert_true(kv->key.len < sizeof key);
+    memcpy(key, kv->key.data, (size_t)kv->key.len);
+    key[kv->key.len] = '\0';
+    uint64_t u;
+    int64_t i;
+    double d;
+    int b;
+    mcl_gguf_str str;
+    if (kv->type == MCL_GGUF_STRING) {
+        assert_true(mcl_gguf_get_str(kv, &str));
+        char *c = strndup(str.data, (size_t)str.len);
+        assert_mcl_ok(mcl_gguf_writer_add(g, key, MCL_GGUF_STRING, c));
+        free(c);
+    } else if (kv->type == MCL_GGUF_UINT32 && mcl_gguf_get_u64(kv, &u)) {
+        uint32_t v = (uint32_t)u;
+        assert_mcl_ok(mcl_gguf_writer_add(g, key, MCL_GGUF_UINT32, &v));
+    } else if (kv->type == MCL_GGUF_BOOL && mcl_gguf_get_bool(kv, &b)) {
+        uint8_t v = (uint8_t)b;
+        assert_mcl_ok(mcl_gguf_writer_add(g, key, MCL_GGUF_BOOL, &v));
+    } else if (kv->type == MCL_GGUF_ARRAY && kv->elem_type == MCL_GGUF_STRING) {
+        char **v = calloc((size_t)kv->count, sizeof *v);
+        assert_non_null(v);
+        for (uint64_t e = 0; e < kv->count; e++) {
+            assert_true(mcl_gguf_array_str(from, kv, e, &str));
+            v[e] = strndup(str.data, (size_t)str.len);
+        }
+        assert_mcl_ok(mcl_gguf_writer_add_array(g, key, MCL_GGUF_STRING, kv->count, v));
+        for (uint64_t e = 0; e < kv->count; e++)
+            free(v[e]);
+        free(v);
+    } else if (kv->type == MCL_GGUF_ARRAY && (kv->elem_type == MCL_GGUF_FLOAT32 ||
+                                              kv->elem_type == MCL_GGUF_INT32)) {
+        uint32_t *v = calloc((size_t)kv->count, sizeof *v);
+        assert_non_null(v);
+        for (uint64_t e = 0; e < kv->count; e++) {
+            if (kv->elem_type == MCL_GGUF_FLOAT32) {
+                assert_true(mcl_gguf_array_f64(kv, e, &d));
+                float f = (float)d;
+                memcpy(&v[e], &f, sizeof f);
+            } else {
+                assert_true(mcl_gguf_array_i64(kv, e, &i));
+                v[e] = (uint32_t)(int32_t)i;
+            }
+        }
+        assert_mcl_ok(mcl_gguf_writer_add_array(g, key, kv->elem_type, kv->count, v));
+        free(v);
+    } else {
+        fail_msg("copy_kv: %s has a type the test does not copy", key);
+    }
+}
+
+/* Write m as a GGUF file of `version` at `path` (architecture `arch`; "llama" permutes), with
+ * the tokenizer.* keys of `tokenizer` where it is not NULL. */
+static void write_gguf_with(const model_def *m, const char *path, const char *arch,
+                            uint32_t version, uint32_t alignment, const mcl_gguf *tokenizer)
 {
     mcl_gguf_writer *g = mcl_gguf_writer_create(version, alignment);
     assert_non_null(g);
@@ -210,6 +278,11 @@ static void write_gguf(const model_def *m, const char *path, const char *arch, u
     put_f32(g, KEY("attention.layer_norm_rms_epsilon"), 1e-6f);
     put_f32(g, KEY("rope.freq_base"), 500000.0f);
 #undef KEY
+    for (uint64_t i = 0; tokenizer && i < mcl_gguf_kv_count(tokenizer); i++) {
+        const mcl_gguf_kv *kv = mcl_gguf_kv_at(tokenizer, i);
+        if (kv->key.len > 10 && memcmp(kv->key.data, "tokenizer.", 10) == 0)
+            copy_kv(g, tokenizer, kv);
+    }
     int permute = strcmp(arch, "llama") == 0;
     for (uint32_t i = 0; i < m->count; i++) {
         const weight *w = &m->w[i];
@@ -227,16 +300,18 @@ static void write_gguf(const model_def *m, const char *path, const char *arch, u
     uint64_t size = 0;
     assert_mcl_ok(mcl_gguf_writer_finish(g, &file, &size));
     mcl_gguf_writer_destroy(g);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(file, 1, (size_t)size, f), size);
-    fclose(f);
+    write_file(path, file, (size_t)size);
     free(file);
 }
 
-/* Write m as a Hugging Face checkpoint into folder `dir`: config.json and model.safetensors
- * (f32, f16 and bf16 tensors as the GGUF holds them, unpermuted, under Hugging Face's names). */
-static void write_checkpoint(const model_def *m, const char *dir, const char *arch)
+static void write_gguf(const model_def *m, const char *path, const char *arch, uint32_t version,
+                       uint32_t alignment)
+{
+    write_gguf_with(m, path, arch, version, alignment, NULL);
+}
+
+/* Hugging Face's name of a GGUF tensor name into hf (size bytes). */
+static void hf_name(const char *gguf, char *hf, size_t size)
 {
     static const struct {
         const char *gguf, *hf;
@@ -245,62 +320,108 @@ static void write_checkpoint(const model_def *m, const char *dir, const char *ar
         {"attn_q.weight", "self_attn.q_proj.weight"},
         {"attn_k.weight", "self_attn.k_proj.weight"},
         {"attn_v.weight", "self_attn.v_proj.weight"},
+        {"attn_q.bias", "self_attn.q_proj.bias"},
+        {"attn_k.bias", "self_attn.k_proj.bias"},
+        {"attn_v.bias", "self_attn.v_proj.bias"},
         {"attn_output.weight", "self_attn.o_proj.weight"},
         {"ffn_norm.weight", "post_attention_layernorm.weight"},
         {"ffn_gate.weight", "mlp.gate_proj.weight"},
         {"ffn_up.weight", "mlp.up_proj.weight"},
         {"ffn_down.weight", "mlp.down_proj.weight"},
     };
-    mcl_safetensors_writer *w = mcl_safetensors_writer_create();
-    assert_non_null(w);
-    assert_mcl_ok(mcl_safetensors_writer_add_metadata(w, "format", "pt"));
+    unsigned l = 0;
+    int used = 0;
+    hf[0] = '\0';
+    if (strcmp(gguf, "token_embd.weight") == 0)
+        snprintf(hf, size, "model.embed_tokens.weight");
+    else if (strcmp(gguf, "output_norm.weight") == 0)
+        snprintf(hf, size, "model.norm.weight");
+    else if (strcmp(gguf, "output.weight") == 0)
+        snprintf(hf, size, "lm_head.weight");
+    else if (sscanf(gguf, "blk.%u.%n", &l, &used) == 1)
+        for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
+            if (strcmp(gguf + used, names[j].gguf) == 0)
+                snprintf(hf, size, "model.layers.%u.%s", l, names[j].hf);
+    assert_true(hf[0] != '\0');
+}
+
+/* Write m as a Hugging Face checkpoint into folder `dir`: config.json and model.safetensors,
+ * or `shards` > 1 files model-0000i-of-0000n.safetensors with their index (f32, f16 and bf16
+ * tensors as the GGUF holds them, unpermuted, under Hugging Face's names; rope_freqs.weight
+ * left out: the configuration gives it). `rope_scaling`: config.json's value, as JSON. */
+static void write_checkpoint_with(const model_def *m, const char *dir, const char *arch,
+                                  uint32_t shards, const char *rope_scaling)
+{
+    mcl_safetensors_writer *w[4] = {0};
+    char shard_name[4][64];
+    assert_true(shards >= 1 && shards <= 4);
+    for (uint32_t s = 0; s < shards; s++) {
+        w[s] = mcl_safetensors_writer_create();
+        assert_non_null(w[s]);
+        assert_mcl_ok(mcl_safetensors_writer_add_metadata(w[s], "format", "pt"));
+        if (shards == 1)
+            snprintf(shard_name[s], sizeof shard_name[s], "model.safetensors");
+        else
+            snprintf(shard_name[s], sizeof shard_name[s], "model-%05u-of-%05u.safetensors",
+                     s + 1, shards);
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    FILE *index = shards > 1 ? fopen(path, "w") : NULL;
+    if (shards > 1) {
+        assert_non_null(index);
+        fprintf(index, "{\"metadata\": {\"total_size\": 0}, \"weight_map\": {");
+    }
+    uint32_t written = 0;
     for (uint32_t i = 0; i < m->count; i++) {
         const weight *t = &m->w[i];
-        char hf[96] = "";
-        unsigned l = 0;
-        int used = 0;
-        if (strcmp(t->name, "token_embd.weight") == 0)
-            snprintf(hf, sizeof hf, "model.embed_tokens.weight");
-        else if (strcmp(t->name, "output_norm.weight") == 0)
-            snprintf(hf, sizeof hf, "model.norm.weight");
-        else if (strcmp(t->name, "output.weight") == 0)
-            snprintf(hf, sizeof hf, "lm_head.weight");
-        else if (sscanf(t->name, "blk.%u.%n", &l, &used) == 1)
-            for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
-                if (strcmp(t->name + used, names[j].gguf) == 0)
-                    snprintf(hf, sizeof hf, "model.layers.%u.%s", l, names[j].hf);
-        assert_true(hf[0] != '\0');
+        if (strcmp(t->name, "rope_freqs.weight") == 0)
+            continue;
+        char hf[96];
+        hf_name(t->name, hf, sizeof hf);
         uint64_t bytes = 0;
         unsigned char *data = encode(t->type, t->hf, numel(t), row_len(t), &bytes);
         mcl_st_dtype dtype = t->type == MCL_GGML_F16    ? MCL_ST_F16
                              : t->type == MCL_GGML_BF16 ? MCL_ST_BF16
                                                         : MCL_ST_F32;
-        assert_mcl_ok(mcl_safetensors_writer_add_tensor(w, hf, dtype, t->ndim, t->shape, data,
-                                                        bytes));
+        uint32_t s = written++ % shards;
+        assert_mcl_ok(mcl_safetensors_writer_add_tensor(w[s], hf, dtype, t->ndim, t->shape,
+                                                        data, bytes));
+        if (index)
+            fprintf(index, "%s\n  \"%s\": \"%s\"", written > 1 ? "," : "", hf,
+                    shard_name[s]);
         free(data);
     }
-    void *file = NULL;
-    uint64_t size = 0;
-    assert_mcl_ok(mcl_safetensors_writer_finish(w, &file, &size));
-    mcl_safetensors_writer_destroy(w);
-    char path[512];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(file, 1, (size_t)size, f), size);
-    fclose(f);
-    free(file);
+    if (index) {
+        fprintf(index, "\n}}\n");
+        fclose(index);
+    }
+    for (uint32_t s = 0; s < shards; s++) {
+        void *file = NULL;
+        uint64_t size = 0;
+        assert_mcl_ok(mcl_safetensors_writer_finish(w[s], &file, &size));
+        mcl_safetensors_writer_destroy(w[s]);
+        snprintf(path, sizeof path, "%s/%s", dir, shard_name[s]);
+        write_file(path, file, (size_t)size);
+        free(file);
+    }
     snprintf(path, sizeof path, "%s/config.json", dir);
-    f = fopen(path, "w");
+    FILE *f = fopen(path, "w");
     assert_non_null(f);
     fprintf(f, "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"%s\",\n"
                " \"hidden_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d,\n"
                " \"num_key_value_heads\": %d, \"intermediate_size\": %d, \"vocab_size\": %d,\n"
                " \"max_position_embeddings\": %d, \"rms_norm_eps\": 1e-06, \"rope_theta\": 500000.0,\n"
                " \"tie_word_embeddings\": false, \"bos_token_id\": 1, \"eos_token_id\": [2, 3],\n"
-               " \"rope_scaling\": null, \"torch_dtype\": \"bfloat16\"}\n",
-            arch, DIM, LAYERS, HEADS, KV_HEADS, HIDDEN, VOCAB, CONTEXT);
+               " \"rope_scaling\": %s, \"torch_dtype\": \"bfloat16\"}\n",
+            arch, DIM, LAYERS, HEADS, KV_HEADS, HIDDEN, VOCAB, CONTEXT,
+            rope_scaling ? rope_scaling : "null");
     fclose(f);
+}
+
+static void write_checkpoint(const model_def *m, const char *dir, const char *arch)
+{
+    write_checkpoint_with(m, dir, arch, 1, NULL);
 }
 
 /* What the device tensor of w must hold: the file's values in Hugging Face's order, as f32
@@ -342,7 +463,7 @@ static int holds(mcl_model *model, const weight *w, mcl_dtype as)
     return ok;
 }
 
-static char dir[256], gguf_mixed[300], gguf_float[300], gguf_qwen[300];
+static char dir[128], gguf_mixed[300], gguf_float[300], gguf_qwen[300];
 
 static int setup(void **state)
 {
@@ -355,17 +476,30 @@ static int setup(void **state)
     return 0;
 }
 
+/* Remove folder `path` and what it holds (files and folders of files). */
+static void remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d) {
+        remove(path);
+        return;
+    }
+    struct dirent *e;
+    char sub[768];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+        remove_tree(sub);
+    }
+    closedir(d);
+    rmdir(path);
+}
+
 static int teardown(void **state)
 {
     (void)state;
-    const char *files[] = {"mixed.gguf", "float.gguf", "qwen.gguf", "model.safetensors",
-                           "config.json", "bad.gguf"};
-    char path[512];
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        remove(path);
-    }
-    rmdir(dir);
+    remove_tree(dir);
     return 0;
 }
 
@@ -552,6 +686,254 @@ static void budget_and_no_weights(void **state)
     mcl_model_close(model);
 }
 
+/* A sub-folder of the test's folder, made. */
+static void subfolder(const char *name, char *out, size_t size)
+{
+    snprintf(out, size, "%s/%s", dir, name);
+    assert_int_equal(mkdir(out, 0700), 0);
+}
+
+/* Whether two models hold the same bytes under every name of m. */
+static int same_tensors(mcl_model *a, mcl_model *b, const model_def *m)
+{
+    int same = 1;
+    for (uint32_t i = 0; i < m->count; i++) {
+        mcl_tensor *ta = mcl_model_find_tensor(a, m->w[i].name);
+        mcl_tensor *tb = mcl_model_find_tensor(b, m->w[i].name);
+        if (!ta || !tb || mcl_tensor_nbytes(ta) != mcl_tensor_nbytes(tb))
+            return 0;
+        uint64_t bytes = mcl_tensor_nbytes(ta);
+        unsigned char *x = malloc((size_t)bytes), *y = malloc((size_t)bytes);
+        assert_non_null(x);
+        assert_non_null(y);
+        assert_mcl_ok(mcl_tensor_download(ta, 0, x, bytes));
+        assert_mcl_ok(mcl_tensor_download(tb, 0, y, bytes));
+        same &= memcmp(x, y, (size_t)bytes) == 0;
+        free(x);
+        free(y);
+    }
+    return same;
+}
+
+/* qwen2: biases on q, k and v, and its GGUF unpermuted; the same weights from a GGUF and from
+ * a checkpoint of three shards with their index give the same tensors, each as written. A
+ * missing shard is refused by name. */
+static void qwen2_sharded(void **state)
+{
+    (void)state;
+    model_def m;
+    define(&m, 0);
+    uint32_t seed = 900;
+    for (int l = 0; l < LAYERS; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "blk.%d.attn_q.bias", l);
+        add(&m, name, 1, DIM, 0, MCL_GGML_F32, 0, seed++);
+        snprintf(name, sizeof name, "blk.%d.attn_k.bias", l);
+        add(&m, name, 1, KV_HEADS * HEAD_DIM, 0, MCL_GGML_F32, 0, seed++);
+        snprintf(name, sizeof name, "blk.%d.attn_v.bias", l);
+        add(&m, name, 1, KV_HEADS * HEAD_DIM, 0, MCL_GGML_F32, 0, seed++);
+    }
+    char sharded[320], index[400];
+    subfolder("qwen2-sharded", sharded, sizeof sharded);
+    write_gguf(&m, gguf_qwen, "qwen2", 3, 32);
+    write_checkpoint_with(&m, sharded, "qwen2", 3, NULL);
+    snprintf(index, sizeof index, "%s/model.safetensors.index.json", sharded);
+    mcl_model *a = NULL, *b = NULL;
+    assert_mcl_ok(mcl_model_open(ctx, gguf_qwen, NULL, &a));
+    assert_mcl_ok(mcl_model_open(ctx, index, NULL, &b));
+    mcl_model_info ia = {.size = sizeof ia}, ib = {.size = sizeof ib};
+    assert_mcl_ok(mcl_model_file_info(a, &ia));
+    assert_mcl_ok(mcl_model_file_info(b, &ib));
+    assert_string_equal(ia.architecture, "qwen2");
+    assert_string_equal(ib.architecture, "qwen2");
+    assert_int_equal(ia.qkv_bias, 1);
+    assert_int_equal(ib.qkv_bias, 1);
+    int written = 1;
+    for (uint32_t i = 0; i < m.count; i++)
+        written &= holds(a, &m.w[i], MCL_DTYPE_F32) && holds(b, &m.w[i], MCL_DTYPE_F32);
+    int same = same_tensors(a, b, &m);
+    mcl_test_record_bool("qwen2: gguf (unpermuted) and three shards: every tensor as written",
+                         written);
+    mcl_test_record_bool("qwen2: gguf and sharded checkpoint identical", same);
+    assert_true(written && same);
+    mcl_model_close(a);
+    mcl_model_close(b);
+    /* Negative control: a shard gone. */
+    char shard[420];
+    snprintf(shard, sizeof shard, "%s/model-00002-of-00003.safetensors", sharded);
+    assert_int_equal(remove(shard), 0);
+    assert_int_equal(mcl_model_open(ctx, sharded, NULL, &b), MCL_ERROR_IO);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "model-00002-of-00003"));
+    undefine(&m);
+}
+
+/* llama 3.1's RoPE scaling: from config.json's rope_scaling the checkpoint gets
+ * rope_freqs.weight as llama.cpp's converter computes it (values computed independently in
+ * double precision with Python for head_dim 64, theta 500000, factor 8, low 1, high 4, original
+ * context 8192); a GGUF with that tensor reads as llama 3 scaling; another scaling is refused
+ * by name. */
+static void llama3_rope_scaling(void **state)
+{
+    (void)state;
+    static const float want_mid[3] = {1.5534146285049255f, 2.6945296878947333f,
+                                      5.257326588708467f};
+    float want[HEAD_DIM / 2];
+    for (int i = 0; i < HEAD_DIM / 2; i++)
+        want[i] = i < 15 ? 1.0f : i < 18 ? want_mid[i - 15] : 8.0f;
+    model_def m;
+    define(&m, 0);
+    char folder[320], other[400];
+    subfolder("llama3", folder, sizeof folder);
+    write_checkpoint_with(&m, folder, "llama", 1,
+                          "{\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+                          "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}");
+    mcl_model *model = NULL;
+    assert_mcl_ok(mcl_model_open(ctx, folder, NULL, &model));
+    mcl_model_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_model_file_info(model, &info));
+    assert_int_equal(info.rope_scaling, MCL_ROPE_SCALING_LLAMA3);
+    assert_true(info.rope_factor == 8.0f && info.rope_original_context == 8192);
+    mcl_tensor *t = mcl_model_find_tensor(model, "rope_freqs.weight");
+    assert_non_null(t);
+    float got[HEAD_DIM / 2];
+    assert_int_equal(mcl_tensor_nbytes(t), sizeof got);
+    assert_mcl_ok(mcl_tensor_download(t, 0, got, sizeof got));
+    double worst = 0;
+    for (int i = 0; i < HEAD_DIM / 2; i++)
+        worst = fmax(worst, fabs((double)got[i] - want[i]) / want[i]);
+    mcl_test_record("llama3 factors against Python's", "max relative error", worst, 1e-6);
+    assert_true(worst <= 1e-6);
+    mcl_model_close(model);
+    /* The GGUF form: the converter's tensor, read as llama 3 scaling, loaded as it is. */
+    add(&m, "rope_freqs.weight", 1, HEAD_DIM / 2, 0, MCL_GGML_F32, 0, 1);
+    memcpy(m.w[m.count - 1].hf, want, sizeof want);
+    snprintf(other, sizeof other, "%s/llama3.gguf", folder);
+    write_gguf(&m, other, "llama", 3, 32);
+    assert_mcl_ok(mcl_model_open(ctx, other, NULL, &model));
+    assert_mcl_ok(mcl_model_file_info(model, &info));
+    assert_int_equal(info.rope_scaling, MCL_ROPE_SCALING_LLAMA3);
+    assert_true(holds(model, &m.w[m.count - 1], MCL_DTYPE_F32));
+    mcl_model_close(model);
+    /* Another scaling, refused by name. */
+    subfolder("yarn", other, sizeof other);
+    m.count--; /* the checkpoint's configuration gives the factors */
+    write_checkpoint_with(&m, other, "llama", 1,
+                          "{\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                          "\"original_max_position_embeddings\": 32768}");
+    m.count++;
+    assert_int_equal(mcl_model_open(ctx, other, NULL, &model), MCL_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "yarn"));
+    undefine(&m);
+}
+
+/* The tokenizer through the model: a GGUF carrying the keys of the real LLaMA vocabulary
+ * (tests/data/vocab) tokenizes every reference case exactly; a corrupted reference is caught;
+ * a tokenizer with more tokens than the embedding has rows is refused. */
+static void tokenizer_through_model(void **state)
+{
+    (void)state;
+    char path[512], why[256];
+    snprintf(path, sizeof path, "%s/vocab/ggml-vocab-llama-spm.gguf", MCL_TEST_DATA_DIR);
+    mcl_mapped file = {0};
+    mcl_gguf *vocab = NULL;
+    assert_mcl_ok(mcl_mapped_open(path, &file, why, sizeof why));
+    assert_mcl_ok(mcl_gguf_parse(file.data, file.size, &vocab, why, sizeof why));
+    model_def m;
+    define(&m, 0);
+    char small[320], full[320];
+    snprintf(small, sizeof small, "%s/vocab-small.gguf", dir);
+    snprintf(full, sizeof full, "%s/vocab-full.gguf", dir);
+    /* Negative control first: 300 embedding rows for 32000 tokens. */
+    write_gguf_with(&m, small, "llama", 3, 32, vocab);
+    mcl_model_desc desc = {.size = sizeof desc, .flags = MCL_MODEL_NO_WEIGHTS};
+    mcl_model *model = NULL;
+    assert_int_equal(mcl_model_open(ctx, small, &desc, &model), MCL_ERROR_BAD_FILE);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "32000 tokens"));
+    /* The embedding the vocabulary needs (q4_0, tied output). */
+    weight *embd = &m.w[0];
+    assert_string_equal(embd->name, "token_embd.weight");
+    free(embd->hf);
+    embd->shape[0] = 32000;
+    embd->type = MCL_GGML_Q4_0;
+    embd->hf = mcl_test_random_floats(32000u * DIM, 7, -1.0f, 1.0f);
+    assert_string_equal(m.w[m.count - 1].name, "output.weight");
+    free(m.w[--m.count].hf);
+    write_gguf_with(&m, full, "llama", 3, 32, vocab);
+    mcl_gguf_free(vocab);
+    mcl_mapped_close(&file);
+    assert_mcl_ok(mcl_model_open(ctx, full, &desc, &model));
+    mcl_model_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_model_file_info(model, &info));
+    assert_string_equal(info.tokenizer, "llama");
+    assert_int_equal(info.vocab, 32000);
+    assert_int_equal(info.bos, 1);
+    assert_int_equal(info.eos, 2);
+    assert_int_equal(info.tied_output, 1);
+
+    snprintf(path, sizeof path, "%s/vocab/ggml-vocab-llama-spm.gguf.inp", MCL_TEST_DATA_DIR);
+    mcl_mapped inp = {0}, out = {0};
+    assert_mcl_ok(mcl_mapped_open(path, &inp, why, sizeof why));
+    snprintf(path, sizeof path, "%s/vocab/ggml-vocab-llama-spm.gguf.out", MCL_TEST_DATA_DIR);
+    assert_mcl_ok(mcl_mapped_open(path, &out, why, sizeof why));
+    const char *sep = "\n__ggml_vocab_test__\n";
+    const char *text = (const char *)inp.data, *text_end = text + inp.size;
+    const char *line = (const char *)out.data, *line_end = line + out.size;
+    int32_t ids[1024];
+    int cases = 0, wrong = 0, corrupt_caught = 0;
+    while (text < text_end && line < line_end) {
+        const char *next = text;
+        while (next < text_end && strncmp(next, sep, strlen(sep)) != 0)
+            next++;
+        if (next >= text_end)
+            break;
+        const char *eol = memchr(line, '\n', (size_t)(line_end - line));
+        if (!eol)
+            eol = line_end;
+        uint32_t count = 0;
+        assert_mcl_ok(mcl_model_tokenize(model, text, (size_t)(next - text), 0, ids, 1024,
+                                         &count));
+        const char *p = line;
+        uint32_t k = 0;
+        int match = 1;
+        while (p < eol) {
+            char *endp;
+            long v = strtol(p, &endp, 10);
+            if (endp == p)
+                break;
+            match &= k < count && ids[k] == v;
+            /* The negative control: the first id of case 0, plus one, must not match. */
+            if (cases == 0 && k == 0)
+                corrupt_caught = ids[0] != v + 1;
+            k++;
+            p = endp;
+        }
+        match &= k == count;
+        wrong += !match;
+        cases++;
+        text = next + strlen(sep);
+        line = eol + 1;
+    }
+    mcl_test_record("model tokenizer: the 46 reference cases", "cases whose ids differ", wrong,
+                    0);
+    mcl_test_record_bool("negative control: a corrupted reference id is caught", corrupt_caught);
+    assert_true(cases >= 40);
+    assert_int_equal(wrong, 0);
+    assert_true(corrupt_caught);
+    mcl_mapped_close(&inp);
+    mcl_mapped_close(&out);
+    /* BOS where the vocabulary asks for it, and the round trip. */
+    const char *hello = "Hello world";
+    uint32_t count = 0;
+    assert_mcl_ok(mcl_model_tokenize(model, hello, strlen(hello), MCL_TOKENIZE_ADD_BOS, ids,
+                                     1024, &count));
+    assert_true(count > 1 && ids[0] == 1);
+    char back[64];
+    assert_mcl_ok(mcl_model_detokenize(model, ids, count, back, sizeof back, NULL));
+    assert_string_equal(back, hello);
+    mcl_model_close(model);
+    undefine(&m);
+}
+
 /* Files the loader refuses, each with its status and a message naming what it refuses; the
  * control (the same file undamaged) opens. */
 static void refusals(void **state)
@@ -647,6 +1029,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(gguf_and_checkpoint_agree),
         cmocka_unit_test(weight_type_on_load),
         cmocka_unit_test(budget_and_no_weights),
+        cmocka_unit_test(qwen2_sharded),
+        cmocka_unit_test(llama3_rope_scaling),
+        cmocka_unit_test(tokenizer_through_model),
         cmocka_unit_test(refusals),
     };
     return mcl_test_finish(cmocka_run_group_tests(tests, setup, teardown));

@@ -128,6 +128,11 @@ mcl_status mcl_model_open(mcl_context *ctx, const char *path, const mcl_model_de
         m->info.bos = mcl_tokenizer_bos(m->tokenizer);
         m->info.eos = mcl_tokenizer_eos(m->tokenizer);
     }
+    if (status == MCL_SUCCESS && m->tokenizer &&
+        mcl_tokenizer_vocab_size(m->tokenizer) > m->info.vocab)
+        status = MODEL_FAIL(ctx, MCL_ERROR_BAD_FILE,
+                            "model: the tokenizer has %u tokens, the embedding %u rows",
+                            mcl_tokenizer_vocab_size(m->tokenizer), m->info.vocab);
     for (uint32_t i = 0; status == MCL_SUCCESS && i < m->tensor_count; i++) {
         int64_t n = 1;
         for (uint32_t d = 0; d < m->tensors[i].ndim; d++)
