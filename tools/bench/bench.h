@@ -100,5 +100,6 @@ int bench_replay(bench *b);
 int bench_memory(bench *b);
 int bench_transfer(bench *b);
 int bench_train(bench *b);
+int bench_load(bench *b);
 
 #endif

@@ -191,7 +191,7 @@ int main(int argc, char **argv)
             what = "help";
     }
     if (!what || strcmp(what, "help") == 0 || b.repeat < 1 || b.repeat > 1000) {
-        fprintf(stderr, "usage: %s stream|peak|gemv|gemm|rows|quant|replay|memory|transfer|train|all "
+        fprintf(stderr, "usage: %s stream|peak|gemv|gemm|rows|quant|replay|memory|transfer|train|load|all "
                         "[key=value ...] [--json] [--hot] [--repeat N] [--peak TFLOPS] [--warmup S] "
                         "[--witness-dir DIR]\n", argv[0]);
         return 1;
@@ -254,6 +254,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(what, "train") == 0) {
         rc |= bench_train(&b);
+        known = 1;
+    }
+    if (strcmp(what, "load") == 0) {
+        rc |= bench_load(&b);
         known = 1;
     }
     if (!known) {
