@@ -11,6 +11,9 @@
 
 /* Host memory a chunk of rows takes at most (as f32), where the rows are converted. */
 #define MODEL_CHUNK_BYTES (4u << 20)
+/* File bytes of one upload where they go to the device as they are: large enough that each
+ * call's fixed costs vanish, small enough for a progress report every few milliseconds. */
+#define MODEL_DIRECT_BYTES (32u << 20)
 
 /* The library dtype of a block-quantised ggml type, or -1. */
 static int block_dtype(uint32_t type)
@@ -158,6 +161,11 @@ static mcl_status upload(model_tensor *t, float *f32, unsigned char *dev,
     int same = block_dtype(t->file_type) == (int)t->dtype ||
                (t->file_type == MCL_GGML_F32 && t->dtype == MCL_DTYPE_F32);
     mcl_status status = MCL_SUCCESS;
+    if (same && !t->unpermute_heads) {
+        chunk_rows = MODEL_DIRECT_BYTES / in_row;
+        if (chunk_rows == 0)
+            chunk_rows = 1;
+    }
     for (uint64_t r0 = 0; status == MCL_SUCCESS && r0 < rows; r0 += chunk_rows) {
         uint64_t n = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
         const void *src = dev;
@@ -238,6 +246,11 @@ mcl_status mcl_model_load_weights(mcl_model *m, const mcl_model_desc *desc)
     uint64_t done = 0;
     for (uint32_t i = 0; i < m->tensor_count && status == MCL_SUCCESS; i++) {
         model_tensor *t = &m->tensors[i];
+        /* The kernel reads the next tensor from the disk while this one goes up. */
+        if (i + 1 < m->tensor_count)
+            for (uint32_t f = 0; f < m->file_count; f++)
+                mcl_mapped_prefetch(&m->files[f], m->tensors[i + 1].data,
+                                    m->tensors[i + 1].bytes);
         status = mcl_tensor_create(m->ctx, t->dtype, t->ndim, t->shape, &t->tensor);
         if (status == MCL_SUCCESS)
             status = upload(t, f32, dev, chunk_rows, desc, &done, total);

@@ -54,10 +54,44 @@ void mcl_quant_device_ranges(const mcl_quant_layout *l, uint64_t blocks, uint64_
     *d_bytes = d1 - d0;
 }
 
+/* Whole blocks of a B-byte block with its d at D: the byte-range walk below with the sizes
+ * known to the compiler, which a model load runs over every block of the file. */
+#define WHOLE_BLOCKS(B, D)                                                                 \
+    for (uint64_t i = 0; i < n; i++) {                                                     \
+        unsigned char *g = gguf + i * (B), *bd = body + i * ((B) - MCL_FP16_BYTES);        \
+        unsigned char *g_body = g + ((D) == 0 ? MCL_FP16_BYTES : 0);                       \
+        if (to_dev) {                                                                      \
+            memcpy(bd, g_body, (B) - MCL_FP16_BYTES);                                      \
+            memcpy(d + i * MCL_FP16_BYTES, g + (D), MCL_FP16_BYTES);                       \
+        } else {                                                                           \
+            memcpy(g_body, bd, (B) - MCL_FP16_BYTES);                                      \
+            memcpy(g + (D), d + i * MCL_FP16_BYTES, MCL_FP16_BYTES);                       \
+        }                                                                                  \
+    }
+
+/* The conversion of n whole blocks; 0 where the layout has no specialised loop. */
+static int convert_whole(const mcl_quant_layout *l, uint64_t n, unsigned char *gguf,
+                         unsigned char *dev, int to_dev)
+{
+    unsigned char *body = dev, *d = dev + n * l->body_bytes;
+    if (l->block_bytes == 18 && l->d_at == 0)
+        WHOLE_BLOCKS(18, 0)          /* q4_0 */
+    else if (l->block_bytes == 34 && l->d_at == 0)
+        WHOLE_BLOCKS(34, 0)          /* q8_0 */
+    else if (l->block_bytes == 210 && l->d_at == 208)
+        WHOLE_BLOCKS(210, 208)       /* q6_K */
+    else
+        return 0;
+    return 1;
+}
+
 /* Walks GGUF bytes [offset, offset + bytes) block by block; `to_dev` copies gguf -> dev. */
 static void convert(const mcl_quant_layout *l, uint64_t offset, unsigned char *gguf,
                     uint64_t bytes, unsigned char *dev, int to_dev)
 {
+    if (offset % l->block_bytes == 0 && bytes % l->block_bytes == 0 &&
+        convert_whole(l, bytes / l->block_bytes, gguf, dev, to_dev))
+        return;
     unsigned char *body = dev;
     unsigned char *d = dev + bytes - (d_before(l, offset + bytes) - d_before(l, offset));
     uint64_t o = offset, end = offset + bytes;
