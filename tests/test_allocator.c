@@ -250,12 +250,52 @@ static void transfers_round_trip(mcl_context *c, const char *label)
     free(dst);
 }
 
+/* A block type that the device stores split (q4_0, q6_K: bodies, then the d values) uploaded
+ * in GGUF bytes larger than the staging ring, whole and then at an odd offset inside a block,
+ * downloads as the same bytes. */
+static void split_round_trip(mcl_context *c, const char *label, mcl_dtype dtype)
+{
+    const int64_t k = 4096;
+    uint64_t row = (uint64_t)k / mcl_dtype_block_weights(dtype) * mcl_dtype_block_bytes(dtype);
+    uint64_t limit = info.max_storage_buffer_range < 100 * MIB ? info.max_storage_buffer_range
+                                                               : 100 * MIB;
+    int64_t rows = (int64_t)(limit / row);
+    uint64_t bytes = (uint64_t)rows * row;
+    unsigned char *src = malloc(bytes), *dst = malloc(bytes);
+    assert_true(src && dst);
+    mcl_fill_random((float *)src, bytes / 4, 43, -1, 1);
+    int64_t shape[2] = {rows, k};
+    mcl_tensor *t;
+    assert_mcl_ok(mcl_tensor_create(c, dtype, 2, shape, &t));
+    assert_mcl_ok(mcl_tensor_upload(t, 0, src, bytes));
+    memset(dst, 0, bytes);
+    assert_mcl_ok(mcl_tensor_download(t, 0, dst, bytes));
+    int whole = memcmp(src, dst, bytes) == 0;
+    uint64_t off = bytes / 7 + 5, len = bytes / 2 + 11;
+    memset(src + off, 0xa5, len);
+    assert_mcl_ok(mcl_tensor_upload(t, off, src + off, len));
+    memset(dst, 0, bytes);
+    assert_mcl_ok(mcl_tensor_download(t, 0, dst, bytes));
+    int window = memcmp(src, dst, bytes) == 0;
+    char name[128];
+    snprintf(name, sizeof name, "%s %s transfers of %.1f MiB byte-exact", label,
+             mcl_dtype_name(dtype), (double)bytes / MIB);
+    mcl_test_record_bool(name, whole && window);
+    assert_true(whole);
+    assert_true(window);
+    mcl_tensor_destroy(t);
+    free(src);
+    free(dst);
+}
+
 static void transfers_default_path(void **state)
 {
     (void)state;
     mcl_memory_stats stats = {.size = sizeof stats};
     assert_mcl_ok(mcl_context_memory_stats(ctx, &stats));
     transfers_round_trip(ctx, stats.zero_copy ? "zero-copy" : "staged");
+    split_round_trip(ctx, stats.zero_copy ? "zero-copy" : "staged", MCL_DTYPE_Q4_0);
+    split_round_trip(ctx, stats.zero_copy ? "zero-copy" : "staged", MCL_DTYPE_Q6_K);
 }
 
 /* A context whose transfers take one forced path. */
@@ -355,6 +395,8 @@ static void transfers_staged_path(void **state)
     assert_mcl_ok(mcl_context_memory_stats(c, &stats));
     assert_int_equal(stats.zero_copy, 0);
     transfers_round_trip(c, "staged");
+    split_round_trip(c, "staged", MCL_DTYPE_Q4_0);
+    split_round_trip(c, "staged", MCL_DTYPE_Q6_K);
     assert_mcl_ok(mcl_context_memory_stats(c, &stats));
     assert_true(stats.staging_bytes > 0);
     assert_int_equal(imported_copies(c), 0);

@@ -101,21 +101,6 @@ done:
     return status;
 }
 
-void mcl_mapped_prefetch(const mcl_mapped *m, const void *p, uint64_t bytes)
-{
-    if (!m || !m->is_mapped || !p)
-        return;
-    const unsigned char *lo = p, *end = m->data + m->size;
-    if (lo < m->data || lo >= end)
-        return;
-    if (bytes > (uint64_t)(end - lo))
-        bytes = (uint64_t)(end - lo);
-    long page = sysconf(_SC_PAGESIZE);
-    uintptr_t start = (uintptr_t)lo / (uintptr_t)(page > 0 ? page : 4096) *
-                      (uintptr_t)(page > 0 ? page : 4096);
-    posix_madvise((void *)start, (size_t)((uintptr_t)lo + bytes - start), POSIX_MADV_WILLNEED);
-}
-
 void mcl_mapped_close(mcl_mapped *m)
 {
     if (!m)
@@ -174,13 +159,6 @@ mcl_status mcl_mapped_open(const char *path, mcl_mapped *out, char *why, size_t 
     out->size = len;
     out->is_mapped = 0;
     return MCL_SUCCESS;
-}
-
-void mcl_mapped_prefetch(const mcl_mapped *m, const void *p, uint64_t bytes)
-{
-    (void)m;
-    (void)p;
-    (void)bytes;
 }
 
 void mcl_mapped_close(mcl_mapped *m)

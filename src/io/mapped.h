@@ -18,9 +18,6 @@ typedef struct mcl_mapped {
  * MCL_ERROR_INVALID_ARGUMENT (NULL path or out) or MCL_ERROR_OUT_OF_HOST_MEMORY, with the
  * reason in `why`. */
 mcl_status mcl_mapped_open(const char *path, mcl_mapped *out, char *why, size_t why_size);
-/* A hint that [p, p + bytes) of a mapping will be read soon (the kernel reads it ahead); no
- * effect where the platform has no such hint or the bytes are not mapped. */
-void mcl_mapped_prefetch(const mcl_mapped *m, const void *p, uint64_t bytes);
 /* Accepts a zeroed or closed map. */
 void mcl_mapped_close(mcl_mapped *m);
 

@@ -3,8 +3,10 @@
  * time: f16 and bf16 become f32, weights are quantized or dequantized where the caller asks,
  * and llama.cpp's q and k permutation is undone. Block-quantised bytes otherwise go to the
  * device as the file holds them, straight from the mapped file. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model_internal.h"
 #include "../io/convert.h"
@@ -14,6 +16,92 @@
 /* File bytes of one upload where they go to the device as they are: large enough that each
  * call's fixed costs vanish, small enough for a progress report every few milliseconds. */
 #define MODEL_DIRECT_BYTES (32u << 20)
+
+/* How far ahead of the upload the read-ahead thread may map the file's pages. */
+#define MODEL_READAHEAD_BYTES (256u << 20)
+
+/* A thread that maps the file's pages in the order the upload reads them, at most
+ * MODEL_READAHEAD_BYTES ahead of it: a cold file comes off the disk while the bytes before
+ * it go to the device, and the upload takes no page faults of its own. */
+typedef struct readahead {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t moved;
+    const mcl_model *m;
+    uint64_t consumed; /* file bytes the upload is done with */
+    int stop;
+} readahead;
+
+/* Whether the thread may read up to `touched` bytes; waits while it may not. 0: stop. */
+static int readahead_wait(readahead *r, uint64_t touched)
+{
+    pthread_mutex_lock(&r->lock);
+    while (!r->stop && touched > r->consumed + MODEL_READAHEAD_BYTES)
+        pthread_cond_wait(&r->moved, &r->lock);
+    int go = !r->stop;
+    pthread_mutex_unlock(&r->lock);
+    return go;
+}
+
+static void *readahead_main(void *arg)
+{
+    readahead *r = arg;
+    long page_size = sysconf(_SC_PAGESIZE);
+    uint64_t page = page_size > 0 ? (uint64_t)page_size : 4096, touched = 0;
+    unsigned sum = 0;
+    for (uint32_t i = 0; i < r->m->tensor_count; i++) {
+        const model_tensor *t = &r->m->tensors[i];
+        for (uint64_t o = 0; o < t->bytes; o += page) {
+            if (o % (4u << 20) == 0 && !readahead_wait(r, touched + (4u << 20)))
+                return NULL;
+            sum += ((const volatile unsigned char *)t->data)[o];
+            touched += page < t->bytes - o ? page : t->bytes - o;
+        }
+    }
+    return (void *)(uintptr_t)(sum & 1); /* keeps the reads */
+}
+
+/* Starts the thread where the files are mapped (read into memory, they need none); returns 0
+ * where it does not run, and the load goes on without it. */
+static int readahead_start(readahead *r, const mcl_model *m)
+{
+    memset(r, 0, sizeof *r);
+    r->m = m;
+    for (uint32_t f = 0; f < m->file_count; f++)
+        if (!m->files[f].is_mapped)
+            return 0;
+    if (pthread_mutex_init(&r->lock, NULL) != 0)
+        return 0;
+    if (pthread_cond_init(&r->moved, NULL) != 0) {
+        pthread_mutex_destroy(&r->lock);
+        return 0;
+    }
+    if (pthread_create(&r->thread, NULL, readahead_main, r) != 0) {
+        pthread_cond_destroy(&r->moved);
+        pthread_mutex_destroy(&r->lock);
+        return 0;
+    }
+    return 1;
+}
+
+static void readahead_advance(readahead *r, uint64_t consumed)
+{
+    pthread_mutex_lock(&r->lock);
+    r->consumed = consumed;
+    pthread_cond_signal(&r->moved);
+    pthread_mutex_unlock(&r->lock);
+}
+
+static void readahead_stop(readahead *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->stop = 1;
+    pthread_cond_signal(&r->moved);
+    pthread_mutex_unlock(&r->lock);
+    pthread_join(r->thread, NULL);
+    pthread_cond_destroy(&r->moved);
+    pthread_mutex_destroy(&r->lock);
+}
 
 /* The library dtype of a block-quantised ggml type, or -1. */
 static int block_dtype(uint32_t type)
@@ -153,7 +241,7 @@ static mcl_status row_to_f32(const model_tensor *t, uint64_t row, float *out)
  * type's rows). */
 static mcl_status upload(model_tensor *t, float *f32, unsigned char *dev,
                          uint64_t chunk_rows, const mcl_model_desc *desc, uint64_t *done,
-                         uint64_t total)
+                         uint64_t total, readahead *ahead)
 {
     int64_t k = t->shape[t->ndim - 1];
     uint64_t rows = (uint64_t)(numel(t) / k);
@@ -187,6 +275,8 @@ static mcl_status upload(model_tensor *t, float *f32, unsigned char *dev,
         if (status == MCL_SUCCESS)
             status = mcl_tensor_upload(t->tensor, r0 * out_row, src, n * out_row);
         *done += n * in_row;
+        if (ahead)
+            readahead_advance(ahead, *done);
         if (desc->progress)
             desc->progress(desc->progress_user_data, *done, total);
     }
@@ -244,17 +334,17 @@ mcl_status mcl_model_load_weights(mcl_model *m, const mcl_model_desc *desc)
         return MODEL_FAIL(m->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
     uint64_t done = 0;
+    readahead r;
+    int reading_ahead = readahead_start(&r, m);
     for (uint32_t i = 0; i < m->tensor_count && status == MCL_SUCCESS; i++) {
         model_tensor *t = &m->tensors[i];
-        /* The kernel reads the next tensor from the disk while this one goes up. */
-        if (i + 1 < m->tensor_count)
-            for (uint32_t f = 0; f < m->file_count; f++)
-                mcl_mapped_prefetch(&m->files[f], m->tensors[i + 1].data,
-                                    m->tensors[i + 1].bytes);
         status = mcl_tensor_create(m->ctx, t->dtype, t->ndim, t->shape, &t->tensor);
         if (status == MCL_SUCCESS)
-            status = upload(t, f32, dev, chunk_rows, desc, &done, total);
+            status = upload(t, f32, dev, chunk_rows, desc, &done, total,
+                            reading_ahead ? &r : NULL);
     }
+    if (reading_ahead)
+        readahead_stop(&r);
     free(f32);
     free(dev);
     if (status == MCL_SUCCESS)

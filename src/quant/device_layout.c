@@ -71,9 +71,8 @@ void mcl_quant_device_ranges(const mcl_quant_layout *l, uint64_t blocks, uint64_
 
 /* The conversion of n whole blocks; 0 where the layout has no specialised loop. */
 static int convert_whole(const mcl_quant_layout *l, uint64_t n, unsigned char *gguf,
-                         unsigned char *dev, int to_dev)
+                         unsigned char *body, unsigned char *d, int to_dev)
 {
-    unsigned char *body = dev, *d = dev + n * l->body_bytes;
     if (l->block_bytes == 18 && l->d_at == 0)
         WHOLE_BLOCKS(18, 0)          /* q4_0 */
     else if (l->block_bytes == 34 && l->d_at == 0)
@@ -85,15 +84,14 @@ static int convert_whole(const mcl_quant_layout *l, uint64_t n, unsigned char *g
     return 1;
 }
 
-/* Walks GGUF bytes [offset, offset + bytes) block by block; `to_dev` copies gguf -> dev. */
+/* Walks GGUF bytes [offset, offset + bytes) block by block; `to_dev` copies gguf -> body and
+ * d, else back. */
 static void convert(const mcl_quant_layout *l, uint64_t offset, unsigned char *gguf,
-                    uint64_t bytes, unsigned char *dev, int to_dev)
+                    uint64_t bytes, unsigned char *body, unsigned char *d, int to_dev)
 {
     if (offset % l->block_bytes == 0 && bytes % l->block_bytes == 0 &&
-        convert_whole(l, bytes / l->block_bytes, gguf, dev, to_dev))
+        convert_whole(l, bytes / l->block_bytes, gguf, body, d, to_dev))
         return;
-    unsigned char *body = dev;
-    unsigned char *d = dev + bytes - (d_before(l, offset + bytes) - d_before(l, offset));
     uint64_t o = offset, end = offset + bytes;
     while (o < end) {
         uint64_t j = o % l->block_bytes;
@@ -122,14 +120,29 @@ static void convert(const mcl_quant_layout *l, uint64_t offset, unsigned char *g
     }
 }
 
+/* The d bytes among GGUF bytes [offset, offset + bytes). */
+static uint64_t d_bytes_of(const mcl_quant_layout *l, uint64_t offset, uint64_t bytes)
+{
+    return d_before(l, offset + bytes) - d_before(l, offset);
+}
+
 void mcl_quant_split(const mcl_quant_layout *l, uint64_t offset, const void *gguf,
                      uint64_t bytes, void *dev)
 {
-    convert(l, offset, (unsigned char *)(uintptr_t)gguf, bytes, dev, 1);
+    unsigned char *body = dev;
+    convert(l, offset, (unsigned char *)(uintptr_t)gguf, bytes, body,
+            body + bytes - d_bytes_of(l, offset, bytes), 1);
+}
+
+void mcl_quant_split_to(const mcl_quant_layout *l, uint64_t offset, const void *gguf,
+                        uint64_t bytes, void *body, void *d)
+{
+    convert(l, offset, (unsigned char *)(uintptr_t)gguf, bytes, body, d, 1);
 }
 
 void mcl_quant_merge(const mcl_quant_layout *l, uint64_t offset, const void *dev,
                      uint64_t bytes, void *gguf)
 {
-    convert(l, offset, gguf, bytes, (unsigned char *)(uintptr_t)dev, 0);
+    unsigned char *body = (unsigned char *)(uintptr_t)dev;
+    convert(l, offset, gguf, bytes, body, body + bytes - d_bytes_of(l, offset, bytes), 0);
 }

@@ -213,6 +213,11 @@ void mcl_quant_device_ranges(const mcl_quant_layout *l, uint64_t blocks, uint64_
 void mcl_quant_split(const mcl_quant_layout *l, uint64_t offset, const void *gguf,
                      uint64_t bytes, void *dev);
 
+/** mcl_quant_split with the body bytes written at `body` and the d bytes at `d` (a mapped
+ *  tensor's two ranges, for one). */
+void mcl_quant_split_to(const mcl_quant_layout *l, uint64_t offset, const void *gguf,
+                        uint64_t bytes, void *body, void *d);
+
 /** The inverse of mcl_quant_split: `dev` (body bytes, then d bytes) back to GGUF bytes. */
 void mcl_quant_merge(const mcl_quant_layout *l, uint64_t offset, const void *dev,
                      uint64_t bytes, void *gguf);

@@ -22,7 +22,7 @@
 #include "private.h"
 #include "quant/quant.h"
 
-/* Bytes of host memory a split upload or download converts at a time. */
+/* Bytes of host memory a split download converts at a time. */
 #define MCL_SPLIT_CHUNK (16u << 20)
 
 /* The smallest chunk worth recording before the ring is recycled: below it, submitting and
@@ -356,11 +356,61 @@ static mcl_status refuse_while_capturing(const mcl_tensor *t, const char *what)
     return mcl_fail(t->ctx, MCL_ERROR_INVALID_ARGUMENT, "%s during a graph capture", what);
 }
 
-/* An upload (or download) of GGUF bytes [offset, offset + bytes) of a tensor whose block type
- * is split on the device (quant.h): converted on the host a chunk at a time, each chunk one
- * transfer of body bytes and one of d bytes. */
-static mcl_status split_transfer(mcl_tensor *t, const mcl_quant_layout *l, uint64_t offset,
-                                 void *host, uint64_t bytes, int upload)
+/* An upload of GGUF bytes [offset, offset + bytes) of a tensor whose block type is split on
+ * the device (quant.h): the split is written where the bytes go next, into the mapped tensor
+ * (zero-copy) or into the staging ring, a ring's worth at a time, each piece one copy of body
+ * bytes and one of d bytes. */
+static mcl_status split_upload(mcl_tensor *t, const mcl_quant_layout *l, uint64_t offset,
+                               const unsigned char *host, uint64_t bytes)
+{
+    mcl_context *ctx = t->ctx;
+    uint64_t blocks = t->nbytes / l->block_bytes;
+    uint64_t body_at, body_bytes, d_at, d_bytes;
+    if (zero_copy(ctx, t) && !mcl_stream_pending(ctx, t)) {
+        unsigned char *base = (unsigned char *)mcl_rt(t)->alloc.block->mapped + mcl_rt(t)->alloc.offset;
+        mcl_quant_device_ranges(l, blocks, offset, bytes, &body_at, &body_bytes, &d_at,
+                                &d_bytes);
+        mcl_quant_split_to(l, offset, host, bytes, base + body_at, base + d_at);
+        return MCL_SUCCESS;
+    }
+    while (bytes > 0) {
+        mcl_block *ring;
+        uint64_t ring_offset, granted;
+        mcl_status status = ring_reserve(ctx, bytes, &ring, &ring_offset, &granted);
+        if (status != MCL_SUCCESS)
+            return status;
+        /* Whole blocks where the range starts on one, so the split runs its fast loops. */
+        uint64_t n = granted;
+        if (n < bytes && offset % l->block_bytes == 0 && n >= l->block_bytes)
+            n -= n % l->block_bytes;
+        unsigned char *at = (unsigned char *)ring->mapped + ring_offset;
+        mcl_quant_device_ranges(l, blocks, offset, n, &body_at, &body_bytes, &d_at, &d_bytes);
+        mcl_quant_split_to(l, offset, host, n, at, at + body_bytes);
+        if ((status = mcl_stream_begin(ctx)) != MCL_SUCCESS)
+            return status;
+        mcl_stream_track(ctx, NULL, 0, &t, 1);
+        VkBufferCopy regions[2];
+        uint32_t count = 0;
+        if (body_bytes)
+            regions[count++] = (VkBufferCopy){ring_offset, mcl_rt(t)->alloc.offset + body_at,
+                                              body_bytes};
+        if (d_bytes)
+            regions[count++] = (VkBufferCopy){ring_offset + body_bytes,
+                                              mcl_rt(t)->alloc.offset + d_at, d_bytes};
+        ctx->vk.vkCmdCopyBuffer(mcl_stream_cmd(ctx), ring->buffer, mcl_rt(t)->alloc.block->buffer,
+                                count, regions);
+        host += n;
+        offset += n;
+        bytes -= n;
+    }
+    return MCL_SUCCESS;
+}
+
+/* A download of GGUF bytes [offset, offset + bytes) of a tensor whose block type is split on
+ * the device: a chunk at a time, each chunk one transfer of body bytes and one of d bytes,
+ * merged on the host. */
+static mcl_status split_download(mcl_tensor *t, const mcl_quant_layout *l, uint64_t offset,
+                                 void *host, uint64_t bytes)
 {
     uint64_t blocks = t->nbytes / l->block_bytes;
     uint64_t chunk = bytes < MCL_SPLIT_CHUNK ? bytes : MCL_SPLIT_CHUNK;
@@ -374,20 +424,12 @@ static mcl_status split_transfer(mcl_tensor *t, const mcl_quant_layout *l, uint6
         uint64_t body_at, body_bytes, d_at, d_bytes;
         mcl_quant_device_ranges(l, blocks, offset + done, n, &body_at, &body_bytes, &d_at,
                                 &d_bytes);
-        if (upload) {
-            mcl_quant_split(l, offset + done, at, n, dev);
-            if (body_bytes)
-                status = mcl_transfer_upload(t->ctx, t, body_at, dev, body_bytes);
-            if (status == MCL_SUCCESS && d_bytes)
-                status = mcl_transfer_upload(t->ctx, t, d_at, dev + body_bytes, d_bytes);
-        } else {
-            if (body_bytes)
-                status = mcl_transfer_download(t->ctx, t, body_at, dev, body_bytes);
-            if (status == MCL_SUCCESS && d_bytes)
-                status = mcl_transfer_download(t->ctx, t, d_at, dev + body_bytes, d_bytes);
-            if (status == MCL_SUCCESS)
-                mcl_quant_merge(l, offset + done, dev, n, at);
-        }
+        if (body_bytes)
+            status = mcl_transfer_download(t->ctx, t, body_at, dev, body_bytes);
+        if (status == MCL_SUCCESS && d_bytes)
+            status = mcl_transfer_download(t->ctx, t, d_at, dev + body_bytes, d_bytes);
+        if (status == MCL_SUCCESS)
+            mcl_quant_merge(l, offset + done, dev, n, at);
     }
     free(dev);
     return status;
@@ -404,7 +446,7 @@ mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, ui
         return status;
     mcl_quant_layout layout;
     if (mcl_quant_layout_of(t->dtype, &layout) && layout.split)
-        return split_transfer(t, &layout, offset, (void *)(uintptr_t)src, bytes, 1);
+        return split_upload(t, &layout, offset, src, bytes);
     return mcl_transfer_upload(t->ctx, t, offset, src, bytes);
 }
 
@@ -419,7 +461,7 @@ mcl_status mcl_tensor_download(mcl_tensor *t, uint64_t offset, void *dst, uint64
         return status;
     mcl_quant_layout layout;
     if (mcl_quant_layout_of(t->dtype, &layout) && layout.split)
-        return split_transfer(t, &layout, offset, dst, bytes, 0);
+        return split_download(t, &layout, offset, dst, bytes);
     return mcl_transfer_download(t->ctx, t, offset, dst, bytes);
 }
 
