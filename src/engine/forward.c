@@ -2,8 +2,9 @@
  * blocks of RMSNorm, attention with grouped-query heads and RoPE (split-half pairs: the
  * loader gives q and k in Hugging Face's row order) over each sequence's cache, and a SwiGLU
  * feed-forward; then the final RMSNorm and the head, for the rows whose logits are wanted.
- * Each pass is recorded op by op; the tensors of a pass are views of the session's
- * activations with as many rows as the pass has tokens. */
+ * Each pass is recorded op by op (q, k and v as one multi-weight product, gate and up as
+ * another); the tensors of a pass are views of the session's activations with as many rows
+ * as the pass has tokens. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,22 @@ static mcl_status linear(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor
                          const mcl_tensor *b, mcl_tensor *y)
 {
     return mcl_matmul(ctx, x, MCL_NO_TRANSPOSE, w, MCL_TRANSPOSE, b, y);
+}
+
+/* c[i] = x w[i]^T (+ b[i]) for count weights: one multi-weight product (the input quantized
+ * once on the integer-dot path) where the weights share a type, else one product each. */
+static mcl_status linears(mcl_context *ctx, const mcl_tensor *x, uint32_t count,
+                          const mcl_tensor *const *w, const mcl_tensor *const *b,
+                          mcl_tensor *const *c)
+{
+    int same = 1;
+    for (uint32_t i = 1; i < count; i++)
+        same &= w[i]->dtype == w[0]->dtype;
+    if (same)
+        return mcl_matmul_multi(ctx, x, count, w, b, c);
+    for (uint32_t i = 0; i < count; i++)
+        TRY(linear(ctx, x, w[i], b ? b[i] : NULL, c[i]));
+    return MCL_SUCCESS;
 }
 
 /* RoPE on q and k of rows [r0, r0 + n) (consecutive positions from pos0 of one sequence),
@@ -109,9 +126,10 @@ static mcl_status record(mcl_session *s, views *v, const uint32_t *seqs, const u
     for (uint32_t l = 0; l < m->layers; l++) {
         const engine_layer *L = &s->layers[l];
         TRY(mcl_rmsnorm(ctx, x, L->attn_norm, m->norm_eps, h));
-        TRY(linear(ctx, h, L->wq, L->bq, q));
-        TRY(linear(ctx, h, L->wk, L->bk, k));
-        TRY(linear(ctx, h, L->wv, L->bv, vv));
+        const mcl_tensor *qkv_w[3] = {L->wq, L->wk, L->wv};
+        const mcl_tensor *qkv_b[3] = {L->bq, L->bk, L->bv};
+        mcl_tensor *qkv[3] = {q, k, vv};
+        TRY(linears(ctx, h, 3, qkv_w, qkv_b, qkv));
         if (prompt) {
             TRY(attend(s, v, L, seqs[0], pos[0], 0, count));
         } else {
@@ -121,8 +139,9 @@ static mcl_status record(mcl_session *s, views *v, const uint32_t *seqs, const u
         TRY(linear(ctx, att, L->wo, NULL, h));
         TRY(mcl_add(ctx, x, h, x));
         TRY(mcl_rmsnorm(ctx, x, L->ffn_norm, m->norm_eps, h));
-        TRY(linear(ctx, h, L->w_gate, NULL, gate));
-        TRY(linear(ctx, h, L->w_up, NULL, up));
+        const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
+        mcl_tensor *ffn[2] = {gate, up};
+        TRY(linears(ctx, h, 2, ffn_w, NULL, ffn));
         TRY(mcl_swiglu(ctx, gate, up, gate));
         TRY(linear(ctx, gate, L->w_down, NULL, h));
         TRY(mcl_add(ctx, x, h, x));
