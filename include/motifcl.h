@@ -408,7 +408,8 @@ MCL_API mcl_status mcl_dequantize(mcl_dtype dtype, const void *blocks, float *y,
  *  MCL_ERROR_INVALID_ARGUMENT (bad shape, or a block type whose last dimension is not a
  *  multiple of its block's weight count),
  *  MCL_ERROR_TOO_LARGE (more bytes than the device can address in one buffer binding,
- *  maxStorageBufferRange; a block-quantised tensor may be larger, see mcl_matmul),
+ *  maxStorageBufferRange; a block-quantised tensor may be larger, see mcl_matmul and
+ *  mcl_embedding),
  *  MCL_ERROR_OUT_OF_DEVICE_MEMORY. On failure `*out` is set to NULL. The caller owns the
  *  tensor: it is destroyed with mcl_tensor_destroy() before its context, or with it.
  *  NULL: none of ctx, shape and out may be. */
@@ -681,8 +682,9 @@ MCL_API mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *a, mcl_transpo
  * MOTIFCL_QUANT_PATH=float|dot or MOTIFCL_DISABLE (integer-dot, cooperative-matrix) /
  * MOTIFCL_FORCE=integer-dot choose.
  * A weight larger than one storage-buffer binding (maxStorageBufferRange) is multiplied in
- * row ranges, each bound at its own offset; every other operation refuses a tensor that large
- * (MCL_ERROR_TOO_LARGE), mcl_dequantize_tensor included. */
+ * row ranges, each bound at its own offset; mcl_embedding reads a table that large the same
+ * way, and every other operation refuses a tensor that large (MCL_ERROR_TOO_LARGE),
+ * mcl_dequantize_tensor included. */
 
 /** out = the f32 values of the block-quantised tensor q (same shape), bit-identical to
  *  mcl_dequantize() (NaN payloads aside). Errors: MCL_ERROR_DTYPE_MISMATCH (q not a block type
@@ -708,8 +710,18 @@ MCL_API mcl_status mcl_rope(mcl_context *ctx, const mcl_tensor *x, mcl_rope_layo
                             float theta_base, int64_t position_offset, mcl_tensor *out);
 
 /** out[..., :] = table[ids[...], :]. table is [V, D] f32, ids is i32 of up to 3 dimensions,
- *  out is ids' shape plus [D]. An id outside [0, V) yields a row of zeros (never a read out
- *  of bounds).
+ *  out is ids' shape plus [D] (f32). An id outside [0, V) yields a row of zeros (never a read
+ *  out of bounds).
+ *  table may also be of a block type (MCL_DTYPE_Q8_0, Q4_0, Q4_K, Q5_K, Q6_K; a GGUF
+ *  token_embd.weight as stored), D a multiple of the block's weight count: each row is
+ *  dequantized on the device, bit-identical to mcl_dequantize() of that row (NaN payloads
+ *  aside). Such a table may be larger than one storage-buffer binding (it is then read in
+ *  row ranges, one dispatch each).
+ *  Errors: MCL_ERROR_DTYPE_MISMATCH (table neither f32 nor a block type, out not f32, ids not
+ *  i32), MCL_ERROR_SHAPE_MISMATCH (table not 2-D, out not ids' shape plus [D], a block
+ *  table's D not a multiple of its block), MCL_ERROR_TOO_LARGE (out, or an f32 table, of
+ *  more than 2^32-1 elements; a block table whose rows one binding cannot hold at offsets
+ *  the device can bind).
  *  NULL: none of ctx, table, ids and out may be. */
 MCL_API mcl_status mcl_embedding(mcl_context *ctx, const mcl_tensor *table,
                                  const mcl_tensor *ids, mcl_tensor *out);

@@ -15,7 +15,15 @@
  *    position * frequency), so element errors reach 10 * 2^-24 * angle. The limit is
  *    (16 * 2^-24 * max_position)^2, scaled to the largest position in the case; it catches a
  *    wrong frequency, pairing or offset, which give NMSE of order 1.
+ *  - embedding of a block-quantised table (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K): bit-identical to
+ *    mcl_dequantize() of each row (0 mismatched words). Every product in the formats is exact
+ *    in f32 and the one rounding (Q4_K/Q5_K's min) happens once, so a correct decoder gives
+ *    the CPU reference's bits (docs/quant-formats.md, "Arithmetic"). The table is also read
+ *    in row ranges (MOTIFCL_MAX_BINDING set small, and a table beyond Lavapipe's 128 MiB
+ *    binding), one dispatch per range, each writing only its rows.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +31,7 @@
 
 #include "harness.h"
 #include "ref/ref.h"
+#include "vk/inspect.h"
 
 static mcl_context *ctx;
 
@@ -273,6 +282,413 @@ static void embedding_gathers_and_zeroes_bad_ids(void **state)
     assert_true(passed);
 }
 
+/* --- embedding of a block-quantised table ----------------------------------------------- */
+
+static const mcl_dtype block_types[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DTYPE_Q4_K,
+                                        MCL_DTYPE_Q5_K, MCL_DTYPE_Q6_K};
+#define BLOCK_TYPE_COUNT (sizeof block_types / sizeof block_types[0])
+
+/* Bytes of a block's body on the device: the block less its d where d is kept apart
+ * (docs/quant-formats.md, "On the device"). */
+static uint64_t body_bytes(mcl_dtype t)
+{
+    switch (t) {
+    case MCL_DTYPE_Q8_0:
+        return 32;
+    case MCL_DTYPE_Q4_0:
+        return 16;
+    case MCL_DTYPE_Q6_K:
+        return 208;
+    default:
+        return mcl_dtype_block_bytes(t);
+    }
+}
+
+/* GGUF bytes of one table row of dim weights. */
+static size_t quant_row_bytes(mcl_dtype t, int64_t dim)
+{
+    return (size_t)(dim / mcl_dtype_block_weights(t)) * mcl_dtype_block_bytes(t);
+}
+
+/* Set (value) or unset (NULL) MOTIFCL_MAX_BINDING and have ctx read it: a context reads the
+ * environment when it is created, and this one lives for the suite. */
+static void switch_max_binding(const char *value)
+{
+    if (value)
+        setenv("MOTIFCL_MAX_BINDING", value, 1);
+    else
+        unsetenv("MOTIFCL_MAX_BINDING");
+    mcl_inspect_reread_environment(ctx);
+}
+
+/* A [vocab, dim] table of type t: random weights in [-1, 1), row r scaled by 2^-(r % 16) so
+ * that scales span many binades (small rows' fp16 d are subnormal), quantized on the host. */
+static uint8_t *quant_table(mcl_dtype t, int64_t vocab, int64_t dim, uint32_t seed)
+{
+    float *w = mcl_test_random_floats((size_t)(vocab * dim), seed, -1.0f, 1.0f);
+    for (int64_t r = 0; r < vocab; r++)
+        for (int64_t i = 0; i < dim; i++)
+            w[r * dim + i] = ldexpf(w[r * dim + i], -(int)(r % 16));
+    uint8_t *q = malloc(quant_row_bytes(t, dim) * (size_t)vocab);
+    assert_non_null(q);
+    assert_mcl_ok(mcl_quantize(t, w, q, vocab * dim));
+    free(w);
+    return q;
+}
+
+/* The host's answer: row ids[r] of the table dequantized by mcl_dequantize (with `shift`, the
+ * row after it, cyclically: a wrong reference for the negative control), zeros for a bad id. */
+static void ref_embedding_quant(mcl_dtype t, const uint8_t *table, int64_t vocab, int64_t dim,
+                                const int32_t *ids, int64_t rows, int shift, float *want)
+{
+    size_t rb = quant_row_bytes(t, dim);
+    for (int64_t r = 0; r < rows; r++) {
+        float *y = want + r * dim;
+        if (ids[r] < 0 || ids[r] >= vocab) {
+            memset(y, 0, (size_t)dim * sizeof *y);
+            continue;
+        }
+        int64_t id = shift ? (ids[r] + 1) % vocab : ids[r];
+        assert_mcl_ok(mcl_dequantize(t, table + (size_t)id * rb, y, dim));
+    }
+}
+
+/* Gather from `table` (GGUF bytes of [vocab, dim] of type t) on the device, into an output
+ * that starts as NaN (so a zero row must have been written), and count the words that differ
+ * from `want`. With `dispatches` not NULL the gather is captured in a graph, which is replayed
+ * and whose dispatch count is returned there. */
+static double embedding_quant_mismatches(mcl_dtype t, const uint8_t *table, int64_t vocab,
+                                         int64_t dim, const int32_t *ids, uint32_t ids_ndim,
+                                         const int64_t *ids_shape, const float *want,
+                                         uint32_t *dispatches)
+{
+    int64_t rows = numel(ids_shape, ids_ndim), t_shape[2] = {vocab, dim}, o_shape[4];
+    for (uint32_t i = 0; i < ids_ndim; i++)
+        o_shape[i] = ids_shape[i];
+    o_shape[ids_ndim] = dim;
+    float *got = mcl_test_floats((size_t)(rows * dim));
+    for (int64_t i = 0; i < rows * dim; i++)
+        got[i] = NAN;
+    mcl_tensor *tt = mcl_test_tensor(ctx, t, 2, t_shape, table);
+    mcl_tensor *ti = mcl_test_tensor(ctx, MCL_DTYPE_I32, ids_ndim, ids_shape, ids);
+    mcl_tensor *to = mcl_test_tensor(ctx, MCL_DTYPE_F32, ids_ndim + 1, o_shape, got);
+    if (dispatches) {
+        mcl_graph *g = NULL;
+        assert_mcl_ok(mcl_graph_begin(ctx));
+        mcl_status status = mcl_embedding(ctx, tt, ti, to);
+        assert_mcl_ok(mcl_graph_end(ctx, &g));
+        assert_mcl_ok(status);
+        *dispatches = mcl_graph_dispatch_count(g);
+        assert_mcl_ok(mcl_graph_replay(ctx, g));
+        mcl_graph_destroy(g);
+    } else {
+        assert_mcl_ok(mcl_embedding(ctx, tt, ti, to));
+    }
+    assert_mcl_ok(mcl_tensor_download(to, 0, got, (uint64_t)(rows * dim) * 4));
+    double bad = mismatches(got, want, (size_t)(rows * dim));
+    mcl_tensor_destroy(tt);
+    mcl_tensor_destroy(ti);
+    mcl_tensor_destroy(to);
+    free(got);
+    return bad;
+}
+
+/* Gather ids from a fresh table of type t against the host reference; records the check. */
+static int check_embedding_quant(mcl_dtype t, int64_t vocab, int64_t dim, const int32_t *ids,
+                                 uint32_t ids_ndim, const int64_t *ids_shape, uint32_t seed,
+                                 const char *what)
+{
+    int64_t rows = numel(ids_shape, ids_ndim);
+    uint8_t *table = quant_table(t, vocab, dim, seed);
+    float *want = mcl_test_floats((size_t)(rows * dim));
+    ref_embedding_quant(t, table, vocab, dim, ids, rows, 0, want);
+    double bad = embedding_quant_mismatches(t, table, vocab, dim, ids, ids_ndim, ids_shape, want,
+                                            NULL);
+    char name[128];
+    snprintf(name, sizeof name, "embedding %s V=%lld D=%lld %s", mcl_dtype_name(t),
+             (long long)vocab, (long long)dim, what);
+    free(table);
+    free(want);
+    return mcl_test_record(name, "mismatched words", bad, 0);
+}
+
+/* n ids over a vocabulary of `vocab`: 0 and vocab - 1 first, then valid ids with repeats, and
+ * every kind of bad one every fifth place. */
+static void make_quant_ids(int32_t *ids, int64_t n, int64_t vocab)
+{
+    const int32_t bad[] = {-1, INT32_MIN, INT32_MAX, (int32_t)vocab, (int32_t)vocab + 1,
+                           -(int32_t)vocab};
+    for (int64_t i = 0; i < n; i++)
+        ids[i] = i % 5 == 3 ? bad[(i / 5) % 6] : (int32_t)((i * 7 + 3) % vocab);
+    ids[0] = 0;
+    if (n > 1)
+        ids[1] = (int32_t)(vocab - 1);
+    if (n > 2)
+        ids[2] = (int32_t)(vocab - 1);
+}
+
+/* Every block type: several blocks a row (an odd count, so the table's d values end in half a
+ * word), one block a row, one row; ids of 1, 2 and 3 dimensions with repeats, 0, V - 1 and
+ * bad ids. */
+static void embedding_quant_matches_host(void **state)
+{
+    (void)state;
+    int failed = 0;
+    int32_t ids[123];
+    make_quant_ids(ids, 123, 37);
+    const int64_t shape2[2] = {3, 41}, shape3[3] = {2, 1, 7}, shape1[1] = {4};
+    const int32_t one_row[4] = {0, -1, 1, 0};
+    for (size_t f = 0; f < BLOCK_TYPE_COUNT; f++) {
+        mcl_dtype t = block_types[f];
+        int64_t qk = mcl_dtype_block_weights(t);
+        uint32_t seed = 500 + 10 * (uint32_t)f;
+        failed += !check_embedding_quant(t, 37, 3 * qk, ids, 2, shape2, seed, "ids [3,41]");
+        failed += !check_embedding_quant(t, 37, qk, ids, 3, shape3, seed + 1, "ids [2,1,7]");
+        failed += !check_embedding_quant(t, 1, 2 * qk, one_row, 1, shape1, seed + 2,
+                                         "one row");
+    }
+    assert_int_equal(failed, 0);
+}
+
+/* The table read in row ranges: MOTIFCL_MAX_BINDING holds 21 rows of block bodies (fewer
+ * where the device's offset alignment needs a coarser step of rows), so a table of 101 rows
+ * takes several dispatches. Rows of 3 blocks: a range's first d is then not at an aligned
+ * offset (on Lavapipe, 16-byte alignment), so its d binding starts below it and the kernel's
+ * dlo is not 0. The graph's dispatch count shows the ranges; ids fall in every range, on
+ * both sides of each boundary, and bad ids (zeroed by the first dispatch) sit among them; a
+ * gather whose ids are all in the last range or bad shows that the zero rows do not depend
+ * on the first range's ids. The control: a limit below one row is refused. */
+static void embedding_quant_split_binding(void **state)
+{
+    (void)state;
+    const int64_t vocab = 101;
+    const int64_t part_wanted = 21;
+    mcl_device_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_context_device_info(ctx, &info));
+    uint64_t align = info.min_storage_buffer_offset_alignment < 4
+                         ? 4 : info.min_storage_buffer_offset_alignment;
+    int failed = 0;
+    for (size_t f = 0; f < BLOCK_TYPE_COUNT; f++) {
+        mcl_dtype t = block_types[f];
+        int64_t dim = 3 * mcl_dtype_block_weights(t);
+        uint64_t row_body = (uint64_t)(dim / mcl_dtype_block_weights(t)) * body_bytes(t);
+        /* The parts' rows: a multiple of the rows whose bodies are a multiple of align. */
+        uint64_t step = 1;
+        while ((step * row_body) % align != 0)
+            step++;
+        uint64_t part_rows = (uint64_t)part_wanted / step * step;
+        assert_true(part_rows > 0);
+        uint32_t want_dispatches = (uint32_t)((vocab + part_rows - 1) / part_rows);
+        char limit[32];
+        snprintf(limit, sizeof limit, "%llu", (unsigned long long)(part_wanted * row_body));
+        switch_max_binding(limit);
+
+        int32_t ids[64];
+        int64_t n = 0;
+        for (uint64_t r0 = 0; r0 < (uint64_t)vocab; r0 += part_rows) {
+            ids[n++] = (int32_t)r0;                               /* a range's first row */
+            ids[n++] = (int32_t)(r0 + part_rows / 2);             /* inside it (or past V) */
+            if (r0 > 0)
+                ids[n++] = (int32_t)(r0 - 1);                     /* the row before it */
+        }
+        ids[n++] = (int32_t)vocab - 1;
+        ids[n++] = -3;
+        ids[n++] = (int32_t)vocab;
+        ids[n++] = 0;                                             /* a repeat */
+        assert_true(n <= 64);
+        int64_t shape[2] = {1, n};
+        uint8_t *table = quant_table(t, vocab, dim, 700 + (uint32_t)f);
+        float *want = mcl_test_floats((size_t)(n * dim));
+        ref_embedding_quant(t, table, vocab, dim, ids, n, 0, want);
+        uint32_t dispatches = 0;
+        double bad = embedding_quant_mismatches(t, table, vocab, dim, ids, 2, shape, want,
+                                                &dispatches);
+        char name[128];
+        snprintf(name, sizeof name, "embedding %s V=%lld D=%lld in %u row ranges (replayed)",
+                 mcl_dtype_name(t), (long long)vocab, (long long)dim, want_dispatches);
+        failed += !mcl_test_record(name, "mismatched words", bad, 0);
+        printf("%s: %u dispatches\n", name, dispatches);
+        snprintf(name, sizeof name, "embedding %s: %u dispatches, one per row range",
+                 mcl_dtype_name(t), want_dispatches);
+        failed += !mcl_test_record_bool(name, dispatches == want_dispatches && dispatches >= 3);
+
+        const int32_t last_only[3] = {(int32_t)vocab - 1, -5, (int32_t)vocab};
+        const int64_t shape3[1] = {3};
+        ref_embedding_quant(t, table, vocab, dim, last_only, 3, 0, want);
+        bad = embedding_quant_mismatches(t, table, vocab, dim, last_only, 1, shape3, want, NULL);
+        snprintf(name, sizeof name, "embedding %s in row ranges, ids in the last range or bad",
+                 mcl_dtype_name(t));
+        failed += !mcl_test_record(name, "mismatched words", bad, 0);
+        free(table);
+        free(want);
+    }
+
+    switch_max_binding("16");
+    const int64_t t_shape[2] = {4, 256}, o_shape[2] = {2, 256}, i_shape[1] = {2};
+    const int32_t ids[2] = {0, 3};
+    mcl_tensor *tt = mcl_test_tensor(ctx, MCL_DTYPE_Q4_K, 2, t_shape, NULL);
+    mcl_tensor *ti = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, i_shape, ids);
+    mcl_tensor *to = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, o_shape, NULL);
+    mcl_status status = mcl_embedding(ctx, tt, ti, to);
+    switch_max_binding(NULL);
+    failed += !mcl_test_record_bool("embedding: a binding limit below one table row is refused",
+                                    status == MCL_ERROR_TOO_LARGE);
+    mcl_tensor_destroy(tt);
+    mcl_tensor_destroy(ti);
+    mcl_tensor_destroy(to);
+    assert_int_equal(failed, 0);
+}
+
+/* A table larger than the device's maxStorageBufferRange (Lavapipe: 128 MiB), where that is
+ * small enough to allocate here: Q8_0 rows of 4096 weights, a few hundred more than one
+ * binding's bodies hold, as random bytes with random finite scales (quantizing 140 million
+ * floats would take longer and prove nothing more). Ids on both sides of the boundary. */
+static void embedding_quant_beyond_binding(void **state)
+{
+    (void)state;
+    const mcl_dtype t = MCL_DTYPE_Q8_0;
+    const int64_t dim = 4096;
+    mcl_device_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_context_device_info(ctx, &info));
+    uint64_t row_body = (uint64_t)(dim / 32) * body_bytes(t);
+    uint64_t rows_per_binding = info.max_storage_buffer_range / row_body;
+    int64_t vocab = (int64_t)rows_per_binding + 300;
+    size_t rb = quant_row_bytes(t, dim), bytes = rb * (size_t)vocab;
+    if (bytes > ((size_t)1 << 28)) {
+        char why[200];
+        snprintf(why, sizeof why, "not run: a table beyond maxStorageBufferRange (%llu bytes) "
+                 "would take %zu bytes; embedding_quant_split_binding forces the split instead",
+                 (unsigned long long)info.max_storage_buffer_range, bytes);
+        mcl_test_note("embedding_quant_beyond_binding", why);
+        return;
+    }
+    uint8_t *table = malloc(bytes);
+    assert_non_null(table);
+    uint32_t x = 2463534242u;
+    for (size_t i = 0; i < bytes; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        table[i] = (uint8_t)(x >> 24);
+    }
+    /* Each d a finite half of magnitude 2^-14 .. 2^-5 or a subnormal, either sign. */
+    for (int64_t b = 0; b < vocab * (dim / 32); b++) {
+        uint8_t *d = table + (size_t)b * 34;
+        d[1] = (uint8_t)((d[1] & 0x83) | (uint8_t)((b % 10) << 2));
+    }
+    int32_t ids[] = {0, (int32_t)rows_per_binding - 1, (int32_t)rows_per_binding,
+                     (int32_t)vocab - 1, -1, (int32_t)vocab, 17, (int32_t)rows_per_binding};
+    const int64_t shape[1] = {sizeof ids / sizeof ids[0]};
+    float *want = mcl_test_floats((size_t)(shape[0] * dim));
+    ref_embedding_quant(t, table, vocab, dim, ids, shape[0], 0, want);
+    uint32_t dispatches = 0;
+    double bad = embedding_quant_mismatches(t, table, vocab, dim, ids, 1, shape, want,
+                                            &dispatches);
+    char name[128];
+    snprintf(name, sizeof name, "embedding q8_0 V=%lld D=4096 (%zu bytes) beyond one binding",
+             (long long)vocab, bytes);
+    int passed = mcl_test_record(name, "mismatched words", bad, 0);
+    passed &= mcl_test_record_bool("embedding beyond one binding: two dispatches",
+                                   dispatches == 2);
+    free(table);
+    free(want);
+    assert_true(passed);
+}
+
+/* Negative controls: for every block type the reference of the next row (a gather off by
+ * one) and, for the table with one block's d changed (the d a kernel reads through its own
+ * binding and offset), the unchanged table's reference must both disagree. */
+static void embedding_quant_negative_controls(void **state)
+{
+    (void)state;
+    int caught = 1;
+    int32_t ids[123];
+    make_quant_ids(ids, 123, 37);
+    const int64_t shape[2] = {3, 41};
+    for (size_t f = 0; f < BLOCK_TYPE_COUNT; f++) {
+        mcl_dtype t = block_types[f];
+        int64_t dim = 3 * mcl_dtype_block_weights(t);
+        uint8_t *table = quant_table(t, 37, dim, 900 + (uint32_t)f);
+        float *want = mcl_test_floats((size_t)(123 * dim));
+        ref_embedding_quant(t, table, 37, dim, ids, 123, 1, want);
+        double shifted = embedding_quant_mismatches(t, table, 37, dim, ids, 2, shape, want,
+                                                    NULL);
+        /* Block 1 of row 5 (an id the gather reads): its d's exponent changed by one. */
+        ref_embedding_quant(t, table, 37, dim, ids, 123, 0, want);
+        size_t d_at = t == MCL_DTYPE_Q6_K ? 208 : 0;
+        size_t at = 5 * quant_row_bytes(t, dim) + mcl_dtype_block_bytes(t) + d_at + 1;
+        table[at] ^= 0x04;
+        double corrupted = embedding_quant_mismatches(t, table, 37, dim, ids, 2, shape, want,
+                                                      NULL);
+        printf("negative controls: embedding %s vs the next row's reference: %.0f mismatched "
+               "words; one d changed: %.0f\n", mcl_dtype_name(t), shifted, corrupted);
+        caught &= shifted > 0 && corrupted > 0;
+        free(table);
+        free(want);
+    }
+    int has_five = 0;
+    for (int i = 0; i < 123; i++)
+        has_five |= ids[i] == 5;
+    assert_true(has_five);
+    mcl_test_record_bool("negative control: embedding of a block table against the next row's "
+                         "reference and with one d changed are detected", caught);
+    assert_true(caught);
+}
+
+/* Statuses: D not a multiple of the block (not creatable through the API, so made by editing
+ * a tensor's shape in place), a wrong output shape, wrong dtypes. */
+static void embedding_quant_bad_arguments(void **state)
+{
+    (void)state;
+    const int64_t t_shape[2] = {2, 64}, bad_create[2] = {4, 48}, i_shape[1] = {6};
+    const int64_t o_ok[2] = {6, 64}, o_wide[2] = {6, 65}, o_rank[3] = {6, 1, 64};
+    const int64_t o_short[2] = {6, 16};
+    mcl_tensor *table = mcl_test_tensor(ctx, MCL_DTYPE_Q8_0, 2, t_shape, NULL);
+    mcl_tensor *ids = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, i_shape, NULL);
+    mcl_tensor *fids = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, i_shape, NULL);
+    mcl_tensor *out = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, o_ok, NULL);
+    mcl_tensor *wide = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, o_wide, NULL);
+    mcl_tensor *rank = mcl_test_tensor(ctx, MCL_DTYPE_F32, 3, o_rank, NULL);
+    mcl_tensor *shrt = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, o_short, NULL);
+    mcl_tensor *i32 = mcl_test_tensor(ctx, MCL_DTYPE_I32, 2, t_shape, NULL);
+    mcl_tensor *f16 = mcl_test_tensor(ctx, MCL_DTYPE_F16, 2, o_ok, NULL);
+    mcl_tensor *q4 = mcl_test_tensor(ctx, MCL_DTYPE_Q4_0, 2, o_ok, NULL);
+
+    mcl_tensor *none = NULL;
+    EXPECT_STATUS(mcl_tensor_create(ctx, MCL_DTYPE_Q8_0, 2, bad_create, &none), INVALID);
+    /* The same bytes as [8, 16]: D = 16 is half a Q8_0 block. */
+    table->shape[0] = 8;
+    table->shape[1] = 16;
+    EXPECT_STATUS(mcl_embedding(ctx, table, ids, shrt), SHAPE);
+    const char *why = mcl_context_last_error(ctx);
+    int named = why && strstr(why, "multiple of 32") != NULL;
+    printf("embedding of a [8, 16] q8_0 table: %s\n", why ? why : "(no message)");
+    table->shape[0] = 2;
+    table->shape[1] = 64;
+    EXPECT_STATUS(mcl_embedding(ctx, table, ids, wide), SHAPE);
+    EXPECT_STATUS(mcl_embedding(ctx, table, ids, rank), SHAPE);
+    EXPECT_STATUS(mcl_embedding(ctx, table, ids, shrt), SHAPE);
+    EXPECT_STATUS(mcl_embedding(ctx, table, fids, out), DTYPE);
+    EXPECT_STATUS(mcl_embedding(ctx, table, ids, f16), DTYPE);
+    EXPECT_STATUS(mcl_embedding(ctx, table, ids, q4), DTYPE);
+    EXPECT_STATUS(mcl_embedding(ctx, i32, ids, out), DTYPE);
+    EXPECT_STATUS(mcl_embedding(ctx, f16, ids, out), DTYPE);
+    /* The control: the same table and ids with the right output are accepted. */
+    const int32_t good[6] = {0, 1, 1, -1, 2, 0};
+    assert_mcl_ok(mcl_tensor_upload(ids, 0, good, sizeof good));
+    EXPECT_STATUS(mcl_embedding(ctx, table, ids, out), MCL_SUCCESS);
+
+    mcl_tensor *all[] = {table, ids, fids, out, wide, rank, shrt, i32, f16, q4};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+    int passed = mcl_test_record("embedding of a block table: bad arguments give the "
+                                 "documented statuses", "wrong statuses",
+                                 mcl_test_wrong_statuses, 0);
+    passed &= mcl_test_record_bool("embedding: a block table's D that is not a multiple of "
+                                   "its block is refused as such", named);
+    assert_true(passed);
+}
+
 /* --- RoPE ------------------------------------------------------------------------------ */
 
 typedef struct rope_case {
@@ -468,6 +884,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(permute_other_ranks),
         cmocka_unit_test(concat_each_axis),
         cmocka_unit_test(embedding_gathers_and_zeroes_bad_ids),
+        cmocka_unit_test(embedding_quant_matches_host),
+        cmocka_unit_test(embedding_quant_split_binding),
+        cmocka_unit_test(embedding_quant_beyond_binding),
+        cmocka_unit_test(embedding_quant_negative_controls),
+        cmocka_unit_test(embedding_quant_bad_arguments),
         cmocka_unit_test(rope_matches_reference),
         cmocka_unit_test(negative_controls),
         cmocka_unit_test(bad_arguments),

@@ -1,4 +1,5 @@
-/* Layout operations: RoPE, embedding gather, copy, permute, concat.
+/* Layout operations: RoPE, embedding gather, copy, permute, concat. (The gather from a
+ * block-quantised table dequantizes, and is in embedding_quant.c.)
  *
  * None of them combines elements, so each is one grid-stride kernel over its output: an
  * invocation owns output elements (writes never race) and reads the one input element that
@@ -7,6 +8,7 @@
 #include <math.h>
 
 #include "../vk/runtime.h"
+#include "ops_internal.h"
 
 /* A grid-stride loop covers any size; more workgroups than this add nothing, and it is the
  * smallest maxComputeWorkGroupCount[0] that Vulkan allows. */
@@ -162,10 +164,11 @@ mcl_status mcl_embedding(mcl_context *ctx, const mcl_tensor *table, const mcl_te
         return MCL_ERROR_INVALID_ARGUMENT;
     if (!owned(ctx, table) || !owned(ctx, ids) || !owned(ctx, out))
         return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_embedding: tensor of another context");
-    if (table->dtype != MCL_DTYPE_F32 || out->dtype != MCL_DTYPE_F32 ||
+    int quant = mcl_quant_format(table->dtype) >= 0;
+    if ((table->dtype != MCL_DTYPE_F32 && !quant) || out->dtype != MCL_DTYPE_F32 ||
         ids->dtype != MCL_DTYPE_I32)
         return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
-                        "mcl_embedding: table and out are f32, ids i32");
+                        "mcl_embedding: table is f32 or a block type, out f32, ids i32");
     if (table->ndim != 2 || out->ndim != ids->ndim + 1)
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
                         "mcl_embedding: table is [V, D] and out is ids' shape plus [D]");
@@ -180,8 +183,11 @@ mcl_status mcl_embedding(mcl_context *ctx, const mcl_tensor *table, const mcl_te
     if (out == table)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_embedding: out aliases the table");
     int64_t n = mcl_tensor_numel(out);
-    if (n > (int64_t)UINT32_MAX || mcl_tensor_numel(table) > (int64_t)UINT32_MAX)
+    /* A block table is indexed a binding's row range at a time (embedding_quant.c). */
+    if (n > (int64_t)UINT32_MAX || (!quant && mcl_tensor_numel(table) > (int64_t)UINT32_MAX))
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "mcl_embedding: more than 2^32-1 elements");
+    if (quant)
+        return mcl_embedding_quant(ctx, (mcl_tensor *)table, (mcl_tensor *)ids, out);
 
     embedding_push push = {
         .n = (uint32_t)n,

@@ -274,13 +274,8 @@ mcl_status mcl_quantize_activations(mcl_context *ctx, mcl_tensor *a, uint32_t ro
     return mcl_dispatch(ctx, kernel, &a, 1, &act, 1, &push, groups, 1, 1);
 }
 
-/* Rows of W per binding: all of them where W's block bodies fit one storage-buffer binding,
- * else the most whose bodies fit one and start every part at an offset the device can bind (a
- * multiple of minStorageBufferOffsetAlignment and of 4 bytes). (The d values of a part take
- * an eighth of its bodies' bytes at most, bound on their own.) MOTIFCL_MAX_BINDING (bytes)
- * lowers the limit, so that the split is tested on any device. */
-static mcl_status rows_per_part(mcl_context *ctx, const mcl_tensor *w, uint32_t n,
-                                uint32_t *out)
+mcl_status mcl_weight_part_rows(mcl_context *ctx, const char *op, const mcl_tensor *w,
+                                uint32_t n, uint32_t *out)
 {
     uint64_t limit = mcl_traits_of(ctx)->weight_part_bytes;
     mcl_quant_layout l;
@@ -297,9 +292,9 @@ static mcl_status rows_per_part(mcl_context *ctx, const mcl_tensor *w, uint32_t 
     uint64_t rows = limit / row_bytes / step * step;
     if (rows == 0)
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
-                        "quantized matmul: a part of W must hold a multiple of %llu rows of "
-                        "%llu bytes to start at a multiple of %llu bytes; one storage-buffer "
-                        "binding of %llu bytes holds fewer",
+                        "%s: a part of a %s tensor must hold a multiple of %llu rows of %llu "
+                        "bytes to start at a multiple of %llu bytes; one storage-buffer binding "
+                        "of %llu bytes holds fewer", op, mcl_dtype_name(w->dtype),
                         (unsigned long long)step, (unsigned long long)row_bytes,
                         (unsigned long long)align, (unsigned long long)limit);
     *out = (uint32_t)rows;
@@ -393,7 +388,7 @@ mcl_status mcl_quant_check(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mc
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "%s", why);
     *p = (quant_product){.fmt = (uint32_t)fmt, .rows = rows, .n = (uint32_t)n, .k = (uint32_t)k,
                          .path = path};
-    return rows_per_part(ctx, b, p->n, &p->part_rows);
+    return mcl_weight_part_rows(ctx, "quantized matmul", b, p->n, &p->part_rows);
 }
 
 mcl_status mcl_quantize_into_scratch(mcl_context *ctx, mcl_tensor *a, uint32_t rows, uint32_t k,

@@ -20,6 +20,16 @@ mcl_status mcl_weight_part_views(mcl_context *ctx, mcl_tensor *w, uint32_t n, ui
                                  uint32_t r0, uint32_t rows, weight_part *out);
 void mcl_weight_part_free(weight_part *wp);
 
+/* Rows of a quantized tensor w of n rows per binding: all of them where w's block bodies fit
+ * one storage-buffer binding, else the most whose bodies fit one and start every part at an
+ * offset the device can bind (a multiple of minStorageBufferOffsetAlignment and of 4 bytes).
+ * (The d values of a part take an eighth of its bodies' bytes at most, bound on their own.)
+ * MOTIFCL_MAX_BINDING (bytes) lowers the limit, so that the split is tested on any device.
+ * MCL_ERROR_TOO_LARGE (the message naming `op`) where one binding holds fewer rows than one
+ * aligned step. */
+mcl_status mcl_weight_part_rows(mcl_context *ctx, const char *op, const mcl_tensor *w,
+                                uint32_t n, uint32_t *out);
+
 /* A checked product c = a W^T with a block-quantised W: its format, path, rows of a, N, K,
  * and the rows of W per binding. */
 typedef struct quant_product {

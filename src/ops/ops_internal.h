@@ -62,6 +62,12 @@ mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *a, uint32_t c
 mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *q, mcl_tensor *out,
                                     uint32_t pb);
 
+/* mcl_embedding with a block-quantised table (embedding_quant.c), once mcl_embedding has
+ * checked the dtypes, shapes and element counts: the table bound in row ranges where it is
+ * larger than one binding, one dispatch per range. */
+mcl_status mcl_embedding_quant(mcl_context *ctx, mcl_tensor *table, mcl_tensor *ids,
+                               mcl_tensor *out);
+
 /* How many slices of K a GEMM of `tiles` output tiles (workgroups) gets: split until the grid
  * holds about 512 workgroups, no slice under 256 values of K, at most 16 slices (matmul.c). */
 uint32_t mcl_gemm_slices(uint64_t tiles, uint32_t k);

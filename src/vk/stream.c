@@ -317,7 +317,8 @@ mcl_status mcl_dispatch(mcl_context *ctx, const mcl_kernel *kernel, mcl_tensor *
         if (t->nbytes > ctx->info.max_storage_buffer_range)
             return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
                             "a %s tensor of %llu bytes is larger than one storage-buffer binding "
-                            "(maxStorageBufferRange %llu); only the quantized matmul splits one",
+                            "(maxStorageBufferRange %llu); only the quantized matmul and "
+                            "mcl_embedding split one",
                             mcl_dtype_name(t->dtype), (unsigned long long)t->nbytes,
                             (unsigned long long)ctx->info.max_storage_buffer_range);
     }
