@@ -21,6 +21,7 @@
 #include "io/gguf.h"
 #include "io/mapped.h"
 #include "io/safetensors.h"
+#include "model_fixtures.h"
 #include "quant/quant.h"
 
 static mcl_context *ctx;
@@ -114,39 +115,16 @@ static mcl_dtype block_of(uint32_t type)
     return (mcl_dtype)mcl_ggml_type_dtype(type);
 }
 
-/* f32 -> bf16 by rounding to nearest even (as torch does); the loader's bf16 -> f32 is exact. */
-static uint16_t to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-/* `n` floats in the file's type: f32, f16, bf16 or blocks. *bytes receives the size. */
+/* `n` floats (rows of k) in the file's type: f32, f16, bf16 or blocks (the fixtures'
+ * encoder), or zero q4_1 blocks. *bytes receives the size. */
 static unsigned char *encode(uint32_t type, const float *x, size_t n, size_t k, uint64_t *bytes)
 {
-    unsigned char *out = NULL;
-    if (type == MCL_GGML_F32) {
-        *bytes = n * 4;
-        out = malloc(n * 4);
-        memcpy(out, x, n * 4);
-    } else if (type == MCL_GGML_F16 || type == MCL_GGML_BF16) {
-        *bytes = n * 2;
-        out = malloc(n * 2);
-        for (size_t i = 0; i < n; i++) {
-            uint16_t h = type == MCL_GGML_F16 ? mcl_fp32_to_fp16(x[i]) : to_bf16(x[i]);
-            out[2 * i] = (unsigned char)h;
-            out[2 * i + 1] = (unsigned char)(h >> 8);
-        }
-    } else if (type == 3) { /* q4_1, which the library does not read: zero blocks */
+    unsigned char *out;
+    if (type == 3) { /* q4_1, which the library does not read: zero blocks */
         *bytes = n / 32 * 20;
         out = calloc(1, *bytes);
     } else {
-        mcl_dtype d = block_of(type);
-        *bytes = n / k * (k / (size_t)mcl_dtype_block_weights(d) * mcl_dtype_block_bytes(d));
-        out = malloc(*bytes);
-        assert_mcl_ok(mcl_quantize(d, x, out, (int64_t)n));
+        out = model_fixture_encode(type, x, (int64_t)(n / k), (int64_t)k, bytes);
     }
     assert_non_null(out);
     return out;
@@ -161,7 +139,7 @@ static float *decoded(uint32_t type, const float *x, size_t n)
         if (type == MCL_GGML_F16) {
             y[i] = mcl_fp16_to_fp32(mcl_fp32_to_fp16(x[i]));
         } else if (type == MCL_GGML_BF16) {
-            uint32_t u = (uint32_t)to_bf16(x[i]) << 16;
+            uint32_t u = (uint32_t)model_fixture_bf16(x[i]) << 16;
             memcpy(&y[i], &u, sizeof u);
         } else {
             y[i] = x[i];
@@ -170,16 +148,12 @@ static float *decoded(uint32_t type, const float *x, size_t n)
     return y;
 }
 
-/* llama.cpp's converter: row 2b + a of a head in the file is Hugging Face's row a * hd/2 + b. */
+/* w's rows in llama.cpp's converter's order (model_fixture_permute). */
 static float *permuted(const weight *w)
 {
-    size_t k = row_len(w), rows = (size_t)w->shape[0], hd = rows / w->heads, half = hd / 2;
     float *p = malloc(numel(w) * sizeof *p);
     assert_non_null(p);
-    for (size_t r = 0; r < rows; r++) {
-        size_t h = r / hd, j = r % hd, a = j % 2, b = j / 2;
-        memcpy(p + r * k, w->hf + (h * hd + a * half + b) * k, k * sizeof *p);
-    }
+    model_fixture_permute(w->hf, p, w->shape[0], (int64_t)row_len(w), w->heads);
     return p;
 }
 
@@ -310,41 +284,6 @@ static void write_gguf(const model_def *m, const char *path, const char *arch, u
     write_gguf_with(m, path, arch, version, alignment, NULL);
 }
 
-/* Hugging Face's name of a GGUF tensor name into hf (size bytes). */
-static void hf_name(const char *gguf, char *hf, size_t size)
-{
-    static const struct {
-        const char *gguf, *hf;
-    } names[] = {
-        {"attn_norm.weight", "input_layernorm.weight"},
-        {"attn_q.weight", "self_attn.q_proj.weight"},
-        {"attn_k.weight", "self_attn.k_proj.weight"},
-        {"attn_v.weight", "self_attn.v_proj.weight"},
-        {"attn_q.bias", "self_attn.q_proj.bias"},
-        {"attn_k.bias", "self_attn.k_proj.bias"},
-        {"attn_v.bias", "self_attn.v_proj.bias"},
-        {"attn_output.weight", "self_attn.o_proj.weight"},
-        {"ffn_norm.weight", "post_attention_layernorm.weight"},
-        {"ffn_gate.weight", "mlp.gate_proj.weight"},
-        {"ffn_up.weight", "mlp.up_proj.weight"},
-        {"ffn_down.weight", "mlp.down_proj.weight"},
-    };
-    unsigned l = 0;
-    int used = 0;
-    hf[0] = '\0';
-    if (strcmp(gguf, "token_embd.weight") == 0)
-        snprintf(hf, size, "model.embed_tokens.weight");
-    else if (strcmp(gguf, "output_norm.weight") == 0)
-        snprintf(hf, size, "model.norm.weight");
-    else if (strcmp(gguf, "output.weight") == 0)
-        snprintf(hf, size, "lm_head.weight");
-    else if (sscanf(gguf, "blk.%u.%n", &l, &used) == 1)
-        for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
-            if (strcmp(gguf + used, names[j].gguf) == 0)
-                snprintf(hf, size, "model.layers.%u.%s", l, names[j].hf);
-    assert_true(hf[0] != '\0');
-}
-
 /* Write m as a Hugging Face checkpoint into folder `dir`: config.json and model.safetensors,
  * or `shards` > 1 files model-0000i-of-0000n.safetensors with their index (f32, f16 and bf16
  * tensors as the GGUF holds them, unpermuted, under Hugging Face's names; rope_freqs.weight
@@ -378,7 +317,7 @@ static void write_checkpoint_with(const model_def *m, const char *dir, const cha
         if (strcmp(t->name, "rope_freqs.weight") == 0)
             continue;
         char hf[96];
-        hf_name(t->name, hf, sizeof hf);
+        assert_true(model_fixture_hf_name(t->name, hf, sizeof hf));
         uint64_t bytes = 0;
         unsigned char *data = encode(t->type, t->hf, numel(t), row_len(t), &bytes);
         mcl_st_dtype dtype = t->type == MCL_GGML_F16    ? MCL_ST_F16
