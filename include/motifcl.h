@@ -703,8 +703,11 @@ typedef enum mcl_rope_layout {
 
 /** Rotary position embedding. x is [B, T, H, Dh] with Dh even and at most 512; position of
  *  token t is position_offset + t (the KV cache's length during decode), in [0, 2^24); pair
- *  i of a head rotates by angle position * theta_base^(-2i/Dh), computed in f32. `out` has
- *  x's shape and may alias it.
+ *  i of a head rotates by angle position * theta_base^(-2i/Dh), reduced to [-pi, pi] in
+ *  double-float (pairs of f32) before the device's f32 sin/cos. The angle is within about
+ *  5e-7 rad of the exact one at any position (an f32 position times an f32 frequency is off
+ *  by up to about 0.01 rad near 2^17) and, for theta_base up to 1e13, has the same bits on
+ *  every device. `out` has x's shape and may alias it.
  *  NULL: none of ctx, x and out may be. */
 MCL_API mcl_status mcl_rope(mcl_context *ctx, const mcl_tensor *x, mcl_rope_layout layout,
                             float theta_base, int64_t position_offset, mcl_tensor *out);

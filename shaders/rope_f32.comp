@@ -1,17 +1,33 @@
 #version 450
 // rope_f32: rotary position embedding over x [B, T, H, Dh], one invocation per pair.
 //
-// The angle is computed so that every conformant driver gets the same bits up to the final
-// sin/cos (which the host-side reference mirrors, see tests/ref/ref_layout.c):
-//   f_i = c0 * prod(r[b] for each set bit b of i)     turns per position, float products only
-//   t   = float(pos) * f_i                             pos < 2^24, exact as a float
-//   u   = t - roundEven(t)                             exact, in [-0.5, 0.5]
-//   a   = u * 2pi                                      in [-pi, pi]
-// with c0 = 1 / (2 pi) and r[b] = theta_base^(-2 * 2^b / Dh), rounded to float on the host.
-// Float add, subtract and multiply are correctly rounded in Vulkan, so f_i and u are the same
-// on every device; pow/exp2 are not (up to 3 + 2|x| ulp), nor is sin/cos of a large argument
-// (Vulkan bounds sin/cos only on [-pi, pi]), hence the reduction in turns. `precise` keeps a
-// driver from fusing the products into fma, which would change the bits.
+// The angle of pair i at position pos is pos * theta^(-2i/Dh) radians, reduced to [-pi, pi]
+// in turns. It is carried in double-float: an unevaluated sum hi + lo of two floats, about
+// 48 bits, so that a float angle within a few ulp of the exact one remains after the
+// reduction at any position below 2^24 (pos times a float frequency, rounded to float, is
+// off by up to about 0.01 rad near pos = 2^17):
+//   f_i   = c0 * prod(r[b] for each set bit b of i)  turns per position, double-float
+//   turns = pos * f_i                     double-float; pos < 2^24 is an exact float
+//   u     = (turns.hi - roundEven(turns.hi)) + turns.lo
+//                                         the difference is exact; |u| < 1 (turns.lo is up
+//                                         to ~ulp(turns.hi), which reaches 1/4 near 2^24)
+//   u     = u - roundEven(u)              exact for |u| < 1, in [-1/2, 1/2]
+//   a     = u * 2pi                       float, in [-pi, pi]
+// with c0 = 1 / (2 pi) and r[b] = theta^(-2 * 2^b / Dh) computed in double on the host and
+// passed as float pairs (hi = float(v), lo = float(v - hi)). A double-float product is
+// Dekker's: Veltkamp's split of each factor into 12-bit halves, whose products are exact, so
+// hi * hi = p + e exactly, plus the cross terms hi * lo (lo * lo, 2^-48 of the product, is
+// left out), renormalised. The frequency takes up to 8 such products and turns one more.
+//
+// Only float add, subtract and multiply are used, which Vulkan rounds correctly, so the angle
+// has the same bits on every conformant driver (the host-side reference mirrors the steps,
+// see tests/ref/ref_layout.c); pow/exp2 are not correctly rounded (up to 3 + 2|x| ulp), nor
+// is sin/cos of a large argument (Vulkan bounds sin/cos only on [-pi, pi]), hence the
+// reduction in turns. `precise` keeps a driver from fusing products into fma or simplifying
+// the split's (s - (s - a)) to a, either of which would change the bits. The bits hold while
+// no intermediate is subnormal (Vulkan lets a driver flush those): nonzero intermediates stay
+// above ~2^-78 f_i, so f_i >= 2^-48, any theta up to 1e13 at any Dh, is safe; past that a
+// flush moves the angle by far less than its rounding, but the bits may differ.
 //
 //   workgroup size : specialization constant 0
 //   constant 1     : IN_PLACE; when true, x is read through binding 1 and binding 0 is unused
@@ -50,11 +66,40 @@ layout(push_constant) uniform Push {
     uint seq;         // T
     uint pos0;        // position of token 0 (position_offset)
     uint split_half;  // 0: pairs (2i, 2i + 1); 1: pairs (i, i + Dh / 2)
-    float c0;         // 1 / (2 pi)
-    float r[ROPE_FREQ_BITS];
+    float c0_hi;      // 1 / (2 pi) as hi + lo
+    float c0_lo;
+    float r_hi[ROPE_FREQ_BITS];  // theta^(-2 * 2^b / Dh) as hi + lo
+    float r_lo[ROPE_FREQ_BITS];
 } pc;
 
 const float TWO_PI = 6.28318530717958647692;
+
+// Veltkamp's split: a = hi + lo exactly, each with at most 12 significant bits (24 = 12 + 12),
+// so that the product of two halves is exact in a float. 4097 = 2^12 + 1.
+vec2 split(float a) {
+    precise float scaled = 4097.0 * a;
+    precise float hi = scaled - (scaled - a);
+    precise float lo = a - hi;
+    return vec2(hi, lo);
+}
+
+// Dekker's product: a * b = p + e exactly (returned as (p, e)), with no fma.
+vec2 two_product(float a, float b) {
+    const vec2 sa = split(a);
+    const vec2 sb = split(b);
+    precise float p = a * b;
+    precise float e = (((sa.x * sb.x - p) + sa.x * sb.y) + sa.y * sb.x) + sa.y * sb.y;
+    return vec2(p, e);
+}
+
+// (a.x + a.y) * (b.x + b.y) in double-float, renormalised so that |lo| <= ulp(hi) / 2.
+vec2 df_mul(vec2 a, vec2 b) {
+    const vec2 pe = two_product(a.x, b.x);
+    precise float e = pe.y + (a.x * b.y + a.y * b.x);
+    precise float hi = pe.x + e;
+    precise float lo = e - (hi - pe.x);
+    return vec2(hi, lo);
+}
 
 void main() {
     const uint stride = grid_stride();
@@ -63,14 +108,20 @@ void main() {
         const uint row = p / pc.half_dim;           // (b, t, h) flattened
         const uint t = (row / pc.heads) % pc.seq;
 
-        precise float f = pc.c0;
+        vec2 f = vec2(pc.c0_hi, pc.c0_lo);
         for (uint bit = 0u; bit < ROPE_FREQ_BITS; bit++) {
             if ((i & (1u << bit)) != 0u) {
-                f = f * pc.r[bit];
+                f = df_mul(f, vec2(pc.r_hi[bit], pc.r_lo[bit]));
             }
         }
-        precise float turns = float(pc.pos0 + t) * f;
-        precise float frac_turns = turns - roundEven(turns);
+        // turns = pos * f = pe.x + turns_lo: pos is exact, so its low part is zero and only
+        // pos * f.lo joins Dekker's p + e.
+        const float pos = float(pc.pos0 + t);
+        const vec2 pe = two_product(pos, f.x);
+        precise float turns_lo = pe.y + pos * f.y;
+        // pe.x - roundEven(pe.x) is exact: a multiple of ulp(pe.x) of at most 1/2.
+        precise float u = (pe.x - roundEven(pe.x)) + turns_lo;
+        precise float frac_turns = u - roundEven(u);
         precise float angle = frac_turns * TWO_PI;
         const float c = cos(angle);
         // Negation is exact: R(-a) = R(a)^T with the forward's very c and s.

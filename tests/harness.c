@@ -106,6 +106,11 @@ int mcl_test_record_bool(const char *name, int passed)
     return passed;
 }
 
+void mcl_test_record_figure(const char *name, double value, const char *unit)
+{
+    mcl_witness_add_figure(witness, name, value, unit, "measured");
+}
+
 void mcl_test_note(const char *key, const char *value)
 {
     mcl_witness_set_note(witness, key, value);

@@ -43,6 +43,10 @@ int mcl_test_record(const char *name, const char *metric, double value, double t
 /* Record a check that is pass/fail by nature. */
 int mcl_test_record_bool(const char *name, int passed);
 
+/* Record a figure for the witness: a value the run computed that is not itself a check (what
+ * a check was compared with, say), with its unit, labelled "measured". */
+void mcl_test_record_figure(const char *name, double value, const char *unit);
+
 /* Record a note for the witness. */
 void mcl_test_note(const char *key, const char *value);
 

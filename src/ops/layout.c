@@ -6,6 +6,7 @@
  * lands there. Copy, permute and concat move 32-bit words whatever they mean, so one kernel
  * serves every 4-byte dtype. */
 #include <math.h>
+#include <stddef.h>
 
 #include "../vk/runtime.h"
 #include "ops_internal.h"
@@ -40,15 +41,34 @@ typedef struct embedding_push {
     uint32_t n, dim, vocab;
 } embedding_push;
 
+/* rope_f32.comp's Push. The double-float constants are float pairs hi + lo (see
+ * split_double). */
 typedef struct rope_push {
     uint32_t npairs, half_dim, heads, seq, pos0, split_half;
-    float c0;
-    float r[MCL_ROPE_FREQ_BITS];
+    float c0_hi, c0_lo;                /* 1 / (2 pi) */
+    float r_hi[MCL_ROPE_FREQ_BITS];    /* theta^(-2 * 2^b / Dh) */
+    float r_lo[MCL_ROPE_FREQ_BITS];
 } rope_push;
+/* What every Vulkan device allows: the required minimum of maxPushConstantsSize. */
+#define MCL_MIN_PUSH_CONSTANT_BYTES 128
+_Static_assert(sizeof(rope_push) <= MCL_MIN_PUSH_CONSTANT_BYTES,
+               "rope_push must fit every device's push constants");
+/* 6 + 2 + 8 + 8 four-byte words, laid out as std430 lays out Push. */
+_Static_assert(sizeof(rope_push) == 96 && offsetof(rope_push, c0_hi) == 24 &&
+                   offsetof(rope_push, r_hi) == 32 && offsetof(rope_push, r_lo) == 64,
+               "rope_push must match rope_f32.comp's Push");
 
 static int owned(const mcl_context *ctx, const mcl_tensor *t)
 {
     return t->ctx == ctx;
+}
+
+/* v as an unevaluated float pair hi + lo: hi = (float)v, and lo the rest rounded to float,
+ * which together carry about 48 bits of v. */
+static void split_double(double v, float *hi, float *lo)
+{
+    *hi = (float)v;
+    *lo = (float)(v - (double)*hi);
 }
 
 /* Record the kernel `desc` asks for over n output elements, one invocation each, the grid
@@ -119,8 +139,12 @@ static mcl_status rope_record(mcl_context *ctx, const char *op, const mcl_tensor
     if (npairs > (int64_t)UINT32_MAX)
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "%s: more than 2^32-1 pairs", op);
 
-    /* Frequencies in turns per position, f_i = c0 * prod r[b] over the set bits b of i: the
-     * shader needs only float products, which every driver rounds the same way. */
+    /* Frequencies in turns per position, f_i = c0 * prod r[b] over the set bits b of i, the
+     * factors computed in double here and passed as float pairs: the shader multiplies them
+     * out, and by the position, in double-float (about 48 bits) with float add, subtract and
+     * multiply alone, which every driver rounds the same way. A float product pos * f_i would
+     * lose up to half its ulp, 2^-11 of a turn at 2^16; the reduced angle is instead within a
+     * few ulp of the exact one at any position below 2^24. */
     rope_push push = {
         .npairs = (uint32_t)npairs,
         .half_dim = (uint32_t)(head_dim / 2),
@@ -128,10 +152,11 @@ static mcl_status rope_record(mcl_context *ctx, const char *op, const mcl_tensor
         .seq = (uint32_t)x->shape[1],
         .pos0 = (uint32_t)position_offset,
         .split_half = layout == MCL_ROPE_SPLIT_HALF,
-        .c0 = (float)(1.0 / MCL_TWO_PI),
     };
+    split_double(1.0 / MCL_TWO_PI, &push.c0_hi, &push.c0_lo);
     for (int b = 0; b < MCL_ROPE_FREQ_BITS; b++)
-        push.r[b] = (float)pow((double)theta_base, -2.0 * (double)(1u << b) / (double)head_dim);
+        split_double(pow((double)theta_base, -2.0 * (double)(1u << b) / (double)head_dim),
+                     &push.r_hi[b], &push.r_lo[b]);
     /* In place, the kernel's variant reads through the output binding: reading one buffer
      * through a readonly binding while writing it through another is undefined. */
     mcl_kernel_desc desc = {

@@ -54,7 +54,8 @@ void ref_layernorm_naive_f32(const float *x, size_t rows, size_t d, float eps, f
 
 /* Layout (ref_layout.c). RoPE over x [batch, seq, heads, head_dim]: with exact_angle the
  * angle is position * theta_base^(-2i/head_dim) in double (the definition); without, it is
- * ref_rope_angle(), the float steps rope_f32.comp takes. Rotation in double either way. */
+ * ref_rope_angle(), the float steps rope_f32.comp takes (double-float frequency and turns,
+ * reduced to [-pi, pi]). Rotation in double either way. */
 float ref_rope_angle(float theta_base, int64_t head_dim, int64_t pair, int64_t position);
 void ref_rope_f32(const float *x, float *y, int64_t batch, int64_t seq, int64_t heads,
                   int64_t head_dim, int split_half, float theta_base, int64_t position_offset,

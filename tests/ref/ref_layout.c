@@ -1,22 +1,83 @@
 /* CPU references for the layout operations: RoPE, embedding, permute, concat. */
+#include <float.h>
 #include <math.h>
 
 #include "ref.h"
 
+/* ref_rope_angle() reproduces the shader's float roundings: every operation rounded to float
+ * and none fused into fma. GCC contracts nothing in ISO C mode (-std=c11); clang contracts
+ * within an expression unless told not to. */
+#if FLT_EVAL_METHOD != 0
+#error "ref_rope_angle needs float arithmetic evaluated in float (FLT_EVAL_METHOD 0)"
+#endif
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 /* 2 pi; M_PI is not in strict C11. */
 #define REF_TWO_PI 6.283185307179586476925
 
+/* The double-float helpers of rope_f32.comp, step for step (see its opening comment): a value
+ * is an unevaluated pair hi + lo of floats. */
+
+/* Veltkamp's split: a = *hi + *lo exactly, each with at most 12 significant bits. */
+static void df_split(float a, float *hi, float *lo)
+{
+    float scaled = 4097.0f * a;
+    *hi = scaled - (scaled - a);
+    *lo = a - *hi;
+}
+
+/* Dekker's product: a * b = *p + *e exactly. */
+static void df_two_product(float a, float b, float *p, float *e)
+{
+    float ah, al, bh, bl;
+    df_split(a, &ah, &al);
+    df_split(b, &bh, &bl);
+    *p = a * b;
+    *e = (((ah * bh - *p) + ah * bl) + al * bh) + al * bl;
+}
+
+/* (ah + al) * (bh + bl), renormalised, into (*hi, *lo). */
+static void df_mul(float ah, float al, float bh, float bl, float *hi, float *lo)
+{
+    float p, e;
+    df_two_product(ah, bh, &p, &e);
+    e = e + (ah * bl + al * bh);
+    float sum = p + e;
+    *lo = e - (sum - p);
+    *hi = sum;
+}
+
+/* rope_record's float pair for v. */
+static void df_from_double(double v, float *hi, float *lo)
+{
+    *hi = (float)v;
+    *lo = (float)(v - (double)*hi);
+}
+
 float ref_rope_angle(float theta_base, int64_t head_dim, int64_t pair, int64_t position)
 {
-    /* The float steps of rope_f32.comp, in the same order: add, subtract and multiply are
-     * correctly rounded on the CPU and in Vulkan alike, so these are the shader's bits. */
-    float f = (float)(1.0 / REF_TWO_PI);
+    /* The float steps of rope_f32.comp, in the same order, from the constants rope_record
+     * passes: add, subtract and multiply are correctly rounded on the CPU and in Vulkan alike,
+     * so these are the shader's bits. */
+    float f_hi, f_lo;
+    df_from_double(1.0 / REF_TWO_PI, &f_hi, &f_lo);
     for (int b = 0; b < 8; b++) {
-        if (pair & (1 << b))
-            f = f * (float)pow((double)theta_base, -2.0 * (double)(1u << b) / (double)head_dim);
+        if (pair & (1 << b)) {
+            float r_hi, r_lo;
+            df_from_double(pow((double)theta_base, -2.0 * (double)(1u << b) / (double)head_dim),
+                           &r_hi, &r_lo);
+            df_mul(f_hi, f_lo, r_hi, r_lo, &f_hi, &f_lo);
+        }
     }
-    float turns = (float)position * f;
-    float frac = turns - nearbyintf(turns);  /* the default rounding mode: ties to even */
+    float pos = (float)position;
+    float p, e;
+    df_two_product(pos, f_hi, &p, &e);
+    float turns_lo = e + pos * f_lo;
+    /* nearbyintf in the default rounding mode: ties to even, as roundEven. */
+    float u = (p - nearbyintf(p)) + turns_lo;
+    float frac = u - nearbyintf(u);
     return frac * (float)REF_TWO_PI;
 }
 
