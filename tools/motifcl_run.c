@@ -308,7 +308,7 @@ int main(int argc, char **argv)
                "\"peak_device_bytes\": %llu, \"status\": \"%s\"}\n",
                r.load_s, r.prompt_tokens, prompt_rate, r.generated, decode_rate,
                (unsigned long long)r.peak_bytes, rc == 0 ? "ok" : "failed");
-    } else {
+    } else if (rc == 0) {
         fprintf(stderr,
                 "load %.2f s | prompt %u tokens, %.1f tokens/s | decode %u tokens, %.1f "
                 "tokens/s | peak device memory %.1f MiB\n",
