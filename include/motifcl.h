@@ -1007,7 +1007,10 @@ MCL_API void mcl_graph_destroy(mcl_graph *graph);
  *  - mcl_graph_dispatch_count: a number that describes the kernels of this release (fusing
  *    kernels changes it), useful to tests and benchmarks, not a property of the graph.
  *  - mcl_gpt_*: the training model, whose configuration, parameter layout and optimizer
- *    control are still growing (an inference model with a KV cache is planned next to it).
+ *    control are still growing.
+ *  - mcl_model_*: model files; the options and the description grow with the architectures.
+ *  - mcl_session_*: inference; the cache's options, logits on the device and the sampler's
+ *    place (host or device) are still moving.
  * ===================================================================================== */
 #ifdef MOTIFCL_EXPERIMENTAL
 
