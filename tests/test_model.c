@@ -4,8 +4,9 @@
  * read back tensor by tensor against what was written; the two files of the same weights
  * give the same tensors. Conversions on load (f16 and bf16 to f32, quantization to q8_0,
  * dequantization to f32), the memory budget refused before any upload, the metadata, the
- * tokenizer through the model, and files the loader must refuse (architecture, tensor type,
- * damaged, missing).
+ * tokenizer through the model (a GGUF's, and a checkpoint's tokenizer.json and
+ * tokenizer.model), and files the loader must refuse (architecture, tensor type, damaged,
+ * missing).
  *
  * Tolerances: none. Every comparison is exact: f32 tensors bit for bit, block-quantised ones
  * byte for byte (GGUF bytes), conversions against the same conversion done on the host. */
@@ -23,6 +24,8 @@
 #include "io/safetensors.h"
 #include "model_fixtures.h"
 #include "quant/quant.h"
+#include "text/tokenizer.h"
+#include "tokenizer_files.h"
 
 static mcl_context *ctx;
 
@@ -287,7 +290,9 @@ static void write_gguf(const model_def *m, const char *path, const char *arch, u
 /* Write m as a Hugging Face checkpoint into folder `dir`: config.json and model.safetensors,
  * or `shards` > 1 files model-0000i-of-0000n.safetensors with their index (f32, f16 and bf16
  * tensors as the GGUF holds them, unpermuted, under Hugging Face's names; rope_freqs.weight
- * left out: the configuration gives it). `rope_scaling`: config.json's value, as JSON. */
+ * left out: the configuration gives it). `rope_scaling`: config.json's value, as JSON. The
+ * configuration's vocab_size is the embedding's rows, its head tied when m has no
+ * output.weight. */
 static void write_checkpoint_with(const model_def *m, const char *dir, const char *arch,
                                   uint32_t shards, const char *rope_scaling)
 {
@@ -344,6 +349,11 @@ static void write_checkpoint_with(const model_def *m, const char *dir, const cha
         write_file(path, file, (size_t)size);
         free(file);
     }
+    /* The vocabulary is the embedding's rows; the head is tied when m has none. */
+    assert_string_equal(m->w[0].name, "token_embd.weight");
+    int tied = 1;
+    for (uint32_t i = 0; i < m->count; i++)
+        tied &= strcmp(m->w[i].name, "output.weight") != 0;
     snprintf(path, sizeof path, "%s/config.json", dir);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
@@ -351,10 +361,10 @@ static void write_checkpoint_with(const model_def *m, const char *dir, const cha
                " \"hidden_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": %d,\n"
                " \"num_key_value_heads\": %d, \"intermediate_size\": %d, \"vocab_size\": %d,\n"
                " \"max_position_embeddings\": %d, \"rms_norm_eps\": 1e-06, \"rope_theta\": 500000.0,\n"
-               " \"tie_word_embeddings\": false, \"bos_token_id\": 1, \"eos_token_id\": [2, 3],\n"
+               " \"tie_word_embeddings\": %s, \"bos_token_id\": 1, \"eos_token_id\": [2, 3],\n"
                " \"rope_scaling\": %s, \"torch_dtype\": \"bfloat16\"}\n",
-            arch, DIM, LAYERS, HEADS, KV_HEADS, HIDDEN, VOCAB, CONTEXT,
-            rope_scaling ? rope_scaling : "null");
+            arch, DIM, LAYERS, HEADS, KV_HEADS, HIDDEN, (int)m->w[0].shape[0], CONTEXT,
+            tied ? "true" : "false", rope_scaling ? rope_scaling : "null");
     fclose(f);
 }
 
@@ -873,6 +883,214 @@ static void tokenizer_through_model(void **state)
     undefine(&m);
 }
 
+/* A GGUF vocabulary of tests/data/vocab, mapped and parsed (its arrays are views into the
+ * mapping). */
+static void open_vocab(const char *name, mcl_mapped *file, mcl_gguf **g)
+{
+    char path[512], why[256];
+    snprintf(path, sizeof path, "%s/vocab/%s", MCL_TEST_DATA_DIR, name);
+    memset(file, 0, sizeof *file);
+    assert_mcl_ok(mcl_mapped_open(path, file, why, sizeof why));
+    assert_mcl_ok(mcl_gguf_parse(file->data, file->size, g, why, sizeof why));
+}
+
+/* The reference cases of <name>.inp on which the model's tokenizer and `reference` differ
+ * (no flags); *cases receives how many there are. */
+static int cases_differing(const mcl_model *model, const mcl_tokenizer *reference,
+                           const char *name, int *cases)
+{
+    char path[512], why[256];
+    snprintf(path, sizeof path, "%s/vocab/%s.inp", MCL_TEST_DATA_DIR, name);
+    mcl_mapped inp = {0};
+    assert_mcl_ok(mcl_mapped_open(path, &inp, why, sizeof why));
+    const char *sep = "\n__ggml_vocab_test__\n";
+    const char *text = (const char *)inp.data, *end = text + inp.size;
+    int32_t a[1024], b[1024];
+    int differing = 0;
+    *cases = 0;
+    while (text < end) {
+        const char *next = text;
+        while (next < end && strncmp(next, sep, strlen(sep)) != 0)
+            next++;
+        if (next >= end)
+            break;
+        uint32_t na = 0, nb = 0;
+        size_t len = (size_t)(next - text);
+        assert_mcl_ok(mcl_model_tokenize(model, text, len, 0, a, 1024, &na));
+        assert_mcl_ok(mcl_tokenizer_encode(reference, text, len, 0, b, 1024, &nb));
+        differing += na != nb || memcmp(a, b, na * sizeof *a) != 0;
+        (*cases)++;
+        text = next + strlen(sep);
+    }
+    mcl_mapped_close(&inp);
+    return differing;
+}
+
+/* Write a file of text. */
+static void write_text(const char *folder, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", folder, name);
+    write_file(path, text, strlen(text));
+}
+
+/* Write tokenizer.json of GPT-2's vocabulary into folder, merge `changed` (>= 0) with its
+ * halves swapped. */
+static void write_gpt2_json(const mcl_gguf *g, const char *folder, int64_t changed)
+{
+    tf_json_options o = {TF_PRE_BYTE_LEVEL, 0, changed, 0, -1};
+    tf_buffer b = {0};
+    char path[512];
+    tf_tokenizer_json(g, &o, &b);
+    snprintf(path, sizeof path, "%s/tokenizer.json", folder);
+    tf_write_file(path, &b);
+    free(b.data);
+}
+
+/* Write a byte_fallback BPE tokenizer.json (the form a SentencePiece model takes in
+ * tokenizer.json, which the library refuses) numbering n tokens. */
+static void write_byte_fallback_json(const char *folder, uint32_t n)
+{
+    tf_buffer b = {0};
+    char path[512];
+    tf_printf(&b, "{\"added_tokens\": [], \"normalizer\": null, \"pre_tokenizer\": null,\n"
+                  " \"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": {");
+    for (uint32_t i = 0; i < n; i++)
+        tf_printf(&b, "%s\"t%u\": %u", i ? ", " : "", i, i);
+    tf_printf(&b, "}, \"merges\": []}}\n");
+    snprintf(path, sizeof path, "%s/tokenizer.json", folder);
+    tf_write_file(path, &b);
+    free(b.data);
+}
+
+/* A checkpoint's tokenizer: tokenizer.json of GPT-2's vocabulary (written from the GGUF of
+ * tests/data/vocab) tokenizes every reference case as that GGUF's tokenizer does, with BOS and
+ * EOS from config.json and add_bos_token from tokenizer_config.json; a changed merge is
+ * caught, and so is an embedding with fewer rows than the tokenizer has tokens. LLaMA's
+ * tokenizer.model is read where there is no tokenizer.json, and in place of a byte_fallback
+ * one that numbers as many tokens (not of one that numbers fewer). A tokenizer
+ * file refused fails the open, naming the file and what it refuses. */
+static void checkpoint_tokenizer(void **state)
+{
+    (void)state;
+    mcl_mapped gpt2_file, llama_file;
+    mcl_gguf *gpt2 = NULL, *llama = NULL;
+    open_vocab("ggml-vocab-gpt-2.gguf", &gpt2_file, &gpt2);
+    open_vocab("ggml-vocab-llama-spm.gguf", &llama_file, &llama);
+    char why[256], folder[320], path[512];
+    mcl_tokenizer *gpt2_ref = NULL, *llama_ref = NULL;
+    assert_mcl_ok(mcl_tokenizer_from_gguf(gpt2, &gpt2_ref, why, sizeof why));
+    assert_mcl_ok(mcl_tokenizer_from_gguf(llama, &llama_ref, why, sizeof why));
+    mcl_model_desc desc = {.size = sizeof desc, .flags = MCL_MODEL_NO_WEIGHTS};
+    mcl_model *model = NULL;
+    model_def m;
+    define(&m, 0);
+    /* Negative control first: 300 embedding rows for GPT-2's 50257 tokens. */
+    subfolder("hf-tokenizer-small", folder, sizeof folder);
+    write_checkpoint(&m, folder, "llama");
+    write_gpt2_json(gpt2, folder, -1);
+    assert_int_equal(mcl_model_open(ctx, folder, &desc, &model), MCL_ERROR_BAD_FILE);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "50257 tokens"));
+    /* A llama model whose embedding (bf16, tied head) has GPT-2's 50257 rows. */
+    weight *embd = &m.w[0];
+    free(embd->hf);
+    embd->shape[0] = 50257;
+    embd->type = MCL_GGML_BF16;
+    embd->hf = mcl_test_random_floats(50257u * DIM, 11, -1.0f, 1.0f);
+    assert_string_equal(m.w[m.count - 1].name, "output.weight");
+    free(m.w[--m.count].hf);
+    subfolder("hf-tokenizer", folder, sizeof folder);
+    write_checkpoint(&m, folder, "llama");
+    undefine(&m);
+    write_gpt2_json(gpt2, folder, -1);
+    assert_mcl_ok(mcl_model_open(ctx, folder, &desc, &model));
+    mcl_model_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_model_file_info(model, &info));
+    assert_string_equal(info.tokenizer, "gpt2");
+    assert_string_equal(info.pre_tokenizer, "gpt-2");
+    assert_int_equal(info.vocab, 50257);
+    assert_int_equal(info.bos, 1); /* config.json's, where tokenizer.json names none */
+    assert_int_equal(info.eos, 2); /* the first of config.json's [2, 3] */
+    int cases = 0, differing = cases_differing(model, gpt2_ref, "ggml-vocab-gpt-2.gguf", &cases);
+    mcl_test_record("checkpoint tokenizer.json (GPT-2) against the GGUF's tokenizer",
+                    "reference cases that differ", differing, 0);
+    assert_int_equal(cases, 46);
+    assert_int_equal(differing, 0);
+    int32_t ids[8];
+    uint32_t n = 0;
+    assert_mcl_ok(mcl_model_tokenize(model, "Hello", 5, MCL_TOKENIZE_ADD_BOS, ids, 8, &n));
+    assert_true(n == 1 && ids[0] == 15496); /* no BOS asked for */
+    mcl_model_close(model);
+    /* tokenizer_config.json asks for BOS: config.json's id. */
+    write_text(folder, "tokenizer_config.json",
+               "{\"add_bos_token\": true, \"model_max_length\": 1024}");
+    assert_mcl_ok(mcl_model_open(ctx, folder, &desc, &model));
+    assert_mcl_ok(mcl_model_tokenize(model, "Hello", 5, MCL_TOKENIZE_ADD_BOS, ids, 8, &n));
+    assert_true(n == 2 && ids[0] == 1 && ids[1] == 15496);
+    mcl_model_close(model);
+    write_text(folder, "tokenizer_config.json", "{\"add_bos_token\": \"yes\"}");
+    assert_int_equal(mcl_model_open(ctx, folder, &desc, &model), MCL_ERROR_BAD_FILE);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "tokenizer_config.json"));
+    write_text(folder, "tokenizer_config.json", "{\"add_bos_token\": null}");
+
+    /* Negative control: merge 0 changed is caught through the model. */
+    write_gpt2_json(gpt2, folder, 0);
+    assert_mcl_ok(mcl_model_open(ctx, folder, &desc, &model));
+    differing = cases_differing(model, gpt2_ref, "ggml-vocab-gpt-2.gguf", &cases);
+    mcl_test_record_bool("negative control: a changed merge is caught", differing >= 1);
+    assert_true(differing >= 1);
+    mcl_model_close(model);
+    /* A refused tokenizer.json fails the open, naming the file and the model type. */
+    write_text(folder, "tokenizer.json", "{\"model\": {\"type\": \"WordPiece\", \"vocab\": {}}}");
+    assert_int_equal(mcl_model_open(ctx, folder, &desc, &model), MCL_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "tokenizer.json"));
+    assert_non_null(strstr(mcl_context_last_error(ctx), "WordPiece"));
+    write_text(folder, "tokenizer.json", "{\"model\": ");
+    assert_int_equal(mcl_model_open(ctx, folder, &desc, &model), MCL_ERROR_BAD_FILE);
+
+    /* tokenizer.model alone: LLaMA's vocabulary, every reference case as its GGUF's. */
+    snprintf(path, sizeof path, "%s/tokenizer.json", folder);
+    assert_int_equal(remove(path), 0);
+    tf_spm_options so = {-1, -1, 2, 1};
+    tf_buffer b = {0};
+    tf_tokenizer_model(llama, &so, &b);
+    snprintf(path, sizeof path, "%s/tokenizer.model", folder);
+    tf_write_file(path, &b);
+    assert_mcl_ok(mcl_model_open(ctx, folder, &desc, &model));
+    assert_mcl_ok(mcl_model_file_info(model, &info));
+    assert_string_equal(info.tokenizer, "llama");
+    differing = cases_differing(model, llama_ref, "ggml-vocab-llama-spm.gguf", &cases);
+    mcl_test_record("checkpoint tokenizer.model (LLaMA) against the GGUF's tokenizer",
+                    "reference cases that differ", differing, 0);
+    assert_int_equal(differing, 0);
+    mcl_model_close(model);
+    /* In place of a byte_fallback tokenizer.json of as many tokens; not of fewer. */
+    write_byte_fallback_json(folder, 32000);
+    assert_mcl_ok(mcl_model_open(ctx, folder, &desc, &model));
+    assert_mcl_ok(mcl_model_file_info(model, &info));
+    assert_string_equal(info.tokenizer, "llama");
+    mcl_model_close(model);
+    write_byte_fallback_json(folder, 31999);
+    assert_int_equal(mcl_model_open(ctx, folder, &desc, &model), MCL_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "cannot stand in"));
+    /* A damaged tokenizer.model fails the open, naming the file. */
+    snprintf(path, sizeof path, "%s/tokenizer.json", folder);
+    assert_int_equal(remove(path), 0);
+    snprintf(path, sizeof path, "%s/tokenizer.model", folder);
+    b.len /= 2;
+    tf_write_file(path, &b);
+    free(b.data);
+    assert_int_equal(mcl_model_open(ctx, folder, &desc, &model), MCL_ERROR_BAD_FILE);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "tokenizer.model"));
+
+    mcl_tokenizer_free(gpt2_ref);
+    mcl_tokenizer_free(llama_ref);
+    mcl_gguf_free(gpt2);
+    mcl_gguf_free(llama);
+    mcl_mapped_close(&gpt2_file);
+    mcl_mapped_close(&llama_file);
+}
+
 /* Files the loader refuses, each with its status and a message naming what it refuses; the
  * control (the same file undamaged) opens. */
 static void refusals(void **state)
@@ -971,6 +1189,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(qwen2_sharded),
         cmocka_unit_test(llama3_rope_scaling),
         cmocka_unit_test(tokenizer_through_model),
+        cmocka_unit_test(checkpoint_tokenizer),
         cmocka_unit_test(refusals),
     };
     return mcl_test_finish(cmocka_run_group_tests(tests, setup, teardown));

@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "io/mapped.h"
 #include "text/text_internal.h"
+#include "tokenizer_files.h"
 
 #ifndef MCL_TEST_DATA_DIR
 #error "MCL_TEST_DATA_DIR (tests/data) is set by tests/CMakeLists.txt"
@@ -778,6 +779,10 @@ static mcl_tokenizer *load_vocab(const char *name)
     return t;
 }
 
+/* Set around a negative control whose failing cases are expected: they are counted, not
+ * printed. */
+static int vectors_quiet;
+
 typedef struct vector_result {
     int cases;      /* cases checked */
     int id_errors;  /* cases whose ids differ from the reference */
@@ -823,7 +828,7 @@ static vector_result check_vectors(const mcl_tokenizer *t, const char *name, int
         same = same && k == n;
         if (!same) {
             r.id_errors++;
-            if (r.cases != corrupt) {
+            if (r.cases != corrupt && !vectors_quiet) {
                 printf("  %s case %d '%.*s': got", name, r.cases, (int)(len > 60 ? 60 : len),
                        text);
                 for (uint32_t i = 0; i < n; i++)
@@ -1078,6 +1083,605 @@ static void gguf_keys(void **state)
                      MCL_ERROR_INVALID_ARGUMENT);
 }
 
+/* --- Hugging Face tokenizer files ----------------------------------------------------------- */
+
+#define GPT2_VOCAB "ggml-vocab-gpt-2.gguf"
+#define LLAMA_VOCAB "ggml-vocab-llama-spm.gguf"
+
+/* A GGUF vocabulary of tests/data/vocab kept open (its arrays are views into the file). */
+typedef struct vocab_file {
+    mcl_mapped map;
+    mcl_gguf *g;
+} vocab_file;
+
+static void vocab_open(vocab_file *f, const char *name)
+{
+    char path[512], why[256];
+    snprintf(path, sizeof path, "%s/vocab/%s", MCL_TEST_DATA_DIR, name);
+    memset(f, 0, sizeof *f);
+    if (mcl_mapped_open(path, &f->map, why, sizeof why) != MCL_SUCCESS ||
+        mcl_gguf_parse(f->map.data, f->map.size, &f->g, why, sizeof why) != MCL_SUCCESS)
+        fail_msg("%s: %s", path, why);
+}
+
+static void vocab_close(vocab_file *f)
+{
+    mcl_gguf_free(f->g);
+    mcl_mapped_close(&f->map);
+}
+
+/* A tokenizer from the bytes of a tokenizer.json (json) or tokenizer.model, read from a copy
+ * of exactly their size (so that AddressSanitizer sees a read past the end): the status, *t
+ * the tokenizer or NULL. */
+static mcl_status read_hf(const char *bytes, size_t len, int json, mcl_tokenizer **t,
+                          char *why, size_t why_size)
+{
+    char *copy = malloc(len ? len : 1);
+    assert_non_null(copy);
+    if (len)
+        memcpy(copy, bytes, len);
+    mcl_status s = json ? mcl_tokenizer_from_hf_json(copy, len, t, why, why_size)
+                        : mcl_tokenizer_from_spm_model((const unsigned char *)copy, len, t, why,
+                                                       why_size);
+    free(copy);
+    return s;
+}
+
+/* The tokenizer of a written file; the test fails if it is refused. The buffer is freed. */
+static mcl_tokenizer *made_from(tf_buffer *b, int json)
+{
+    mcl_tokenizer *t = NULL;
+    char why[256] = "";
+    mcl_status s = read_hf(b->data, b->len, json, &t, why, sizeof why);
+    free(b->data);
+    memset(b, 0, sizeof *b);
+    if (s != MCL_SUCCESS)
+        fail_msg("%s refused: %s: %s", json ? "tokenizer.json" : "tokenizer.model",
+                 mcl_status_string(s), why);
+    return t;
+}
+
+static tf_json_options json_options(tf_pre pre)
+{
+    tf_json_options o = {pre, 0, -1, 0, -1};
+    return o;
+}
+
+static mcl_tokenizer *json_tokenizer(const mcl_gguf *g, const tf_json_options *o)
+{
+    tf_buffer b = {0};
+    tf_tokenizer_json(g, o, &b);
+    return made_from(&b, 1);
+}
+
+static mcl_tokenizer *model_tokenizer(const mcl_gguf *g, const tf_spm_options *o)
+{
+    tf_buffer b = {0};
+    tf_tokenizer_model(g, o, &b);
+    return made_from(&b, 0);
+}
+
+/* The cases of <name>.inp on which two tokenizers give different ids. */
+static int cases_differing(const mcl_tokenizer *a, const mcl_tokenizer *b, const char *name)
+{
+    char path[512];
+    size_t len;
+    snprintf(path, sizeof path, "%s/vocab/%s.inp", MCL_TEST_DATA_DIR, name);
+    char *inp = read_all(path, &len);
+    int32_t *x = malloc(2 * 65536 * sizeof *x), *y = x + 65536;
+    assert_non_null(x);
+    int differing = 0, cases = 0;
+    for (char *text = inp, *end; (end = strstr(text, CASE_SEPARATOR)) != NULL;
+         text = end + strlen(CASE_SEPARATOR), cases++) {
+        uint32_t nx = 0, ny = 0;
+        assert_mcl_ok(mcl_tokenizer_encode(a, text, (size_t)(end - text), 0, x, 65536, &nx));
+        assert_mcl_ok(mcl_tokenizer_encode(b, text, (size_t)(end - text), 0, y, 65536, &ny));
+        differing += nx != ny || memcmp(x, y, nx * sizeof *x) != 0;
+    }
+    assert_int_equal(cases, 46);
+    free(x);
+    free(inp);
+    return differing;
+}
+
+/* The GGUF's byte-level BPE vocabulary under another pre-tokenizer (mcl_tokenizer_create). */
+static mcl_tokenizer *gguf_bpe_with(const mcl_gguf *g, mcl_pretok pre, int ignore_merges)
+{
+    const mcl_gguf_kv *tokens = mcl_gguf_find(g, "tokenizer.ggml.tokens");
+    const mcl_gguf_kv *types = mcl_gguf_find(g, "tokenizer.ggml.token_type");
+    const mcl_gguf_kv *merges = mcl_gguf_find(g, "tokenizer.ggml.merges");
+    assert_true(tokens && types && merges);
+    size_t n = (size_t)tokens->count, nm = (size_t)merges->count;
+    const char **text = malloc(n * sizeof *text), **merge = malloc(nm * sizeof *merge);
+    uint64_t *len = malloc(n * sizeof *len), *merge_len = malloc(nm * sizeof *merge_len);
+    int32_t *type = malloc(n * sizeof *type);
+    assert_true(text && merge && len && merge_len && type);
+    for (size_t i = 0; i < n; i++) {
+        mcl_gguf_str str;
+        int64_t v = 0;
+        assert_true(mcl_gguf_array_str(g, tokens, i, &str) && mcl_gguf_array_i64(types, i, &v));
+        text[i] = str.data;
+        len[i] = str.len;
+        type[i] = (int32_t)v;
+    }
+    for (size_t r = 0; r < nm; r++) {
+        mcl_gguf_str str;
+        assert_true(mcl_gguf_array_str(g, merges, r, &str));
+        merge[r] = str.data;
+        merge_len[r] = str.len;
+    }
+    mcl_vocab_desc d = {.kind = MCL_VOCAB_BPE, .pre = pre, .pre_name = "reference",
+                        .n_tokens = (uint32_t)n, .tokens = text, .token_lens = len,
+                        .types = type, .n_merges = (uint32_t)nm, .merges = merge,
+                        .merge_lens = merge_len, .bos = -1, .eos = -1, .unk = -1, .pad = -1,
+                        .ignore_merges = ignore_merges};
+    mcl_tokenizer *t = NULL;
+    char why[256];
+    if (mcl_tokenizer_create(&d, &t, why, sizeof why) != MCL_SUCCESS)
+        fail_msg("reference tokenizer: %s", why);
+    free(text);
+    free(len);
+    free(type);
+    free(merge);
+    free(merge_len);
+    return t;
+}
+
+/* Every case of <name> gives exactly the reference ids through t and round-trips; `what`
+ * names t in the printed line. */
+static void expect_all_vectors(const mcl_tokenizer *t, const char *name, const char *what)
+{
+    vector_result r = check_vectors(t, name, -1);
+    printf("  %s: %d cases, %d with other ids, %d not round-tripping\n", what, r.cases,
+           r.id_errors, r.round_trip);
+    assert_int_equal(r.cases, 46);
+    assert_int_equal(r.id_errors, 0);
+    assert_int_equal(r.round_trip, 0);
+}
+
+/* How many cases of <name> a negative control's tokenizer gets wrong (not printed one by
+ * one), printed with what was changed. */
+static int failing_cases(const mcl_tokenizer *t, const char *name, const char *change)
+{
+    vectors_quiet = 1;
+    vector_result r = check_vectors(t, name, -1);
+    vectors_quiet = 0;
+    printf("  (negative control) %s: %d of %d cases with other ids\n", change, r.id_errors,
+           r.cases);
+    return r.id_errors;
+}
+
+/* GPT-2's vocabulary written as a tokenizer.json (merges as strings, then as pairs): every
+ * reference case gives the reference ids and round-trips; one merge changed fails cases. */
+static void hf_json_gpt2_vectors(void **state)
+{
+    (void)state;
+    vocab_file f;
+    vocab_open(&f, GPT2_VOCAB);
+    tf_json_options o = json_options(TF_PRE_BYTE_LEVEL);
+    for (int pairs = 0; pairs < 2; pairs++) {
+        o.merges_as_pairs = pairs;
+        mcl_tokenizer *t = json_tokenizer(f.g, &o);
+        assert_string_equal(mcl_tokenizer_model(t), "gpt2");
+        assert_string_equal(mcl_tokenizer_pre(t), "gpt-2");
+        assert_int_equal(mcl_tokenizer_vocab_size(t), 50257);
+        assert_int_equal(mcl_tokenizer_token_type(t, 50256), MCL_TOKEN_CONTROL);
+        assert_int_equal(mcl_tokenizer_bos(t), -1); /* tokenizer.json names none */
+        assert_int_equal(mcl_tokenizer_add_bos(t), 0);
+        expect_all_vectors(t, GPT2_VOCAB, pairs ? "tokenizer.json, merges as pairs"
+                                                 : "tokenizer.json, merges as strings");
+        int32_t ids[8];
+        uint32_t n = 0;
+        assert_mcl_ok(mcl_tokenizer_encode(t, "Hello<|endoftext|>", 18,
+                                           MCL_TOKENIZE_PARSE_SPECIAL, ids, 8, &n));
+        assert_int_equal(n, 2);
+        assert_int_equal(ids[0], 15496);
+        assert_int_equal(ids[1], 50256);
+        mcl_tokenizer_free(t);
+    }
+    /* Negative control: merge 0 ("Ġ t") written as "t Ġ". */
+    o.changed_merge = 0;
+    mcl_tokenizer *bad = json_tokenizer(f.g, &o);
+    assert_true(failing_cases(bad, GPT2_VOCAB, "merge 0 changed") >= 1);
+    mcl_tokenizer_free(bad);
+    vocab_close(&f);
+}
+
+/* The pre-tokenizer found from the file: GPT-2's vocabulary written with llama 3's and with
+ * Qwen2's Split gives, on every reference text, the ids of the same vocabulary made with that
+ * pre-tokenizer directly; the two are told apart; a regex one character off is refused. */
+static void hf_json_pre_tokenizers(void **state)
+{
+    (void)state;
+    vocab_file f;
+    vocab_open(&f, GPT2_VOCAB);
+    const struct {
+        tf_pre written;
+        mcl_pretok pre;
+        const char *name;
+        int ignore_merges;
+    } cases[] = {{TF_PRE_LLAMA3, MCL_PRETOK_LLAMA3, "llama-bpe", 1},
+                 {TF_PRE_QWEN2, MCL_PRETOK_QWEN2, "qwen2", 0}};
+    mcl_tokenizer *made[2], *reference[2];
+    for (int k = 0; k < 2; k++) {
+        tf_json_options o = json_options(cases[k].written);
+        o.ignore_merges = cases[k].ignore_merges;
+        o.bos = 50256; /* a TemplateProcessing "[<|endoftext|>] $A" */
+        made[k] = json_tokenizer(f.g, &o);
+        reference[k] = gguf_bpe_with(f.g, cases[k].pre, cases[k].ignore_merges);
+        assert_string_equal(mcl_tokenizer_pre(made[k]), cases[k].name);
+        assert_int_equal(mcl_tokenizer_bos(made[k]), 50256);
+        assert_int_equal(mcl_tokenizer_add_bos(made[k]), 1);
+        int differing = cases_differing(made[k], reference[k], GPT2_VOCAB);
+        printf("  %s from tokenizer.json: %d of 46 cases differ from the direct one\n",
+               cases[k].name, differing);
+        assert_int_equal(differing, 0);
+        int32_t ids[4];
+        uint32_t n = 0;
+        assert_mcl_ok(mcl_tokenizer_encode(made[k], "Hi", 2, MCL_TOKENIZE_ADD_BOS, ids, 4, &n));
+        assert_true(n == 2 && ids[0] == 50256);
+    }
+    /* Negative control: llama 3's split is not Qwen2's (digits). */
+    int differing = cases_differing(made[0], reference[1], GPT2_VOCAB);
+    printf("  (negative control) llama-bpe against qwen2: %d cases differ\n", differing);
+    assert_true(differing >= 1);
+    for (int k = 0; k < 2; k++) {
+        mcl_tokenizer_free(made[k]);
+        mcl_tokenizer_free(reference[k]);
+    }
+    /* A regex one character off ("\s+" at the end as "\s*") is another pre-tokenizer. */
+    tf_json_options o = json_options(TF_PRE_LLAMA3);
+    tf_buffer b = {0};
+    tf_tokenizer_json(f.g, &o, &b);
+    char *end = strstr(b.data, "\\\\s+\"}");
+    assert_non_null(end);
+    end[3] = '*';
+    mcl_tokenizer *t = NULL;
+    char why[256];
+    assert_int_equal(read_hf(b.data, b.len, 1, &t, why, sizeof why), MCL_ERROR_UNSUPPORTED);
+    assert_non_null(strstr(why, "pre-tokenizer Split"));
+    assert_null(t);
+    free(b.data);
+    vocab_close(&f);
+}
+
+/* LLaMA's vocabulary written as a tokenizer.model: every reference case exactly, the round
+ * trip, the special ids; two pieces' scores exchanged fail cases. */
+static void spm_model_llama_vectors(void **state)
+{
+    (void)state;
+    vocab_file f;
+    vocab_open(&f, LLAMA_VOCAB);
+    tf_spm_options o = {-1, -1, 2, 1};
+    mcl_tokenizer *t = model_tokenizer(f.g, &o);
+    assert_string_equal(mcl_tokenizer_model(t), "llama");
+    assert_string_equal(mcl_tokenizer_pre(t), "");
+    assert_int_equal(mcl_tokenizer_vocab_size(t), 32000);
+    assert_int_equal(mcl_tokenizer_bos(t), 1);
+    assert_int_equal(mcl_tokenizer_eos(t), 2);
+    assert_int_equal(mcl_tokenizer_unk(t), 0);
+    assert_int_equal(mcl_tokenizer_pad(t), -1);
+    assert_int_equal(mcl_tokenizer_add_bos(t), 1);
+    assert_int_equal(mcl_tokenizer_add_space_prefix(t), 1);
+    assert_int_equal(mcl_tokenizer_token_type(t, 3), MCL_TOKEN_BYTE);
+    expect_all_vectors(t, LLAMA_VOCAB, "tokenizer.model");
+    int32_t ids[8];
+    uint32_t n = 0;
+    assert_mcl_ok(mcl_tokenizer_encode(t, "Hello</s>", 9,
+                                       MCL_TOKENIZE_ADD_BOS | MCL_TOKENIZE_PARSE_SPECIAL, ids, 8,
+                                       &n));
+    assert_int_equal(n, 3);
+    assert_true(ids[0] == 1 && ids[1] == 15043 && ids[2] == 2);
+    mcl_tokenizer_free(t);
+    /* Negative control: the scores of "df" (2176, -1917) and "▁huge" (12176, -11917)
+     * exchanged: "dsdfhu" of one case is then split otherwise. (Scores of pieces that do not
+     * compete for the same characters change nothing: most exchanges are no control.) */
+    o.swap_a = 2176;
+    o.swap_b = 12176;
+    t = model_tokenizer(f.g, &o);
+    assert_true(failing_cases(t, LLAMA_VOCAB, "two scores exchanged") >= 1);
+    mcl_tokenizer_free(t);
+    vocab_close(&f);
+}
+
+/* A tokenizer.model that SentencePiece wrote (tests/data/vocab/README.md): its fields as
+ * SentencePiece serializes them (the precompiled charsmap, every trainer option), and every
+ * case tokenized as SentencePiece tokenized it. */
+static void spm_model_written_by_sentencepiece(void **state)
+{
+    (void)state;
+    const char *name = "spm-bpe-700.model";
+    char path[512], why[256];
+    snprintf(path, sizeof path, "%s/vocab/%s", MCL_TEST_DATA_DIR, name);
+    size_t len = 0;
+    char *bytes = read_all(path, &len);
+    mcl_tokenizer *t = NULL;
+    mcl_status s = read_hf(bytes, len, 0, &t, why, sizeof why);
+    if (s != MCL_SUCCESS)
+        fail_msg("%s: %s: %s", name, mcl_status_string(s), why);
+    free(bytes);
+    assert_int_equal(mcl_tokenizer_vocab_size(t), 700);
+    assert_int_equal(mcl_tokenizer_unk(t), 0);
+    assert_int_equal(mcl_tokenizer_bos(t), 1);
+    assert_int_equal(mcl_tokenizer_eos(t), 2);
+    assert_int_equal(mcl_tokenizer_pad(t), -1);
+    assert_int_equal(mcl_tokenizer_add_space_prefix(t), 1);
+    expect_all_vectors(t, name, name);
+    vector_result r = check_vectors(t, name, 11); /* negative control: one wrong expected id */
+    assert_int_equal(r.id_errors, 1);
+    mcl_tokenizer_free(t);
+}
+
+/* A small tokenizer.model: pieces <unk>, <s>, </s>, a, ▁a (the last of type `last_type`),
+ * then a trainer_spec (model_type, unk / bos / eos 0 / 1 / 2 unless bos_id is given, pad
+ * -1) and a normalizer_spec. ends[] receives where each top-level field ends. */
+static void small_model(tf_buffer *b, int model_type, int last_type, int64_t bos_id,
+                        size_t ends[8], size_t *n_ends)
+{
+    static const char *const pieces[5] = {"<unk>", "<s>", "</s>", "a", "\xE2\x96\x81" "a"};
+    const int types[5] = {2, 3, 3, 1, last_type};
+    *n_ends = 0;
+    for (int i = 0; i < 5; i++) {
+        tf_buffer p = {0};
+        tf_pb_bytes(&p, 1, pieces[i], strlen(pieces[i]));
+        tf_pb_fixed32(&p, 2, tf_float_bits(-(float)i));
+        tf_pb_varint(&p, 3, (uint64_t)types[i]);
+        tf_pb_bytes(b, 1, p.data, p.len);
+        ends[(*n_ends)++] = b->len;
+        free(p.data);
+    }
+    tf_buffer trainer = {0};
+    tf_pb_varint(&trainer, 3, (uint64_t)model_type);
+    tf_pb_varint(&trainer, 41, (uint64_t)bos_id);
+    tf_pb_varint(&trainer, 43, (uint64_t)(int64_t)-1);
+    tf_pb_bytes(b, 2, trainer.data, trainer.len);
+    ends[(*n_ends)++] = b->len;
+    free(trainer.data);
+    tf_buffer normalizer = {0};
+    tf_pb_varint(&normalizer, 3, 1);
+    tf_pb_bytes(b, 3, normalizer.data, normalizer.len);
+    ends[(*n_ends)++] = b->len;
+    free(normalizer.data);
+}
+
+/* Whether reading bytes gives `want` with `word` in the message (and no tokenizer). */
+static int hf_refused(const char *bytes, size_t len, int json, mcl_status want,
+                      const char *word)
+{
+    mcl_tokenizer *t = NULL;
+    char why[512] = "";
+    mcl_status s = read_hf(bytes, len, json, &t, why, sizeof why);
+    int ok = s == want && t == NULL && strstr(why, word) != NULL;
+    if (!ok)
+        printf("%s%s: %s '%s', expected %s naming '%s'\n", report_prefix,
+               json ? "tokenizer.json" : "tokenizer.model", mcl_status_string(s), why,
+               mcl_status_string(want), word);
+    mcl_tokenizer_free(t);
+    return ok;
+}
+
+/* Malformed and refused tokenizer.model files: every truncation of a small one (a cut inside
+ * a field is malformed, a cut between top-level fields a shorter model, read or refused by
+ * what it lacks), varints and lengths past the end, wire types, field values. */
+static void spm_model_refusals(void **state)
+{
+    (void)state;
+    tf_buffer b = {0};
+    size_t ends[8], n_ends = 0;
+    small_model(&b, 2, 1, 1, ends, &n_ends);
+    mcl_tokenizer *t = NULL;
+    char why[256];
+    assert_mcl_ok(read_hf(b.data, b.len, 0, &t, why, sizeof why)); /* control */
+    assert_true(ENC(t, "a", MCL_TOKENIZE_ADD_BOS, "<s>", "\xE2\x96\x81" "a"));
+    mcl_tokenizer_free(t);
+    int malformed = 0, boundary = 0;
+    for (size_t len = 0; len < b.len; len++) {
+        int at_boundary = len == 0;
+        for (size_t k = 0; k < n_ends; k++)
+            at_boundary |= ends[k] == len;
+        t = NULL;
+        mcl_status s = read_hf(b.data, len, 0, &t, why, sizeof why);
+        if (at_boundary) {
+            /* No pieces; pieces without a trainer_spec (Unigram, its default); no
+             * normalizer_spec (its defaults). */
+            boundary++;
+            assert_true(s == (len == 0         ? MCL_ERROR_INVALID_ARGUMENT
+                              : len < ends[5] ? MCL_ERROR_UNSUPPORTED
+                                              : MCL_SUCCESS));
+        } else {
+            if (s != MCL_ERROR_INVALID_ARGUMENT || t || !why[0])
+                fail_msg("truncated to %zu of %zu bytes: %s '%s'", len, b.len,
+                         mcl_status_string(s), why);
+            malformed++;
+        }
+        mcl_tokenizer_free(t);
+    }
+    printf("  %zu truncations: %d malformed, %d between fields\n", b.len, malformed, boundary);
+    free(b.data);
+
+    const uint32_t inv = MCL_ERROR_INVALID_ARGUMENT;
+    /* A varint that runs past the end: an unterminated tag, an unterminated value. */
+    assert_true(hf_refused("\x80", 1, 0, inv, "tag runs past the end"));
+    assert_true(hf_refused("\x10\xFF\xFF", 3, 0, inv, "varint runs past the end"));
+    /* Eleven bytes: past 64 bits. */
+    assert_true(hf_refused("\x10\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\xFF\x7F", 11, 0, inv,
+                           "varint"));
+    /* A length past the end, at the top and inside a piece. */
+    assert_true(hf_refused("\x0A\x05" "ab", 4, 0, inv, "length runs past the end"));
+    assert_true(hf_refused("\x0A\x04\x0A\x09" "ab", 6, 0, inv, "pieces[0]"));
+    assert_true(hf_refused("\x0A\x06\x0A\x01" "a\x15" "ab", 8, 0, inv, "fixed-size value"));
+    /* Groups and unknown wire types, field number 0. */
+    assert_true(hf_refused("\x0B", 1, 0, inv, "group"));
+    assert_true(hf_refused("\x0E", 1, 0, inv, "wire type is 6 or 7"));
+    assert_true(hf_refused("\x02\x00", 2, 0, inv, "field number"));
+    /* A known field of the wrong wire type: pieces as a varint. */
+    assert_true(hf_refused("\x08\x01", 2, 0, inv, "pieces has wire type 0"));
+    /* Values: Unigram, a piece type 7, BYTE pieces without byte_fallback, bos_id outside. */
+    const struct {
+        int model_type, last_type;
+        int64_t bos;
+        mcl_status want;
+        const char *word;
+    } values[] = {
+        {1, 1, 1, MCL_ERROR_UNSUPPORTED, "model type Unigram"},
+        {2, 7, 1, MCL_ERROR_INVALID_ARGUMENT, "pieces[4].type is 7"},
+        {2, 6, 1, MCL_ERROR_UNSUPPORTED, "byte_fallback"},
+        {2, 1, 5, MCL_ERROR_INVALID_ARGUMENT, "bos_id is 5"},
+        {2, 1, -2, MCL_ERROR_INVALID_ARGUMENT, "bos_id is -2"},
+        {9, 1, 1, MCL_ERROR_INVALID_ARGUMENT, "model_type is 9"},
+    };
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        tf_buffer v = {0};
+        small_model(&v, values[i].model_type, values[i].last_type, values[i].bos, ends, &n_ends);
+        assert_true(hf_refused(v.data, v.len, 0, values[i].want, values[i].word));
+        free(v.data);
+    }
+    NEGATIVE(hf_refused("\x0A\x05" "ab", 4, 0, inv, "wire type"));
+    assert_int_equal(mcl_tokenizer_from_spm_model(NULL, 0, &t, why, sizeof why), inv);
+}
+
+/* A small byte-level BPE tokenizer.json that the edits below break one way each. */
+static const char tiny_json[] =
+    "{\"version\": \"1.0\", \"added_tokens\": [{\"id\": 5, \"content\": \"<|end|>\", "
+    "\"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": false, "
+    "\"special\": true}],\n \"normalizer\": null,\n"
+    " \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+    "\"trim_offsets\": true, \"use_regex\": true},\n"
+    " \"post_processor\": {\"type\": \"ByteLevel\", \"add_prefix_space\": true, "
+    "\"trim_offsets\": false, \"use_regex\": true},\n"
+    " \"decoder\": {\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": "
+    "true, \"use_regex\": true},\n"
+    " \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, "
+    "\"continuing_subword_prefix\": null, \"end_of_word_suffix\": null, \"fuse_unk\": false, "
+    "\"byte_fallback\": false, \"ignore_merges\": false,\n"
+    "  \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"ab\": 3, \"abc\": 4},\n"
+    "  \"merges\": [\"a b\", \"ab c\"]}}";
+
+/* tiny_json with the first `from` replaced by `to` (static storage, one at a time). */
+static const char *edited(const char *from, const char *to)
+{
+    static char out[sizeof tiny_json + 1024];
+    const char *at = strstr(tiny_json, from);
+    assert_non_null(at);
+    size_t head = (size_t)(at - tiny_json), from_len = strlen(from), to_len = strlen(to);
+    assert_true(sizeof tiny_json - from_len + to_len < sizeof out);
+    memcpy(out, tiny_json, head);
+    memcpy(out + head, to, to_len);
+    strcpy(out + head + to_len, at + from_len);
+    return out;
+}
+
+#define JSON_REFUSED(from, to, status, word)                                                 \
+    do {                                                                                     \
+        const char *doc_ = edited((from), (to));                                             \
+        assert_true(hf_refused(doc_, strlen(doc_), 1, (status), (word)));                    \
+    } while (0)
+
+static void hf_json_refusals(void **state)
+{
+    (void)state;
+    mcl_tokenizer *t = NULL;
+    char why[256];
+    /* Control: the document as it is, and NFC (accepted) and a BOS template. */
+    assert_mcl_ok(read_hf(tiny_json, strlen(tiny_json), 1, &t, why, sizeof why));
+    assert_true(ENC(t, "abc", 0, "abc"));
+    assert_true(ENC(t, "cab", 0, "c", "ab"));
+    assert_true(ENC(t, "a<|end|>", MCL_TOKENIZE_PARSE_SPECIAL, "a", "<|end|>"));
+    mcl_tokenizer_free(t);
+    const char *doc = edited("\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}");
+    assert_mcl_ok(read_hf(doc, strlen(doc), 1, &t, why, sizeof why));
+    mcl_tokenizer_free(t);
+    doc = edited("{\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": false",
+                 "{\"type\": \"TemplateProcessing\", \"single\": [{\"Sequence\": {\"id\": "
+                 "\"A\", \"type_id\": 0}}, {\"SpecialToken\": {\"id\": \"<|end|>\", "
+                 "\"type_id\": 0}}], \"special_tokens\": {\"<|end|>\": {\"id\": \"<|end|>\", "
+                 "\"ids\": [5], \"tokens\": [\"<|end|>\"]}}, \"trim_offsets\": false");
+    assert_mcl_ok(read_hf(doc, strlen(doc), 1, &t, why, sizeof why));
+    assert_int_equal(mcl_tokenizer_eos(t), 5);
+    assert_int_equal(mcl_tokenizer_bos(t), -1);
+    assert_true(ENC(t, "ab", MCL_TOKENIZE_ADD_BOS | MCL_TOKENIZE_ADD_EOS, "ab", "<|end|>"));
+    mcl_tokenizer_free(t);
+
+    const mcl_status no = MCL_ERROR_UNSUPPORTED, bad = MCL_ERROR_INVALID_ARGUMENT;
+    const char *byte_level = "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+                             "\"trim_offsets\": true, \"use_regex\": true}";
+    JSON_REFUSED("\"BPE\"", "\"WordPiece\"", no, "model type WordPiece");
+    JSON_REFUSED("\"BPE\"", "\"Unigram\"", no, "model type Unigram");
+    JSON_REFUSED("\"byte_fallback\": false", "\"byte_fallback\": true", no, "byte_fallback BPE");
+    JSON_REFUSED("\"dropout\": null", "\"dropout\": 0.1", no, "dropout");
+    JSON_REFUSED("\"continuing_subword_prefix\": null", "\"continuing_subword_prefix\": \"##\"",
+                 no, "continuing_subword_prefix");
+    JSON_REFUSED(byte_level, "{\"type\": \"Metaspace\", \"replacement\": \"\xE2\x96\x81\", "
+                             "\"prepend_scheme\": \"first\", \"split\": false}",
+                 no, "pre-tokenizer Metaspace");
+    JSON_REFUSED(byte_level, "null", no, "without a pre-tokenizer");
+    JSON_REFUSED("\"add_prefix_space\": false", "\"add_prefix_space\": true", no,
+                 "ByteLevel with add_prefix_space");
+    JSON_REFUSED(byte_level, "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": "
+                             "\"Split\", \"pattern\": {\"Regex\": \"\\\\p{N}{1,2}\"}, "
+                             "\"behavior\": \"Isolated\", \"invert\": false}, " "{\"type\": "
+                             "\"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}]}",
+                 no, "pre-tokenizer Split with the regex \"\\p{N}{1,2}\"");
+    JSON_REFUSED(byte_level, "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": "
+                             "\"Digits\", \"individual_digits\": true}, " "{\"type\": "
+                             "\"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}]}",
+                 no, "pre-tokenizer Sequence of 2 (Digits first)");
+    JSON_REFUSED("\"normalizer\": null", "\"normalizer\": {\"type\": \"Lowercase\"}", no,
+                 "normalizer Lowercase");
+    JSON_REFUSED("\"decoder\": {\"type\": \"ByteLevel\"", "\"decoder\": {\"type\": \"WordPiece\"",
+                 no, "decoder WordPiece");
+    JSON_REFUSED("\"post_processor\": {\"type\": \"ByteLevel\"",
+                 "\"post_processor\": {\"type\": \"RobertaProcessing\"", no,
+                 "post-processor RobertaProcessing");
+    JSON_REFUSED("\"lstrip\": false", "\"lstrip\": true", no, "with lstrip");
+    /* Malformed. */
+    JSON_REFUSED("\"merges\": [\"a b\", \"ab c\"]}}", "\"merges\": [\"a b\"", bad, "not JSON");
+    JSON_REFUSED("{\"version\"", "[{\"version\"", bad, "not JSON");
+    JSON_REFUSED("\"type\": \"BPE\", ", "", bad, "model.type is nothing");
+    JSON_REFUSED("\"a\": 0", "\"a\": \"0\"", bad, "model.vocab[\"a\"]");
+    JSON_REFUSED("\"b\": 1", "\"b\": 0", bad, "gives id 0 to two tokens");
+    JSON_REFUSED("\"abc\": 4", "\"abc\": 9", bad, "token id 9 is larger");
+    JSON_REFUSED("\"abc\": 4", "\"<|end|>\": 5", bad, "token id 4 is in neither");
+    JSON_REFUSED("\"id\": 5", "\"id\": 4", bad, "has the id 4 of another token");
+    JSON_REFUSED("\"id\": 5", "\"id\": -1", bad, "added_tokens[0].id");
+    JSON_REFUSED("\"ab c\"", "7", bad, "model.merges[1] is neither");
+    JSON_REFUSED("\"ab c\"", "[\"ab\", \"c\", \"d\"]", bad, "model.merges[1] is neither");
+    JSON_REFUSED("\"ab c\"", "\"abc\"", bad, "merge 1 has no space");
+    JSON_REFUSED("\"unk_token\": null", "\"unk_token\": \"<unk>\"", bad, "unk_token");
+    JSON_REFUSED("\"ignore_merges\": false", "\"ignore_merges\": 1", bad, "ignore_merges");
+    JSON_REFUSED("\"use_regex\": true}", "\"use_regex\": \"yes\"}", bad, "use_regex");
+    JSON_REFUSED("\"post_processor\": {\"type\": \"ByteLevel\"",
+                 "\"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{"
+                 "\"SpecialToken\": {\"id\": \"<s>\", \"type_id\": 0}}], \"special_tokens\": "
+                 "{}, \"x\": \"ByteLevel\"", bad, "single[0] is not a special token");
+    NEGATIVE(hf_refused(tiny_json, strlen(tiny_json), 1, no, "BPE"));
+    assert_int_equal(mcl_tokenizer_from_hf_json(NULL, 1, &t, why, sizeof why), bad);
+}
+
+/* Special ids set after the fact (what a checkpoint's config files do). */
+static void set_specials(void **state)
+{
+    (void)state;
+    mcl_tokenizer *t = NULL;
+    char why[256];
+    assert_mcl_ok(read_hf(tiny_json, strlen(tiny_json), 1, &t, why, sizeof why));
+    assert_true(ENC(t, "ab", MCL_TOKENIZE_ADD_BOS, "ab")); /* none asked for */
+    assert_mcl_ok(mcl_tokenizer_set_specials(t, 5, -2, 1, -1, why, sizeof why));
+    assert_true(ENC(t, "ab", MCL_TOKENIZE_ADD_BOS, "<|end|>", "ab"));
+    assert_int_equal(mcl_tokenizer_eos(t), -1);
+    /* Refused, and nothing changed: an id outside, an EOS to add without an id. */
+    assert_int_equal(mcl_tokenizer_set_specials(t, 6, -2, -1, -1, why, sizeof why),
+                     MCL_ERROR_INVALID_ARGUMENT);
+    assert_non_null(strstr(why, "BOS id 6"));
+    assert_int_equal(mcl_tokenizer_set_specials(t, -1, -2, -1, 1, why, sizeof why),
+                     MCL_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(mcl_tokenizer_bos(t), 5);
+    assert_int_equal(mcl_tokenizer_add_bos(t), 1);
+    assert_mcl_ok(mcl_tokenizer_set_specials(t, -2, -2, 0, -1, why, sizeof why));
+    assert_true(ENC(t, "ab", MCL_TOKENIZE_ADD_BOS, "ab"));
+    mcl_tokenizer_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1099,6 +1703,13 @@ int main(void)
         cmocka_unit_test(real_llama_spm),
         cmocka_unit_test(real_gpt2),
         cmocka_unit_test(gguf_keys),
+        cmocka_unit_test(hf_json_gpt2_vectors),
+        cmocka_unit_test(hf_json_pre_tokenizers),
+        cmocka_unit_test(spm_model_llama_vectors),
+        cmocka_unit_test(spm_model_written_by_sentencepiece),
+        cmocka_unit_test(spm_model_refusals),
+        cmocka_unit_test(hf_json_refusals),
+        cmocka_unit_test(set_specials),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,12 +46,6 @@ static mcl_status tensors_from_gguf(mcl_model *m)
     return MCL_SUCCESS;
 }
 
-/* A parser's INVALID_ARGUMENT is a fault of the file, not of the caller. */
-static mcl_status bad_file(mcl_status status)
-{
-    return status == MCL_ERROR_INVALID_ARGUMENT ? MCL_ERROR_BAD_FILE : status;
-}
-
 static mcl_status open_gguf(mcl_model *m, const char *path)
 {
     char why[256];
@@ -64,7 +58,7 @@ static mcl_status open_gguf(mcl_model *m, const char *path)
     m->file_count = 1;
     status = mcl_gguf_parse(m->files->data, m->files->size, &m->gguf, why, sizeof why);
     if (status != MCL_SUCCESS)
-        return MODEL_FAIL(m->ctx, bad_file(status), "model: %s: %s", path, why);
+        return MODEL_FAIL(m->ctx, mcl_model_bad_file(status), "model: %s: %s", path, why);
     snprintf(m->info.format, sizeof m->info.format, "gguf %u", mcl_gguf_version(m->gguf));
     m->info.file_bytes = m->files->size;
     if ((status = mcl_model_arch_from_gguf(m)) != MCL_SUCCESS ||
@@ -78,7 +72,7 @@ static mcl_status open_gguf(mcl_model *m, const char *path)
     if (mcl_gguf_find(m->gguf, "tokenizer.ggml.model")) {
         status = mcl_tokenizer_from_gguf(m->gguf, &m->tokenizer, why, sizeof why);
         if (status != MCL_SUCCESS)
-            return MODEL_FAIL(m->ctx, bad_file(status), "model: tokenizer: %s", why);
+            return MODEL_FAIL(m->ctx, mcl_model_bad_file(status), "model: tokenizer: %s", why);
     }
     return MCL_SUCCESS;
 }

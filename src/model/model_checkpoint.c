@@ -1,7 +1,8 @@
 /* Hugging Face checkpoints: config.json into the model's architecture and hyperparameters, the
  * safetensors shards mapped and parsed, their tensors under GGUF's names (Hugging Face's row
  * order is the loader's, so nothing is permuted), llama 3.1's RoPE frequency factors computed
- * from rope_scaling as llama.cpp's converter computes them. */
+ * from rope_scaling as llama.cpp's converter computes them. The tokenizer files are read by
+ * model_checkpoint_tokenizer.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,7 +330,8 @@ mcl_status mcl_model_open_checkpoint(mcl_model *m, const char *path)
         return MODEL_FAIL(m->ctx, status == MCL_ERROR_OUT_OF_HOST_MEMORY ? status
                                                                          : MCL_ERROR_BAD_FILE,
                           "model: %s: %s", config_path, why);
-    if ((status = read_config(m, c)) != MCL_SUCCESS)
+    if ((status = read_config(m, c)) != MCL_SUCCESS ||
+        (status = mcl_model_checkpoint_tokenizer(m, folder)) != MCL_SUCCESS)
         return status;
     mcl_st_shards list = {0};
     status = mcl_st_shards_list(path, &list, why, sizeof why);

@@ -41,6 +41,12 @@ struct mcl_model {
 /* Record a failure as the context's last error and return status. */
 #define MODEL_FAIL(ctx, status, ...) mcl_fail(ctx, status, __VA_ARGS__)
 
+/* A file parser's INVALID_ARGUMENT is a fault of the file, not of the caller. */
+static inline mcl_status mcl_model_bad_file(mcl_status status)
+{
+    return status == MCL_ERROR_INVALID_ARGUMENT ? MCL_ERROR_BAD_FILE : status;
+}
+
 /* --- model_arch.c ------------------------------------------------------------------------- */
 
 /* The hyperparameters and architecture of a GGUF's metadata into m->info (m->gguf set);
@@ -67,9 +73,15 @@ mcl_status mcl_model_add_tensor(mcl_model *m, const char *name, size_t name_len,
 /* Whether path names a checkpoint: a .safetensors file, a model.safetensors.index.json, or a
  * folder holding config.json. */
 int mcl_model_checkpoint_path(const char *path);
-/* Open one: config.json into m->info, the shards mapped and parsed, their tensors under
- * GGUF's names, the tokenizer from tokenizer.json where there is one. */
+/* Open one: config.json into m->info, the tokenizer (below), the shards mapped and parsed,
+ * their tensors under GGUF's names. */
 mcl_status mcl_model_open_checkpoint(mcl_model *m, const char *path);
+/* model_checkpoint_tokenizer.c: m->tokenizer from the folder's tokenizer.json, else its
+ * tokenizer.model (also in place of a tokenizer.json refused as unsupported, when the two
+ * number as many tokens); none when it has neither. config.json's BOS and EOS ids (m->info,
+ * read before) and tokenizer_config.json's add_bos_token / add_eos_token override the file's.
+ * MCL_ERROR_BAD_FILE, MCL_ERROR_UNSUPPORTED or MCL_ERROR_IO naming the file and what in it. */
+mcl_status mcl_model_checkpoint_tokenizer(mcl_model *m, const char *folder);
 /* The config.json member `key` as JSON text into out; MCL_ERROR_INVALID_ARGUMENT for a key it
  * does not have. */
 struct mcl_text;

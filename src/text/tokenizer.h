@@ -1,8 +1,9 @@
 /* Tokenizers of the model files the library reads: SentencePiece-style with scores
  * (tokenizer.ggml.model = "llama": byte fallback, add_space_prefix) and byte-level BPE with
  * merges ("gpt2", with the pre-tokenizer tokenizer.ggml.pre names: "gpt-2", "llama-bpe" /
- * llama-3, "qwen2"; others refused by name). Special and control tokens, BOS/EOS from the
- * metadata, detokenization that round-trips. No device. Internal (src/model uses it).
+ * llama-3, "qwen2"; others refused by name), from a GGUF file's metadata or from a Hugging
+ * Face checkpoint's tokenizer.json or SentencePiece tokenizer.model. Special and control
+ * tokens, BOS/EOS from the metadata, detokenization that round-trips. No device. Internal (src/model uses it).
  *
  * The reference is llama.cpp's llama-vocab.cpp (tokenizers, defaults) and unicode.cpp
  * (pre-tokenizer splits); where this code chooses otherwise, the comment of the function says
@@ -89,6 +90,52 @@ mcl_status mcl_tokenizer_create(const mcl_vocab_desc *desc, mcl_tokenizer **out,
  * "llama" when absent, false for "gpt2"). */
 mcl_status mcl_tokenizer_from_gguf(const mcl_gguf *g, mcl_tokenizer **out, char *why,
                                    size_t why_size);
+
+/* The tokenizer a Hugging Face tokenizer.json describes (`len` bytes of JSON, read with
+ * src/io/json.h; a copy: json may be freed afterwards). Read: model.type "BPE" (vocab, merges
+ * as "left right" strings or ["left", "right"] pairs, ignore_merges, unk_token), added_tokens
+ * (special: control tokens, else user-defined), the pre-tokenizer found by comparison with
+ * the files of GPT-2 (ByteLevel with use_regex), llama 3 and Qwen2 (a Split of their regex,
+ * Isolated, then ByteLevel without regex), the normalizer (none, or NFC, which is accepted
+ * and not applied, as llama.cpp does), the decoder (none or ByteLevel), the post-processor
+ * (ByteLevel; TemplateProcessing "[special] $A [special]" gives BOS / EOS and asks for them).
+ * BOS and EOS are none otherwise; the caller may set them (mcl_tokenizer_set_specials).
+ * MCL_ERROR_UNSUPPORTED naming what is refused (another model type, byte_fallback BPE,
+ * dropout, subword affixes, another pre-tokenizer, normalizer, decoder or post-processor,
+ * an added token with lstrip, rstrip or single_word); MCL_ERROR_INVALID_ARGUMENT (as
+ * mcl_tokenizer_from_gguf) naming a malformed field: JSON that does not parse, a member of
+ * another type, a token id given twice or missing; MCL_ERROR_OUT_OF_HOST_MEMORY. */
+mcl_status mcl_tokenizer_from_hf_json(const char *json, size_t len, mcl_tokenizer **out,
+                                      char *why, size_t why_size);
+
+/* The number of token ids a tokenizer.json numbers (one past the largest id of model.vocab and
+ * added_tokens) into *count, whatever its model type: for a caller that reads another
+ * tokenizer file in its place and checks that the two agree. MCL_ERROR_INVALID_ARGUMENT for
+ * JSON that does not parse or an id that is not one; MCL_ERROR_OUT_OF_HOST_MEMORY. */
+mcl_status mcl_tokenizer_hf_json_count(const char *json, size_t len, uint32_t *count,
+                                       char *why, size_t why_size);
+
+/* The tokenizer a SentencePiece tokenizer.model describes (`len` bytes of protobuf
+ * ModelProto; a copy): the SPM vocabulary that mcl_tokenizer_from_gguf makes of a "llama"
+ * file: pieces, scores and types; unknown, BOS, EOS and padding ids from trainer_spec
+ * (SentencePiece's defaults 0, 1, 2, none when absent); BOS added; a space prefix unless
+ * normalizer_spec.add_dummy_prefix is false. The normalization rules (name, precompiled
+ * charsmap, remove_extra_whitespaces) are not applied, as llama.cpp does not.
+ * MCL_ERROR_UNSUPPORTED for a model type other than BPE (Unigram, Word, Char) and for byte
+ * pieces without byte_fallback; MCL_ERROR_INVALID_ARGUMENT naming what is malformed (a
+ * varint, length or value past the end of its message, a group or unknown wire type, a field
+ * of the wrong wire type, a piece type outside 1 to 6, an id outside the pieces, no pieces);
+ * MCL_ERROR_OUT_OF_HOST_MEMORY. */
+mcl_status mcl_tokenizer_from_spm_model(const unsigned char *data, size_t len,
+                                        mcl_tokenizer **out, char *why, size_t why_size);
+
+/* Set the special ids of a tokenizer just made, before it is used or shared (a Hugging Face
+ * checkpoint's config.json and tokenizer_config.json override what the tokenizer files say):
+ * bos / eos a token id, -1 for none or -2 to keep; add_bos / add_eos 0 or 1, or -1 to keep.
+ * MCL_ERROR_INVALID_ARGUMENT, with nothing changed, for an id outside the vocabulary or a
+ * token to be added that has no id. Not thread-safe: the one call that changes a tokenizer. */
+mcl_status mcl_tokenizer_set_specials(mcl_tokenizer *t, int32_t bos, int32_t eos, int add_bos,
+                                      int add_eos, char *why, size_t why_size);
 
 /* Frees the tokenizer; NULL is accepted. */
 void mcl_tokenizer_free(mcl_tokenizer *t);
