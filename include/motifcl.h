@@ -1007,7 +1007,10 @@ MCL_API void mcl_graph_destroy(mcl_graph *graph);
  *  - mcl_graph_dispatch_count: a number that describes the kernels of this release (fusing
  *    kernels changes it), useful to tests and benchmarks, not a property of the graph.
  *  - mcl_gpt_*: the training model, whose configuration, parameter layout and optimizer
- *    control are still growing (an inference model with a KV cache is planned next to it).
+ *    control are still growing.
+ *  - mcl_model_*: model files; the options and the description grow with the architectures.
+ *  - mcl_session_*: inference; the cache's options, logits on the device and the sampler's
+ *    place (host or device) are still moving.
  * ===================================================================================== */
 #ifdef MOTIFCL_EXPERIMENTAL
 
@@ -1352,6 +1355,95 @@ MCL_API mcl_status mcl_model_detokenize(const mcl_model *model, const int32_t *t
 
 /** The architectures mcl_model_open() reads: the name of number `index`, NULL past the last. */
 MCL_API const char *mcl_model_architecture_name(uint32_t index);
+
+/* --- Inference sessions (experimental) ------------------------------------------------ *
+ * A session runs a model opened with its weights (mcl_model_open) over token sequences: each
+ * sequence has its own key/value cache of context_length positions on the device. Feeding a
+ * sequence tokens appends them to it (a prompt runs as one pass of many rows, a token of
+ * decode as one row); feeding several sequences one token each runs them as one batch. The
+ * model must outlive the session. A session is not thread-safe. */
+
+typedef struct mcl_session mcl_session;
+
+/** How to create a session. Zero-initialise, set `size`. */
+typedef struct mcl_session_desc {
+    size_t size;                /**< sizeof(mcl_session_desc). Required. */
+    uint32_t context_length;    /**< positions per sequence; 0 means the model's, at most 4096,
+                                     lowered to what the memory budget holds */
+    uint32_t sequences;         /**< sequences the session holds; 0 means 1 */
+    uint32_t batch_tokens;      /**< prompt tokens per pass (longer prompts run in several);
+                                     0 means 512 */
+    mcl_dtype kv_type;          /**< the cache's element type: MCL_DTYPE_F32 (the default) */
+    uint64_t memory_budget;     /**< device bytes the cache and the activations may take; 0
+                                     means what the device heap has left */
+    uint64_t reserved[8];
+} mcl_session_desc;
+
+/** Create a session over `model`. MCL_ERROR_UNSUPPORTED (a model the engine does not run
+ *  yet, named; a kv_type other than f32), MCL_ERROR_OUT_OF_DEVICE_MEMORY (an explicit
+ *  context_length whose cache is over the budget: the message says how much it needs),
+ *  MCL_ERROR_INVALID_ARGUMENT (a model opened without weights).
+ *  NULL: desc may be (the defaults); model and out may not. */
+MCL_API mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
+                                      mcl_session **out);
+
+/** Release the session and its device memory (work recorded with it runs first).
+ *  NULL: session may be. */
+MCL_API void mcl_session_destroy(mcl_session *session);
+
+/** The context length, and the sequences, the session was created with. */
+MCL_API uint32_t mcl_session_context_length(const mcl_session *session);
+MCL_API uint32_t mcl_session_sequences(const mcl_session *session);
+
+/** Append `count` tokens to sequence `seq` and run the model over them. `logits`, when not
+ *  NULL, receives the vocab logits of the last token. MCL_ERROR_TOO_LARGE when the sequence
+ *  would pass the context length (nothing is appended), MCL_ERROR_INVALID_ARGUMENT for a
+ *  token outside the vocabulary, count 0 or seq out of range.
+ *  NULL: logits may be; session and tokens may not. */
+MCL_API mcl_status mcl_session_feed(mcl_session *session, uint32_t seq, const int32_t *tokens,
+                                    uint32_t count, float *logits);
+
+/** Append one token to each of `count` distinct sequences `seqs` and run them as one batch.
+ *  `logits`, when not NULL, receives count x vocab logits in the order of seqs. Errors as
+ *  mcl_session_feed's, for any of the sequences (then nothing is appended to any).
+ *  NULL: logits may be; session, seqs and tokens may not. */
+MCL_API mcl_status mcl_session_feed_batch(mcl_session *session, const uint32_t *seqs,
+                                          const int32_t *tokens, uint32_t count,
+                                          float *logits);
+
+/** Tokens in sequence `seq` so far (0 past the last sequence). */
+MCL_API uint32_t mcl_session_length(const mcl_session *session, uint32_t seq);
+
+/** Empty sequence `seq`; the others are untouched. */
+MCL_API mcl_status mcl_session_reset(mcl_session *session, uint32_t seq);
+
+/** How to choose a token from logits. Zero-initialised (with `size` set) it is greedy. Applied
+ *  in this order: penalties over the last penalty_last_n tokens of the sequence, top-k,
+ *  temperature, top-p, min-p, then a draw. */
+typedef struct mcl_sampler_desc {
+    size_t size;                /**< sizeof(mcl_sampler_desc). Required. */
+    float temperature;          /**< <= 0: greedy (the most likely token, the lowest id of
+                                     equals) */
+    uint32_t top_k;             /**< 0: all tokens */
+    float top_p;                /**< 0 or 1: off; else keep the most likely tokens whose
+                                     probabilities sum to at least top_p */
+    float min_p;                /**< 0: off; else drop tokens below min_p x the top one's */
+    float repeat_penalty;       /**< 0 or 1: off; else divide a positive logit of a token seen
+                                     in the window by it, multiply a negative one */
+    float frequency_penalty;    /**< subtracted from a logit once per time the token was seen */
+    float presence_penalty;     /**< subtracted once from a logit of a token seen at all */
+    uint32_t penalty_last_n;    /**< the window of the penalties; 0 means 64 */
+    uint64_t seed;              /**< the draw's seed: the same seed, logits and history give
+                                     the same token */
+    uint64_t reserved[8];
+} mcl_sampler_desc;
+
+/** Choose a token for sequence `seq` from the logits of its last fed token (the sequence's
+ *  random state advances by one draw). MCL_ERROR_INVALID_ARGUMENT when the sequence has no
+ *  logits yet (nothing fed) or seq is out of range.
+ *  NULL: desc may be (greedy); session and token may not. */
+MCL_API mcl_status mcl_session_sample(mcl_session *session, uint32_t seq,
+                                      const mcl_sampler_desc *desc, int32_t *token);
 
 #endif /* MOTIFCL_EXPERIMENTAL */
 

@@ -1,0 +1,63 @@
+/* The inference engine's internals (src/engine): a session's device state, the forward pass
+ * of a llama-family decoder over it, and the sampler. */
+#ifndef MCL_ENGINE_INTERNAL_H
+#define MCL_ENGINE_INTERNAL_H
+
+#include "motifcl.h"
+#include "../vk/runtime.h"
+
+/* A layer's weights, as the model holds them (NULL where the model has none). */
+typedef struct engine_layer {
+    mcl_tensor *attn_norm, *wq, *wk, *wv, *bq, *bk, *bv, *wo;
+    mcl_tensor *ffn_norm, *w_gate, *w_up, *w_down;
+    mcl_tensor **k_cache, **v_cache; /* per sequence: [1, context, kv_heads, head_dim] */
+} engine_layer;
+
+/* One sequence: its tokens so far (the penalties' history), its last logits on the host, and
+ * how many tokens have been drawn for it since it was emptied. */
+typedef struct engine_seq {
+    int32_t *tokens;
+    uint32_t length;
+    float *logits;       /* [vocab], valid when has_logits */
+    int has_logits;
+    uint64_t draws;
+} engine_seq;
+
+struct mcl_session {
+    mcl_context *ctx;
+    mcl_model *model;
+    mcl_model_info info;
+    uint32_t context_length, sequences, batch_tokens;
+    uint32_t q_dim, kv_dim;      /* heads * head_dim, kv_heads * head_dim */
+    mcl_tensor *embedding, *output_norm, *output;
+    engine_layer *layers;
+    /* Activations of up to rows = max(batch_tokens, sequences) rows. */
+    uint32_t rows;
+    mcl_tensor *ids;             /* i32 [rows] */
+    mcl_tensor *x, *h, *q, *k, *v, *att, *gate, *up;
+    mcl_tensor *last, *logits;   /* [sequences, dim], [sequences, vocab] */
+    engine_seq *seqs;
+    float *sample_work;          /* 2 x vocab floats, and vocab ids: the sampler's */
+    int32_t *sample_ids;
+};
+
+/* --- forward.c ----------------------------------------------------------------------------- */
+
+/* One pass: `count` new tokens, token i of sequence seqs[i] at position pos[i] (a prompt: one
+ * sequence, consecutive positions; a batch: distinct sequences, one token each). Records the
+ * model over them and downloads the logits of the rows `logit_rows` (count_logits of them)
+ * into out (count_logits x vocab), or none. */
+mcl_status mcl_engine_forward(mcl_session *s, const uint32_t *seqs, const uint32_t *pos,
+                              const int32_t *tokens, uint32_t count, const uint32_t *logit_rows,
+                              uint32_t count_logits, float *out);
+
+/* --- sampler.c ----------------------------------------------------------------------------- */
+
+/* A token from `vocab` logits under desc, with `history` (the sequence's last tokens) for the
+ * penalties and `draw` (a counter) with desc->seed for the random draw. `work` holds 2 x vocab
+ * floats and vocab ints of scratch. */
+int32_t mcl_sample_logits(const float *logits, uint32_t vocab, const int32_t *history,
+                          uint32_t history_length, const mcl_sampler_desc *desc, uint64_t draw,
+                          float *work, int32_t *work_ids);
+
+#endif

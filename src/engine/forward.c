@@ -1,0 +1,186 @@
+/* The forward pass of a llama-family decoder over a session (engine_internal.h): pre-norm
+ * blocks of RMSNorm, attention with grouped-query heads and RoPE (split-half pairs: the
+ * loader gives q and k in Hugging Face's row order) over each sequence's cache, and a SwiGLU
+ * feed-forward; then the final RMSNorm and the head, for the rows whose logits are wanted.
+ * Each pass is recorded op by op (q, k and v as one multi-weight product, gate and up as
+ * another); the tensors of a pass are views of the session's activations with as many rows
+ * as the pass has tokens. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+/* The views one pass uses, destroyed together. */
+typedef struct views {
+    mcl_tensor *list[64];
+    uint32_t count;
+    mcl_status status;
+} views;
+
+/* A view of `owner` at byte `offset` with the given shape, kept in v; NULL once a view has
+ * failed (every later call then does nothing, and the ops refuse NULL tensors). */
+static mcl_tensor *view(views *v, mcl_tensor *owner, uint64_t offset, mcl_dtype dtype,
+                        uint32_t ndim, int64_t d0, int64_t d1, int64_t d2, int64_t d3)
+{
+    if (v->status != MCL_SUCCESS)
+        return NULL;
+    if (v->count == sizeof v->list / sizeof v->list[0]) {
+        v->status = mcl_fail(owner->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "engine: too many views");
+        return NULL;
+    }
+    int64_t shape[4] = {d0, d1, d2, d3};
+    mcl_tensor *t = NULL;
+    v->status = mcl_tensor_view(owner, offset, dtype, ndim, shape, &t);
+    if (v->status != MCL_SUCCESS)
+        return NULL;
+    v->list[v->count++] = t;
+    return t;
+}
+
+/* Destroy the views from `mark` on. */
+static void views_release(views *v, uint32_t mark)
+{
+    while (v->count > mark)
+        mcl_tensor_destroy(v->list[--v->count]);
+}
+
+#define TRY(expr)                                                                              \
+    do {                                                                                       \
+        mcl_status status_ = (expr);                                                           \
+        if (status_ != MCL_SUCCESS)                                                            \
+            return status_;                                                                    \
+    } while (0)
+
+/* y = x W^T (+ b) over the pass's rows. */
+static mcl_status linear(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *w,
+                         const mcl_tensor *b, mcl_tensor *y)
+{
+    return mcl_matmul(ctx, x, MCL_NO_TRANSPOSE, w, MCL_TRANSPOSE, b, y);
+}
+
+/* c[i] = x w[i]^T (+ b[i]) for count weights: one multi-weight product (the input quantized
+ * once on the integer-dot path) where the weights share a type, else one product each. */
+static mcl_status linears(mcl_context *ctx, const mcl_tensor *x, uint32_t count,
+                          const mcl_tensor *const *w, const mcl_tensor *const *b,
+                          mcl_tensor *const *c)
+{
+    int same = 1;
+    for (uint32_t i = 1; i < count; i++)
+        same &= w[i]->dtype == w[0]->dtype;
+    if (same)
+        return mcl_matmul_multi(ctx, x, count, w, b, c);
+    for (uint32_t i = 0; i < count; i++)
+        TRY(linear(ctx, x, w[i], b ? b[i] : NULL, c[i]));
+    return MCL_SUCCESS;
+}
+
+/* RoPE on q and k of rows [r0, r0 + n) (consecutive positions from pos0 of one sequence),
+ * k and v of those rows into the sequence's cache, then attention of those queries over the
+ * cache's first pos0 + n positions into att. */
+static mcl_status attend(mcl_session *s, views *v, const engine_layer *layer, uint32_t seq,
+                         uint32_t pos0, uint32_t r0, uint32_t n)
+{
+    mcl_context *ctx = s->ctx;
+    const mcl_model_info *m = &s->info;
+    uint32_t mark = v->count;
+    uint64_t q_row = (uint64_t)s->q_dim * 4, kv_row = (uint64_t)s->kv_dim * 4;
+    mcl_tensor *q = view(v, s->q, r0 * q_row, MCL_DTYPE_F32, 4, 1, n, m->heads, m->head_dim);
+    mcl_tensor *k = view(v, s->k, r0 * kv_row, MCL_DTYPE_F32, 4, 1, n, m->kv_heads, m->head_dim);
+    mcl_tensor *vv = view(v, s->v, r0 * kv_row, MCL_DTYPE_F32, 4, 1, n, m->kv_heads, m->head_dim);
+    mcl_tensor *att = view(v, s->att, r0 * q_row, MCL_DTYPE_F32, 4, 1, n, m->heads, m->head_dim);
+    mcl_tensor *kc = view(v, layer->k_cache[seq], pos0 * kv_row, MCL_DTYPE_F32, 4, 1, n,
+                          m->kv_heads, m->head_dim);
+    mcl_tensor *vc = view(v, layer->v_cache[seq], pos0 * kv_row, MCL_DTYPE_F32, 4, 1, n,
+                          m->kv_heads, m->head_dim);
+    if (v->status != MCL_SUCCESS)
+        return v->status;
+    TRY(mcl_rope(ctx, q, MCL_ROPE_SPLIT_HALF, m->rope_theta, pos0, q));
+    TRY(mcl_rope(ctx, k, MCL_ROPE_SPLIT_HALF, m->rope_theta, pos0, kc));
+    TRY(mcl_copy(ctx, vv, vc));
+    mcl_attention_desc desc = {.size = sizeof desc, .causal = 1, .kv_length = pos0 + n};
+    TRY(mcl_attention(ctx, q, layer->k_cache[seq], layer->v_cache[seq], &desc, att));
+    views_release(v, mark);
+    return MCL_SUCCESS;
+}
+
+/* The pass, recorded; views in v. */
+static mcl_status record(mcl_session *s, views *v, const uint32_t *seqs, const uint32_t *pos,
+                         uint32_t count, const uint32_t *logit_rows, uint32_t count_logits)
+{
+    mcl_context *ctx = s->ctx;
+    const mcl_model_info *m = &s->info;
+    int prompt = count > 1 && seqs[0] == seqs[count - 1];
+    uint32_t dim = m->dim;
+    mcl_tensor *ids = view(v, s->ids, 0, MCL_DTYPE_I32, 1, count, 0, 0, 0);
+    mcl_tensor *x = view(v, s->x, 0, MCL_DTYPE_F32, 2, count, dim, 0, 0);
+    mcl_tensor *h = view(v, s->h, 0, MCL_DTYPE_F32, 2, count, dim, 0, 0);
+    mcl_tensor *q = view(v, s->q, 0, MCL_DTYPE_F32, 2, count, s->q_dim, 0, 0);
+    mcl_tensor *k = view(v, s->k, 0, MCL_DTYPE_F32, 2, count, s->kv_dim, 0, 0);
+    mcl_tensor *vv = view(v, s->v, 0, MCL_DTYPE_F32, 2, count, s->kv_dim, 0, 0);
+    mcl_tensor *att = view(v, s->att, 0, MCL_DTYPE_F32, 2, count, s->q_dim, 0, 0);
+    mcl_tensor *gate = view(v, s->gate, 0, MCL_DTYPE_F32, 2, count, m->hidden, 0, 0);
+    mcl_tensor *up = view(v, s->up, 0, MCL_DTYPE_F32, 2, count, m->hidden, 0, 0);
+    if (v->status != MCL_SUCCESS)
+        return v->status;
+    TRY(mcl_embedding(ctx, s->embedding, ids, x));
+    for (uint32_t l = 0; l < m->layers; l++) {
+        const engine_layer *L = &s->layers[l];
+        TRY(mcl_rmsnorm(ctx, x, L->attn_norm, m->norm_eps, h));
+        const mcl_tensor *qkv_w[3] = {L->wq, L->wk, L->wv};
+        const mcl_tensor *qkv_b[3] = {L->bq, L->bk, L->bv};
+        mcl_tensor *qkv[3] = {q, k, vv};
+        TRY(linears(ctx, h, 3, qkv_w, qkv_b, qkv));
+        if (prompt) {
+            TRY(attend(s, v, L, seqs[0], pos[0], 0, count));
+        } else {
+            for (uint32_t i = 0; i < count; i++)
+                TRY(attend(s, v, L, seqs[i], pos[i], i, 1));
+        }
+        TRY(linear(ctx, att, L->wo, NULL, h));
+        TRY(mcl_add(ctx, x, h, x));
+        TRY(mcl_rmsnorm(ctx, x, L->ffn_norm, m->norm_eps, h));
+        const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
+        mcl_tensor *ffn[2] = {gate, up};
+        TRY(linears(ctx, h, 2, ffn_w, NULL, ffn));
+        TRY(mcl_swiglu(ctx, gate, up, gate));
+        TRY(linear(ctx, gate, L->w_down, NULL, h));
+        TRY(mcl_add(ctx, x, h, x));
+    }
+    if (count_logits == 0)
+        return MCL_SUCCESS;
+    /* The rows whose logits are wanted, gathered, normed and through the head. */
+    uint64_t row = (uint64_t)dim * 4;
+    for (uint32_t j = 0; j < count_logits; j++) {
+        uint32_t mark = v->count;
+        mcl_tensor *from = view(v, s->x, logit_rows[j] * row, MCL_DTYPE_F32, 2, 1, dim, 0, 0);
+        mcl_tensor *to = view(v, s->last, j * row, MCL_DTYPE_F32, 2, 1, dim, 0, 0);
+        if (v->status != MCL_SUCCESS)
+            return v->status;
+        TRY(mcl_copy(ctx, from, to));
+        views_release(v, mark);
+    }
+    mcl_tensor *last = view(v, s->last, 0, MCL_DTYPE_F32, 2, count_logits, dim, 0, 0);
+    mcl_tensor *logits = view(v, s->logits, 0, MCL_DTYPE_F32, 2, count_logits, m->vocab, 0, 0);
+    if (v->status != MCL_SUCCESS)
+        return v->status;
+    TRY(mcl_rmsnorm(ctx, last, s->output_norm, m->norm_eps, last));
+    return linear(ctx, last, s->output, NULL, logits);
+}
+
+mcl_status mcl_engine_forward(mcl_session *s, const uint32_t *seqs, const uint32_t *pos,
+                              const int32_t *tokens, uint32_t count, const uint32_t *logit_rows,
+                              uint32_t count_logits, float *out)
+{
+    mcl_status status = mcl_tensor_upload(s->ids, 0, tokens, (uint64_t)count * sizeof *tokens);
+    if (status != MCL_SUCCESS)
+        return status;
+    views v = {.count = 0, .status = MCL_SUCCESS};
+    status = record(s, &v, seqs, pos, count, logit_rows, count_logits);
+    if (status == MCL_SUCCESS && count_logits > 0)
+        status = mcl_tensor_download(s->logits, 0, out,
+                                     (uint64_t)count_logits * s->info.vocab * sizeof *out);
+    else if (status == MCL_SUCCESS)
+        status = mcl_finish(s->ctx);
+    views_release(&v, 0);
+    return status;
+}

@@ -1,0 +1,425 @@
+/* Sessions (motifcl.h, "Inference sessions"): the model's tensors found by name, the cache
+ * and activations sized against the memory budget, sequences and their bookkeeping, the
+ * public calls. The pass itself is forward.c's. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_internal.h"
+
+#define ENGINE_DEFAULT_CONTEXT 4096u
+#define ENGINE_DEFAULT_BATCH 512u
+
+static mcl_status fail(mcl_context *ctx, mcl_status status, const char *message)
+{
+    return mcl_fail(ctx, status, "session: %s", message);
+}
+
+/* A tensor of the model by name; NULL when absent. */
+static mcl_tensor *find(mcl_model *model, const char *fmt, uint32_t layer)
+{
+    char name[96];
+    snprintf(name, sizeof name, fmt, layer);
+    return mcl_model_find_tensor(model, name);
+}
+
+/* The device-local memory left (the largest device-local heap's budget less its use). */
+static uint64_t heap_left(mcl_context *ctx)
+{
+    mcl_device_info info = {.size = sizeof info};
+    if (mcl_context_device_info(ctx, &info) != MCL_SUCCESS)
+        return 0;
+    uint64_t best = 0;
+    int any_local = 0;
+    for (uint32_t h = 0; h < info.memory_heap_count; h++)
+        any_local |= info.memory_heaps[h].device_local;
+    for (uint32_t h = 0; h < info.memory_heap_count; h++) {
+        const mcl_memory_heap *heap = &info.memory_heaps[h];
+        if (any_local && !heap->device_local)
+            continue;
+        uint64_t left = heap->budget > heap->usage ? heap->budget - heap->usage : 0;
+        if (left > best)
+            best = left;
+    }
+    return best;
+}
+
+/* The model's weights into s; MCL_ERROR_INVALID_ARGUMENT for one missing. */
+static mcl_status find_weights(mcl_session *s)
+{
+    mcl_model *model = s->model;
+    s->embedding = find(model, "token_embd.weight", 0);
+    s->output_norm = find(model, "output_norm.weight", 0);
+    s->output = s->info.tied_output ? s->embedding : find(model, "output.weight", 0);
+    int missing = !s->embedding || !s->output_norm || !s->output;
+    for (uint32_t l = 0; l < s->info.layers && !missing; l++) {
+        engine_layer *L = &s->layers[l];
+        L->attn_norm = find(model, "blk.%u.attn_norm.weight", l);
+        L->wq = find(model, "blk.%u.attn_q.weight", l);
+        L->wk = find(model, "blk.%u.attn_k.weight", l);
+        L->wv = find(model, "blk.%u.attn_v.weight", l);
+        L->wo = find(model, "blk.%u.attn_output.weight", l);
+        L->ffn_norm = find(model, "blk.%u.ffn_norm.weight", l);
+        L->w_gate = find(model, "blk.%u.ffn_gate.weight", l);
+        L->w_up = find(model, "blk.%u.ffn_up.weight", l);
+        L->w_down = find(model, "blk.%u.ffn_down.weight", l);
+        missing = !L->attn_norm || !L->wq || !L->wk || !L->wv || !L->wo || !L->ffn_norm ||
+                  !L->w_gate || !L->w_up || !L->w_down;
+        if (s->info.qkv_bias) {
+            L->bq = find(model, "blk.%u.attn_q.bias", l);
+            L->bk = find(model, "blk.%u.attn_k.bias", l);
+            L->bv = find(model, "blk.%u.attn_v.bias", l);
+            missing |= !L->bq || !L->bk || !L->bv;
+        }
+    }
+    if (missing)
+        return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                    "the model has no weights on the device (opened with MCL_MODEL_NO_WEIGHTS?)");
+    return MCL_SUCCESS;
+}
+
+/* What the engine does not run yet, or NULL. */
+static const char *unsupported(const mcl_session *s, const mcl_device_info *dev)
+{
+    const mcl_model_info *m = &s->info;
+    if (m->rope_scaling != MCL_ROPE_SCALING_NONE)
+        return "llama 3.1's RoPE frequency scaling is not run by the engine yet";
+    if (m->head_dim % 2 != 0 || m->head_dim > 256)
+        return "a head dimension that is odd or above 256";
+    uint64_t align = dev->min_storage_buffer_offset_alignment ? dev->min_storage_buffer_offset_alignment : 1;
+    if (((uint64_t)s->kv_dim * 4) % align != 0 || ((uint64_t)s->q_dim * 4) % align != 0 ||
+        ((uint64_t)m->dim * 4) % align != 0)
+        return "rows of the model's width, q or k/v that are not a multiple of the device's "
+               "storage buffer offset alignment";
+    return NULL;
+}
+
+/* Bytes of one sequence's cache at `context` positions, all layers, k and v. */
+static uint64_t cache_bytes(const mcl_session *s, uint64_t context)
+{
+    return 2ull * s->info.layers * context * s->kv_dim * 4;
+}
+
+static uint64_t activation_bytes(const mcl_session *s)
+{
+    const mcl_model_info *m = &s->info;
+    uint64_t per_row = 2ull * m->dim + 2ull * s->q_dim + 2ull * s->kv_dim + 2ull * m->hidden + 1;
+    return 4 * ((uint64_t)s->rows * per_row + (uint64_t)s->sequences * (m->dim + m->vocab));
+}
+
+static mcl_status make(mcl_context *ctx, mcl_dtype dtype, int64_t d0, int64_t d1,
+                       mcl_tensor **out)
+{
+    int64_t shape[2] = {d0, d1};
+    return mcl_tensor_create(ctx, dtype, d1 ? 2 : 1, shape, out);
+}
+
+static mcl_status allocate(mcl_session *s)
+{
+    const mcl_model_info *m = &s->info;
+    mcl_context *ctx = s->ctx;
+    mcl_status st = MCL_SUCCESS;
+    int64_t r = s->rows;
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, r, 0, &s->ids);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->dim, &s->x);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->dim, &s->h);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, s->q_dim, &s->q);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, s->kv_dim, &s->k);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, s->kv_dim, &s->v);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, s->q_dim, &s->att);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->hidden, &s->gate);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->hidden, &s->up);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, s->sequences, m->dim, &s->last);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, s->sequences, m->vocab, &s->logits);
+    int64_t cache_shape[4] = {1, s->context_length, m->kv_heads, m->head_dim};
+    for (uint32_t l = 0; l < m->layers && st == MCL_SUCCESS; l++) {
+        engine_layer *L = &s->layers[l];
+        L->k_cache = calloc(s->sequences, sizeof *L->k_cache);
+        L->v_cache = calloc(s->sequences, sizeof *L->v_cache);
+        if (!L->k_cache || !L->v_cache)
+            return fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        for (uint32_t q = 0; q < s->sequences && st == MCL_SUCCESS; q++) {
+            st = mcl_tensor_create(ctx, MCL_DTYPE_F32, 4, cache_shape, &L->k_cache[q]);
+            if (st == MCL_SUCCESS)
+                st = mcl_tensor_create(ctx, MCL_DTYPE_F32, 4, cache_shape, &L->v_cache[q]);
+        }
+    }
+    return st;
+}
+
+static mcl_status host_state(mcl_session *s)
+{
+    uint32_t vocab = s->info.vocab;
+    s->seqs = calloc(s->sequences, sizeof *s->seqs);
+    s->sample_work = malloc(2 * (size_t)vocab * sizeof *s->sample_work);
+    s->sample_ids = malloc((size_t)vocab * sizeof *s->sample_ids);
+    if (!s->seqs || !s->sample_work || !s->sample_ids)
+        return fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t q = 0; q < s->sequences; q++) {
+        s->seqs[q].tokens = malloc((size_t)s->context_length * sizeof(int32_t));
+        s->seqs[q].logits = malloc((size_t)vocab * sizeof(float));
+        if (!s->seqs[q].tokens || !s->seqs[q].logits)
+            return fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    return MCL_SUCCESS;
+}
+
+/* The context length under desc and the budget. */
+static mcl_status decide_context(mcl_session *s, const mcl_session_desc *d)
+{
+    uint64_t budget = d->memory_budget ? d->memory_budget : heap_left(s->ctx);
+    uint64_t act = activation_bytes(s);
+    uint64_t room = budget > act ? budget - act : 0;
+    uint64_t per_position = cache_bytes(s, 1) * s->sequences;
+    if (d->context_length) {
+        uint64_t need = act + per_position * d->context_length;
+        if (need > budget)
+            return mcl_fail(s->ctx, MCL_ERROR_OUT_OF_DEVICE_MEMORY,
+                            "session: a context of %u positions for %u sequences needs %llu "
+                            "bytes (%.1f MiB) of device memory, the budget is %llu (%.1f MiB)",
+                            d->context_length, s->sequences, (unsigned long long)need,
+                            (double)need / 1048576.0, (unsigned long long)budget,
+                            (double)budget / 1048576.0);
+        s->context_length = d->context_length;
+        return MCL_SUCCESS;
+    }
+    uint64_t want = s->info.context_length ? s->info.context_length : ENGINE_DEFAULT_CONTEXT;
+    if (want > ENGINE_DEFAULT_CONTEXT)
+        want = ENGINE_DEFAULT_CONTEXT;
+    if (want > room / per_position)
+        want = room / per_position;
+    if (want == 0)
+        return fail(s->ctx, MCL_ERROR_OUT_OF_DEVICE_MEMORY,
+                    "the budget holds the activations but no position of the cache");
+    s->context_length = (uint32_t)want;
+    return MCL_SUCCESS;
+}
+
+mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
+                              mcl_session **out)
+{
+    if (!out)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!model)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_session_desc d = {.size = sizeof d};
+    if (desc) {
+        if (desc->size < offsetof(mcl_session_desc, reserved))
+            return MCL_ERROR_INVALID_ARGUMENT;
+        memcpy(&d, desc, desc->size < sizeof d ? desc->size : sizeof d);
+    }
+    mcl_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return MCL_ERROR_OUT_OF_HOST_MEMORY;
+    s->model = model;
+    s->info.size = sizeof s->info;
+    mcl_status st = mcl_model_file_info(model, &s->info);
+    mcl_tensor *any = mcl_model_find_tensor(model, "token_embd.weight");
+    if (st != MCL_SUCCESS || !any) {
+        free(s);
+        return MCL_ERROR_INVALID_ARGUMENT;
+    }
+    s->ctx = any->ctx;
+    const mcl_model_info *m = &s->info;
+    s->q_dim = m->heads * m->head_dim;
+    s->kv_dim = m->kv_heads * m->head_dim;
+    s->sequences = d.sequences ? d.sequences : 1;
+    s->batch_tokens = d.batch_tokens ? d.batch_tokens : ENGINE_DEFAULT_BATCH;
+    s->rows = s->batch_tokens > s->sequences ? s->batch_tokens : s->sequences;
+    s->layers = calloc(m->layers, sizeof *s->layers);
+    mcl_device_info dev = {.size = sizeof dev};
+    const char *why;
+    if (!s->layers)
+        st = fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    else if (d.kv_type != MCL_DTYPE_F32)
+        st = fail(s->ctx, MCL_ERROR_UNSUPPORTED, "the cache is f32 (kv_type)");
+    else if ((st = mcl_context_device_info(s->ctx, &dev)) != MCL_SUCCESS)
+        ;
+    else if ((why = unsupported(s, &dev)) != NULL)
+        st = mcl_fail(s->ctx, MCL_ERROR_UNSUPPORTED, "session: %s", why);
+    if (st == MCL_SUCCESS)
+        st = find_weights(s);
+    if (st == MCL_SUCCESS)
+        st = decide_context(s, &d);
+    if (st == MCL_SUCCESS)
+        st = host_state(s);
+    if (st == MCL_SUCCESS)
+        st = allocate(s);
+    if (st != MCL_SUCCESS) {
+        mcl_session_destroy(s);
+        return st;
+    }
+    *out = s;
+    return MCL_SUCCESS;
+}
+
+void mcl_session_destroy(mcl_session *s)
+{
+    if (!s)
+        return;
+    mcl_tensor *own[] = {s->ids, s->x, s->h, s->q, s->k, s->v, s->att, s->gate, s->up,
+                         s->last, s->logits};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        mcl_tensor_destroy(own[i]);
+    for (uint32_t l = 0; s->layers && l < s->info.layers; l++) {
+        for (uint32_t q = 0; q < s->sequences; q++) {
+            if (s->layers[l].k_cache)
+                mcl_tensor_destroy(s->layers[l].k_cache[q]);
+            if (s->layers[l].v_cache)
+                mcl_tensor_destroy(s->layers[l].v_cache[q]);
+        }
+        free(s->layers[l].k_cache);
+        free(s->layers[l].v_cache);
+    }
+    for (uint32_t q = 0; s->seqs && q < s->sequences; q++) {
+        free(s->seqs[q].tokens);
+        free(s->seqs[q].logits);
+    }
+    free(s->seqs);
+    free(s->layers);
+    free(s->sample_work);
+    free(s->sample_ids);
+    free(s);
+}
+
+uint32_t mcl_session_context_length(const mcl_session *s)
+{
+    return s ? s->context_length : 0;
+}
+
+uint32_t mcl_session_sequences(const mcl_session *s)
+{
+    return s ? s->sequences : 0;
+}
+
+uint32_t mcl_session_length(const mcl_session *s, uint32_t seq)
+{
+    return s && seq < s->sequences ? s->seqs[seq].length : 0;
+}
+
+mcl_status mcl_session_reset(mcl_session *s, uint32_t seq)
+{
+    if (!s)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (seq >= s->sequences)
+        return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT, "no such sequence");
+    s->seqs[seq].length = 0;
+    s->seqs[seq].has_logits = 0;
+    s->seqs[seq].draws = 0;
+    return MCL_SUCCESS;
+}
+
+/* Whether every token is in the vocabulary. */
+static mcl_status check_tokens(const mcl_session *s, const int32_t *tokens, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++)
+        if (tokens[i] < 0 || (uint32_t)tokens[i] >= s->info.vocab)
+            return mcl_fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                            "session: token %d is outside the vocabulary of %u", tokens[i],
+                            s->info.vocab);
+    return MCL_SUCCESS;
+}
+
+mcl_status mcl_session_feed(mcl_session *s, uint32_t seq, const int32_t *tokens, uint32_t count,
+                            float *logits)
+{
+    if (!s || !tokens)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (seq >= s->sequences || count == 0)
+        return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT, "no such sequence, or no tokens");
+    engine_seq *q = &s->seqs[seq];
+    if (count > s->context_length - q->length)
+        return mcl_fail(s->ctx, MCL_ERROR_TOO_LARGE,
+                        "session: %u more tokens would pass the context of %u (the sequence "
+                        "holds %u)", count, s->context_length, q->length);
+    mcl_status st = check_tokens(s, tokens, count);
+    uint32_t *seqs = malloc((size_t)s->batch_tokens * 2 * sizeof *seqs);
+    if (!seqs)
+        st = fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t done = 0; st == MCL_SUCCESS && done < count;) {
+        uint32_t n = count - done < s->batch_tokens ? count - done : s->batch_tokens;
+        uint32_t *pos = seqs + s->batch_tokens;
+        for (uint32_t i = 0; i < n; i++) {
+            seqs[i] = seq;
+            pos[i] = q->length + i;
+        }
+        int last = done + n == count;
+        uint32_t row = n - 1;
+        st = mcl_engine_forward(s, seqs, pos, tokens + done, n, &row, last ? 1 : 0, q->logits);
+        if (st == MCL_SUCCESS) {
+            memcpy(q->tokens + q->length, tokens + done, (size_t)n * sizeof *tokens);
+            q->length += n;
+            q->has_logits = last;
+        }
+        done += n;
+    }
+    free(seqs);
+    if (st == MCL_SUCCESS && logits)
+        memcpy(logits, q->logits, (size_t)s->info.vocab * sizeof *logits);
+    return st;
+}
+
+mcl_status mcl_session_feed_batch(mcl_session *s, const uint32_t *seqs, const int32_t *tokens,
+                                  uint32_t count, float *logits)
+{
+    if (!s || !seqs || !tokens)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (count == 0 || count > s->sequences)
+        return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT, "a batch of 0 or of more sequences "
+                                                        "than the session holds");
+    for (uint32_t i = 0; i < count; i++) {
+        if (seqs[i] >= s->sequences)
+            return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT, "no such sequence");
+        for (uint32_t j = 0; j < i; j++)
+            if (seqs[j] == seqs[i])
+                return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT, "a sequence twice in a batch");
+        if (s->seqs[seqs[i]].length >= s->context_length)
+            return mcl_fail(s->ctx, MCL_ERROR_TOO_LARGE,
+                            "session: sequence %u is at the context length %u", seqs[i],
+                            s->context_length);
+    }
+    mcl_status st = check_tokens(s, tokens, count);
+    if (st != MCL_SUCCESS)
+        return st;
+    uint32_t *pos = malloc((size_t)count * 2 * sizeof *pos);
+    float *all = malloc((size_t)count * s->info.vocab * sizeof *all);
+    if (!pos || !all) {
+        free(pos);
+        free(all);
+        return fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    uint32_t *rows = pos + count;
+    for (uint32_t i = 0; i < count; i++) {
+        pos[i] = s->seqs[seqs[i]].length;
+        rows[i] = i;
+    }
+    st = mcl_engine_forward(s, seqs, pos, tokens, count, rows, count, all);
+    for (uint32_t i = 0; st == MCL_SUCCESS && i < count; i++) {
+        engine_seq *q = &s->seqs[seqs[i]];
+        q->tokens[q->length++] = tokens[i];
+        memcpy(q->logits, all + (size_t)i * s->info.vocab, (size_t)s->info.vocab * sizeof(float));
+        q->has_logits = 1;
+    }
+    if (st == MCL_SUCCESS && logits)
+        memcpy(logits, all, (size_t)count * s->info.vocab * sizeof *logits);
+    free(pos);
+    free(all);
+    return st;
+}
+
+mcl_status mcl_session_sample(mcl_session *s, uint32_t seq, const mcl_sampler_desc *desc,
+                              int32_t *token)
+{
+    if (!s || !token)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (seq >= s->sequences || !s->seqs[seq].has_logits)
+        return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                    "no such sequence, or nothing fed to it since it was emptied");
+    if (desc && desc->size < offsetof(mcl_sampler_desc, reserved))
+        return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_sampler_desc.size");
+    engine_seq *q = &s->seqs[seq];
+    *token = mcl_sample_logits(q->logits, s->info.vocab, q->tokens, q->length, desc, q->draws++,
+                               s->sample_work, s->sample_ids);
+    return MCL_SUCCESS;
+}
