@@ -89,6 +89,17 @@ typedef struct mm_run {
 mcl_status bench_matmul_once(bench *b, void *user, int rep);
 void bench_mm_free(mm_run *r);
 
+/* Model files (bench_model.c): a llama-shaped GGUF of random weights, one block type. */
+typedef struct bench_llama_shape {
+    uint32_t dim, layers, heads, kv_heads, hidden, vocab;
+    uint32_t type; /* MCL_GGML_* block type of the matrices */
+} bench_llama_shape;
+uint64_t bench_llama_matrix_bytes(const bench_llama_shape *s, uint64_t n, uint64_t k);
+/* Bytes of one layer's tensors in the file. */
+uint64_t bench_llama_layer_bytes(const bench_llama_shape *s);
+/* Write the file (in a child process); 0 on success, else nothing is left at path. */
+int bench_write_llama(const char *path, const bench_llama_shape *s);
+
 /* Benchmarks. Each returns 0 on success. */
 int bench_stream(bench *b);
 int bench_peak(bench *b);
@@ -101,5 +112,6 @@ int bench_memory(bench *b);
 int bench_transfer(bench *b);
 int bench_train(bench *b);
 int bench_load(bench *b);
+int bench_decode(bench *b);
 
 #endif

@@ -19,115 +19,10 @@
 #include "bench.h"
 #include "io/gguf.h"
 
-enum { DIM = 4096, HIDDEN = 11008, HEADS = 32, KV_HEADS = 8, VOCAB = 32000 };
-
-/* q4_0 bytes of an [n, k] matrix. */
-static uint64_t q4_bytes(uint64_t n, uint64_t k)
-{
-    return n * k / 32 * 18;
-}
-
-/* Q4_0 blocks with a finite scale and pseudo-random nibbles. */
-static void fill_q4(unsigned char *p, uint64_t bytes, uint64_t seed)
-{
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-    for (uint64_t b = 0; b + 18 <= bytes; b += 18) {
-        p[b] = 0x00;
-        p[b + 1] = 0x20; /* fp16 0.0078125 */
-        for (int i = 0; i < 16; i += 8) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            memcpy(p + b + 2 + i, &x, 8);
-        }
-    }
-}
-
-static int add_u32(mcl_gguf_writer *w, const char *key, uint32_t v)
-{
-    return mcl_gguf_writer_add(w, key, MCL_GGUF_UINT32, &v) != MCL_SUCCESS;
-}
-
-static int add_q4(mcl_gguf_writer *w, const char *name, uint64_t n, uint64_t k,
-                  unsigned char *scratch, uint64_t seed)
-{
-    uint64_t dims[2] = {k, n}, bytes = q4_bytes(n, k);
-    fill_q4(scratch, bytes, seed);
-    return mcl_gguf_writer_add_tensor(w, name, 2, dims, MCL_GGML_Q4_0, scratch, bytes) !=
-           MCL_SUCCESS;
-}
-
-static int add_norm(mcl_gguf_writer *w, const char *name, float *ones)
-{
-    uint64_t dims[1] = {DIM};
-    return mcl_gguf_writer_add_tensor(w, name, 1, dims, MCL_GGML_F32, ones, DIM * 4) !=
-           MCL_SUCCESS;
-}
-
-/* The model file of `layers` layers at `path`; 0 on success. */
-static int write_model(const char *path, uint32_t layers)
-{
-    mcl_gguf_writer *w = mcl_gguf_writer_create(3, 32);
-    unsigned char *scratch = malloc(q4_bytes(VOCAB, DIM));
-    float *ones = malloc(DIM * sizeof *ones);
-    if (!w || !scratch || !ones)
-        return 1;
-    for (int i = 0; i < DIM; i++)
-        ones[i] = 1.0f;
-    int bad = mcl_gguf_writer_add(w, "general.architecture", MCL_GGUF_STRING, "llama") !=
-              MCL_SUCCESS;
-    bad |= mcl_gguf_writer_add(w, "general.name", MCL_GGUF_STRING, "motifcl-bench load") !=
-           MCL_SUCCESS;
-    bad |= add_u32(w, "llama.context_length", 4096) | add_u32(w, "llama.embedding_length", DIM);
-    bad |= add_u32(w, "llama.block_count", layers) |
-           add_u32(w, "llama.feed_forward_length", HIDDEN);
-    bad |= add_u32(w, "llama.attention.head_count", HEADS) |
-           add_u32(w, "llama.attention.head_count_kv", KV_HEADS);
-    float eps = 1e-5f;
-    bad |= mcl_gguf_writer_add(w, "llama.attention.layer_norm_rms_epsilon", MCL_GGUF_FLOAT32,
-                               &eps) != MCL_SUCCESS;
-    uint64_t seed = 1;
-    bad |= add_q4(w, "token_embd.weight", VOCAB, DIM, scratch, seed++);
-    char name[64];
-    const uint64_t kv = DIM / HEADS * KV_HEADS;
-    for (uint32_t l = 0; l < layers && !bad; l++) {
-#define NAME(s) (snprintf(name, sizeof name, "blk.%u.%s", l, s), name)
-        bad |= add_norm(w, NAME("attn_norm.weight"), ones);
-        bad |= add_q4(w, NAME("attn_q.weight"), DIM, DIM, scratch, seed++);
-        bad |= add_q4(w, NAME("attn_k.weight"), kv, DIM, scratch, seed++);
-        bad |= add_q4(w, NAME("attn_v.weight"), kv, DIM, scratch, seed++);
-        bad |= add_q4(w, NAME("attn_output.weight"), DIM, DIM, scratch, seed++);
-        bad |= add_norm(w, NAME("ffn_norm.weight"), ones);
-        bad |= add_q4(w, NAME("ffn_gate.weight"), HIDDEN, DIM, scratch, seed++);
-        bad |= add_q4(w, NAME("ffn_up.weight"), HIDDEN, DIM, scratch, seed++);
-        bad |= add_q4(w, NAME("ffn_down.weight"), DIM, HIDDEN, scratch, seed++);
-#undef NAME
-    }
-    bad |= add_norm(w, "output_norm.weight", ones);
-    bad |= add_q4(w, "output.weight", VOCAB, DIM, scratch, seed++);
-    free(scratch);
-    free(ones);
-    void *file = NULL;
-    uint64_t size = 0;
-    if (bad || mcl_gguf_writer_finish(w, &file, &size) != MCL_SUCCESS)
-        return 1;
-    mcl_gguf_writer_destroy(w);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return 1;
-    for (uint64_t done = 0; done < size;) {
-        ssize_t n = write(fd, (const char *)file + done, size - done > (1u << 30)
-                                                             ? (1u << 30)
-                                                             : (size_t)(size - done));
-        if (n <= 0) {
-            close(fd);
-            return 1;
-        }
-        done += (uint64_t)n;
-    }
-    free(file);
-    return fsync(fd) != 0 || close(fd) != 0;
-}
+/* The file's shape: llama-like, q4_0 matrices. */
+static const bench_llama_shape LOAD_SHAPE = {.dim = 4096, .hidden = 11008, .heads = 32,
+                                             .kv_heads = 8, .vocab = 32000,
+                                             .type = MCL_GGML_Q4_0};
 
 /* A /proc/self/status field in kB, or -1. */
 static long status_kb(const char *field)
@@ -253,28 +148,19 @@ int bench_load(bench *b)
     for (int i = 0; i < b->arg_count; i++)
         if (strncmp(b->args[i], "dir=", 4) == 0)
             dir = b->args[i] + 4;
-    const uint64_t kv = DIM / HEADS * KV_HEADS;
-    uint64_t per_layer = q4_bytes(DIM, DIM) * 2 + q4_bytes(kv, DIM) * 2 +
-                         q4_bytes(HIDDEN, DIM) * 3 + 2 * DIM * 4;
-    uint64_t fixed = 2 * q4_bytes(VOCAB, DIM) + DIM * 4;
+    bench_llama_shape shape = LOAD_SHAPE;
+    uint64_t per_layer = bench_llama_layer_bytes(&shape);
+    uint64_t fixed = 2 * bench_llama_matrix_bytes(&shape, shape.vocab, shape.dim) +
+                     shape.dim * 4;
     double want = size_mb * 1e6;
-    uint32_t layers = want > (double)fixed ? (uint32_t)((want - (double)fixed) /
-                                                        (double)per_layer + 0.5) : 1;
-    if (layers < 1)
-        layers = 1;
+    shape.layers = want > (double)fixed ? (uint32_t)((want - (double)fixed) /
+                                                     (double)per_layer + 0.5) : 1;
+    if (shape.layers < 1)
+        shape.layers = 1;
     char path[512];
     snprintf(path, sizeof path, "%s/motifcl-bench-load-%d.gguf", dir, (int)getpid());
-    fflush(stdout);
-    pid_t child = fork();
-    if (child == 0)
-        _exit(write_model(path, layers));
-    int wstatus = 0;
-    if (child < 0 || waitpid(child, &wstatus, 0) != child || !WIFEXITED(wstatus) ||
-        WEXITSTATUS(wstatus) != 0) {
-        fprintf(stderr, "motifcl-bench load: could not write %s\n", path);
-        unlink(path);
+    if (bench_write_llama(path, &shape) != 0)
         return 1;
-    }
     struct stat st;
     if (stat(path, &st) != 0) {
         unlink(path);
@@ -282,7 +168,7 @@ int bench_load(bench *b)
     }
     uint64_t file_bytes = (uint64_t)st.st_size;
     char note[64];
-    snprintf(note, sizeof note, "%u", layers);
+    snprintf(note, sizeof note, "%u", shape.layers);
     mcl_witness_set_note(b->witness, "load_layers", note);
     bench_figure(b, "load: file size (q4_0 llama, width 4096)", (double)file_bytes / 1e6, "MB");
     int rc = 0;

@@ -27,6 +27,9 @@
  *   motifcl-bench replay              CPU cost per dispatch of a replayed sequence
  *   motifcl-bench memory              CPU cost of tensor create+destroy pairs
  *   motifcl-bench transfer            upload/download GB/s against a plain vkCmdCopyBuffer
+ *   motifcl-bench decode              a session's prefill and decode on a llama-shaped model
+ *                                     of random weights (shape=7b|1b type=q4_0|q8_0|q4_K
+ *                                     prompt=N tokens=M seqs=S), against the stream read
  *   motifcl-bench all                 stream, peak, gemv, gemm, rows, replay
  * Options: --json, --witness-dir DIR (default: MOTIFCL_WITNESS_DIR, else .), --repeat N,
  * --hot (cached operands: no rotation through copies larger than the last-level cache),
@@ -258,6 +261,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(what, "load") == 0) {
         rc |= bench_load(&b);
+        known = 1;
+    }
+    if (strcmp(what, "decode") == 0) {
+        rc |= bench_decode(&b);
         known = 1;
     }
     if (!known) {

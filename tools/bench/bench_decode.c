@@ -1,0 +1,147 @@
+/* Inference with a session (docs/inference.md) on a llama-shaped GGUF of random weights
+ * written by a child process: shape=7b (width 4096, 32 layers, 32/8 heads, feed-forward
+ * 14336) or shape=1b (2048, 16, 32/8, 8192), vocabulary 32000, type=q4_0|q8_0|q4_K.
+ * prompt=N tokens (default 512) run as one pass, then tokens=M decode steps (default 64) of
+ * one token each, the logits read back at every step; with seqs=S > 1 also S sequences decoded
+ * as one batch. Figures: prefill tokens/s; decode tokens/s, ms per token, and the weight bytes
+ * a token reads over its time against the stream read measured in the same run. The file is
+ * removed at the end. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "io/gguf.h"
+
+/* Weight bytes one decode step reads: every matrix, the norms, one embedding row. */
+static uint64_t bytes_per_token(const bench_llama_shape *s)
+{
+    return bench_llama_layer_bytes(s) * s->layers +
+           bench_llama_matrix_bytes(s, s->vocab, s->dim) +
+           bench_llama_matrix_bytes(s, 1, s->dim) + s->dim * 4ull;
+}
+
+static int run(bench *b, const char *path, const bench_llama_shape *shape, uint32_t prompt,
+               uint32_t steps, uint32_t seqs, const char *label)
+{
+    mcl_model *model = NULL;
+    mcl_session *s = NULL;
+    int32_t *tokens = malloc((size_t)(prompt > seqs ? prompt : seqs) * sizeof *tokens);
+    uint32_t *ids = malloc((size_t)seqs * sizeof *ids);
+    int rc = 1;
+    if (!tokens || !ids)
+        goto done;
+    for (uint32_t i = 0; i < prompt || i < seqs; i++)
+        tokens[i] = (int32_t)((i * 7919u + 13u) % shape->vocab);
+    double t0 = bench_now();
+    if (mcl_model_open(b->ctx, path, NULL, &model) != MCL_SUCCESS)
+        goto done;
+    char name[160];
+    snprintf(name, sizeof name, "%s: load", label);
+    bench_figure(b, name, bench_now() - t0, "s");
+    mcl_session_desc sd = {.size = sizeof sd, .context_length = prompt + steps + 8,
+                           .sequences = seqs, .batch_tokens = prompt};
+    if (mcl_session_create(model, &sd, &s) != MCL_SUCCESS)
+        goto done;
+    /* A short pass first: pipelines are created on first use. */
+    if (mcl_session_feed(s, 0, tokens, prompt < 16 ? prompt : 16, NULL) != MCL_SUCCESS ||
+        mcl_session_feed(s, 0, tokens, 1, NULL) != MCL_SUCCESS ||
+        mcl_session_reset(s, 0) != MCL_SUCCESS)
+        goto done;
+    t0 = bench_now();
+    if (mcl_session_feed(s, 0, tokens, prompt, NULL) != MCL_SUCCESS)
+        goto done;
+    double t = bench_now() - t0;
+    snprintf(name, sizeof name, "%s: prefill of %u tokens", label, prompt);
+    bench_figure(b, name, prompt / t, "tokens/s");
+    t0 = bench_now();
+    for (uint32_t i = 0; i < steps; i++)
+        if (mcl_session_feed(s, 0, &tokens[i % prompt], 1, NULL) != MCL_SUCCESS)
+            goto done;
+    t = (bench_now() - t0) / steps;
+    snprintf(name, sizeof name, "%s: decode, one sequence", label);
+    bench_figure(b, name, 1.0 / t, "tokens/s");
+    snprintf(name, sizeof name, "%s: decode time per token", label);
+    bench_figure(b, name, t * 1e3, "ms");
+    double rate = (double)bytes_per_token(shape) / t / 1e9;
+    snprintf(name, sizeof name, "%s: decode weight bytes per token over its time", label);
+    bench_figure(b, name, rate, "GB/s");
+    if (b->stream_read_gbs > 0) {
+        snprintf(name, sizeof name, "%s: decode, of the stream read", label);
+        bench_figure(b, name, 100.0 * rate / b->stream_read_gbs, "%");
+    }
+    if (seqs > 1) {
+        for (uint32_t q = 0; q < seqs; q++) {
+            ids[q] = q;
+            if ((q > 0 && mcl_session_feed(s, q, tokens, 8, NULL) != MCL_SUCCESS))
+                goto done;
+        }
+        t0 = bench_now();
+        for (uint32_t i = 0; i < steps; i++)
+            if (mcl_session_feed_batch(s, ids, tokens, seqs, NULL) != MCL_SUCCESS)
+                goto done;
+        t = (bench_now() - t0) / steps;
+        snprintf(name, sizeof name, "%s: decode, %u sequences as one batch (all tokens)", label,
+                 seqs);
+        bench_figure(b, name, seqs / t, "tokens/s");
+    }
+    rc = 0;
+done:
+    if (rc)
+        fprintf(stderr, "motifcl-bench decode: %s\n", mcl_context_last_error(b->ctx));
+    mcl_session_destroy(s);
+    mcl_model_close(model);
+    free(tokens);
+    free(ids);
+    return rc;
+}
+
+int bench_decode(bench *b)
+{
+    const char *shape_name = "7b", *type_name = "q4_0", *dir = "/tmp";
+    for (int i = 0; i < b->arg_count; i++) {
+        if (strncmp(b->args[i], "shape=", 6) == 0)
+            shape_name = b->args[i] + 6;
+        else if (strncmp(b->args[i], "type=", 5) == 0)
+            type_name = b->args[i] + 5;
+        else if (strncmp(b->args[i], "dir=", 4) == 0)
+            dir = b->args[i] + 4;
+    }
+    bench_llama_shape shape = {.heads = 32, .kv_heads = 8, .vocab = 32000};
+    if (strcmp(shape_name, "7b") == 0) {
+        shape.dim = 4096, shape.layers = 32, shape.hidden = 14336;
+    } else if (strcmp(shape_name, "1b") == 0) {
+        shape.dim = 2048, shape.layers = 16, shape.hidden = 8192;
+    } else {
+        fprintf(stderr, "motifcl-bench decode: shape is 7b or 1b\n");
+        return 1;
+    }
+    if (strcmp(type_name, "q4_0") == 0)
+        shape.type = MCL_GGML_Q4_0;
+    else if (strcmp(type_name, "q8_0") == 0)
+        shape.type = MCL_GGML_Q8_0;
+    else if (strcmp(type_name, "q4_K") == 0)
+        shape.type = MCL_GGML_Q4_K;
+    else {
+        fprintf(stderr, "motifcl-bench decode: type is q4_0, q8_0 or q4_K\n");
+        return 1;
+    }
+    uint32_t prompt = (uint32_t)bench_arg(b, "prompt", 512);
+    uint32_t steps = (uint32_t)bench_arg(b, "tokens", 64);
+    uint32_t seqs = (uint32_t)bench_arg(b, "seqs", 1);
+    if (prompt < 1 || steps < 1 || seqs < 1) {
+        fprintf(stderr, "motifcl-bench decode: prompt, tokens and seqs are at least 1\n");
+        return 1;
+    }
+    if (bench_stream(b) != 0)
+        return 1;
+    char path[512], label[64];
+    snprintf(path, sizeof path, "%s/motifcl-bench-decode-%d.gguf", dir, (int)getpid());
+    snprintf(label, sizeof label, "%s %s", shape_name, type_name);
+    if (bench_write_llama(path, &shape) != 0)
+        return 1;
+    int rc = run(b, path, &shape, prompt, steps, seqs, label);
+    unlink(path);
+    return rc;
+}

@@ -1,0 +1,155 @@
+/* Llama-shaped GGUF files of random weights for the benchmarks (bench.h, "Model files"): the
+ * matrices in one block type with finite scales and pseudo-random codes, norms of ones, no
+ * tokenizer. Written by a child process, so that the writer's memory is not the
+ * benchmark's. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "io/gguf.h"
+
+uint64_t bench_llama_matrix_bytes(const bench_llama_shape *s, uint64_t n, uint64_t k)
+{
+    uint64_t block = mcl_ggml_block_elems(s->type), bytes = mcl_ggml_block_bytes(s->type);
+    return n * k / block * bytes;
+}
+
+uint64_t bench_llama_layer_bytes(const bench_llama_shape *s)
+{
+    uint64_t kv = (uint64_t)s->dim / s->heads * s->kv_heads;
+    return bench_llama_matrix_bytes(s, s->dim, s->dim) * 2 +
+           bench_llama_matrix_bytes(s, kv, s->dim) * 2 +
+           bench_llama_matrix_bytes(s, s->hidden, s->dim) * 3 + 2ull * s->dim * 4;
+}
+
+/* Blocks of `type` with a finite scale (fp16 2^-7) and pseudo-random codes. */
+static void fill(uint32_t type, unsigned char *p, uint64_t bytes, uint64_t seed)
+{
+    uint64_t block = mcl_ggml_block_bytes(type), x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (uint64_t b = 0; b + block <= bytes; b += block) {
+        for (uint64_t i = 0; i < block; i += 8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            memcpy(p + b + i, &x, block - i < 8 ? block - i : 8);
+        }
+        /* q4_0 and q8_0 open with d; q6_K ends with it; the K types' d and dmin lead. */
+        uint16_t d = 0x2000;
+        if (type == MCL_GGML_Q6_K) {
+            memcpy(p + b + block - 2, &d, 2);
+        } else {
+            memcpy(p + b, &d, 2);
+            if (type == MCL_GGML_Q4_K || type == MCL_GGML_Q5_K)
+                memcpy(p + b + 2, &d, 2);
+        }
+    }
+}
+
+static int add_u32(mcl_gguf_writer *w, const char *key, uint32_t v)
+{
+    return mcl_gguf_writer_add(w, key, MCL_GGUF_UINT32, &v) != MCL_SUCCESS;
+}
+
+static int add_matrix(mcl_gguf_writer *w, const bench_llama_shape *s, const char *name,
+                      uint64_t n, uint64_t k, unsigned char *scratch, uint64_t seed)
+{
+    uint64_t dims[2] = {k, n}, bytes = bench_llama_matrix_bytes(s, n, k);
+    fill(s->type, scratch, bytes, seed);
+    return mcl_gguf_writer_add_tensor(w, name, 2, dims, s->type, scratch, bytes) !=
+           MCL_SUCCESS;
+}
+
+static int add_norm(mcl_gguf_writer *w, const char *name, const float *ones, uint64_t dim)
+{
+    uint64_t dims[1] = {dim};
+    return mcl_gguf_writer_add_tensor(w, name, 1, dims, MCL_GGML_F32, ones, dim * 4) !=
+           MCL_SUCCESS;
+}
+
+/* The file at `path`; 0 on success. */
+static int write_model(const char *path, const bench_llama_shape *s)
+{
+    mcl_gguf_writer *w = mcl_gguf_writer_create(3, 32);
+    uint64_t widest = (uint64_t)(s->vocab > s->hidden ? s->vocab : s->hidden);
+    unsigned char *scratch = malloc(bench_llama_matrix_bytes(s, widest, s->dim));
+    float *ones = malloc((size_t)s->dim * sizeof *ones);
+    if (!w || !scratch || !ones)
+        return 1;
+    for (uint32_t i = 0; i < s->dim; i++)
+        ones[i] = 1.0f;
+    int bad = mcl_gguf_writer_add(w, "general.architecture", MCL_GGUF_STRING, "llama") !=
+              MCL_SUCCESS;
+    bad |= mcl_gguf_writer_add(w, "general.name", MCL_GGUF_STRING, "motifcl-bench") !=
+           MCL_SUCCESS;
+    bad |= add_u32(w, "llama.context_length", 4096) | add_u32(w, "llama.embedding_length", s->dim);
+    bad |= add_u32(w, "llama.block_count", s->layers) |
+           add_u32(w, "llama.feed_forward_length", s->hidden);
+    bad |= add_u32(w, "llama.attention.head_count", s->heads) |
+           add_u32(w, "llama.attention.head_count_kv", s->kv_heads);
+    float eps = 1e-5f;
+    bad |= mcl_gguf_writer_add(w, "llama.attention.layer_norm_rms_epsilon", MCL_GGUF_FLOAT32,
+                               &eps) != MCL_SUCCESS;
+    uint64_t seed = 1;
+    bad |= add_matrix(w, s, "token_embd.weight", s->vocab, s->dim, scratch, seed++);
+    char name[64];
+    const uint64_t kv = (uint64_t)s->dim / s->heads * s->kv_heads;
+    for (uint32_t l = 0; l < s->layers && !bad; l++) {
+#define NAME(x) (snprintf(name, sizeof name, "blk.%u.%s", l, x), name)
+        bad |= add_norm(w, NAME("attn_norm.weight"), ones, s->dim);
+        bad |= add_matrix(w, s, NAME("attn_q.weight"), s->dim, s->dim, scratch, seed++);
+        bad |= add_matrix(w, s, NAME("attn_k.weight"), kv, s->dim, scratch, seed++);
+        bad |= add_matrix(w, s, NAME("attn_v.weight"), kv, s->dim, scratch, seed++);
+        bad |= add_matrix(w, s, NAME("attn_output.weight"), s->dim, s->dim, scratch, seed++);
+        bad |= add_norm(w, NAME("ffn_norm.weight"), ones, s->dim);
+        bad |= add_matrix(w, s, NAME("ffn_gate.weight"), s->hidden, s->dim, scratch, seed++);
+        bad |= add_matrix(w, s, NAME("ffn_up.weight"), s->hidden, s->dim, scratch, seed++);
+        bad |= add_matrix(w, s, NAME("ffn_down.weight"), s->dim, s->hidden, scratch, seed++);
+#undef NAME
+    }
+    bad |= add_norm(w, "output_norm.weight", ones, s->dim);
+    bad |= add_matrix(w, s, "output.weight", s->vocab, s->dim, scratch, seed++);
+    free(scratch);
+    free(ones);
+    void *file = NULL;
+    uint64_t size = 0;
+    if (bad || mcl_gguf_writer_finish(w, &file, &size) != MCL_SUCCESS)
+        return 1;
+    mcl_gguf_writer_destroy(w);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return 1;
+    for (uint64_t done = 0; done < size;) {
+        ssize_t n = write(fd, (const char *)file + done, size - done > (1u << 30)
+                                                             ? (1u << 30)
+                                                             : (size_t)(size - done));
+        if (n <= 0) {
+            close(fd);
+            return 1;
+        }
+        done += (uint64_t)n;
+    }
+    free(file);
+    return fsync(fd) != 0 || close(fd) != 0;
+}
+
+int bench_write_llama(const char *path, const bench_llama_shape *s)
+{
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(write_model(path, s));
+    int wstatus = 0;
+    if (child < 0 || waitpid(child, &wstatus, 0) != child || !WIFEXITED(wstatus) ||
+        WEXITSTATUS(wstatus) != 0) {
+        fprintf(stderr, "motifcl-bench: could not write %s\n", path);
+        unlink(path);
+        return 1;
+    }
+    return 0;
+}
