@@ -72,9 +72,11 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
         bench_figure(b, name, 100.0 * rate / b->stream_read_gbs, "%");
     }
     if (seqs > 1) {
+        /* Every sequence from 8 prompt tokens, then steps tokens each, together. */
         for (uint32_t q = 0; q < seqs; q++) {
             ids[q] = q;
-            if ((q > 0 && mcl_session_feed(s, q, tokens, 8, NULL) != MCL_SUCCESS))
+            if (mcl_session_reset(s, q) != MCL_SUCCESS ||
+                mcl_session_feed(s, q, tokens, 8, NULL) != MCL_SUCCESS)
                 goto done;
         }
         t0 = bench_now();
