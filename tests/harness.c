@@ -1,8 +1,10 @@
 #include "harness.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "env.h"
 #include "witness.h"
@@ -228,4 +230,46 @@ mcl_context *mcl_test_context_without_subgroups(void)
     if (status != MCL_SUCCESS)
         fprintf(stderr, "FAIL: second context: %s\n", mcl_status_string(status));
     return c;
+}
+
+void mcl_test_remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d) {
+        remove(path);
+        return;
+    }
+    struct dirent *e;
+    char sub[768];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+        mcl_test_remove_tree(sub);
+    }
+    closedir(d);
+    rmdir(path);
+}
+
+static char scratch_dir[128];
+
+int mcl_test_scratch_setup(void **state)
+{
+    (void)state;
+    snprintf(scratch_dir, sizeof scratch_dir, "/tmp/motifcl-test-XXXXXX");
+    return mkdtemp(scratch_dir) ? 0 : -1;
+}
+
+int mcl_test_scratch_teardown(void **state)
+{
+    (void)state;
+    if (scratch_dir[0])
+        mcl_test_remove_tree(scratch_dir);
+    scratch_dir[0] = '\0';
+    return 0;
+}
+
+const char *mcl_test_scratch_dir(void)
+{
+    return scratch_dir;
 }

@@ -47,6 +47,16 @@ int mcl_test_record_bool(const char *name, int passed);
  * a check was compared with, say), with its unit, labelled "measured". */
 void mcl_test_record_figure(const char *name, double value, const char *unit);
 
+/* Remove folder `path` and what it holds (files and folders of files): the tests' scratch
+ * folders. */
+void mcl_test_remove_tree(const char *path);
+
+/* A scratch folder for a suite's files: cmocka group setup and teardown (a new folder under
+ * /tmp, removed with what it holds), and its path in between. */
+int mcl_test_scratch_setup(void **state);
+int mcl_test_scratch_teardown(void **state);
+const char *mcl_test_scratch_dir(void);
+
 /* Record a note for the witness. */
 void mcl_test_note(const char *key, const char *value);
 

@@ -20,7 +20,6 @@
  * activations and weights rounded to f16 (the float path, which devices without those take,
  * is held to 1e-4 as f32 weights are). Controls: the reference with RoPE on interleaved pairs
  * (the other layout), and of the prompt less its first token, exceed the tolerance. */
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +32,6 @@
 #include "model_fixtures.h"
 
 static mcl_context *ctx;
-static char dir[128];
 
 #define TOL_F32 1e-4
 #define TOL_APPROX 3e-2
@@ -161,8 +159,8 @@ static double against_reference(const char *label, const char *path, const ref_l
 
 static void write_both(const model_fixture *f, const char *name, char *gguf, char *ckpt)
 {
-    snprintf(gguf, 256, "%s/%s.gguf", dir, name);
-    snprintf(ckpt, 256, "%s/%s", dir, name);
+    snprintf(gguf, 256, "%s/%s.gguf", mcl_test_scratch_dir(), name);
+    snprintf(ckpt, 256, "%s/%s", mcl_test_scratch_dir(), name);
     mkdir(ckpt, 0700);
     assert_mcl_ok(model_fixture_write_gguf(f, gguf));
     assert_mcl_ok(model_fixture_write_checkpoint(f, ckpt));
@@ -258,7 +256,7 @@ static void small_model(char *path, uint32_t type)
         d.gguf_type[c] = type;
     model_fixture f;
     assert_mcl_ok(model_fixture_create(&d, &f));
-    snprintf(path, 256, "%s/small-%u.gguf", dir, type);
+    snprintf(path, 256, "%s/small-%u.gguf", mcl_test_scratch_dir(), type);
     assert_mcl_ok(model_fixture_write_gguf(&f, path));
     model_fixture_free(&f);
 }
@@ -448,40 +446,6 @@ static void statuses(void **state)
                                      ok));
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(dir, sizeof dir, "/tmp/motifcl-test-engine-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return 0;
-}
-
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d) {
-        remove(path);
-        return;
-    }
-    struct dirent *e;
-    char sub[768];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        remove_tree(sub);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    remove_tree(dir);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     mcl_test_begin(argc, argv);
@@ -495,5 +459,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(repeatable),
         cmocka_unit_test(statuses),
     };
-    return mcl_test_finish(cmocka_run_group_tests(tests, setup, teardown));
+    return mcl_test_finish(
+        cmocka_run_group_tests(tests, mcl_test_scratch_setup, mcl_test_scratch_teardown));
 }

@@ -10,7 +10,6 @@
  *
  * Tolerances: none. Every comparison is exact: f32 tensors bit for bit, block-quantised ones
  * byte for byte (GGUF bytes), conversions against the same conversion done on the host. */
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -425,30 +424,10 @@ static int setup(void **state)
     return 0;
 }
 
-/* Remove folder `path` and what it holds (files and folders of files). */
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d) {
-        remove(path);
-        return;
-    }
-    struct dirent *e;
-    char sub[768];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        remove_tree(sub);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
 static int teardown(void **state)
 {
     (void)state;
-    remove_tree(dir);
+    mcl_test_remove_tree(dir);
     return 0;
 }
 

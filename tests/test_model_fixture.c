@@ -22,7 +22,6 @@
  * are compared bit for bit; block-quantised ones after the host dequantizer, bit for bit.
  * Negative controls: q in the file's (permuted) order, the generated values before
  * quantization, and another seed's values all fail the same comparison. */
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +34,6 @@
 #include "model_fixtures.h"
 
 static mcl_context *ctx;
-static char dir[128];
 
 static int64_t numel(const model_fixture_tensor *w)
 {
@@ -105,8 +103,8 @@ static int check_fixture(const model_fixture_desc *desc, const char *label)
     model_fixture f;
     assert_mcl_ok(model_fixture_create(desc, &f));
     char gguf[256], folder[256], name[160];
-    snprintf(gguf, sizeof gguf, "%s/%s.gguf", dir, label);
-    snprintf(folder, sizeof folder, "%s/%s", dir, label);
+    snprintf(gguf, sizeof gguf, "%s/%s.gguf", mcl_test_scratch_dir(), label);
+    snprintf(folder, sizeof folder, "%s/%s", mcl_test_scratch_dir(), label);
     assert_int_equal(mkdir(folder, 0700), 0);
     assert_mcl_ok(model_fixture_write_gguf(&f, gguf));
     assert_mcl_ok(model_fixture_write_checkpoint(&f, folder));
@@ -293,41 +291,6 @@ static void fixture_values(void **state)
     assert_true(mcl_test_record_bool("fixture: each form's values through its types", ok));
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(dir, sizeof dir, "/tmp/motifcl-test-fixture-XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return 0;
-}
-
-/* Remove folder `path` and what it holds (files and folders of files). */
-static void remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d) {
-        remove(path);
-        return;
-    }
-    struct dirent *e;
-    char sub[768];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-        remove_tree(sub);
-    }
-    closedir(d);
-    rmdir(path);
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    remove_tree(dir);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     mcl_test_begin(argc, argv);
@@ -338,5 +301,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(qwen2_biases_tied_mixed),
         cmocka_unit_test(llama3_rope_factors_mixed),
     };
-    return mcl_test_finish(cmocka_run_group_tests(tests, setup, teardown));
+    return mcl_test_finish(
+        cmocka_run_group_tests(tests, mcl_test_scratch_setup, mcl_test_scratch_teardown));
 }

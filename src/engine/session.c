@@ -23,27 +23,6 @@ static mcl_tensor *find(mcl_model *model, const char *fmt, uint32_t layer)
     return mcl_model_find_tensor(model, name);
 }
 
-/* The device-local memory left (the largest device-local heap's budget less its use). */
-static uint64_t heap_left(mcl_context *ctx)
-{
-    mcl_device_info info = {.size = sizeof info};
-    if (mcl_context_device_info(ctx, &info) != MCL_SUCCESS)
-        return 0;
-    uint64_t best = 0;
-    int any_local = 0;
-    for (uint32_t h = 0; h < info.memory_heap_count; h++)
-        any_local |= info.memory_heaps[h].device_local;
-    for (uint32_t h = 0; h < info.memory_heap_count; h++) {
-        const mcl_memory_heap *heap = &info.memory_heaps[h];
-        if (any_local && !heap->device_local)
-            continue;
-        uint64_t left = heap->budget > heap->usage ? heap->budget - heap->usage : 0;
-        if (left > best)
-            best = left;
-    }
-    return best;
-}
-
 /* The model's weights into s; MCL_ERROR_INVALID_ARGUMENT for one missing. */
 static mcl_status find_weights(mcl_session *s)
 {
@@ -167,7 +146,7 @@ static mcl_status host_state(mcl_session *s)
 /* The context length under desc and the budget. */
 static mcl_status decide_context(mcl_session *s, const mcl_session_desc *d)
 {
-    uint64_t budget = d->memory_budget ? d->memory_budget : heap_left(s->ctx);
+    uint64_t budget = d->memory_budget ? d->memory_budget : mcl_device_memory_left(s->ctx);
     uint64_t act = activation_bytes(s);
     uint64_t room = budget > act ? budget - act : 0;
     uint64_t per_position = cache_bytes(s, 1) * s->sequences;

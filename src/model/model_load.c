@@ -184,28 +184,6 @@ static uint64_t device_bytes(const mcl_model *m)
     return total;
 }
 
-/* The device-local memory left: the largest device-local heap's budget less its use (heap 0
- * where none is device-local). */
-static uint64_t device_budget(mcl_context *ctx)
-{
-    mcl_device_info info = {.size = sizeof info};
-    if (mcl_context_device_info(ctx, &info) != MCL_SUCCESS || info.memory_heap_count == 0)
-        return 0;
-    uint64_t best = 0;
-    int any_local = 0;
-    for (uint32_t h = 0; h < info.memory_heap_count; h++)
-        any_local |= info.memory_heaps[h].device_local;
-    for (uint32_t h = 0; h < info.memory_heap_count; h++) {
-        if (any_local && !info.memory_heaps[h].device_local)
-            continue;
-        uint64_t budget = info.memory_heaps[h].budget, used = info.memory_heaps[h].usage;
-        uint64_t left = budget > used ? budget - used : 0;
-        if (left > best)
-            best = left;
-    }
-    return best;
-}
-
 /* Row r of the result's order is row src_row(r) of the file: llama.cpp's converter stored
  * the rows of each head as pairs (2i, 2i + 1) where Hugging Face has (i, i + head_dim / 2). */
 static uint64_t src_row(const model_tensor *t, uint64_t r)
@@ -315,7 +293,7 @@ mcl_status mcl_model_load_weights(mcl_model *m, const mcl_model_desc *desc)
             widest = k;
     }
     uint64_t need = device_bytes(m);
-    uint64_t budget = desc->memory_budget ? desc->memory_budget : device_budget(m->ctx);
+    uint64_t budget = desc->memory_budget ? desc->memory_budget : mcl_device_memory_left(m->ctx);
     if (need > budget)
         return MODEL_FAIL(m->ctx, MCL_ERROR_OUT_OF_DEVICE_MEMORY,
                           "model: the weights need %llu bytes (%.1f MiB) of device memory, "

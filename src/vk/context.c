@@ -163,6 +163,26 @@ mcl_status mcl_context_device_info(const mcl_context *ctx, mcl_device_info *info
     return MCL_SUCCESS;
 }
 
+uint64_t mcl_device_memory_left(const mcl_context *ctx)
+{
+    mcl_device_info info = {.size = sizeof info};
+    if (mcl_context_device_info(ctx, &info) != MCL_SUCCESS || info.memory_heap_count == 0)
+        return 0;
+    uint64_t best = 0;
+    int any_local = 0;
+    for (uint32_t h = 0; h < info.memory_heap_count; h++)
+        any_local |= info.memory_heaps[h].device_local;
+    for (uint32_t h = 0; h < info.memory_heap_count; h++) {
+        const mcl_memory_heap *heap = &info.memory_heaps[h];
+        if (any_local && !heap->device_local)
+            continue;
+        uint64_t left = heap->budget > heap->usage ? heap->budget - heap->usage : 0;
+        if (left > best)
+            best = left;
+    }
+    return best;
+}
+
 mcl_status mcl_context_traits_json(const mcl_context *ctx, char *buffer, size_t capacity,
                                    size_t *needed)
 {

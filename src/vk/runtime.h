@@ -82,6 +82,11 @@ mcl_status mcl_dispatch(mcl_context *ctx, const mcl_kernel *kernel, mcl_tensor *
                         const void *push, uint32_t groups_x, uint32_t groups_y,
                         uint32_t groups_z);
 
+/* The device-local memory left: the largest device-local heap's budget less its use (the
+ * largest heap's where none is device-local); the default budget of a model's weights and a
+ * session's cache. */
+uint64_t mcl_device_memory_left(const mcl_context *ctx);
+
 /* Whether ctx is capturing a graph (recorded work then runs only on replay). */
 int mcl_capturing(const mcl_context *ctx);
 
