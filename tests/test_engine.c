@@ -325,12 +325,7 @@ static void batch_equals_alone(void **state)
             assert_mcl_ok(mcl_session_sample(alone, 0, NULL, &pick));
             same_tokens &= pick == next[q][t];
         }
-        /* the batch's last logits of sequence q */
-        double e = 0.0;
-        float *last = malloc(vocab * 4);
-        memcpy(last, b + (size_t)q * vocab, vocab * 4);
-        e = rel_rms_f(last, a, vocab);
-        free(last);
+        double e = rel_rms_f(b + (size_t)q * vocab, a, vocab); /* the batch's last logits */
         worst = e > worst ? e : worst;
     }
     assert_true(mcl_test_record("three sequences as one batch against each alone (q4_0)",
@@ -345,13 +340,10 @@ static void batch_equals_alone(void **state)
     uint32_t two[2] = {0, 2};
     int32_t toks[2] = {tok, tok};
     assert_mcl_ok(mcl_session_feed_batch(batch, two, toks, 2, b));
-    assert_mcl_ok(mcl_session_reset(alone, 0));
-    int32_t hist[PROMPT + STEPS + 1];
-    memcpy(hist, prompt, lengths[2] * sizeof *hist);
-    for (int t = 0; t < STEPS; t++)
-        hist[lengths[2] + t] = steps[(t + 2) % STEPS];
-    hist[lengths[2] + STEPS] = tok;
-    assert_mcl_ok(mcl_session_feed(alone, 0, hist, lengths[2] + STEPS + 1, a));
+    /* `alone` holds sequence 2 as the loop above left it, built pass for pass as the batch's
+     * (so on the same paths: a prompt pass takes others than a decode step's, which round
+     * the activations differently on devices with integer dot products). */
+    assert_mcl_ok(mcl_session_feed(alone, 0, &tok, 1, a));
     double e = rel_rms_f(b + vocab, a, vocab);
     int kept = mcl_session_length(batch, 0) == l0 + 1 && mcl_session_length(batch, 2) == l2 + 1 &&
                mcl_session_length(batch, 1) == 3;
