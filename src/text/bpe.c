@@ -22,63 +22,12 @@ typedef struct bpe_sym {
     uint32_t prev, next;
 } bpe_sym;
 
-typedef struct bpe_bigram {
-    uint32_t rank;
-    uint32_t left, right;
-    uint32_t left_n, right_n; /* the sides' sizes when queued: stale if either changed */
-    int32_t merged;
-} bpe_bigram;
-
 typedef struct bpe_state {
     const mcl_tokenizer *t;
     bpe_sym *syms;
     mcl_scratch *sc;
     size_t heap_n;
 } bpe_state;
-
-static int bigram_before(const bpe_bigram *a, const bpe_bigram *b)
-{
-    return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
-}
-
-static int heap_push(bpe_state *s, bpe_bigram v)
-{
-    if (!mcl_grow(&s->sc->heap, &s->sc->heap_cap, s->heap_n + 1, sizeof v))
-        return 0;
-    bpe_bigram *h = s->sc->heap;
-    size_t i = s->heap_n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!bigram_before(&v, &h[parent]))
-            break;
-        h[i] = h[parent];
-        i = parent;
-    }
-    h[i] = v;
-    return 1;
-}
-
-static bpe_bigram heap_pop(bpe_state *s)
-{
-    bpe_bigram *h = s->sc->heap;
-    bpe_bigram top = h[0];
-    bpe_bigram last = h[--s->heap_n];
-    size_t n = s->heap_n, i = 0;
-    for (;;) {
-        size_t child = 2 * i + 1;
-        if (child >= n)
-            break;
-        if (child + 1 < n && bigram_before(&h[child + 1], &h[child]))
-            child++;
-        if (!bigram_before(&h[child], &last))
-            break;
-        h[i] = h[child];
-        i = child;
-    }
-    if (n)
-        h[i] = last;
-    return top;
-}
 
 /* Queue the pair (left, right) when a merge joins their pieces. */
 static int try_pair(bpe_state *s, uint32_t left, uint32_t right)
@@ -92,8 +41,8 @@ static int try_pair(bpe_state *s, uint32_t left, uint32_t right)
         mcl_pairmap_find(&s->t->merges, (uint32_t)l->piece, (uint32_t)r->piece);
     if (!m)
         return 1;
-    bpe_bigram b = {m->rank, left, right, l->n, r->n, (int32_t)m->merged};
-    return heap_push(s, b);
+    mcl_bigram b = {(double)m->rank, left, right, l->n, r->n, (int32_t)m->merged};
+    return mcl_bigram_push(s->sc, &s->heap_n, b);
 }
 
 static void put_bytes(const mcl_tokenizer *t, const unsigned char *bytes, size_t n,
@@ -137,12 +86,12 @@ static int encode_word(const mcl_tokenizer *t, const unsigned char *w, size_t le
             return 0;
 
     while (s.heap_n) {
-        bpe_bigram b = heap_pop(&s);
+        mcl_bigram b = mcl_bigram_pop(s.sc, &s.heap_n);
         bpe_sym *l = &s.syms[b.left], *r = &s.syms[b.right];
         if (l->n != b.left_n || r->n != b.right_n || l->next != b.right)
             continue; /* one side was merged since */
         l->n += r->n;
-        l->piece = b.merged;
+        l->piece = b.piece;
         r->n = 0;
         l->next = r->next;
         if (r->next != NONE)

@@ -248,3 +248,48 @@ void mcl_pairmap_free(mcl_pairmap *m)
     free(m->slots);
     memset(m, 0, sizeof *m);
 }
+
+/* a comes out of the queue before b. */
+static int bigram_before(const mcl_bigram *a, const mcl_bigram *b)
+{
+    return a->key < b->key || (a->key == b->key && a->left < b->left);
+}
+
+int mcl_bigram_push(mcl_scratch *sc, size_t *n, mcl_bigram v)
+{
+    if (!mcl_grow(&sc->heap, &sc->heap_cap, *n + 1, sizeof v))
+        return 0;
+    mcl_bigram *h = sc->heap;
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!bigram_before(&v, &h[parent]))
+            break;
+        h[i] = h[parent];
+        i = parent;
+    }
+    h[i] = v;
+    return 1;
+}
+
+mcl_bigram mcl_bigram_pop(mcl_scratch *sc, size_t *n)
+{
+    mcl_bigram *h = sc->heap;
+    mcl_bigram top = h[0];
+    mcl_bigram last = h[--*n];
+    size_t count = *n, i = 0;
+    for (;;) {
+        size_t child = 2 * i + 1;
+        if (child >= count)
+            break;
+        if (child + 1 < count && bigram_before(&h[child + 1], &h[child]))
+            child++;
+        if (!bigram_before(&h[child], &last))
+            break;
+        h[i] = h[child];
+        i = child;
+    }
+    if (count)
+        h[i] = last;
+    return top;
+}

@@ -18,12 +18,6 @@ typedef struct spm_sym {
     uint32_t prev, next;
 } spm_sym;
 
-typedef struct spm_bigram {
-    float score;
-    uint32_t left, right;
-    uint32_t size; /* bytes of the pair when it was queued: stale if either side changed */
-} spm_bigram;
-
 typedef struct spm_state {
     const mcl_tokenizer *t;
     const char *text;
@@ -31,51 +25,6 @@ typedef struct spm_state {
     mcl_scratch *sc;
     size_t heap_n;
 } spm_state;
-
-/* a comes out of the queue before b. */
-static int bigram_before(const spm_bigram *a, const spm_bigram *b)
-{
-    return a->score > b->score || (a->score == b->score && a->left < b->left);
-}
-
-static int heap_push(spm_state *s, spm_bigram v)
-{
-    if (!mcl_grow(&s->sc->heap, &s->sc->heap_cap, s->heap_n + 1, sizeof v))
-        return 0;
-    spm_bigram *h = s->sc->heap;
-    size_t i = s->heap_n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!bigram_before(&v, &h[parent]))
-            break;
-        h[i] = h[parent];
-        i = parent;
-    }
-    h[i] = v;
-    return 1;
-}
-
-static spm_bigram heap_pop(spm_state *s)
-{
-    spm_bigram *h = s->sc->heap;
-    spm_bigram top = h[0];
-    spm_bigram last = h[--s->heap_n];
-    size_t n = s->heap_n, i = 0;
-    for (;;) {
-        size_t child = 2 * i + 1;
-        if (child >= n)
-            break;
-        if (child + 1 < n && bigram_before(&h[child + 1], &h[child]))
-            child++;
-        if (!bigram_before(&h[child], &last))
-            break;
-        h[i] = h[child];
-        i = child;
-    }
-    if (n)
-        h[i] = last;
-    return top;
-}
 
 /* Queue the pair (left, right) when their concatenation is a piece. */
 static int try_bigram(spm_state *s, uint32_t left, uint32_t right)
@@ -86,8 +35,10 @@ static int try_bigram(spm_state *s, uint32_t left, uint32_t right)
     int64_t id = mcl_strmap_find(&s->t->text_map, s->text + s->syms[left].start, size);
     if (id < 0)
         return 1;
-    spm_bigram b = {s->t->scores[id], left, right, size};
-    return heap_push(s, b);
+    /* The highest score first: the key is its negation. */
+    mcl_bigram b = {-(double)s->t->scores[id], left, right, s->syms[left].n, s->syms[right].n,
+                    (int32_t)id};
+    return mcl_bigram_push(s->sc, &s->heap_n, b);
 }
 
 /* A symbol that is no piece: its bytes' tokens, or one unknown token (none where the
@@ -156,9 +107,9 @@ mcl_status mcl_spm_encode(const mcl_tokenizer *t, const char *text, size_t len, 
             return MCL_ERROR_OUT_OF_HOST_MEMORY;
 
     while (s.heap_n) {
-        spm_bigram b = heap_pop(&s);
+        mcl_bigram b = mcl_bigram_pop(s.sc, &s.heap_n);
         spm_sym *l = &s.syms[b.left], *r = &s.syms[b.right];
-        if (l->n == 0 || r->n == 0 || l->next != b.right || l->n + r->n != b.size)
+        if (l->n != b.left_n || r->n != b.right_n || l->next != b.right)
             continue; /* one side was merged since */
         l->n += r->n;
         r->n = 0;

@@ -188,6 +188,22 @@ typedef struct mcl_scratch {
 
 void mcl_scratch_free(mcl_scratch *sc);
 
+/* A pair of adjacent symbols waiting to merge (the encoders' priority queue, maps.c): the
+ * smallest key first, then the leftmost. left_n and right_n are the sides' sizes when it was
+ * queued (stale if either changed since), piece the piece the merge makes, where the encoder
+ * knows it. */
+typedef struct mcl_bigram {
+    double key;
+    uint32_t left, right;
+    uint32_t left_n, right_n;
+    int32_t piece;
+} mcl_bigram;
+
+/* Queue v in sc's heap of *n bigrams; 0 when out of memory. */
+int mcl_bigram_push(mcl_scratch *sc, size_t *n, mcl_bigram v);
+/* Take the first bigram from sc's heap of *n (> 0). */
+mcl_bigram mcl_bigram_pop(mcl_scratch *sc, size_t *n);
+
 /* Write a printf-style message into why (why_size bytes, may be NULL) and return status. */
 mcl_status mcl_text_fail(char *why, size_t why_size, mcl_status status, const char *fmt, ...)
     MCL_PRINTF(4, 5);
