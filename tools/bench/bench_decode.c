@@ -44,11 +44,26 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
                            .sequences = seqs, .batch_tokens = prompt};
     if (mcl_session_create(model, &sd, &s) != MCL_SUCCESS)
         goto done;
-    /* A short pass first: pipelines are created on first use. */
-    if (mcl_session_feed(s, 0, tokens, prompt < 16 ? prompt : 16, NULL) != MCL_SUCCESS ||
+    /* Everything once before the clock: pipelines are created on first use, and each shape
+     * of pass (the prompt's rows, one row, a batch's rows, longer caches) may choose its own
+     * kernels. */
+    if (mcl_session_feed(s, 0, tokens, prompt, NULL) != MCL_SUCCESS ||
         mcl_session_feed(s, 0, tokens, 1, NULL) != MCL_SUCCESS ||
+        mcl_session_feed(s, 0, tokens + 1, 1, NULL) != MCL_SUCCESS ||
         mcl_session_reset(s, 0) != MCL_SUCCESS)
         goto done;
+    if (seqs > 1) {
+        for (uint32_t q = 0; q < seqs; q++) {
+            ids[q] = q;
+            if (mcl_session_feed(s, q, tokens, 8, NULL) != MCL_SUCCESS)
+                goto done;
+        }
+        if (mcl_session_feed_batch(s, ids, tokens, seqs, NULL) != MCL_SUCCESS)
+            goto done;
+        for (uint32_t q = 0; q < seqs; q++)
+            if (mcl_session_reset(s, q) != MCL_SUCCESS)
+                goto done;
+    }
     t0 = bench_now();
     if (mcl_session_feed(s, 0, tokens, prompt, NULL) != MCL_SUCCESS)
         goto done;
