@@ -3,7 +3,8 @@
  *
  *  - logits of a prompt and of every decode step after it, for f32 weights and for each
  *    block type (the embedding and every matrix in it), GQA and MQA, tied and untied, qwen2
- *    with biases, from the GGUF file and from the Hugging Face checkpoint;
+ *    with biases, llama 3.1's RoPE scaling, from the GGUF file and from the Hugging Face
+ *    checkpoint;
  *  - the same f32 model from GGUF and from safetensors gives the same logits;
  *  - decode through the cache equals the engine's own recompute of the whole sequence;
  *  - sequences decoded as one batch equal each decoded alone, and emptying one leaves the
@@ -194,6 +195,47 @@ static void float_models(void **state)
         against_reference(label, ckpt, &f.hf_ref, TOL_F32, 0);
         model_fixture_free(&f);
     }
+}
+
+/* Llama 3.1's RoPE scaling (per-pair divisors, rope_freqs.weight), with an original context
+ * short enough that the test's positions turn the scaled pairs. Control: the reference
+ * without the divisors exceeds the tolerance. */
+static void llama3_scaling(void **state)
+{
+    (void)state;
+    model_fixture_desc d = base_desc();
+    d.rope_factor = 8.0f;
+    d.rope_low_freq_factor = 1.0f;
+    d.rope_high_freq_factor = 4.0f;
+    d.rope_original_context = 32;
+    model_fixture f;
+    assert_mcl_ok(model_fixture_create(&d, &f));
+    char gguf[256], ckpt[256];
+    write_both(&f, "llama3", gguf, ckpt);
+    against_reference("llama f32, llama 3.1 RoPE scaling, GGUF", gguf, &f.gguf_ref, TOL_F32,
+                      0);
+    against_reference("llama f32, llama 3.1 RoPE scaling, checkpoint", ckpt, &f.hf_ref,
+                      TOL_F32, 0);
+    /* The control: the same model's reference without the divisors. */
+    uint32_t vocab = (uint32_t)d.vocab;
+    mcl_model *m = open_model(gguf);
+    mcl_session *s = session(m, 1);
+    float *got = malloc(vocab * sizeof *got);
+    double *want = malloc((size_t)PROMPT * vocab * sizeof *want);
+    assert_mcl_ok(mcl_session_feed(s, 0, prompt, PROMPT, got));
+    ref_llama plain = f.gguf_ref;
+    plain.rope_freqs = NULL;
+    assert_int_equal(ref_llama_forward(&plain, prompt, PROMPT, want), 0);
+    double e = rel_rms(got, want + (size_t)(PROMPT - 1) * vocab, vocab);
+    char name[160];
+    snprintf(name, sizeof name, "llama 3.1 RoPE scaling: control, the reference without the "
+                                "divisors (%.3g) exceeds the tolerance", e);
+    assert_true(mcl_test_record_bool(name, e > TOL_F32));
+    free(got);
+    free(want);
+    mcl_session_destroy(s);
+    mcl_model_close(m);
+    model_fixture_free(&f);
 }
 
 static void block_models(void **state)
@@ -444,6 +486,7 @@ int main(int argc, char **argv)
     ctx = mcl_test_device_context();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(float_models),
+        cmocka_unit_test(llama3_scaling),
         cmocka_unit_test(block_models),
         cmocka_unit_test(gguf_and_checkpoint),
         cmocka_unit_test(decode_equals_recompute),

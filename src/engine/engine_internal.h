@@ -4,6 +4,7 @@
 #define MCL_ENGINE_INTERNAL_H
 
 #include "motifcl.h"
+#include "../ops/ops_internal.h"
 #include "../vk/runtime.h"
 
 /* A layer's weights, as the model holds them (NULL where the model has none). */
@@ -30,6 +31,7 @@ struct mcl_session {
     uint32_t context_length, sequences, batch_tokens;
     uint32_t q_dim, kv_dim;      /* heads * head_dim, kv_heads * head_dim */
     mcl_tensor *embedding, *output_norm, *output;
+    mcl_tensor *rope_table;      /* f32 [head_dim / 2, 2] where llama 3.1's scaling is on */
     engine_layer *layers;
     /* Activations of up to rows = max(batch_tokens, sequences) rows. */
     uint32_t rows;

@@ -94,8 +94,13 @@ static mcl_status attend(mcl_session *s, views *v, const engine_layer *layer, ui
                           m->kv_heads, m->head_dim);
     if (v->status != MCL_SUCCESS)
         return v->status;
-    TRY(mcl_rope(ctx, q, MCL_ROPE_SPLIT_HALF, m->rope_theta, pos0, q));
-    TRY(mcl_rope(ctx, k, MCL_ROPE_SPLIT_HALF, m->rope_theta, pos0, kc));
+    if (s->rope_table) {
+        TRY(mcl_rope_table(ctx, q, MCL_ROPE_SPLIT_HALF, s->rope_table, pos0, q));
+        TRY(mcl_rope_table(ctx, k, MCL_ROPE_SPLIT_HALF, s->rope_table, pos0, kc));
+    } else {
+        TRY(mcl_rope(ctx, q, MCL_ROPE_SPLIT_HALF, m->rope_theta, pos0, q));
+        TRY(mcl_rope(ctx, k, MCL_ROPE_SPLIT_HALF, m->rope_theta, pos0, kc));
+    }
     TRY(mcl_copy(ctx, vv, vc));
     mcl_attention_desc desc = {.size = sizeof desc, .causal = 1, .kv_length = pos0 + n};
     TRY(mcl_attention(ctx, q, layer->k_cache[seq], layer->v_cache[seq], &desc, att));

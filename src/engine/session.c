@@ -61,8 +61,8 @@ static mcl_status find_weights(mcl_session *s)
 static const char *unsupported(const mcl_session *s, const mcl_device_info *dev)
 {
     const mcl_model_info *m = &s->info;
-    if (m->rope_scaling != MCL_ROPE_SCALING_NONE)
-        return "llama 3.1's RoPE frequency scaling is not run by the engine yet";
+    if (m->rope_scaling != MCL_ROPE_SCALING_NONE && m->rope_scaling != MCL_ROPE_SCALING_LLAMA3)
+        return "a RoPE scaling other than llama 3.1's";
     if (m->head_dim % 2 != 0 || m->head_dim > 256)
         return "a head dimension that is odd or above 256";
     uint64_t align = dev->min_storage_buffer_offset_alignment ? dev->min_storage_buffer_offset_alignment : 1;
@@ -79,6 +79,38 @@ static uint64_t cache_bytes(const mcl_session *s, uint64_t context)
     return 2ull * s->info.layers * context * s->kv_dim * 4;
 }
 
+static mcl_status make(mcl_context *ctx, mcl_dtype dtype, int64_t d0, int64_t d1,
+                       mcl_tensor **out)
+{
+    int64_t shape[2] = {d0, d1};
+    return mcl_tensor_create(ctx, dtype, d1 ? 2 : 1, shape, out);
+}
+
+/* Llama 3.1's scaled frequencies: the model's per-pair divisors (rope_freqs.weight) into the
+ * table mcl_rope_table reads. */
+static mcl_status make_rope_table(mcl_session *s)
+{
+    uint32_t half = s->info.head_dim / 2;
+    mcl_tensor *factors = mcl_model_find_tensor(s->model, "rope_freqs.weight");
+    if (!factors || mcl_tensor_dtype(factors) != MCL_DTYPE_F32 ||
+        mcl_tensor_numel(factors) != (int64_t)half)
+        return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                    "llama 3.1's RoPE scaling without rope_freqs.weight of head_dim / 2 f32");
+    float *host = malloc((size_t)half * 3 * sizeof *host);
+    if (!host)
+        return fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    float *table = host + half;
+    mcl_status st = mcl_tensor_download(factors, 0, host, (uint64_t)half * sizeof *host);
+    if (st == MCL_SUCCESS)
+        mcl_rope_table_values(s->info.rope_theta, s->info.head_dim, host, table);
+    if (st == MCL_SUCCESS)
+        st = make(s->ctx, MCL_DTYPE_F32, half, 2, &s->rope_table);
+    if (st == MCL_SUCCESS)
+        st = mcl_tensor_upload(s->rope_table, 0, table, (uint64_t)half * 2 * sizeof *table);
+    free(host);
+    return st;
+}
+
 static uint64_t activation_bytes(const mcl_session *s)
 {
     const mcl_model_info *m = &s->info;
@@ -86,12 +118,6 @@ static uint64_t activation_bytes(const mcl_session *s)
     return 4 * ((uint64_t)s->rows * per_row + (uint64_t)s->sequences * (m->dim + m->vocab));
 }
 
-static mcl_status make(mcl_context *ctx, mcl_dtype dtype, int64_t d0, int64_t d1,
-                       mcl_tensor **out)
-{
-    int64_t shape[2] = {d0, d1};
-    return mcl_tensor_create(ctx, dtype, d1 ? 2 : 1, shape, out);
-}
 
 static mcl_status allocate(mcl_session *s)
 {
@@ -225,6 +251,8 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
         st = host_state(s);
     if (st == MCL_SUCCESS)
         st = allocate(s);
+    if (st == MCL_SUCCESS && m->rope_scaling == MCL_ROPE_SCALING_LLAMA3)
+        st = make_rope_table(s);
     if (st != MCL_SUCCESS) {
         mcl_session_destroy(s);
         return st;
@@ -238,7 +266,7 @@ void mcl_session_destroy(mcl_session *s)
     if (!s)
         return;
     mcl_tensor *own[] = {s->ids, s->x, s->h, s->q, s->k, s->v, s->att, s->gate, s->up,
-                         s->last, s->logits};
+                         s->last, s->logits, s->rope_table};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         mcl_tensor_destroy(own[i]);
     for (uint32_t l = 0; s->layers && l < s->info.layers; l++) {

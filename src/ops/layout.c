@@ -41,6 +41,11 @@ typedef struct embedding_push {
     uint32_t n, dim, vocab;
 } embedding_push;
 
+/* rope_table_f32.comp's Push. */
+typedef struct rope_table_push {
+    uint32_t npairs, half_dim, heads, seq, pos0, split_half;
+} rope_table_push;
+
 /* rope_f32.comp's Push. The double-float constants are float pairs hi + lo (see
  * split_double). */
 typedef struct rope_push {
@@ -105,12 +110,11 @@ static mcl_status dispatch_simple(mcl_context *ctx, mcl_kernel_id id, uint64_t n
 
 /* RoPE forward, or with `backward` the rotation by the opposite angle (its gradient): the
  * same kernel and the same angle bits, with the sine negated. */
-static mcl_status rope_record(mcl_context *ctx, const char *op, const mcl_tensor *x,
-                              mcl_rope_layout layout, float theta_base, int64_t position_offset,
-                              mcl_tensor *out, int backward)
+/* The checks every RoPE op makes of x, out, the layout and the positions. */
+static mcl_status rope_check(mcl_context *ctx, const char *op, const mcl_tensor *x,
+                             mcl_rope_layout layout, int64_t position_offset,
+                             const mcl_tensor *out)
 {
-    if (!ctx || !x || !out)
-        return MCL_ERROR_INVALID_ARGUMENT;
     if (!owned(ctx, x) || !owned(ctx, out))
         return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "%s: tensor of another context", op);
     if (x->dtype != MCL_DTYPE_F32 || out->dtype != MCL_DTYPE_F32)
@@ -128,16 +132,28 @@ static mcl_status rope_record(mcl_context *ctx, const char *op, const mcl_tensor
     if (layout != MCL_ROPE_INTERLEAVED && layout != MCL_ROPE_SPLIT_HALF)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: unknown layout %d", op,
                         (int)layout);
-    if (!(theta_base > 0.0f) || !isfinite(theta_base))
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "%s: theta_base must be positive and finite", op);
     if (position_offset < 0 || position_offset > MCL_ROPE_MAX_POSITION - x->shape[1])
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "%s: positions must lie in [0, 2^24) (offset %lld, T %lld)", op,
                         (long long)position_offset, (long long)x->shape[1]);
-    int64_t npairs = mcl_tensor_numel(x) / 2;
-    if (npairs > (int64_t)UINT32_MAX)
+    if (mcl_tensor_numel(x) / 2 > (int64_t)UINT32_MAX)
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "%s: more than 2^32-1 pairs", op);
+    return MCL_SUCCESS;
+}
+
+static mcl_status rope_record(mcl_context *ctx, const char *op, const mcl_tensor *x,
+                              mcl_rope_layout layout, float theta_base, int64_t position_offset,
+                              mcl_tensor *out, int backward)
+{
+    if (!ctx || !x || !out)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = rope_check(ctx, op, x, layout, position_offset, out);
+    if (status != MCL_SUCCESS)
+        return status;
+    if (!(theta_base > 0.0f) || !isfinite(theta_base))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "%s: theta_base must be positive and finite", op);
+    int64_t head_dim = x->shape[3], npairs = mcl_tensor_numel(x) / 2;
 
     /* Frequencies in turns per position, f_i = c0 * prod r[b] over the set bits b of i, the
      * factors computed in double here and passed as float pairs: the shader multiplies them
@@ -180,6 +196,50 @@ mcl_status mcl_rope_backward(mcl_context *ctx, const mcl_tensor *dy, mcl_rope_la
                              float theta_base, int64_t position_offset, mcl_tensor *dx)
 {
     return rope_record(ctx, "mcl_rope_backward", dy, layout, theta_base, position_offset, dx, 1);
+}
+
+void mcl_rope_table_values(double theta_base, uint32_t head_dim, const float *factors,
+                           float *table)
+{
+    for (uint32_t i = 0; i < head_dim / 2; i++) {
+        double f = pow(theta_base, -2.0 * (double)i / (double)head_dim) / MCL_TWO_PI;
+        if (factors)
+            f /= (double)factors[i];
+        split_double(f, &table[2 * i], &table[2 * i + 1]);
+    }
+}
+
+mcl_status mcl_rope_table(mcl_context *ctx, const mcl_tensor *x, mcl_rope_layout layout,
+                          const mcl_tensor *table, int64_t position_offset, mcl_tensor *out)
+{
+    const char *op = "mcl_rope_table";
+    if (!ctx || !x || !table || !out)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = rope_check(ctx, op, x, layout, position_offset, out);
+    if (status != MCL_SUCCESS)
+        return status;
+    if (!owned(ctx, table))
+        return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "%s: tensor of another context", op);
+    if (table->dtype != MCL_DTYPE_F32 || table->ndim != 2 || table->shape[0] != x->shape[3] / 2 ||
+        table->shape[1] != 2)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "%s: the table is f32 [Dh / 2, 2]", op);
+    rope_table_push push = {
+        .npairs = (uint32_t)(mcl_tensor_numel(x) / 2),
+        .half_dim = (uint32_t)(x->shape[3] / 2),
+        .heads = (uint32_t)x->shape[2],
+        .seq = (uint32_t)x->shape[1],
+        .pos0 = (uint32_t)position_offset,
+        .split_half = layout == MCL_ROPE_SPLIT_HALF,
+    };
+    mcl_kernel_desc desc = {
+        .id = MCL_KERNEL_ROPE_TABLE_F32,
+        .binding_count = 3,
+        .push_size = sizeof push,
+        .spec_count = 2,
+        .spec = {x == out, 0},  /* IN_PLACE, BACKWARD */
+    };
+    mcl_tensor *reads[2] = {(mcl_tensor *)x, (mcl_tensor *)table};
+    return dispatch_grid(ctx, &desc, push.npairs, reads, 2, &out, 1, &push);
 }
 
 mcl_status mcl_embedding(mcl_context *ctx, const mcl_tensor *table, const mcl_tensor *ids,

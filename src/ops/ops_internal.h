@@ -65,6 +65,16 @@ mcl_status mcl_dequantize_tensor_ex(mcl_context *ctx, const mcl_tensor *q, mcl_t
 /* mcl_embedding with a block-quantised table (embedding_quant.c), once mcl_embedding has
  * checked the dtypes, shapes and element counts: the table bound in row ranges where it is
  * larger than one binding, one dispatch per range. */
+/* RoPE with each pair's frequency from `table`, f32 [Dh / 2, 2]: pair i's turns per position
+ * as hi + lo (mcl_rope_table_values), read by rope_table_f32.comp; otherwise mcl_rope's
+ * arguments, checks and angle reduction (layout.c). */
+mcl_status mcl_rope_table(mcl_context *ctx, const mcl_tensor *x, mcl_rope_layout layout,
+                          const mcl_tensor *table, int64_t position_offset, mcl_tensor *out);
+/* The table of theta_base's frequencies for head_dim, each divided by factors[i] where
+ * factors is not NULL (llama 3.1's rope_freqs): head_dim floats, computed in double. */
+void mcl_rope_table_values(double theta_base, uint32_t head_dim, const float *factors,
+                           float *table);
+
 mcl_status mcl_embedding_quant(mcl_context *ctx, mcl_tensor *table, mcl_tensor *ids,
                                mcl_tensor *out);
 
