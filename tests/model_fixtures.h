@@ -74,6 +74,9 @@ typedef struct model_fixture_desc {
                                BF16 */
     float weight_scale;     /* 0 means 1 */
     int no_tokenizer;       /* 1: no tokenizer.* keys in the GGUF */
+    int chat_tokens;        /* 1: the vocabulary's last pieces are ChatML's and llama 3's
+                             * control tokens (<|im_start|>, <|im_end|>,
+                             * <|start_header_id|>, <|end_header_id|>, <|eot_id|>) */
 } model_fixture_desc;
 
 /* One tensor of the model. */

@@ -41,13 +41,19 @@ static mcl_status put_f32(mcl_gguf_writer *g, const char *arch, const char *suff
     return mcl_gguf_writer_add(g, key, MCL_GGUF_FLOAT32, &v);
 }
 
+/* The chat templates' control tokens, the last pieces of a vocabulary with chat_tokens. */
+static const char *const chat_tokens[] = {"<|im_start|>", "<|im_end|>", "<|start_header_id|>",
+                                          "<|end_header_id|>", "<|eot_id|>"};
+enum { CHAT_TOKENS = sizeof chat_tokens / sizeof chat_tokens[0] };
+
 /* A SentencePiece-style vocabulary of n tokens: <unk>, <s>, </s>, "▁", single characters,
- * then filler pieces "▁w<i>"; scores fall with the id. */
-static mcl_status put_tokenizer(mcl_gguf_writer *g, int n)
+ * then filler pieces "▁w<i>"; scores fall with the id. With `chat`, the last pieces are the
+ * chat templates' control tokens. */
+static mcl_status put_tokenizer(mcl_gguf_writer *g, int n, int chat)
 {
     static const char chars[] =
         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,!?'-";
-    enum { PIECE = 16 };
+    enum { PIECE = 24 };
     char *text = calloc((size_t)n, PIECE);
     const char **tokens = calloc((size_t)n, sizeof *tokens);
     float *scores = calloc((size_t)n, sizeof *scores);
@@ -64,9 +70,12 @@ static mcl_status put_tokenizer(mcl_gguf_writer *g, int n)
             snprintf(t, PIECE, "%c", chars[c]);
         else
             snprintf(t, PIECE, SPM_SPACE "w%d", i);
+        int chat_at = chat ? i - (n - CHAT_TOKENS) : -1;
+        if (chat_at >= 0)
+            snprintf(t, PIECE, "%s", chat_tokens[chat_at]);
         tokens[i] = t;
-        scores[i] = i < 3 ? 0.0f : -(float)i;
-        types[i] = i == 0 ? 2 : i < 3 ? 3 : 1; /* unknown, control, normal */
+        scores[i] = i < 3 || chat_at >= 0 ? 0.0f : -(float)i;
+        types[i] = i == 0 ? 2 : i < 3 || chat_at >= 0 ? 3 : 1; /* unknown, control, normal */
     }
     uint32_t bos = 1, eos = 2, unk = 0;
     if (s == MCL_SUCCESS)
@@ -135,7 +144,7 @@ mcl_status model_fixture_write_gguf(const model_fixture *f, const char *path)
         return fixture_fail(MCL_ERROR_OUT_OF_HOST_MEMORY, "gguf writer");
     mcl_status s = put_hparams(g, d);
     if (s == MCL_SUCCESS && !d->no_tokenizer)
-        s = put_tokenizer(g, d->vocab);
+        s = put_tokenizer(g, d->vocab, d->chat_tokens);
     for (int i = 0; s == MCL_SUCCESS && i < f->count; i++) {
         const model_fixture_tensor *t = &f->tensors[i];
         int64_t n = t->shape[0], k = t->ndim > 1 ? t->shape[1] : n, rows = t->ndim > 1 ? n : 1;

@@ -1,7 +1,8 @@
 /* motifcl-run: generate text with a model file. Loads the model (a progress bar on stderr),
- * runs the prompt, streams the generated text to stdout, and ends with the figures: load
- * time, prompt and decode tokens per second, peak device memory (stderr, or one JSON object
- * on stdout with --json). With --witness-dir DIR (or MOTIFCL_WITNESS_DIR) it also writes a
+ * runs the prompt (or, with -i, a conversation read from stdin under the llama-3 or ChatML
+ * template, the cache kept between turns), streams the generated text to stdout, and ends
+ * with the figures: load time, prompt and decode tokens per second, peak device memory
+ * (stderr, or one JSON object on stdout with --json). With --witness-dir DIR (or MOTIFCL_WITNESS_DIR) it also writes a
  * witness. Exit status: 0 done, 1 bad arguments, 2 no device, 3 the model or the run failed. */
 #ifndef MOTIFCL_EXPERIMENTAL
 #define MOTIFCL_EXPERIMENTAL
@@ -17,9 +18,9 @@
 #include "core/witness.h"
 
 typedef struct options {
-    const char *model, *prompt, *prompt_file, *witness_dir;
+    const char *model, *prompt, *prompt_file, *witness_dir, *template_name;
     uint32_t n, context;
-    int json, no_bos;
+    int json, no_bos, interactive;
     mcl_sampler_desc sampler;
 } options;
 
@@ -33,11 +34,15 @@ static double now(void)
 static void usage(const char *argv0)
 {
     fprintf(stderr,
-            "usage: %s -m FILE (-p TEXT | -f FILE) [-n N] [--ctx N] [--temp T] [--top-k K]\n"
+            "usage: %s -m FILE (-p TEXT | -f FILE | -i [--template llama3|chatml]) [-n N]\n"
+            "       [--ctx N] [--temp T] [--top-k K]\n"
             "       [--top-p P] [--min-p P] [--repeat-penalty R] [--frequency-penalty F]\n"
             "       [--presence-penalty P] [--penalty-last-n N] [--seed S] [--no-bos] [--json]\n"
             "       [--witness-dir DIR]\n"
-            "  -n N       tokens to generate (default 128); generation also ends at EOS\n"
+            "  -n N       tokens to generate (a turn's, with -i; default 128); EOS ends it\n"
+            "  -i         chat: user turns read from stdin, a line each, the cache kept between\n"
+            "             turns; -p or -f is then the first turn. --template picks the template\n"
+            "             (llama3 or chatml; by default the one whose tokens the model has)\n"
             "  --ctx N    context length (default: the model's, at most 4096)\n"
             "  --temp T   temperature; 0 (the default) is greedy\n",
             argv0);
@@ -57,6 +62,8 @@ static int parse(int argc, char **argv, options *o)
             o->json = 1, used = 0;
         else if (strcmp(a, "--no-bos") == 0)
             o->no_bos = 1, used = 0;
+        else if (strcmp(a, "-i") == 0)
+            o->interactive = 1, used = 0;
         else if (!v)
             return -1;
         else if (strcmp(a, "-m") == 0)
@@ -67,6 +74,8 @@ static int parse(int argc, char **argv, options *o)
             o->prompt_file = v;
         else if (strcmp(a, "--witness-dir") == 0)
             o->witness_dir = v;
+        else if (strcmp(a, "--template") == 0)
+            o->template_name = v;
         else if (strcmp(a, "-n") == 0)
             o->n = (uint32_t)strtoul(v, NULL, 10);
         else if (strcmp(a, "--ctx") == 0)
@@ -93,7 +102,8 @@ static int parse(int argc, char **argv, options *o)
             return -1;
         i += used;
     }
-    if (!o->model || (!o->prompt == !o->prompt_file))
+    if (!o->model || (o->prompt && o->prompt_file) ||
+        (!o->interactive && !o->prompt && !o->prompt_file))
         return -1;
     return 0;
 }
@@ -173,7 +183,7 @@ static void json_text(FILE *f, const char *s)
 
 typedef struct run {
     double load_s, prompt_s, decode_s;
-    uint32_t prompt_tokens, generated;
+    uint32_t prompt_tokens, generated, turns;
     uint64_t peak_bytes;
     char *text;
 } run;
@@ -201,8 +211,157 @@ static mcl_status stream(mcl_model *model, const int32_t *ids, uint32_t count, s
     return MCL_SUCCESS;
 }
 
-static int generate(mcl_context *ctx, const options *o, const char *prompt, size_t length,
-                    run *r)
+/* The chat templates -i knows, by name: a user turn with the assistant's header after it,
+ * the token that ends the assistant's turn, and what goes between that token and the next
+ * user turn. */
+typedef struct chat_template {
+    const char *name;
+    const char *turn; /* printf format of one %s, the user's message */
+    const char *stop;
+    const char *between;
+    const char *tokens[3]; /* the control tokens the vocabulary must have */
+} chat_template;
+
+static const chat_template templates[] = {
+    {"llama3",
+     "<|start_header_id|>user<|end_header_id|>\n\n%s<|eot_id|>"
+     "<|start_header_id|>assistant<|end_header_id|>\n\n",
+     "<|eot_id|>", "", {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}},
+    {"chatml", "<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n", "<|im_end|>", "\n",
+     {"<|im_start|>", "<|im_end|>", NULL}},
+};
+
+/* The id of `text` when it is one control token of the vocabulary, else -1. */
+static int32_t control_token(mcl_model *model, const char *text)
+{
+    int32_t id[2];
+    uint32_t n = 0;
+    if (mcl_model_tokenize(model, text, strlen(text), MCL_TOKENIZE_PARSE_SPECIAL, id, 2, &n) !=
+            MCL_SUCCESS ||
+        n != 1)
+        return -1;
+    uint32_t plain = 0;
+    /* Without parsing specials the text must come out as more than one piece. */
+    mcl_model_tokenize(model, text, strlen(text), 0, NULL, 0, &plain);
+    return plain > 1 ? id[0] : -1;
+}
+
+/* Whether the vocabulary has every control token of t. */
+static int template_fits(mcl_model *model, const chat_template *t)
+{
+    for (int i = 0; i < 3 && t->tokens[i]; i++)
+        if (control_token(model, t->tokens[i]) < 0)
+            return 0;
+    return 1;
+}
+
+/* One turn: `text` tokenized with `flags` and fed, then up to o->n tokens generated and
+ * streamed until EOS or `stop` (which is fed too, so that the cache holds the whole turn). */
+static int turn(mcl_model *model, mcl_session *s, const options *o, const char *text,
+                uint32_t flags, int32_t stop, int32_t eos, run *r)
+{
+    uint32_t count = 0;
+    int32_t *ids = NULL;
+    int rc = 3;
+    if (mcl_model_tokenize(model, text, strlen(text), flags, NULL, 0, &count) !=
+            MCL_ERROR_TOO_LARGE ||
+        !(ids = malloc(((size_t)count + o->n + 1) * sizeof *ids)) ||
+        mcl_model_tokenize(model, text, strlen(text), flags, ids, count, &count) != MCL_SUCCESS)
+        goto done;
+    if (count == 0) {
+        fprintf(stderr, "motifcl-run: the prompt has no tokens\n");
+        goto done;
+    }
+    double t0 = now();
+    if (mcl_session_feed(s, 0, ids, count, NULL) != MCL_SUCCESS)
+        goto done;
+    r->prompt_s += now() - t0;
+    r->prompt_tokens += count;
+    r->turns++;
+    size_t printed = 0;
+    uint32_t made = 0;
+    t0 = now();
+    for (uint32_t i = 0; i < o->n; i++) {
+        int32_t token;
+        if (mcl_session_sample(s, 0, &o->sampler, &token) != MCL_SUCCESS)
+            goto done;
+        int room = mcl_session_length(s, 0) < mcl_session_context_length(s);
+        if (token == stop && room && mcl_session_feed(s, 0, &token, 1, NULL) != MCL_SUCCESS)
+            goto done;
+        if (token == eos || token == stop)
+            break;
+        ids[count + made++] = token;
+        r->generated++;
+        if (stream(model, ids + count, made, &printed, o->json, &r->text) != MCL_SUCCESS)
+            goto done;
+        if (i + 1 == o->n || !room)
+            break;
+        if (mcl_session_feed(s, 0, &token, 1, NULL) != MCL_SUCCESS)
+            goto done;
+    }
+    r->decode_s += now() - t0;
+    if (!o->json)
+        fputc('\n', stdout);
+    rc = 0;
+done:
+    free(ids);
+    return rc;
+}
+
+/* -i: user turns read from stdin, a line each, under the template; the cache holds the whole
+ * conversation. */
+static int chat(mcl_model *model, mcl_session *s, const options *o, const char *first_message,
+                int32_t eos, run *r)
+{
+    const chat_template *t = NULL;
+    for (size_t i = 0; i < sizeof templates / sizeof templates[0]; i++) {
+        if (o->template_name ? strcmp(o->template_name, templates[i].name) == 0
+                             : template_fits(model, &templates[i])) {
+            t = &templates[i];
+            break;
+        }
+    }
+    if (!t) {
+        if (o->template_name)
+            fprintf(stderr, "motifcl-run: no chat template \"%s\" (llama3 and chatml are "
+                            "known)\n", o->template_name);
+        else
+            fprintf(stderr, "motifcl-run: the model's vocabulary has neither template's control "
+                            "tokens; pass --template llama3 or chatml\n");
+        return 1;
+    }
+    if (!template_fits(model, t)) {
+        fprintf(stderr, "motifcl-run: the model's vocabulary lacks the control tokens of the "
+                        "%s template\n", t->name);
+        return 1;
+    }
+    int32_t stop = control_token(model, t->stop);
+    char line[8192];
+    for (int first = 1;; first = 0) {
+        const char *message = first && first_message ? first_message : NULL;
+        if (!message) {
+            if (!o->json && isatty(STDIN_FILENO))
+                fputs("> ", stderr);
+            if (!fgets(line, sizeof line, stdin))
+                return 0;
+            line[strcspn(line, "\r\n")] = '\0';
+            message = line;
+        }
+        size_t size = strlen(t->between) + strlen(t->turn) + strlen(message) + 1;
+        char *text = malloc(size);
+        if (!text)
+            return 3;
+        int n = snprintf(text, size, "%s", first ? "" : t->between);
+        snprintf(text + n, size - (size_t)n, t->turn, message);
+        uint32_t flags = MCL_TOKENIZE_PARSE_SPECIAL | (first && !o->no_bos ? MCL_TOKENIZE_ADD_BOS : 0);
+        int rc = turn(model, s, o, text, flags, stop, eos, r);
+        free(text);
+        if (rc != 0)
+            return rc;
+    }
+}
+
+static int generate(mcl_context *ctx, const options *o, const char *prompt, run *r)
 {
     mcl_model_desc md = {.size = sizeof md, .progress = o->json ? NULL : progress};
     mcl_model *model = NULL;
@@ -216,54 +375,21 @@ static int generate(mcl_context *ctx, const options *o, const char *prompt, size
     mcl_model_file_info(model, &mi);
     mcl_session_desc sd = {.size = sizeof sd, .context_length = o->context};
     mcl_session *s = NULL;
-    int32_t *ids = NULL;
     int rc = 3;
-    uint32_t count = 0, cap = 0;
-    uint32_t flags = MCL_TOKENIZE_PARSE_SPECIAL | (o->no_bos ? 0 : MCL_TOKENIZE_ADD_BOS);
-    if (mcl_session_create(model, &sd, &s) != MCL_SUCCESS ||
-        mcl_model_tokenize(model, prompt, length, flags, NULL, 0, &count) != MCL_ERROR_TOO_LARGE)
+    if (mcl_session_create(model, &sd, &s) != MCL_SUCCESS)
         goto done;
-    cap = count + o->n;
-    ids = malloc((size_t)(cap ? cap : 1) * sizeof *ids);
-    if (!ids || mcl_model_tokenize(model, prompt, length, flags, ids, count, &count) != MCL_SUCCESS)
-        goto done;
-    if (count == 0) {
-        fprintf(stderr, "motifcl-run: the prompt has no tokens\n");
-        goto done;
-    }
-    r->prompt_tokens = count;
-    t0 = now();
-    if (mcl_session_feed(s, 0, ids, count, NULL) != MCL_SUCCESS)
-        goto done;
-    r->prompt_s = now() - t0;
-    size_t printed = 0;
-    t0 = now();
-    for (uint32_t i = 0; i < o->n; i++) {
-        int32_t token;
-        if (mcl_session_sample(s, 0, &o->sampler, &token) != MCL_SUCCESS)
-            goto done;
-        if (token == mi.eos)
-            break;
-        ids[count + r->generated++] = token;
-        if (stream(model, ids + count, r->generated, &printed, o->json, &r->text) !=
-            MCL_SUCCESS)
-            goto done;
-        if (i + 1 == o->n || mcl_session_length(s, 0) == mcl_session_context_length(s))
-            break;
-        if (mcl_session_feed(s, 0, &token, 1, NULL) != MCL_SUCCESS)
-            goto done;
-    }
-    r->decode_s = now() - t0;
-    if (!o->json)
-        fputc('\n', stdout);
-    rc = 0;
+    if (o->interactive)
+        rc = chat(model, s, o, prompt, mi.eos, r);
+    else
+        rc = turn(model, s, o, prompt,
+                  MCL_TOKENIZE_PARSE_SPECIAL | (o->no_bos ? 0 : MCL_TOKENIZE_ADD_BOS), -1, mi.eos,
+                  r);
 done:
-    if (rc != 0)
+    if (rc == 3)
         fprintf(stderr, "motifcl-run: %s\n", mcl_context_last_error(ctx));
     mcl_memory_stats ms = {.size = sizeof ms};
     if (mcl_context_memory_stats(ctx, &ms) == MCL_SUCCESS)
         r->peak_bytes = ms.bytes_allocated_peak;
-    free(ids);
     mcl_session_destroy(s);
     mcl_model_close(model);
     return rc;
@@ -284,9 +410,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "motifcl-run: cannot read %s\n", o.prompt_file);
             return 1;
         }
+        if (strlen(file_text) != length)
+            fprintf(stderr, "motifcl-run: %s holds a NUL byte; the prompt ends there\n",
+                    o.prompt_file);
         prompt = file_text;
-    } else {
-        length = strlen(prompt);
     }
     mcl_context *ctx = NULL;
     mcl_status st = mcl_context_create(NULL, &ctx);
@@ -296,10 +423,11 @@ int main(int argc, char **argv)
         return 2;
     }
     run r = {0};
-    int rc = generate(ctx, &o, prompt, length, &r);
+    int rc = generate(ctx, &o, prompt, &r);
     double prompt_rate = r.prompt_s > 0 ? r.prompt_tokens / r.prompt_s : 0;
-    /* The first generated token comes from the prompt's logits: decode is the rest. */
-    double decode_rate = r.decode_s > 0 && r.generated > 1 ? (r.generated - 1) / r.decode_s : 0;
+    /* A turn's first generated token comes from its prompt's logits: decode is the rest. */
+    double decode_rate =
+        r.decode_s > 0 && r.generated > r.turns ? (r.generated - r.turns) / r.decode_s : 0;
     if (o.json) {
         printf("{\"text\": ");
         json_text(stdout, r.text ? r.text : "");

@@ -1,0 +1,168 @@
+/* motifcl-run end to end on tiny fixture models (tests/model_fixtures.h): a prompt; -i with
+ * the llama-3 and ChatML templates over two turns read from stdin, the prompt tokens it
+ * reports equal to the templates' text tokenized here (so the turns are formatted as the
+ * templates say and the second turn follows the first in the cache); --json; and the
+ * refusals: an unknown template, a template whose tokens the vocabulary lacks, and no template
+ * found. The control: the same conversation counted with the other template's text differs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "io/gguf.h"
+#include "model_fixtures.h"
+
+static mcl_context *ctx;
+static char chat_model[256], plain_model[256];
+
+static void write_model(char *path, int chat)
+{
+    model_fixture_desc d = {0};
+    d.dim = 64;
+    d.layers = 1;
+    d.heads = 2;
+    d.hidden = 128;
+    d.vocab = 128;
+    d.context = 256;
+    d.seed = 5;
+    d.chat_tokens = chat;
+    model_fixture f;
+    assert_mcl_ok(model_fixture_create(&d, &f));
+    snprintf(path, 256, "%s/%s.gguf", mcl_test_scratch_dir(), chat ? "chat" : "plain");
+    assert_mcl_ok(model_fixture_write_gguf(&f, path));
+    model_fixture_free(&f);
+}
+
+/* Run motifcl-run with `args`, `input` on its stdin; its stdout (and stderr, after it) into
+ * out; the exit status. */
+static int run(const char *args, const char *input, char *out, size_t size)
+{
+    char in_path[300], cmd[1200];
+    snprintf(in_path, sizeof in_path, "%s/stdin.txt", mcl_test_scratch_dir());
+    FILE *f = fopen(in_path, "w");
+    assert_non_null(f);
+    fputs(input, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "'%s' %s < '%s' 2>&1", MOTIFCL_RUN, args, in_path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, size - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The "prompt_tokens" figure of --json output, or -1. */
+static long prompt_tokens(const char *out)
+{
+    const char *at = strstr(out, "\"prompt_tokens\": ");
+    return at ? strtol(at + strlen("\"prompt_tokens\": "), NULL, 10) : -1;
+}
+
+/* Tokens of `text` in the chat model's vocabulary (specials parsed, BOS where asked). */
+static long count_tokens(const char *text, int bos)
+{
+    mcl_model_desc md = {.size = sizeof md, .flags = MCL_MODEL_NO_WEIGHTS};
+    mcl_model *m = NULL;
+    assert_mcl_ok(mcl_model_open(ctx, chat_model, &md, &m));
+    uint32_t n = 0;
+    uint32_t flags = MCL_TOKENIZE_PARSE_SPECIAL | (bos ? MCL_TOKENIZE_ADD_BOS : 0);
+    mcl_status st = mcl_model_tokenize(m, text, strlen(text), flags, NULL, 0, &n);
+    assert_true(st == MCL_ERROR_TOO_LARGE || st == MCL_SUCCESS);
+    mcl_model_close(m);
+    return (long)n;
+}
+
+static void prompt_and_json(void **state)
+{
+    (void)state;
+    static char out[1 << 16];
+    char args[512];
+    snprintf(args, sizeof args, "-m '%s' -p 'hello there' -n 6", chat_model);
+    int rc = run(args, "", out, sizeof out);
+    assert_true(mcl_test_record_bool("motifcl-run -p: exit 0 and the figures line", rc == 0 &&
+                                     strstr(out, "tokens/s") != NULL));
+    snprintf(args, sizeof args, "-m '%s' -p 'hello there' -n 6 --json", chat_model);
+    rc = run(args, "", out, sizeof out);
+    assert_true(mcl_test_record_bool("motifcl-run --json: a JSON object with status ok",
+                                     rc == 0 && strstr(out, "\"status\": \"ok\"") != NULL &&
+                                         prompt_tokens(out) ==
+                                             count_tokens("hello there", 1)));
+}
+
+/* Two turns under `name`: the prompt tokens motifcl-run counts against the template's text
+ * (first turn with BOS, the second after the first reply's stop token and `between`). The
+ * stop tokens the model may generate are fed, not counted, so the count is the turns' text. */
+static void two_turns(const char *name, const char *turn_fmt, const char *between,
+                      const char *other_fmt)
+{
+    static char out[1 << 16];
+    char args[512], t1[512], t2[512], o1[512], o2[512];
+    snprintf(args, sizeof args, "-m '%s' -i --template %s -n 4 --json", chat_model, name);
+    int rc = run(args, "hi\nwhat now\n", out, sizeof out);
+    snprintf(t1, sizeof t1, turn_fmt, "hi");
+    int n = snprintf(t2, sizeof t2, "%s", between);
+    snprintf(t2 + n, sizeof t2 - (size_t)n, turn_fmt, "what now");
+    long want = count_tokens(t1, 1) + count_tokens(t2, 0);
+    snprintf(o1, sizeof o1, other_fmt, "hi");
+    snprintf(o2, sizeof o2, other_fmt, "what now");
+    long other = count_tokens(o1, 1) + count_tokens(o2, 0);
+    char name_ok[160];
+    snprintf(name_ok, sizeof name_ok, "motifcl-run -i --template %s: two turns, %ld prompt "
+                                      "tokens as the template makes them (%ld)",
+             name, prompt_tokens(out), want);
+    assert_true(mcl_test_record_bool(name_ok, rc == 0 && prompt_tokens(out) == want));
+    snprintf(name_ok, sizeof name_ok, "%s: control, the other template's text counts %ld", name,
+             other);
+    assert_true(mcl_test_record_bool(name_ok, other != want));
+}
+
+static void chat_templates(void **state)
+{
+    (void)state;
+    const char *llama3 = "<|start_header_id|>user<|end_header_id|>\n\n%s<|eot_id|>"
+                         "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    const char *chatml = "<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n";
+    two_turns("llama3", llama3, "", chatml);
+    two_turns("chatml", chatml, "\n", llama3);
+}
+
+static void refusals(void **state)
+{
+    (void)state;
+    static char out[1 << 16];
+    char args[512];
+    snprintf(args, sizeof args, "-m '%s' -i --template vicuna", chat_model);
+    int ok = run(args, "hi\n", out, sizeof out) == 1 && strstr(out, "no chat template") != NULL;
+    snprintf(args, sizeof args, "-m '%s' -i --template chatml", plain_model);
+    ok &= run(args, "hi\n", out, sizeof out) == 1 && strstr(out, "lacks the control") != NULL;
+    snprintf(args, sizeof args, "-m '%s' -i", plain_model);
+    ok &= run(args, "hi\n", out, sizeof out) == 1 && strstr(out, "neither template") != NULL;
+    snprintf(args, sizeof args, "-m '%s'", plain_model);
+    ok &= run(args, "", out, sizeof out) == 1 && strstr(out, "usage") != NULL;
+    assert_true(mcl_test_record_bool("motifcl-run refuses an unknown template, a template "
+                                     "the vocabulary lacks, no template, and no prompt",
+                                     ok));
+}
+
+static int setup(void **state)
+{
+    if (mcl_test_scratch_setup(state) != 0)
+        return -1;
+    write_model(chat_model, 1);
+    write_model(plain_model, 0);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    mcl_test_begin(argc, argv);
+    ctx = mcl_test_device_context();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(prompt_and_json),
+        cmocka_unit_test(chat_templates),
+        cmocka_unit_test(refusals),
+    };
+    return mcl_test_finish(cmocka_run_group_tests(tests, setup, mcl_test_scratch_teardown));
+}
