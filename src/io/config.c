@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/text.h"
 
 /* Defaults of a rope_scaling object's numbers (config.h). */
 #define ROPE_DEFAULT_FACTOR 1.0
@@ -15,22 +16,11 @@
 #define ROPE_DEFAULT_HIGH_FREQ_FACTOR 4.0
 #define ROPE_DEFAULT_ORIGINAL_MAX_POSITIONS 8192
 
-static mcl_status config_fail(char *why, size_t why_size, const char *fmt, ...) MCL_PRINTF(3, 4);
-static mcl_status config_fail(char *why, size_t why_size, const char *fmt, ...)
-{
-    if (why && why_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, why_size, fmt, ap);
-        va_end(ap);
-    }
-    return MCL_ERROR_INVALID_ARGUMENT;
-}
 
 static mcl_status wrong_type(const char *key, const mcl_json_value *v, const char *wanted,
                              char *why, size_t why_size)
 {
-    return config_fail(why, why_size, "\"%s\" (byte %" PRIu64 "): expected %s, found %s", key,
+    return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "\"%s\" (byte %" PRIu64 "): expected %s, found %s", key,
                        mcl_json_offset(v), wanted, mcl_json_kind_name(mcl_json_kind_of(v)));
 }
 
@@ -40,9 +30,9 @@ static mcl_status lookup(const mcl_json_value *obj, const char *key, const mcl_j
 {
     *v = NULL;
     if (!key)
-        return config_fail(why, why_size, "NULL key");
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL key");
     if (mcl_json_kind_of(obj) != MCL_JSON_OBJECT)
-        return config_fail(why, why_size, "reading \"%s\": the configuration is %s, not an "
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "reading \"%s\": the configuration is %s, not an "
                            "object", key, mcl_json_kind_name(mcl_json_kind_of(obj)));
     const mcl_json_value *found = mcl_json_find(obj, key);
     if (found && !mcl_json_is_null(found))
@@ -56,13 +46,13 @@ mcl_status mcl_config_int(const mcl_json_value *obj, const char *key, int64_t de
     const mcl_json_value *v;
     mcl_status s = lookup(obj, key, &v, why, why_size);
     if (s != MCL_SUCCESS || !out)
-        return s != MCL_SUCCESS ? s : config_fail(why, why_size, "NULL output");
+        return s != MCL_SUCCESS ? s : mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL output");
     if (!v) {
         *out = def;
         return MCL_SUCCESS;
     }
     if (mcl_json_kind_of(v) == MCL_JSON_NUMBER && !mcl_json_int(v, out))
-        return config_fail(why, why_size, "\"%s\" (byte %" PRIu64 "): expected an integer, "
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "\"%s\" (byte %" PRIu64 "): expected an integer, "
                            "found a number that is not an integer in int64's range", key,
                            mcl_json_offset(v));
     if (!mcl_json_int(v, out))
@@ -76,7 +66,7 @@ mcl_status mcl_config_float(const mcl_json_value *obj, const char *key, double d
     const mcl_json_value *v;
     mcl_status s = lookup(obj, key, &v, why, why_size);
     if (s != MCL_SUCCESS || !out)
-        return s != MCL_SUCCESS ? s : config_fail(why, why_size, "NULL output");
+        return s != MCL_SUCCESS ? s : mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL output");
     if (!v) {
         *out = def;
         return MCL_SUCCESS;
@@ -92,7 +82,7 @@ mcl_status mcl_config_string(const mcl_json_value *obj, const char *key, const c
     const mcl_json_value *v;
     mcl_status s = lookup(obj, key, &v, why, why_size);
     if (s != MCL_SUCCESS || !out)
-        return s != MCL_SUCCESS ? s : config_fail(why, why_size, "NULL output");
+        return s != MCL_SUCCESS ? s : mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL output");
     if (!v) {
         *out = def;
         return MCL_SUCCESS;
@@ -110,7 +100,7 @@ mcl_status mcl_config_bool(const mcl_json_value *obj, const char *key, int def, 
     const mcl_json_value *v;
     mcl_status s = lookup(obj, key, &v, why, why_size);
     if (s != MCL_SUCCESS || !out)
-        return s != MCL_SUCCESS ? s : config_fail(why, why_size, "NULL output");
+        return s != MCL_SUCCESS ? s : mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL output");
     if (!v) {
         *out = def;
         return MCL_SUCCESS;
@@ -126,13 +116,13 @@ mcl_status mcl_config_int_list(const mcl_json_value *obj, const char *key, int64
     const mcl_json_value *v;
     mcl_status s = lookup(obj, key, &v, why, why_size);
     if (s != MCL_SUCCESS || !count || (cap && !out))
-        return s != MCL_SUCCESS ? s : config_fail(why, why_size, "NULL output");
+        return s != MCL_SUCCESS ? s : mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL output");
     *count = 0;
     if (!v)
         return MCL_SUCCESS;
     if (mcl_json_kind_of(v) == MCL_JSON_NUMBER) {
         if (!cap) {
-            config_fail(why, why_size, "\"%s\" (byte %" PRIu64 "): 1 value, more than the 0 "
+            mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "\"%s\" (byte %" PRIu64 "): 1 value, more than the 0 "
                         "expected", key, mcl_json_offset(v));
             return MCL_ERROR_TOO_LARGE;
         }
@@ -145,14 +135,14 @@ mcl_status mcl_config_int_list(const mcl_json_value *obj, const char *key, int64
         return wrong_type(key, v, "an integer or an array of integers", why, why_size);
     uint32_t n = mcl_json_count(v);
     if (n > cap) {
-        config_fail(why, why_size, "\"%s\" (byte %" PRIu64 "): %" PRIu32 " values, more than "
+        mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "\"%s\" (byte %" PRIu64 "): %" PRIu32 " values, more than "
                     "the %" PRIu32 " expected", key, mcl_json_offset(v), n, cap);
         return MCL_ERROR_TOO_LARGE;
     }
     for (uint32_t i = 0; i < n; i++) {
         const mcl_json_value *e = mcl_json_at(v, i);
         if (!mcl_json_int(e, &out[i]))
-            return config_fail(why, why_size, "\"%s\" element %" PRIu32 " (byte %" PRIu64
+            return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "\"%s\" element %" PRIu32 " (byte %" PRIu64
                                "): expected an integer, found %s", key, i, mcl_json_offset(e),
                                mcl_json_kind_name(mcl_json_kind_of(e)));
     }
@@ -167,7 +157,7 @@ mcl_status mcl_config_string_at(const mcl_json_value *obj, const char *key, uint
     const mcl_json_value *v;
     mcl_status s = lookup(obj, key, &v, why, why_size);
     if (s != MCL_SUCCESS || !out)
-        return s != MCL_SUCCESS ? s : config_fail(why, why_size, "NULL output");
+        return s != MCL_SUCCESS ? s : mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL output");
     *out = def;
     if (!v)
         return MCL_SUCCESS;
@@ -176,7 +166,7 @@ mcl_status mcl_config_string_at(const mcl_json_value *obj, const char *key, uint
     for (uint32_t i = 0; i < mcl_json_count(v); i++) {
         const mcl_json_value *e = mcl_json_at(v, i);
         if (!mcl_json_string(e, NULL))
-            return config_fail(why, why_size, "\"%s\" element %" PRIu32 " (byte %" PRIu64
+            return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "\"%s\" element %" PRIu32 " (byte %" PRIu64
                                "): expected a string, found %s", key, i, mcl_json_offset(e),
                                mcl_json_kind_name(mcl_json_kind_of(e)));
     }
@@ -189,7 +179,7 @@ mcl_status mcl_config_rope_scaling(const mcl_json_value *obj, mcl_rope_scaling *
                                    size_t why_size)
 {
     if (!out)
-        return config_fail(why, why_size, "NULL output");
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL output");
     memset(out, 0, sizeof *out);
     out->factor = ROPE_DEFAULT_FACTOR;
     out->low_freq_factor = ROPE_DEFAULT_LOW_FREQ_FACTOR;
@@ -208,12 +198,12 @@ mcl_status mcl_config_rope_scaling(const mcl_json_value *obj, mcl_rope_scaling *
         (s = mcl_config_string(rs, "type", NULL, &old_type, why, why_size)))
         return s;
     if (rope_type && old_type && strcmp(rope_type, old_type) != 0)
-        return config_fail(why, why_size, "\"rope_scaling\" (byte %" PRIu64 "): \"rope_type\" "
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "\"rope_scaling\" (byte %" PRIu64 "): \"rope_type\" "
                            "is \"%s\" but \"type\" is \"%s\"", mcl_json_offset(rs), rope_type,
                            old_type);
     out->type = rope_type ? rope_type : old_type;
     if (!out->type)
-        return config_fail(why, why_size, "\"rope_scaling\" (byte %" PRIu64 "): neither "
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "\"rope_scaling\" (byte %" PRIu64 "): neither "
                            "\"rope_type\" nor \"type\" is given", mcl_json_offset(rs));
     if ((s = mcl_config_float(rs, "factor", out->factor, &out->factor, why, why_size)) ||
         (s = mcl_config_float(rs, "low_freq_factor", out->low_freq_factor,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/text.h"
 #include "io/convert.h"
 #include "io/json.h"
 
@@ -71,34 +72,6 @@ int mcl_st_dtype_loadable(mcl_st_dtype dtype)
     return dtype == MCL_ST_F32 || dtype == MCL_ST_F16 || dtype == MCL_ST_BF16;
 }
 
-/* --- Messages ---------------------------------------------------------------------------- */
-
-static mcl_status st_fail(char *why, size_t why_size, mcl_status status, const char *fmt, ...)
-    MCL_PRINTF(4, 5);
-static mcl_status st_fail(char *why, size_t why_size, mcl_status status, const char *fmt, ...)
-{
-    if (why && why_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, why_size, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
-
-/* A tensor name for messages: at most NAME_SHOWN characters, unprintable bytes as '?'. */
-static void show_name(const char *name, size_t len, char *buf, size_t size)
-{
-    size_t n = len < NAME_SHOWN ? len : NAME_SHOWN;
-    if (n + 4 > size)
-        n = size - 4;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)name[i];
-        buf[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-    }
-    strcpy(buf + n, len > n ? "..." : "");
-}
-
 /* --- One tensor's entry ------------------------------------------------------------------ */
 
 typedef struct entry_ctx {
@@ -114,7 +87,7 @@ static mcl_status entry_fail(entry_ctx *c, const mcl_json_value *v, const char *
 {
     if (c->why && c->why_size) {
         char shown[NAME_SHOWN + 4];
-        show_name(c->name, c->name_len, shown, sizeof shown);
+        mcl_text_show(c->name, c->name_len, NAME_SHOWN, shown, sizeof shown);
         int n = snprintf(c->why, c->why_size, "tensor \"%s\" (header byte %" PRIu64 "): ",
                          shown, mcl_json_offset(v));
         if (n >= 0 && (size_t)n < c->why_size) {
@@ -148,7 +121,7 @@ static mcl_status read_entry(const mcl_json_value *e, mcl_st_tensor *t, int64_t 
     int d = mcl_st_dtype_parse(name, name_len);
     if (d < 0) {
         char shown[NAME_SHOWN + 4];
-        show_name(name, name_len, shown, sizeof shown);
+        mcl_text_show(name, name_len, NAME_SHOWN, shown, sizeof shown);
         return entry_fail(c, dtype, "unknown dtype \"%s\"", shown);
     }
     t->dtype = (mcl_st_dtype)d;
@@ -235,7 +208,7 @@ static int by_name(const void *pa, const void *pb)
 static mcl_status check_metadata(const mcl_json_value *m, char *why, size_t why_size)
 {
     if (mcl_json_kind_of(m) != MCL_JSON_OBJECT)
-        return st_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "__metadata__ (header byte %"
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "__metadata__ (header byte %"
                        PRIu64 ") is %s, not an object", mcl_json_offset(m),
                        mcl_json_kind_name(mcl_json_kind_of(m)));
     for (uint32_t i = 0; i < mcl_json_count(m); i++) {
@@ -244,8 +217,8 @@ static mcl_status check_metadata(const mcl_json_value *m, char *why, size_t why_
             size_t len;
             const char *key = mcl_json_key(v, &len);
             char shown[NAME_SHOWN + 4];
-            show_name(key, len, shown, sizeof shown);
-            return st_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "__metadata__ \"%s\" "
+            mcl_text_show(key, len, NAME_SHOWN, shown, sizeof shown);
+            return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "__metadata__ \"%s\" "
                            "(header byte %" PRIu64 ") is %s, not a string", shown,
                            mcl_json_offset(v), mcl_json_kind_name(mcl_json_kind_of(v)));
         }
@@ -270,7 +243,7 @@ static mcl_status read_tensors(mcl_safetensors *st, const mcl_json_value *root, 
     st->by_name = calloc(n ? n : 1, sizeof *st->by_name);
     st->dims = calloc(total_dims ? total_dims : 1, sizeof *st->dims);
     if (!st->tensors || !st->by_name || !st->dims)
-        return st_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for "
+        return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for "
                        "%" PRIu64 " tensors", n);
     uint64_t k = 0, used_dims = 0;
     for (uint32_t i = 0; i < members; i++) {
@@ -299,23 +272,23 @@ static mcl_status check_tiling(mcl_safetensors *st, uint64_t data_size, char *wh
         const mcl_st_tensor *t = &st->tensors[i];
         char shown[NAME_SHOWN + 4];
         if (t->begin != at || t->end > data_size)
-            show_name(t->name, t->name_len, shown, sizeof shown);
+            mcl_text_show(t->name, t->name_len, NAME_SHOWN, shown, sizeof shown);
         if (t->begin > at)
-            return st_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "tensor \"%s\": "
+            return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "tensor \"%s\": "
                            "data_offsets [%" PRIu64 ", %" PRIu64 "] leave a gap: the data "
                            "before it ends at %" PRIu64, shown, t->begin, t->end, at);
         if (t->begin < at)
-            return st_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "tensor \"%s\": "
+            return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "tensor \"%s\": "
                            "data_offsets [%" PRIu64 ", %" PRIu64 "] overlap the tensor before "
                            "it, which ends at %" PRIu64, shown, t->begin, t->end, at);
         if (t->end > data_size)
-            return st_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "tensor \"%s\": "
+            return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "tensor \"%s\": "
                            "data_offsets [%" PRIu64 ", %" PRIu64 "] past the end of the %"
                            PRIu64 "-byte data section", shown, t->begin, t->end, data_size);
         at = t->end;
     }
     if (at != data_size)
-        return st_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "the tensors end at byte %"
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "the tensors end at byte %"
                        PRIu64 " of the %" PRIu64 "-byte data section: %" PRIu64 " bytes "
                        "belong to no tensor", at, data_size, data_size - at);
     return MCL_SUCCESS;
@@ -327,36 +300,36 @@ mcl_status mcl_safetensors_parse(const void *data, uint64_t size, mcl_safetensor
     if (why && why_size)
         why[0] = '\0';
     if (!out || (!data && size))
-        return st_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL argument");
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL argument");
     *out = NULL;
     const unsigned char *bytes = data;
     if (size < HEADER_LENGTH_BYTES)
-        return st_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "a %" PRIu64 "-byte file "
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "a %" PRIu64 "-byte file "
                        "is shorter than the 8-byte header length", size);
     uint64_t n = 0;
     for (int i = HEADER_LENGTH_BYTES - 1; i >= 0; i--)
         n = n << 8 | bytes[i];
     if (n > size - HEADER_LENGTH_BYTES)
-        return st_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "header length %" PRIu64
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "header length %" PRIu64
                        " past the end of the %" PRIu64 "-byte file", n, size);
     if (n > MCL_SAFETENSORS_MAX_HEADER)
-        return st_fail(why, why_size, MCL_ERROR_TOO_LARGE, "header length %" PRIu64 " above "
+        return mcl_text_fail(why, why_size, MCL_ERROR_TOO_LARGE, "header length %" PRIu64 " above "
                        "the limit of %u bytes", n, MCL_SAFETENSORS_MAX_HEADER);
 
     mcl_safetensors *st = calloc(1, sizeof *st);
     if (!st)
-        return st_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     st->data_offset = HEADER_LENGTH_BYTES + n;
     mcl_status s;
     char json_why[256];
     s = mcl_json_parse(bytes + HEADER_LENGTH_BYTES, n, &st->header, json_why, sizeof json_why);
     if (s != MCL_SUCCESS) {
-        st_fail(why, why_size, s, "header: %s", json_why);
+        mcl_text_fail(why, why_size, s, "header: %s", json_why);
         goto fail;
     }
     const mcl_json_value *root = mcl_json_root(st->header);
     if (mcl_json_kind_of(root) != MCL_JSON_OBJECT) {
-        s = st_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "the header is %s, not an "
+        s = mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "the header is %s, not an "
                     "object", mcl_json_kind_name(mcl_json_kind_of(root)));
         goto fail;
     }
@@ -454,18 +427,19 @@ mcl_status mcl_safetensors_read_f32(const mcl_st_tensor *t, float *dst, uint64_t
                                     size_t why_size)
 {
     if (!t || (!dst && n))
-        return st_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL argument");
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL argument");
     char shown[NAME_SHOWN + 4];
-    show_name(t->name ? t->name : "", t->name ? t->name_len : 0, shown, sizeof shown);
+    mcl_text_show(t->name ? t->name : "", t->name ? t->name_len : 0, NAME_SHOWN, shown,
+                  sizeof shown);
     if (!mcl_st_dtype_loadable(t->dtype))
-        return st_fail(why, why_size, MCL_ERROR_UNSUPPORTED, "tensor \"%s\": dtype %s is not "
+        return mcl_text_fail(why, why_size, MCL_ERROR_UNSUPPORTED, "tensor \"%s\": dtype %s is not "
                        "loaded (F32, F16 and BF16 are)", shown,
                        mcl_st_dtype_name(t->dtype) ? mcl_st_dtype_name(t->dtype) : "?");
     if (n != t->elements)
-        return st_fail(why, why_size, MCL_ERROR_SHAPE_MISMATCH, "tensor \"%s\": %" PRIu64
+        return mcl_text_fail(why, why_size, MCL_ERROR_SHAPE_MISMATCH, "tensor \"%s\": %" PRIu64
                        " elements asked for, it has %" PRIu64, shown, n, t->elements);
     if (n && !t->data)
-        return st_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "tensor \"%s\": no data",
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "tensor \"%s\": no data",
                        shown);
     switch (t->dtype) {
     case MCL_ST_F32: mcl_convert_f32_to_f32(t->data, dst, n); break;

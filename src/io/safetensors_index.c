@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "core/log.h"
+#include "core/text.h"
 
 #define SHARD_SUFFIX ".safetensors"
 #define INDEX_SUFFIX ".json"
@@ -26,30 +27,6 @@ struct mcl_st_index {
     uint32_t n_shards;
 };
 
-static mcl_status idx_fail(char *why, size_t why_size, mcl_status status, const char *fmt, ...)
-    MCL_PRINTF(4, 5);
-static mcl_status idx_fail(char *why, size_t why_size, mcl_status status, const char *fmt, ...)
-{
-    if (why && why_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, why_size, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
-
-static void show(const char *s, size_t len, char *buf, size_t size)
-{
-    size_t n = len < NAME_SHOWN ? len : NAME_SHOWN;
-    if (n + 4 > size)
-        n = size - 4;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        buf[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-    }
-    strcpy(buf + n, len > n ? "..." : "");
-}
 
 static int ends_with(const char *s, size_t len, const char *suffix)
 {
@@ -92,22 +69,22 @@ mcl_status mcl_st_index_parse(const void *data, uint64_t size, mcl_st_index **ou
     if (why && why_size)
         why[0] = '\0';
     if (!out || (!data && size))
-        return idx_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL argument");
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL argument");
     *out = NULL;
     mcl_st_index *idx = calloc(1, sizeof *idx);
     if (!idx)
-        return idx_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     char json_why[256];
     mcl_status s = mcl_json_parse(data, size, &idx->doc, json_why, sizeof json_why);
     if (s != MCL_SUCCESS) {
-        idx_fail(why, why_size, s, "index: %s", json_why);
+        mcl_text_fail(why, why_size, s, "index: %s", json_why);
         goto fail;
     }
     const mcl_json_value *root = mcl_json_root(idx->doc);
     idx->weight_map = mcl_json_find(root, "weight_map");
     if (mcl_json_kind_of(root) != MCL_JSON_OBJECT ||
         mcl_json_kind_of(idx->weight_map) != MCL_JSON_OBJECT) {
-        s = idx_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "index: %s",
+        s = mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "index: %s",
                      mcl_json_kind_of(root) != MCL_JSON_OBJECT ? "not an object"
                      : idx->weight_map ? "\"weight_map\" is not an object"
                                        : "no \"weight_map\"");
@@ -117,14 +94,14 @@ mcl_status mcl_st_index_parse(const void *data, uint64_t size, mcl_st_index **ou
     if (mcl_json_is_null(idx->metadata))
         idx->metadata = NULL;
     if (idx->metadata && mcl_json_kind_of(idx->metadata) != MCL_JSON_OBJECT) {
-        s = idx_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "index: \"metadata\" is %s, "
+        s = mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "index: \"metadata\" is %s, "
                      "not an object", mcl_json_kind_name(mcl_json_kind_of(idx->metadata)));
         goto fail;
     }
     uint32_t n = mcl_json_count(idx->weight_map);
     idx->shards = malloc((n ? n : 1) * sizeof *idx->shards);
     if (!idx->shards) {
-        s = idx_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        s = mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
         goto fail;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -135,9 +112,10 @@ mcl_status mcl_st_index_parse(const void *data, uint64_t size, mcl_st_index **ou
         const char *problem = shard ? shard_name_problem(shard, len) : "is not a string";
         if (problem) {
             char shown_key[NAME_SHOWN + 4], shown_shard[NAME_SHOWN + 4];
-            show(key, key_len, shown_key, sizeof shown_key);
-            show(shard ? shard : "", shard ? len : 0, shown_shard, sizeof shown_shard);
-            s = idx_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "index: weight_map \"%s\" "
+            mcl_text_show(key, key_len, NAME_SHOWN, shown_key, sizeof shown_key);
+            mcl_text_show(shard ? shard : "", shard ? len : 0, NAME_SHOWN, shown_shard,
+                          sizeof shown_shard);
+            s = mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "index: weight_map \"%s\" "
                          "(byte %" PRIu64 "): shard name \"%s\" %s", shown_key,
                          mcl_json_offset(v), shown_shard, problem);
             goto fail;
@@ -240,7 +218,7 @@ static mcl_status read_small_file(const char *path, unsigned char **out, size_t 
     *size = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
-        return idx_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "cannot open %s", path);
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "cannot open %s", path);
     unsigned char *buf = NULL;
     size_t len = 0, cap = 0;
     mcl_status s = MCL_SUCCESS;
@@ -249,7 +227,7 @@ static mcl_status read_small_file(const char *path, unsigned char **out, size_t 
             size_t next = cap ? cap * 2 : READ_CHUNK;
             unsigned char *grown = realloc(buf, next);
             if (!grown) {
-                s = idx_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory "
+                s = mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory "
                              "reading %s", path);
                 break;
             }
@@ -259,13 +237,13 @@ static mcl_status read_small_file(const char *path, unsigned char **out, size_t 
         size_t got = fread(buf + len, 1, READ_CHUNK, f);
         len += got;
         if (len > MCL_ST_INDEX_MAX_BYTES) {
-            s = idx_fail(why, why_size, MCL_ERROR_TOO_LARGE, "%s is larger than %u bytes",
+            s = mcl_text_fail(why, why_size, MCL_ERROR_TOO_LARGE, "%s is larger than %u bytes",
                          path, MCL_ST_INDEX_MAX_BYTES);
             break;
         }
         if (got < READ_CHUNK) {
             if (ferror(f))
-                s = idx_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "cannot read %s", path);
+                s = mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "cannot read %s", path);
             break;
         }
     }
@@ -287,7 +265,7 @@ static mcl_status list_one(const char *path, mcl_st_shards *out, char *why, size
     if (!out->paths || !out->paths[0]) {
         free(out->paths);
         out->paths = NULL;
-        return idx_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
     out->count = 1;
     return MCL_SUCCESS;
@@ -306,14 +284,14 @@ static mcl_status list_index(const char *index_path, mcl_st_shards *out, char *w
     s = mcl_st_index_parse(text, size, &idx, parse_why, sizeof parse_why);
     free(text);
     if (s != MCL_SUCCESS)
-        return idx_fail(why, why_size, s, "%s: %s", index_path, parse_why);
+        return mcl_text_fail(why, why_size, s, "%s: %s", index_path, parse_why);
     const char *slash = strrchr(index_path, '/');
     size_t dir_len = slash ? (size_t)(slash - index_path) + (slash == index_path) : 0;
     uint32_t n = mcl_st_index_shard_count(idx);
     out->paths = calloc(n ? n : 1, sizeof *out->paths);
     if (!out->paths) {
         mcl_st_index_free(idx);
-        return idx_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
     for (uint32_t i = 0; i < n; i++) {
         out->paths[i] = join(index_path, dir_len, mcl_st_index_shard_at(idx, i));
@@ -321,7 +299,7 @@ static mcl_status list_index(const char *index_path, mcl_st_shards *out, char *w
             out->count = i;
             mcl_st_shards_free(out);
             mcl_st_index_free(idx);
-            return idx_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+            return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
         }
     }
     out->count = n;
@@ -335,11 +313,11 @@ mcl_status mcl_st_shards_list(const char *path, mcl_st_shards *out, char *why,
     if (why && why_size)
         why[0] = '\0';
     if (!path || !out)
-        return idx_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL argument");
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL argument");
     memset(out, 0, sizeof *out);
     struct stat sb;
     if (stat(path, &sb) != 0)
-        return idx_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "no file or folder %s",
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "no file or folder %s",
                         path);
     size_t len = strlen(path);
     if (S_ISDIR(sb.st_mode)) {
@@ -347,26 +325,26 @@ mcl_status mcl_st_shards_list(const char *path, mcl_st_shards *out, char *why,
         char *single = join(path, len, MCL_ST_SINGLE_NAME);
         mcl_status s;
         if (!index || !single)
-            s = idx_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+            s = mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
         else if (is_regular_file(index))
             s = list_index(index, out, why, why_size);
         else if (is_regular_file(single))
             s = list_one(single, out, why, why_size);
         else
-            s = idx_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "%s holds neither "
+            s = mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "%s holds neither "
                          MCL_ST_INDEX_NAME " nor " MCL_ST_SINGLE_NAME, path);
         free(index);
         free(single);
         return s;
     }
     if (!S_ISREG(sb.st_mode))
-        return idx_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "%s is neither a file nor "
+        return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "%s is neither a file nor "
                         "a folder", path);
     if (ends_with(path, len, INDEX_SUFFIX))
         return list_index(path, out, why, why_size);
     if (ends_with(path, len, SHARD_SUFFIX))
         return list_one(path, out, why, why_size);
-    return idx_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "%s is neither an index (.json) "
+    return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "%s is neither an index (.json) "
                     "nor a .safetensors file", path);
 }
 

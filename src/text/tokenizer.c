@@ -9,17 +9,6 @@
 
 #include "text/text_internal.h"
 
-mcl_status mcl_text_fail(char *why, size_t why_size, mcl_status status, const char *fmt, ...)
-{
-    if (why && why_size) {
-        va_list args;
-        va_start(args, fmt);
-        vsnprintf(why, why_size, fmt, args);
-        va_end(args);
-    }
-    return status;
-}
-
 void mcl_scratch_free(mcl_scratch *sc)
 {
     free(sc->bytes);
