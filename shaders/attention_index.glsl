@@ -50,15 +50,20 @@ vec4 load_v(uint base, uint d4) {
     return r;
 }
 
+// The keys in use: the push constant, unless the including kernel reads them from a buffer.
+#ifndef KV_LEN
+#define KV_LEN pc.kv_len
+#endif
+
 // Keys visible to row rho: all kv_len, or with the causal mask those up to its position
 // counted from the end of the cache.
 uint visible_keys(uint rho) {
     if (pc.causal == 0u) {
-        return pc.kv_len;
+        return KV_LEN;
     }
     const int t = int(rho / pc.group);
-    const int limit = t + int(pc.kv_len) - int(pc.seq_q) + 1;
-    return uint(clamp(limit, 0, int(pc.kv_len)));
+    const int limit = t + int(KV_LEN) - int(pc.seq_q) + 1;
+    return uint(clamp(limit, 0, int(KV_LEN)));
 }
 
 #endif

@@ -57,6 +57,7 @@ layout(push_constant) uniform Push {
     float scale_log2;  // scale * log2(e)
     uint keys_per_split;
     uint splits;
+    uint len_slot;     // attention_decode_f32: the element of lens[] that holds kv_len
 } pc;
 
 shared vec4 q_tile[BQ * D4];

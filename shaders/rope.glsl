@@ -3,7 +3,8 @@
 // pos * f turns, f a pair's frequency in turns per position as a double-float.
 //
 // Before including it, a kernel declares: the x (readonly) and dst bindings, the IN_PLACE and
-// BACKWARD constants, and a push constant block `pc` with pos0, split_half and half_dim.
+// BACKWARD constants, and a push constant block `pc` with pos0, split_half and half_dim; or
+// defines ROPE_NO_ROTATE and uses rope_cos_sin alone.
 
 const float TWO_PI = 6.28318530717958647692;
 
@@ -34,20 +35,26 @@ vec2 df_mul(vec2 a, vec2 b) {
     return vec2(hi, lo);
 }
 
-// Rotate pair i of row `row` (token t of it) by pos * f turns, pos = pc.pos0 + t.
-void rope_rotate(uint i, uint row, uint t, vec2 f) {
+// (cos, sin) of pos * f turns, pos an integer below 2^24 (exact in a float).
+vec2 rope_cos_sin(float pos, vec2 f) {
     // turns = pos * f = pe.x + turns_lo: pos is exact, so its low part is zero and only
     // pos * f.lo joins Dekker's p + e.
-    const float pos = float(pc.pos0 + t);
     const vec2 pe = two_product(pos, f.x);
     precise float turns_lo = pe.y + pos * f.y;
     // pe.x - roundEven(pe.x) is exact: a multiple of ulp(pe.x) of at most 1/2.
     precise float u = (pe.x - roundEven(pe.x)) + turns_lo;
     precise float frac_turns = u - roundEven(u);
     precise float angle = frac_turns * TWO_PI;
-    const float c = cos(angle);
+    return vec2(cos(angle), sin(angle));
+}
+
+#ifndef ROPE_NO_ROTATE
+// Rotate pair i of row `row` (token t of it) by pos * f turns, pos = pc.pos0 + t.
+void rope_rotate(uint i, uint row, uint t, vec2 f) {
+    const vec2 cs = rope_cos_sin(float(pc.pos0 + t), f);
+    const float c = cs.x;
     // Negation is exact: R(-a) = R(a)^T with the forward's very c and s.
-    const float s = BACKWARD ? -sin(angle) : sin(angle);
+    const float s = BACKWARD ? -cs.y : cs.y;
 
     const uint base = row * 2u * pc.half_dim;
     const uint i0 = pc.split_half != 0u ? base + i : base + 2u * i;
@@ -57,3 +64,4 @@ void rope_rotate(uint i, uint row, uint t, vec2 f) {
     dst[i0] = x0 * c - x1 * s;
     dst[i1] = x0 * s + x1 * c;
 }
+#endif

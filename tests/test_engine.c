@@ -9,6 +9,7 @@
  *  - decode through the cache equals the engine's own recompute of the whole sequence;
  *  - sequences decoded as one batch equal each decoded alone, and emptying one leaves the
  *    others as they were;
+ *  - decode steps replayed from a recording equal the same steps recorded op by op;
  *  - greedy generation repeats itself, and a seeded draw too;
  *  - statuses: the context filling up, a prompt longer than the context, no tokens, a token
  *    outside the vocabulary, sampling before feeding, a model without weights, a cache over
@@ -399,6 +400,77 @@ static void batch_equals_alone(void **state)
     mcl_model_close(m);
 }
 
+/* Decode steps replay a recording that reads its positions from the device; with
+ * MOTIFCL_ENGINE_EAGER set they are recorded op by op with the positions in the recording.
+ * Four sequences decoded in turn as each of the 15 non-empty subsets, more than the session
+ * keeps recorded, so recordings are dropped and made again, at lengths from 1 to 300 of a
+ * cache of 512 (recorded for all 512, so slices past a length run empty): the two ways give
+ * the same logits. Control: each step's logits against the eager session's of the step before. */
+static void recorded_steps(void **state)
+{
+    (void)state;
+    /* A context of 512 cuts the cache into several key slices, some past every length. */
+    model_fixture_desc d = base_desc();
+    d.context = 512;
+    model_fixture f;
+    assert_mcl_ok(model_fixture_create(&d, &f));
+    char path[256];
+    snprintf(path, sizeof path, "%s/long.gguf", mcl_test_scratch_dir());
+    assert_mcl_ok(model_fixture_write_gguf(&f, path));
+    model_fixture_free(&f);
+    mcl_model *m = open_model(path);
+    mcl_session *rec = session(m, 4);
+    assert_int_equal(setenv("MOTIFCL_ENGINE_EAGER", "1", 1), 0);
+    mcl_session *eager = session(m, 4);
+    assert_int_equal(unsetenv("MOTIFCL_ENGINE_EAGER"), 0);
+    const uint32_t vocab = 128, lengths[4] = {3, 300, 1, 130};
+    int32_t text[300];
+    for (uint32_t i = 0; i < 300; i++)
+        text[i] = (int32_t)((i * 37 + 5) % vocab);
+    float *a = malloc(4 * vocab * 4), *b = malloc(4 * vocab * 4), *prev = malloc(4 * vocab * 4);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_non_null(prev);
+    for (uint32_t q = 0; q < 4; q++) {
+        assert_mcl_ok(mcl_session_feed(rec, q, text, lengths[q], NULL));
+        assert_mcl_ok(mcl_session_feed(eager, q, text, lengths[q], NULL));
+    }
+    double worst = 0.0, control = INFINITY;
+    for (uint32_t round = 0; round < 2; round++) {
+        for (uint32_t set = 1; set < 16; set++) {
+            uint32_t seqs[4], n = 0;
+            int32_t tok[4];
+            for (uint32_t q = 0; q < 4; q++)
+                if (set & (1u << q)) {
+                    seqs[n] = q;
+                    tok[n] = steps[(set + q + round) % STEPS];
+                    n++;
+                }
+            assert_mcl_ok(mcl_session_feed_batch(rec, seqs, tok, n, a));
+            assert_mcl_ok(mcl_session_feed_batch(eager, seqs, tok, n, b));
+            double e = rel_rms_f(a, b, (size_t)n * vocab);
+            worst = e > worst ? e : worst;
+            if (set > 1) {
+                double c = rel_rms_f(a, prev, vocab);
+                control = c < control ? c : control;
+            }
+            memcpy(prev, b, vocab * 4);
+        }
+    }
+    assert_true(mcl_test_record("decode steps replayed against recorded op by op (f32)",
+                                "relative rms", worst, 1e-5));
+    char name[160];
+    snprintf(name, sizeof name, "recorded steps: control, against the step before (%.3g) "
+                                "exceeds the tolerance", control);
+    assert_true(mcl_test_record_bool(name, control > 1e-5));
+    free(a);
+    free(b);
+    free(prev);
+    mcl_session_destroy(rec);
+    mcl_session_destroy(eager);
+    mcl_model_close(m);
+}
+
 /* Generate n tokens after the prompt with sampler d. */
 static void generate(mcl_session *s, const mcl_sampler_desc *d, int32_t *out, int n)
 {
@@ -491,6 +563,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(gguf_and_checkpoint),
         cmocka_unit_test(decode_equals_recompute),
         cmocka_unit_test(batch_equals_alone),
+        cmocka_unit_test(recorded_steps),
         cmocka_unit_test(repeatable),
         cmocka_unit_test(statuses),
     };

@@ -24,6 +24,17 @@ typedef struct engine_seq {
     uint64_t draws;
 } engine_seq;
 
+/* The decode steps kept recorded: one per set of sequences decoded together. */
+#define ENGINE_STEPS 8u
+
+/* A recorded decode step: `count` rows, row i one token of sequence seqs[i]. */
+typedef struct engine_step {
+    mcl_graph *graph;
+    uint32_t count;
+    uint32_t *seqs;              /* [sequences] */
+    uint64_t used;               /* the clock at its last replay: the oldest goes first */
+} engine_step;
+
 struct mcl_session {
     mcl_context *ctx;
     mcl_model *model;
@@ -31,13 +42,20 @@ struct mcl_session {
     uint32_t context_length, sequences, batch_tokens;
     uint32_t q_dim, kv_dim;      /* heads * head_dim, kv_heads * head_dim */
     mcl_tensor *embedding, *output_norm, *output;
-    mcl_tensor *rope_table;      /* f32 [head_dim / 2, 2] where llama 3.1's scaling is on */
+    mcl_tensor *rope_table;      /* f32 [head_dim / 2, 2]: each pair's frequency (llama 3.1's
+                                  * scaling applied where the model has it) */
     engine_layer *layers;
     /* Activations of up to rows = max(batch_tokens, sequences) rows. */
     uint32_t rows;
-    mcl_tensor *ids;             /* i32 [rows] */
+    mcl_tensor *ids;             /* i32 [rows + 2 x sequences]: a pass's tokens; a decode
+                                  * step's count tokens, then their positions, then the
+                                  * lengths of their sequences */
     mcl_tensor *x, *h, *q, *k, *v, *att, *gate, *up;
     mcl_tensor *last, *logits;   /* [sequences, dim], [sequences, vocab] */
+    mcl_tensor *part_o, *part_ml; /* per sequence, the decode attention's slices */
+    engine_step steps[ENGINE_STEPS];
+    uint64_t clock;
+    int eager;                   /* MOTIFCL_ENGINE_EAGER: decode steps recorded op by op */
     engine_seq *seqs;
     float *sample_work;          /* 2 x vocab floats, and vocab ids: the sampler's */
     int32_t *sample_ids;
@@ -52,6 +70,9 @@ struct mcl_session {
 mcl_status mcl_engine_forward(mcl_session *s, const uint32_t *seqs, const uint32_t *pos,
                               const int32_t *tokens, uint32_t count, const uint32_t *logit_rows,
                               uint32_t count_logits, float *out);
+
+/* Destroy the recorded decode steps (before the tensors they use). */
+void mcl_engine_steps_destroy(mcl_session *s);
 
 /* --- sampler.c ----------------------------------------------------------------------------- */
 

@@ -10,6 +10,9 @@
 
 #include "engine_internal.h"
 
+/* The most rows a recorded decode step takes; a larger batch is recorded op by op. */
+#define ENGINE_MAX_STEP_ROWS 64u
+
 /* The views one pass uses, destroyed together. */
 typedef struct views {
     mcl_tensor *list[64];
@@ -94,13 +97,8 @@ static mcl_status attend(mcl_session *s, views *v, const engine_layer *layer, ui
                           m->kv_heads, m->head_dim);
     if (v->status != MCL_SUCCESS)
         return v->status;
-    if (s->rope_table) {
-        TRY(mcl_rope_table(ctx, q, MCL_ROPE_SPLIT_HALF, s->rope_table, pos0, q));
-        TRY(mcl_rope_table(ctx, k, MCL_ROPE_SPLIT_HALF, s->rope_table, pos0, kc));
-    } else {
-        TRY(mcl_rope(ctx, q, MCL_ROPE_SPLIT_HALF, m->rope_theta, pos0, q));
-        TRY(mcl_rope(ctx, k, MCL_ROPE_SPLIT_HALF, m->rope_theta, pos0, kc));
-    }
+    TRY(mcl_rope_table(ctx, q, MCL_ROPE_SPLIT_HALF, s->rope_table, pos0, q));
+    TRY(mcl_rope_table(ctx, k, MCL_ROPE_SPLIT_HALF, s->rope_table, pos0, kc));
     TRY(mcl_copy(ctx, vv, vc));
     mcl_attention_desc desc = {.size = sizeof desc, .causal = 1, .kv_length = pos0 + n};
     TRY(mcl_attention(ctx, q, layer->k_cache[seq], layer->v_cache[seq], &desc, att));
@@ -108,9 +106,51 @@ static mcl_status attend(mcl_session *s, views *v, const engine_layer *layer, ui
     return MCL_SUCCESS;
 }
 
-/* The pass, recorded; views in v. */
-static mcl_status record(mcl_session *s, views *v, const uint32_t *seqs, const uint32_t *pos,
-                         uint32_t count, const uint32_t *logit_rows, uint32_t count_logits)
+/* The attention of a decode step's rows, each one token of sequence seqs[i] whose position
+ * and length the step reads from s->ids (decode_inputs): RoPE and the cache write as one
+ * dispatch, then the split attention over the cache. */
+static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *layer,
+                              const uint32_t *seqs, uint32_t count)
+{
+    mcl_context *ctx = s->ctx;
+    const mcl_model_info *m = &s->info;
+    uint32_t mark = v->count;
+    uint64_t q_row = (uint64_t)s->q_dim * 4;
+    uint64_t part_o_row = (uint64_t)MCL_ATTENTION_DECODE_MAX_SPLITS * s->q_dim * 4;
+    uint64_t part_ml_row = (uint64_t)MCL_ATTENTION_DECODE_MAX_SPLITS * m->heads * 2 * 4;
+    mcl_tensor *q = view(v, s->q, 0, MCL_DTYPE_F32, 3, count, m->heads, m->head_dim, 0);
+    mcl_tensor *k = view(v, s->k, 0, MCL_DTYPE_F32, 3, count, m->kv_heads, m->head_dim, 0);
+    mcl_tensor *vv = view(v, s->v, 0, MCL_DTYPE_F32, 3, count, m->kv_heads, m->head_dim, 0);
+    if (v->status != MCL_SUCCESS)
+        return v->status;
+    for (uint32_t i = 0; i < count; i++)
+        TRY(mcl_rope_kv(ctx, q, k, vv, MCL_ROPE_SPLIT_HALF, s->rope_table, s->ids, count + i, i,
+                        layer->k_cache[seqs[i]], layer->v_cache[seqs[i]]));
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t inner = v->count;
+        mcl_tensor *qi = view(v, s->q, i * q_row, MCL_DTYPE_F32, 4, 1, 1, m->heads, m->head_dim);
+        mcl_tensor *att = view(v, s->att, i * q_row, MCL_DTYPE_F32, 4, 1, 1, m->heads,
+                               m->head_dim);
+        mcl_tensor *po = view(v, s->part_o, i * part_o_row, MCL_DTYPE_F32, 1,
+                              (int64_t)(part_o_row / 4), 0, 0, 0);
+        mcl_tensor *pml = view(v, s->part_ml, i * part_ml_row, MCL_DTYPE_F32, 1,
+                               (int64_t)(part_ml_row / 4), 0, 0, 0);
+        if (v->status != MCL_SUCCESS)
+            return v->status;
+        TRY(mcl_attention_decode(ctx, qi, layer->k_cache[seqs[i]], layer->v_cache[seqs[i]],
+                                 s->ids, 2 * count + i, po, pml, att));
+        views_release(v, inner);
+    }
+    views_release(v, mark);
+    return MCL_SUCCESS;
+}
+
+/* The pass, recorded; views in v. A decode step (`step`: count rows, one token of each of
+ * seqs[], all their logits) reads its positions from s->ids, so that a recording of it
+ * serves every position; otherwise pos[] are recorded into the pass. */
+static mcl_status record(mcl_session *s, views *v, int step, const uint32_t *seqs,
+                         const uint32_t *pos, uint32_t count, const uint32_t *logit_rows,
+                         uint32_t count_logits)
 {
     mcl_context *ctx = s->ctx;
     const mcl_model_info *m = &s->info;
@@ -135,7 +175,9 @@ static mcl_status record(mcl_session *s, views *v, const uint32_t *seqs, const u
         const mcl_tensor *qkv_b[3] = {L->bq, L->bk, L->bv};
         mcl_tensor *qkv[3] = {q, k, vv};
         TRY(linears(ctx, h, 3, qkv_w, qkv_b, qkv));
-        if (prompt) {
+        if (step) {
+            TRY(attend_step(s, v, L, seqs, count));
+        } else if (prompt) {
             TRY(attend(s, v, L, seqs[0], pos[0], 0, count));
         } else {
             for (uint32_t i = 0; i < count; i++)
@@ -153,9 +195,10 @@ static mcl_status record(mcl_session *s, views *v, const uint32_t *seqs, const u
     }
     if (count_logits == 0)
         return MCL_SUCCESS;
-    /* The rows whose logits are wanted, gathered, normed and through the head. */
+    /* The rows whose logits are wanted, gathered (a decode step wants them all, in order),
+     * normed and through the head. */
     uint64_t row = (uint64_t)dim * 4;
-    for (uint32_t j = 0; j < count_logits; j++) {
+    for (uint32_t j = 0; !step && j < count_logits; j++) {
         uint32_t mark = v->count;
         mcl_tensor *from = view(v, s->x, logit_rows[j] * row, MCL_DTYPE_F32, 2, 1, dim, 0, 0);
         mcl_tensor *to = view(v, s->last, j * row, MCL_DTYPE_F32, 2, 1, dim, 0, 0);
@@ -168,19 +211,99 @@ static mcl_status record(mcl_session *s, views *v, const uint32_t *seqs, const u
     mcl_tensor *logits = view(v, s->logits, 0, MCL_DTYPE_F32, 2, count_logits, m->vocab, 0, 0);
     if (v->status != MCL_SUCCESS)
         return v->status;
-    TRY(mcl_rmsnorm(ctx, last, s->output_norm, m->norm_eps, last));
+    TRY(mcl_rmsnorm(ctx, step ? x : last, s->output_norm, m->norm_eps, last));
     return linear(ctx, last, s->output, NULL, logits);
+}
+
+void mcl_engine_steps_destroy(mcl_session *s)
+{
+    for (uint32_t i = 0; i < ENGINE_STEPS; i++) {
+        mcl_graph_destroy(s->steps[i].graph);
+        s->steps[i].graph = NULL;
+        free(s->steps[i].seqs);
+        s->steps[i].seqs = NULL;
+    }
+}
+
+/* The recorded step of the sequences seqs[0..count), recorded now if it is not kept (in
+ * place of the one used least recently). */
+static mcl_status find_step(mcl_session *s, const uint32_t *seqs, uint32_t count,
+                            mcl_graph **out)
+{
+    engine_step *slot = &s->steps[0];
+    for (uint32_t i = 0; i < ENGINE_STEPS; i++) {
+        engine_step *e = &s->steps[i];
+        if (e->graph && e->count == count && !memcmp(e->seqs, seqs, count * sizeof *seqs)) {
+            e->used = ++s->clock;
+            *out = e->graph;
+            return MCL_SUCCESS;
+        }
+        if (!e->graph || (slot->graph && e->used < slot->used))
+            slot = e;
+    }
+    mcl_graph_destroy(slot->graph);
+    slot->graph = NULL;
+    if (!slot->seqs && !(slot->seqs = malloc(s->sequences * sizeof *slot->seqs)))
+        return mcl_fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "session: out of host memory");
+    mcl_status status = mcl_graph_begin(s->ctx);
+    if (status != MCL_SUCCESS)
+        return status;
+    views v = {.count = 0, .status = MCL_SUCCESS};
+    status = record(s, &v, 1, seqs, NULL, count, NULL, count);
+    views_release(&v, 0);
+    mcl_graph *graph = NULL;
+    mcl_status ended = mcl_graph_end(s->ctx, &graph);
+    if (status == MCL_SUCCESS)
+        status = ended;
+    if (status != MCL_SUCCESS) {
+        mcl_graph_destroy(graph);
+        return status;
+    }
+    memcpy(slot->seqs, seqs, count * sizeof *seqs);
+    slot->count = count;
+    slot->graph = graph;
+    slot->used = ++s->clock;
+    *out = graph;
+    return MCL_SUCCESS;
+}
+
+/* A decode step: tokens, positions and lengths into s->ids, the recorded step replayed. */
+static mcl_status decode_step(mcl_session *s, const uint32_t *seqs, const uint32_t *pos,
+                              const int32_t *tokens, uint32_t count)
+{
+    int32_t in[3 * ENGINE_MAX_STEP_ROWS];
+    for (uint32_t i = 0; i < count; i++) {
+        in[i] = tokens[i];
+        in[count + i] = (int32_t)pos[i];
+        in[2 * count + i] = (int32_t)pos[i] + 1;
+    }
+    mcl_graph *graph = NULL;
+    mcl_status status = find_step(s, seqs, count, &graph);
+    if (status == MCL_SUCCESS)
+        status = mcl_tensor_upload(s->ids, 0, in, 3ull * count * sizeof *in);
+    if (status == MCL_SUCCESS)
+        status = mcl_graph_replay(s->ctx, graph);
+    return status;
 }
 
 mcl_status mcl_engine_forward(mcl_session *s, const uint32_t *seqs, const uint32_t *pos,
                               const int32_t *tokens, uint32_t count, const uint32_t *logit_rows,
                               uint32_t count_logits, float *out)
 {
-    mcl_status status = mcl_tensor_upload(s->ids, 0, tokens, (uint64_t)count * sizeof *tokens);
-    if (status != MCL_SUCCESS)
-        return status;
+    /* A decode step of up to ENGINE_MAX_STEP_ROWS sequences, all of whose logits are wanted,
+     * replays its recording. */
+    int step = !s->eager && count <= ENGINE_MAX_STEP_ROWS && count_logits == count;
+    for (uint32_t i = 0; step && i < count; i++)
+        step = logit_rows[i] == i;
     views v = {.count = 0, .status = MCL_SUCCESS};
-    status = record(s, &v, seqs, pos, count, logit_rows, count_logits);
+    mcl_status status;
+    if (step) {
+        status = decode_step(s, seqs, pos, tokens, count);
+    } else {
+        status = mcl_tensor_upload(s->ids, 0, tokens, (uint64_t)count * sizeof *tokens);
+        if (status == MCL_SUCCESS)
+            status = record(s, &v, 0, seqs, pos, count, logit_rows, count_logits);
+    }
     if (status == MCL_SUCCESS && count_logits > 0)
         status = mcl_tensor_download(s->logits, 0, out,
                                      (uint64_t)count_logits * s->info.vocab * sizeof *out);

@@ -86,23 +86,29 @@ static mcl_status make(mcl_context *ctx, mcl_dtype dtype, int64_t d0, int64_t d1
     return mcl_tensor_create(ctx, dtype, d1 ? 2 : 1, shape, out);
 }
 
-/* Llama 3.1's scaled frequencies: the model's per-pair divisors (rope_freqs.weight) into the
- * table mcl_rope_table reads. */
+/* Each pair's frequency into the table mcl_rope_table and mcl_rope_kv read: theta's, or
+ * under llama 3.1's scaling divided by the model's per-pair divisors (rope_freqs.weight). */
 static mcl_status make_rope_table(mcl_session *s)
 {
     uint32_t half = s->info.head_dim / 2;
-    mcl_tensor *factors = mcl_model_find_tensor(s->model, "rope_freqs.weight");
-    if (!factors || mcl_tensor_dtype(factors) != MCL_DTYPE_F32 ||
-        mcl_tensor_numel(factors) != (int64_t)half)
-        return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT,
-                    "llama 3.1's RoPE scaling without rope_freqs.weight of head_dim / 2 f32");
+    mcl_tensor *factors = NULL;
+    if (s->info.rope_scaling == MCL_ROPE_SCALING_LLAMA3) {
+        factors = mcl_model_find_tensor(s->model, "rope_freqs.weight");
+        if (!factors || mcl_tensor_dtype(factors) != MCL_DTYPE_F32 ||
+            mcl_tensor_numel(factors) != (int64_t)half)
+            return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "llama 3.1's RoPE scaling without rope_freqs.weight of head_dim / 2 f32");
+    }
     float *host = malloc((size_t)half * 3 * sizeof *host);
     if (!host)
         return fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     float *table = host + half;
-    mcl_status st = mcl_tensor_download(factors, 0, host, (uint64_t)half * sizeof *host);
+    mcl_status st = MCL_SUCCESS;
+    if (factors)
+        st = mcl_tensor_download(factors, 0, host, (uint64_t)half * sizeof *host);
     if (st == MCL_SUCCESS)
-        mcl_rope_table_values(s->info.rope_theta, s->info.head_dim, host, table);
+        mcl_rope_table_values(s->info.rope_theta, s->info.head_dim, factors ? host : NULL,
+                              table);
     if (st == MCL_SUCCESS)
         st = make(s->ctx, MCL_DTYPE_F32, half, 2, &s->rope_table);
     if (st == MCL_SUCCESS)
@@ -115,7 +121,9 @@ static uint64_t activation_bytes(const mcl_session *s)
 {
     const mcl_model_info *m = &s->info;
     uint64_t per_row = 2ull * m->dim + 2ull * s->q_dim + 2ull * s->kv_dim + 2ull * m->hidden + 1;
-    return 4 * ((uint64_t)s->rows * per_row + (uint64_t)s->sequences * (m->dim + m->vocab));
+    uint64_t per_seq = m->dim + m->vocab + 2 +
+                       MCL_ATTENTION_DECODE_MAX_SPLITS * ((uint64_t)s->q_dim + 2ull * m->heads);
+    return 4 * ((uint64_t)s->rows * per_row + (uint64_t)s->sequences * per_seq);
 }
 
 
@@ -125,7 +133,7 @@ static mcl_status allocate(mcl_session *s)
     mcl_context *ctx = s->ctx;
     mcl_status st = MCL_SUCCESS;
     int64_t r = s->rows;
-    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, r, 0, &s->ids);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, r + 2 * s->sequences, 0, &s->ids);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->dim, &s->x);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->dim, &s->h);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, s->q_dim, &s->q);
@@ -136,6 +144,11 @@ static mcl_status allocate(mcl_session *s)
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->hidden, &s->up);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, s->sequences, m->dim, &s->last);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, s->sequences, m->vocab, &s->logits);
+    int64_t splits = MCL_ATTENTION_DECODE_MAX_SPLITS;
+    if (st == MCL_SUCCESS)
+        st = make(ctx, MCL_DTYPE_F32, s->sequences, splits * s->q_dim, &s->part_o);
+    if (st == MCL_SUCCESS)
+        st = make(ctx, MCL_DTYPE_F32, s->sequences, splits * m->heads * 2, &s->part_ml);
     int64_t cache_shape[4] = {1, s->context_length, m->kv_heads, m->head_dim};
     for (uint32_t l = 0; l < m->layers && st == MCL_SUCCESS; l++) {
         engine_layer *L = &s->layers[l];
@@ -251,8 +264,10 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
         st = host_state(s);
     if (st == MCL_SUCCESS)
         st = allocate(s);
-    if (st == MCL_SUCCESS && m->rope_scaling == MCL_ROPE_SCALING_LLAMA3)
+    if (st == MCL_SUCCESS)
         st = make_rope_table(s);
+    const char *eager = getenv("MOTIFCL_ENGINE_EAGER");
+    s->eager = eager && *eager && strcmp(eager, "0") != 0;
     if (st != MCL_SUCCESS) {
         mcl_session_destroy(s);
         return st;
@@ -265,8 +280,9 @@ void mcl_session_destroy(mcl_session *s)
 {
     if (!s)
         return;
+    mcl_engine_steps_destroy(s);
     mcl_tensor *own[] = {s->ids, s->x, s->h, s->q, s->k, s->v, s->att, s->gate, s->up,
-                         s->last, s->logits, s->rope_table};
+                         s->last, s->logits, s->rope_table, s->part_o, s->part_ml};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         mcl_tensor_destroy(own[i]);
     for (uint32_t l = 0; s->layers && l < s->info.layers; l++) {

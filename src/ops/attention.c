@@ -14,6 +14,7 @@
 #include <math.h>
 
 #include "../vk/runtime.h"
+#include "ops_internal.h"
 
 /* Head dims the kernels accept: the per-invocation accumulator is BQ * D / WG floats. */
 #define MCL_ATTN_MAX_HEAD_DIM 256u
@@ -30,7 +31,7 @@
  * (RX 580: 36 CUs; large NVIDIA parts: ~130 SMs); Vulkan does not report the count. */
 #define MCL_ATTN_TARGET_GROUPS 256u
 #define MCL_ATTN_MIN_SPLIT_KEYS 128u
-#define MCL_ATTN_MAX_SPLITS 64u
+#define MCL_ATTN_MAX_SPLITS MCL_ATTENTION_DECODE_MAX_SPLITS
 /* maxComputeWorkGroupCount: the minimum Vulkan guarantees in each dimension. */
 #define MCL_MAX_GROUPS 65535u
 #define MCL_LOG2E 1.442695040888963407360
@@ -40,6 +41,7 @@ typedef struct attention_push {
     uint32_t seq_q, seq_kv, kv_len, heads_q, heads_kv, group, rows, causal;
     float scale_log2;
     uint32_t keys_per_split, splits;
+    uint32_t len_slot;
 } attention_push;
 
 typedef struct combine_push {
@@ -145,14 +147,17 @@ static mcl_status tile_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindi
     return status;
 }
 
-/* The split path: slices of the keys into scratch tensors, then the combine. */
-static mcl_status attend_split(mcl_context *ctx, mcl_tensor *const *qkv, mcl_tensor *out,
-                               const attention_plan *plan, const attention_push *push,
-                               uint32_t batch, uint32_t d)
+/* The split path: slices of the keys into scratch tensors, then the combine. `reads` are q,
+ * k and v, and for attention_decode_f32 the lengths; `scratch`, where not NULL, the caller's
+ * two scratch tensors (large enough), else they are made here. */
+static mcl_status attend_split(mcl_context *ctx, mcl_kernel_id id, mcl_tensor *const *reads,
+                               uint32_t read_count, mcl_tensor *out, const attention_plan *plan,
+                               const attention_push *push, uint32_t batch, uint32_t d,
+                               mcl_tensor *const *scratch)
 {
     const mcl_kernel *split_kernel, *combine_kernel;
     mcl_status status;
-    if ((status = tile_kernel(ctx, MCL_KERNEL_ATTENTION_SPLIT_F32, 5, plan, d, &split_kernel)) !=
+    if ((status = tile_kernel(ctx, id, read_count + 2, plan, d, &split_kernel)) !=
             MCL_SUCCESS ||
         (status = mcl_kernel_simple(ctx, MCL_KERNEL_ATTENTION_COMBINE_F32, 3,
                                     sizeof(combine_push), &combine_kernel)) != MCL_SUCCESS)
@@ -165,13 +170,21 @@ static mcl_status attend_split(mcl_context *ctx, mcl_tensor *const *qkv, mcl_ten
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
                         "mcl_attention: split partials exceed 2^32-1 elements");
     mcl_tensor *parts[2] = {NULL, NULL};
-    if ((status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 3, part_o_shape, &parts[0])) !=
-            MCL_SUCCESS ||
-        (status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 3, part_ml_shape, &parts[1])) !=
-            MCL_SUCCESS)
+    mcl_tensor *made[2] = {NULL, NULL};
+    if (scratch) {
+        parts[0] = scratch[0];
+        parts[1] = scratch[1];
+    } else if ((status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 3, part_o_shape, &made[0])) !=
+                   MCL_SUCCESS ||
+               (status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 3, part_ml_shape, &made[1])) !=
+                   MCL_SUCCESS) {
         goto done;
+    } else {
+        parts[0] = made[0];
+        parts[1] = made[1];
+    }
 
-    status = mcl_dispatch(ctx, split_kernel, qkv, 3, parts, 2, push, plan->row_tiles,
+    status = mcl_dispatch(ctx, split_kernel, reads, read_count, parts, 2, push, plan->row_tiles,
                                  push->heads_kv, batch * plan->splits);
     if (status != MCL_SUCCESS)
         goto done;
@@ -193,8 +206,8 @@ static mcl_status attend_split(mcl_context *ctx, mcl_tensor *const *qkv, mcl_ten
                                  (uint32_t)groups, 1, 1);
 done:
     /* Safe with the dispatches still recorded: the memory is held until they have run. */
-    mcl_tensor_destroy(parts[0]);
-    mcl_tensor_destroy(parts[1]);
+    mcl_tensor_destroy(made[0]);
+    mcl_tensor_destroy(made[1]);
     return status;
 }
 
@@ -270,7 +283,8 @@ mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_ten
 
     mcl_tensor *qkv[3] = {(mcl_tensor *)q, (mcl_tensor *)k, (mcl_tensor *)v};
     if (plan.splits > 1)
-        return attend_split(ctx, qkv, out, &plan, &push, (uint32_t)batch, (uint32_t)d);
+        return attend_split(ctx, MCL_KERNEL_ATTENTION_SPLIT_F32, qkv, 3, out, &plan, &push,
+                            (uint32_t)batch, (uint32_t)d, NULL);
     const mcl_kernel *kernel;
     if ((status = tile_kernel(ctx, MCL_KERNEL_ATTENTION_F32, 4, &plan, (uint32_t)d, &kernel)) !=
         MCL_SUCCESS)
@@ -283,4 +297,53 @@ mcl_status mcl_attention(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor
                          const mcl_tensor *v, const mcl_attention_desc *desc, mcl_tensor *out)
 {
     return mcl_attention_ex(ctx, q, k, v, desc, 0, NULL, out);
+}
+
+mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
+                                mcl_tensor *lens, uint32_t len_slot, mcl_tensor *part_o,
+                                mcl_tensor *part_ml, mcl_tensor *out)
+{
+    if (!q || !k || !v || !lens || !out || !part_o || !part_ml)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_attention_decode: NULL tensor");
+    if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || out->ndim != 4 || q->shape[0] != 1 ||
+        q->shape[1] != 1 || k->shape[0] != 1 || !mcl_tensor_same_shape(k, v) ||
+        !mcl_tensor_same_shape(q, out) || k->shape[3] != q->shape[3] ||
+        q->shape[2] % k->shape[2] != 0 || q->shape[3] > (int64_t)MCL_ATTN_MAX_HEAD_DIM)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_attention_decode: q, out [1, 1, Hq, D], k, v [1, S, Hkv, D]");
+    if (lens->dtype != MCL_DTYPE_I32)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_attention_decode: lens is i32");
+    if ((int64_t)len_slot >= mcl_tensor_numel(lens) || mcl_tensor_numel(k) > (int64_t)UINT32_MAX)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_attention_decode: len_slot outside lens, or k too large");
+    uint32_t d = (uint32_t)q->shape[3], seq_kv = (uint32_t)k->shape[1];
+    uint32_t heads_q = (uint32_t)q->shape[2], heads_kv = (uint32_t)k->shape[2];
+    attention_push push = {
+        .seq_q = 1,
+        .seq_kv = seq_kv,
+        .kv_len = seq_kv,
+        .heads_q = heads_q,
+        .heads_kv = heads_kv,
+        .group = heads_q / heads_kv,
+        .rows = heads_q / heads_kv,
+        .causal = 0,
+        .scale_log2 = (float)(MCL_LOG2E / sqrt((double)d)),
+        .len_slot = len_slot,
+    };
+    attention_plan plan;
+    mcl_status status = make_plan(ctx, push.rows, d, seq_kv, heads_kv, 1, 0, &plan);
+    if (status != MCL_SUCCESS)
+        return status;
+    push.keys_per_split = plan.keys_per_split;
+    push.splits = plan.splits;
+    if (part_o->dtype != MCL_DTYPE_F32 || part_ml->dtype != MCL_DTYPE_F32 ||
+        mcl_tensor_numel(part_o) < (int64_t)plan.splits * heads_q * d ||
+        mcl_tensor_numel(part_ml) < (int64_t)plan.splits * heads_q * 2)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_attention_decode: the scratch holds fewer than %u x Hq x (D, 2) "
+                        "floats", plan.splits);
+    mcl_tensor *reads[4] = {q, k, v, lens};
+    mcl_tensor *scratch[2] = {part_o, part_ml};
+    return attend_split(ctx, MCL_KERNEL_ATTENTION_DECODE_F32, reads, 4, out, &plan, &push, 1, d,
+                        scratch);
 }

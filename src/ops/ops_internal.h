@@ -33,6 +33,17 @@ mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_ten
                             const mcl_tensor *v, const mcl_attention_desc *desc,
                             uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out);
 
+/* The most key slices mcl_attention_decode cuts a cache into. */
+#define MCL_ATTENTION_DECODE_MAX_SPLITS 64u
+/* Attention of one token's query q [1, 1, Hq, D] over a cache k, v [1, S, Hkv, D] whose keys
+ * in use are element len_slot of the 32-bit tensor lens, read when the work runs (at most S;
+ * the slices are planned for all S): a recorded decode step replays it at every length.
+ * Scale 1 / sqrt(D). part_o and part_ml are f32 scratch of at least
+ * MCL_ATTENTION_DECODE_MAX_SPLITS x Hq x D and x Hq x 2 elements. */
+mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
+                                mcl_tensor *lens, uint32_t len_slot, mcl_tensor *part_o,
+                                mcl_tensor *part_ml, mcl_tensor *out);
+
 /* mcl_matmul with an f32 b (matmul.c). */
 mcl_status mcl_matmul_f32(mcl_context *ctx, const mcl_tensor *a, mcl_transpose ta,
                           const mcl_tensor *b, mcl_transpose tb, const mcl_tensor *bias,
@@ -74,6 +85,13 @@ mcl_status mcl_rope_table(mcl_context *ctx, const mcl_tensor *x, mcl_rope_layout
  * factors is not NULL (llama 3.1's rope_freqs): head_dim floats, computed in double. */
 void mcl_rope_table_values(double theta_base, uint32_t head_dim, const float *factors,
                            float *table);
+/* One token's q, k and v rows (row `row` of q [rows, Hq, Dh], k and v [rows, Hkv, Dh]): q
+ * rotated in place, k rotated into the cache kc [1, S, Hkv, Dh] and v copied into vc at the
+ * position pos[pos_slot], read when the work runs (a position at or past S writes nothing).
+ * Frequencies from `table` as mcl_rope_table's (rope_kv_f32.comp). */
+mcl_status mcl_rope_kv(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
+                       mcl_rope_layout layout, mcl_tensor *table, mcl_tensor *pos,
+                       uint32_t pos_slot, uint32_t row, mcl_tensor *kc, mcl_tensor *vc);
 
 mcl_status mcl_embedding_quant(mcl_context *ctx, mcl_tensor *table, mcl_tensor *ids,
                                mcl_tensor *out);

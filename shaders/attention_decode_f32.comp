@@ -1,0 +1,18 @@
+#version 450
+// attention_decode_f32: attention_split_f32 for a recorded decode step, whose keys in use
+// change from one replay to the next: kv_len is lens[len_slot], read from a buffer the host
+// writes before each replay, and pc.kv_len is unused. The host plans the slices for the
+// whole cache (seq_kv keys); the slices past kv_len write empty partials.
+//
+//   workgroup size : specialization constant 0; D, BQ, BK: constants 1..3
+//   set 0 binding 0..2: q [B, T, Hq, D], k, v [B, S, Hkv, D] (readonly float[])
+//   set 0 binding 3   : lens (readonly uint[]): kv_len at lens[len_slot], at most S
+//   set 0 binding 4   : part_o  [B, splits, Hkv, T * G, D] (writeonly float[])
+//   set 0 binding 5   : part_ml [B, splits, Hkv, T * G, 2]  (writeonly float[])
+//   dispatch          : (ceil(T * G / BQ), Hkv, B * splits)
+#extension GL_GOOGLE_include_directive : require
+
+layout(std430, set = 0, binding = 3) readonly buffer BufLens { uint lens[]; };
+#define KV_LEN min(lens[pc.len_slot], pc.seq_kv)
+#define SPLIT_OUT_BINDING 4
+#include "attention_split.glsl"
