@@ -74,6 +74,12 @@ mcl_status mcl_engine_forward(mcl_session *s, const uint32_t *seqs, const uint32
 /* Destroy the recorded decode steps (before the tensors they use). */
 void mcl_engine_steps_destroy(mcl_session *s);
 
+/* Dispatches in the latest recorded decode step of `count` rows; 0 where none is kept (the
+ * benchmarks' dispatches per token). */
+uint32_t mcl_engine_step_dispatches(const mcl_session *s, uint32_t count);
+/* That step's recording itself (NULL where none is kept): the benchmarks replay it alone. */
+mcl_graph *mcl_engine_step_graph(const mcl_session *s, uint32_t count);
+
 /* --- sampler.c ----------------------------------------------------------------------------- */
 
 /* A token from `vocab` logits under desc, with `history` (the sequence's last tokens) for the

@@ -225,6 +225,21 @@ void mcl_engine_steps_destroy(mcl_session *s)
     }
 }
 
+mcl_graph *mcl_engine_step_graph(const mcl_session *s, uint32_t count)
+{
+    const engine_step *latest = NULL;
+    for (uint32_t i = 0; s && i < ENGINE_STEPS; i++)
+        if (s->steps[i].graph && s->steps[i].count == count &&
+            (!latest || s->steps[i].used > latest->used))
+            latest = &s->steps[i];
+    return latest ? latest->graph : NULL;
+}
+
+uint32_t mcl_engine_step_dispatches(const mcl_session *s, uint32_t count)
+{
+    return mcl_graph_dispatch_count(mcl_engine_step_graph(s, count));
+}
+
 /* The recorded step of the sequences seqs[0..count), recorded now if it is not kept (in
  * place of the one used least recently). */
 static mcl_status find_step(mcl_session *s, const uint32_t *seqs, uint32_t count,

@@ -9,10 +9,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "engine/engine_internal.h"
 #include "io/gguf.h"
+
+/* CPU time of the process so far, seconds. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* Weight bytes one decode step reads: every matrix, the norms, one embedding row. */
 static uint64_t bytes_per_token(const bench_llama_shape *s)
@@ -71,14 +81,32 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
     snprintf(name, sizeof name, "%s: prefill of %u tokens", label, prompt);
     bench_figure(b, name, prompt / t, "tokens/s");
     t0 = bench_now();
+    double c0 = cpu_now();
     for (uint32_t i = 0; i < steps; i++)
         if (mcl_session_feed(s, 0, &tokens[i % prompt], 1, NULL) != MCL_SUCCESS)
             goto done;
     t = (bench_now() - t0) / steps;
+    double cpu = (cpu_now() - c0) / steps;
     snprintf(name, sizeof name, "%s: decode, one sequence", label);
     bench_figure(b, name, 1.0 / t, "tokens/s");
     snprintf(name, sizeof name, "%s: decode time per token", label);
     bench_figure(b, name, t * 1e3, "ms");
+    snprintf(name, sizeof name, "%s: decode CPU time per token (all threads)", label);
+    bench_figure(b, name, cpu * 1e3, "ms");
+    snprintf(name, sizeof name, "%s: decode dispatches per token (0: recorded op by op)", label);
+    bench_figure(b, name, mcl_engine_step_dispatches(s, 1), "dispatches");
+    mcl_graph *step = mcl_engine_step_graph(s, 1);
+    if (step) {
+        /* The recorded step replayed back to back, the host waiting once: the GPU's time. */
+        t0 = bench_now();
+        for (uint32_t i = 0; i < steps; i++)
+            if (mcl_graph_replay(b->ctx, step) != MCL_SUCCESS)
+                goto done;
+        if (mcl_finish(b->ctx) != MCL_SUCCESS)
+            goto done;
+        snprintf(name, sizeof name, "%s: decode step replayed back to back", label);
+        bench_figure(b, name, (bench_now() - t0) / steps * 1e3, "ms");
+    }
     double rate = (double)bytes_per_token(shape) / t / 1e9;
     snprintf(name, sizeof name, "%s: decode weight bytes per token over its time", label);
     bench_figure(b, name, rate, "GB/s");
@@ -102,6 +130,8 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
         snprintf(name, sizeof name, "%s: decode, %u sequences as one batch (all tokens)", label,
                  seqs);
         bench_figure(b, name, seqs / t, "tokens/s");
+        snprintf(name, sizeof name, "%s: decode dispatches per batch step", label);
+        bench_figure(b, name, mcl_engine_step_dispatches(s, seqs), "dispatches");
     }
     rc = 0;
 done:
