@@ -56,6 +56,10 @@ struct mcl_session {
     engine_step steps[ENGINE_STEPS];
     uint64_t clock;
     int eager;                   /* MOTIFCL_ENGINE_EAGER: decode steps recorded op by op */
+    /* Called after each op a pass records, with the op's name (the benchmarks' per-op GPU
+     * times: a timestamp each); NULL in use. */
+    mcl_status (*mark)(void *user, const char *op);
+    void *mark_user;
     engine_seq *seqs;
     float *sample_work;          /* 2 x vocab floats, and vocab ids: the sampler's */
     int32_t *sample_ids;

@@ -54,6 +54,9 @@ static void views_release(views *v, uint32_t mark)
             return status_;                                                                    \
     } while (0)
 
+/* After an op of session s: its mark, where one is set. */
+#define MARK(s, op) TRY((s)->mark ? (s)->mark((s)->mark_user, op) : MCL_SUCCESS)
+
 /* y = x W^T (+ b) over the pass's rows. */
 static mcl_status linear(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *w,
                          const mcl_tensor *b, mcl_tensor *y)
@@ -126,6 +129,7 @@ static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *laye
     for (uint32_t i = 0; i < count; i++)
         TRY(mcl_rope_kv(ctx, q, k, vv, MCL_ROPE_SPLIT_HALF, s->rope_table, s->ids, count + i, i,
                         layer->k_cache[seqs[i]], layer->v_cache[seqs[i]]));
+    MARK(s, "rope, cache write");
     for (uint32_t i = 0; i < count; i++) {
         uint32_t inner = v->count;
         mcl_tensor *qi = view(v, s->q, i * q_row, MCL_DTYPE_F32, 4, 1, 1, m->heads, m->head_dim);
@@ -168,13 +172,16 @@ static mcl_status record(mcl_session *s, views *v, int step, const uint32_t *seq
     if (v->status != MCL_SUCCESS)
         return v->status;
     TRY(mcl_embedding(ctx, s->embedding, ids, x));
+    MARK(s, "embedding");
     for (uint32_t l = 0; l < m->layers; l++) {
         const engine_layer *L = &s->layers[l];
         TRY(mcl_rmsnorm(ctx, x, L->attn_norm, m->norm_eps, h));
+        MARK(s, "attention norm");
         const mcl_tensor *qkv_w[3] = {L->wq, L->wk, L->wv};
         const mcl_tensor *qkv_b[3] = {L->bq, L->bk, L->bv};
         mcl_tensor *qkv[3] = {q, k, vv};
         TRY(linears(ctx, h, 3, qkv_w, qkv_b, qkv));
+        MARK(s, "q, k, v");
         if (step) {
             TRY(attend_step(s, v, L, seqs, count));
         } else if (prompt) {
@@ -183,15 +190,23 @@ static mcl_status record(mcl_session *s, views *v, int step, const uint32_t *seq
             for (uint32_t i = 0; i < count; i++)
                 TRY(attend(s, v, L, seqs[i], pos[i], i, 1));
         }
+        MARK(s, "attention");
         TRY(linear(ctx, att, L->wo, NULL, h));
+        MARK(s, "output");
         TRY(mcl_add(ctx, x, h, x));
+        MARK(s, "residual");
         TRY(mcl_rmsnorm(ctx, x, L->ffn_norm, m->norm_eps, h));
+        MARK(s, "feed-forward norm");
         const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
         mcl_tensor *ffn[2] = {gate, up};
         TRY(linears(ctx, h, 2, ffn_w, NULL, ffn));
+        MARK(s, "gate, up");
         TRY(mcl_swiglu(ctx, gate, up, gate));
+        MARK(s, "swiglu");
         TRY(linear(ctx, gate, L->w_down, NULL, h));
+        MARK(s, "down");
         TRY(mcl_add(ctx, x, h, x));
+        MARK(s, "residual");
     }
     if (count_logits == 0)
         return MCL_SUCCESS;
@@ -212,7 +227,10 @@ static mcl_status record(mcl_session *s, views *v, int step, const uint32_t *seq
     if (v->status != MCL_SUCCESS)
         return v->status;
     TRY(mcl_rmsnorm(ctx, step ? x : last, s->output_norm, m->norm_eps, last));
-    return linear(ctx, last, s->output, NULL, logits);
+    MARK(s, "output norm");
+    TRY(linear(ctx, last, s->output, NULL, logits));
+    MARK(s, "head");
+    return MCL_SUCCESS;
 }
 
 void mcl_engine_steps_destroy(mcl_session *s)

@@ -91,6 +91,27 @@ mcl_status mcl_timer_pairs(mcl_timer *t, uint32_t pairs, double *seconds)
     return result == VK_SUCCESS ? MCL_SUCCESS : mcl_vk_fail(ctx, result, "vkGetQueryPoolResults");
 }
 
+mcl_status mcl_timer_since_first(mcl_timer *t, uint32_t count, double *seconds)
+{
+    mcl_context *ctx = t->ctx;
+    if (count == 0 || count > t->count)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%u timestamps of %u", count, t->count);
+    uint64_t *ticks = calloc(count, sizeof *ticks);
+    if (!ticks)
+        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    VkResult result = ctx->vk.vkGetQueryPoolResults(
+        ctx->device, t->pool, 0, count, count * sizeof *ticks, ticks, sizeof *ticks,
+        VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    uint32_t bits = ctx->info.timestamp_valid_bits;
+    uint64_t mask = bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t delta = ((ticks[i] & mask) - (ticks[0] & mask)) & mask;
+        seconds[i] = (double)delta * ctx->info.timestamp_period_ns * 1e-9;
+    }
+    free(ticks);
+    return result == VK_SUCCESS ? MCL_SUCCESS : mcl_vk_fail(ctx, result, "vkGetQueryPoolResults");
+}
+
 mcl_status mcl_record_barrier(mcl_context *ctx)
 {
     mcl_status status = mcl_stream_begin(ctx);

@@ -21,6 +21,9 @@ mcl_status mcl_timer_mark(mcl_timer *timer, uint32_t index, int barrier);
  * for i < pairs, converted with the device's period and masked to its valid bits. */
 mcl_status mcl_timer_pairs(mcl_timer *timer, uint32_t pairs, double *seconds);
 
+/* After the work has finished: seconds[i] = time from timestamp 0 to timestamp i, i < count. */
+mcl_status mcl_timer_since_first(mcl_timer *timer, uint32_t count, double *seconds);
+
 /* Record a full barrier: everything before it finishes before anything after it starts. */
 mcl_status mcl_record_barrier(mcl_context *ctx);
 

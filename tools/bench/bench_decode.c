@@ -15,6 +15,7 @@
 #include "bench.h"
 #include "engine/engine_internal.h"
 #include "io/gguf.h"
+#include "vk/measure.h"
 
 /* CPU time of the process so far, seconds. */
 static double cpu_now(void)
@@ -30,6 +31,74 @@ static uint64_t bytes_per_token(const bench_llama_shape *s)
     return bench_llama_layer_bytes(s) * s->layers +
            bench_llama_matrix_bytes(s, s->vocab, s->dim) +
            bench_llama_matrix_bytes(s, 1, s->dim) + s->dim * 4ull;
+}
+
+/* Per-op GPU times of a recorded decode step: a timestamp after each op (engine marks). */
+#define PROFILE_MARKS 2048u
+#define PROFILE_OPS 16u
+typedef struct profile {
+    mcl_timer *timer;
+    uint32_t marks;
+    const char *op[PROFILE_MARKS];
+} profile;
+
+static mcl_status profile_mark(void *user, const char *op)
+{
+    profile *p = user;
+    if (p->marks >= PROFILE_MARKS)
+        return MCL_SUCCESS;
+    p->op[p->marks] = op;
+    return mcl_timer_mark(p->timer, p->marks++, 0);
+}
+
+/* One decode step recorded with marks, replayed; each op's summed time as a figure. */
+static int profile_step(bench *b, mcl_session *s, const int32_t *token, const char *label)
+{
+    profile p = {0};
+    if (mcl_timer_create(b->ctx, PROFILE_MARKS, &p.timer) != MCL_SUCCESS)
+        return 0;  /* no timestamps on this device: no profile */
+    int rc = 1;
+    double *sec = malloc(PROFILE_MARKS * sizeof *sec);
+    if (!sec)
+        goto done;
+    mcl_engine_steps_destroy(s);
+    s->mark = profile_mark;
+    s->mark_user = &p;
+    if (mcl_timer_reset(p.timer, PROFILE_MARKS) != MCL_SUCCESS ||
+        mcl_session_feed(s, 0, token, 1, NULL) != MCL_SUCCESS)
+        goto done;
+    s->mark = NULL;
+    mcl_engine_steps_destroy(s);
+    /* Each op's time: from the mark before it to its own, summed over the layers. */
+    uint32_t n = p.marks;
+    if (n < 2 || mcl_finish(b->ctx) != MCL_SUCCESS ||
+        mcl_timer_since_first(p.timer, n, sec) != MCL_SUCCESS)
+        goto done;
+    const char *names[PROFILE_OPS];
+    double total[PROFILE_OPS] = {0};
+    uint32_t kinds = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t k = 0;
+        while (k < kinds && strcmp(names[k], p.op[i]) != 0)
+            k++;
+        if (k == kinds && kinds < PROFILE_OPS)
+            names[kinds++] = p.op[i];
+        if (k < kinds)
+            total[k] += sec[i] - sec[i - 1];
+    }
+    char name[160];
+    for (uint32_t k = 0; k < kinds; k++) {
+        snprintf(name, sizeof name, "%s: decode step on the GPU, %s", label, names[k]);
+        bench_figure(b, name, total[k] * 1e3, "ms");
+    }
+    snprintf(name, sizeof name, "%s: decode step on the GPU, all ops after the embedding", label);
+    bench_figure(b, name, sec[n - 1] * 1e3, "ms");
+    rc = 0;
+done:
+    s->mark = NULL;
+    free(sec);
+    mcl_timer_destroy(p.timer);
+    return rc;
 }
 
 static int run(bench *b, const char *path, const bench_llama_shape *shape, uint32_t prompt,
@@ -106,6 +175,8 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
             goto done;
         snprintf(name, sizeof name, "%s: decode step replayed back to back", label);
         bench_figure(b, name, (bench_now() - t0) / steps * 1e3, "ms");
+        if (profile_step(b, s, tokens, label) != 0)
+            goto done;
     }
     double rate = (double)bytes_per_token(shape) / t / 1e9;
     snprintf(name, sizeof name, "%s: decode weight bytes per token over its time", label);
