@@ -1,8 +1,9 @@
 #version 450
 // attention_decode_f32: attention_split_f32 for a recorded decode step, whose keys in use
 // change from one replay to the next: kv_len is lens[len_slot], read from a buffer the host
-// writes before each replay, and pc.kv_len is unused. The host plans the slices for the
-// whole cache (seq_kv keys); the slices past kv_len write empty partials.
+// writes before each replay, and pc.kv_len and pc.keys_per_split are unused. The host
+// chooses the number of slices for the whole cache (seq_kv keys); each replay cuts its kv_len
+// keys into that many slices of whole key tiles, and slices past kv_len write empty partials.
 //
 //   workgroup size : specialization constant 0; D, BQ, BK: constants 1..3
 //   set 0 binding 0..2: q [B, T, Hq, D], k, v [B, S, Hkv, D] (readonly float[])
@@ -14,5 +15,6 @@
 
 layout(std430, set = 0, binding = 3) readonly buffer BufLens { uint lens[]; };
 #define KV_LEN min(lens[pc.len_slot], pc.seq_kv)
+#define SPLIT_KEYS (((KV_LEN + pc.splits - 1u) / pc.splits + BK - 1u) / BK * BK)
 #define SPLIT_OUT_BINDING 4
 #include "attention_split.glsl"

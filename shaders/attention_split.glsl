@@ -7,6 +7,11 @@
 
 #include "attention_tile.glsl"
 
+// Keys per slice: the host's, unless the including kernel decides them from KV_LEN.
+#ifndef SPLIT_KEYS
+#define SPLIT_KEYS pc.keys_per_split
+#endif
+
 // The first output binding: 3 after q, k and v, or later where the kernel binds more inputs.
 #ifndef SPLIT_OUT_BINDING
 #define SPLIT_OUT_BINDING 3
@@ -21,8 +26,8 @@ void main() {
     const uint hkv = gl_WorkGroupID.y;
     const uint b = gl_WorkGroupID.z / pc.splits;
     const uint split = gl_WorkGroupID.z - b * pc.splits;
-    const uint key_begin = split * pc.keys_per_split;
-    const uint key_end = min(key_begin + pc.keys_per_split, KV_LEN);
+    const uint key_begin = split * SPLIT_KEYS;
+    const uint key_end = min(key_begin + SPLIT_KEYS, KV_LEN);
     attend(b, hkv, row0, key_begin, key_end);
 
     // Slot of (batch, split, kv head): rows are contiguous inside it.

@@ -330,8 +330,16 @@ mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, 
         .scale_log2 = (float)(MCL_LOG2E / sqrt((double)d)),
         .len_slot = len_slot,
     };
+    /* Slices to fill the device at the longest length; each replay spreads its length over
+     * them a key tile at least each (attention_decode_f32.comp). */
+    uint64_t splits = div_up(MCL_ATTN_TARGET_GROUPS, heads_kv);
+    if (splits > div_up(seq_kv, MCL_ATTN_KEYS))
+        splits = div_up(seq_kv, MCL_ATTN_KEYS);
+    if (splits > MCL_ATTN_MAX_SPLITS)
+        splits = MCL_ATTN_MAX_SPLITS;
     attention_plan plan;
-    mcl_status status = make_plan(ctx, push.rows, d, seq_kv, heads_kv, 1, 0, &plan);
+    mcl_status status = make_plan(ctx, push.rows, d, seq_kv, heads_kv, 1, (uint32_t)splits,
+                                  &plan);
     if (status != MCL_SUCCESS)
         return status;
     push.keys_per_split = plan.keys_per_split;
