@@ -53,6 +53,8 @@ struct mcl_session {
     mcl_tensor *x, *h, *q, *k, *v, *att, *gate, *up;
     mcl_tensor *last, *logits;   /* [sequences, dim], [sequences, vocab] */
     mcl_tensor *part_o, *part_ml; /* per sequence, the decode attention's slices */
+    mcl_tensor *normed;          /* f32 [sequences, dim]: a decode step's normed rows */
+    mcl_tensor *act;             /* i32: their quantization for the integer-dot path */
     engine_step steps[ENGINE_STEPS];
     uint64_t clock;
     int eager;                   /* MOTIFCL_ENGINE_EAGER: decode steps recorded op by op */

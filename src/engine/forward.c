@@ -149,12 +149,9 @@ static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *laye
     return MCL_SUCCESS;
 }
 
-/* The pass, recorded; views in v. A decode step (`step`: count rows, one token of each of
- * seqs[], all their logits) reads its positions from s->ids, so that a recording of it
- * serves every position; otherwise pos[] are recorded into the pass. */
-static mcl_status record(mcl_session *s, views *v, int step, const uint32_t *seqs,
-                         const uint32_t *pos, uint32_t count, const uint32_t *logit_rows,
-                         uint32_t count_logits)
+/* The pass recorded op by op, positions pos[] recorded into it; views in v. */
+static mcl_status record(mcl_session *s, views *v, const uint32_t *seqs, const uint32_t *pos,
+                         uint32_t count, const uint32_t *logit_rows, uint32_t count_logits)
 {
     mcl_context *ctx = s->ctx;
     const mcl_model_info *m = &s->info;
@@ -182,9 +179,7 @@ static mcl_status record(mcl_session *s, views *v, int step, const uint32_t *seq
         mcl_tensor *qkv[3] = {q, k, vv};
         TRY(linears(ctx, h, 3, qkv_w, qkv_b, qkv));
         MARK(s, "q, k, v");
-        if (step) {
-            TRY(attend_step(s, v, L, seqs, count));
-        } else if (prompt) {
+        if (prompt) {
             TRY(attend(s, v, L, seqs[0], pos[0], 0, count));
         } else {
             for (uint32_t i = 0; i < count; i++)
@@ -210,10 +205,9 @@ static mcl_status record(mcl_session *s, views *v, int step, const uint32_t *seq
     }
     if (count_logits == 0)
         return MCL_SUCCESS;
-    /* The rows whose logits are wanted, gathered (a decode step wants them all, in order),
-     * normed and through the head. */
+    /* The rows whose logits are wanted, gathered, normed and through the head. */
     uint64_t row = (uint64_t)dim * 4;
-    for (uint32_t j = 0; !step && j < count_logits; j++) {
+    for (uint32_t j = 0; j < count_logits; j++) {
         uint32_t mark = v->count;
         mcl_tensor *from = view(v, s->x, logit_rows[j] * row, MCL_DTYPE_F32, 2, 1, dim, 0, 0);
         mcl_tensor *to = view(v, s->last, j * row, MCL_DTYPE_F32, 2, 1, dim, 0, 0);
@@ -226,10 +220,97 @@ static mcl_status record(mcl_session *s, views *v, int step, const uint32_t *seq
     mcl_tensor *logits = view(v, s->logits, 0, MCL_DTYPE_F32, 2, count_logits, m->vocab, 0, 0);
     if (v->status != MCL_SUCCESS)
         return v->status;
-    TRY(mcl_rmsnorm(ctx, step ? x : last, s->output_norm, m->norm_eps, last));
+    TRY(mcl_rmsnorm(ctx, last, s->output_norm, m->norm_eps, last));
     MARK(s, "output norm");
     TRY(linear(ctx, last, s->output, NULL, logits));
     MARK(s, "head");
+    return MCL_SUCCESS;
+}
+
+/* The products of `count` weights on x in a decode step, with act the quantization of x
+ * where the products want one (norm_act's), else NULL. */
+static mcl_status step_linears(mcl_context *ctx, mcl_tensor *x, mcl_tensor *act, uint32_t count,
+                               const mcl_tensor *const *w, const mcl_tensor *const *b,
+                               mcl_tensor *const *c)
+{
+    if (act)
+        return mcl_matmul_multi_given(ctx, x, act, count, w, b, c);
+    return linears(ctx, x, count, w, b, c);
+}
+
+/* The quantization the products of the weights w[0..count) on rows x want: s->act where
+ * they share a type and take the integer-dot path, else NULL. */
+static mcl_tensor *norm_act(const mcl_session *s, mcl_tensor *x, uint32_t count,
+                            const mcl_tensor *const *w, mcl_tensor *const *c)
+{
+    for (uint32_t i = 1; i < count; i++)
+        if (w[i]->dtype != w[0]->dtype)
+            return NULL;
+    return mcl_matmul_quantizes(s->ctx, x, w[0], c[0]) ? s->act : NULL;
+}
+
+/* A decode step recorded for replay (views in v): count rows, one token of each of seqs[],
+ * the logits of all. Positions and lengths are read from s->ids (attend_step), so that one
+ * recording serves every position. Between the products, the residual add, the RMSNorm and
+ * the next product's quantization are one op (mcl_norm_q8). */
+static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, uint32_t count)
+{
+    mcl_context *ctx = s->ctx;
+    const mcl_model_info *m = &s->info;
+    uint32_t dim = m->dim;
+    mcl_tensor *ids = view(v, s->ids, 0, MCL_DTYPE_I32, 1, count, 0, 0, 0);
+    mcl_tensor *x = view(v, s->x, 0, MCL_DTYPE_F32, 2, count, dim, 0, 0);
+    mcl_tensor *h = view(v, s->h, 0, MCL_DTYPE_F32, 2, count, dim, 0, 0);
+    mcl_tensor *n = view(v, s->normed, 0, MCL_DTYPE_F32, 2, count, dim, 0, 0);
+    mcl_tensor *q = view(v, s->q, 0, MCL_DTYPE_F32, 2, count, s->q_dim, 0, 0);
+    mcl_tensor *k = view(v, s->k, 0, MCL_DTYPE_F32, 2, count, s->kv_dim, 0, 0);
+    mcl_tensor *vv = view(v, s->v, 0, MCL_DTYPE_F32, 2, count, s->kv_dim, 0, 0);
+    mcl_tensor *att = view(v, s->att, 0, MCL_DTYPE_F32, 2, count, s->q_dim, 0, 0);
+    mcl_tensor *gate = view(v, s->gate, 0, MCL_DTYPE_F32, 2, count, m->hidden, 0, 0);
+    mcl_tensor *up = view(v, s->up, 0, MCL_DTYPE_F32, 2, count, m->hidden, 0, 0);
+    mcl_tensor *logits = view(v, s->logits, 0, MCL_DTYPE_F32, 2, count, m->vocab, 0, 0);
+    if (v->status != MCL_SUCCESS)
+        return v->status;
+    TRY(mcl_embedding(ctx, s->embedding, ids, x));
+    MARK(s, "embedding");
+    /* The first norm has no residual to add; every later one adds the block's output. */
+    mcl_tensor *delta = NULL;
+    const char *norm_name = "attention norm";
+    for (uint32_t l = 0; l <= m->layers; l++) {
+        const engine_layer *L = l < m->layers ? &s->layers[l] : NULL;
+        const mcl_tensor *qkv_w[3] = {L ? L->wq : s->output, L ? L->wk : NULL,
+                                      L ? L->wv : NULL};
+        mcl_tensor *qkv[3] = {L ? q : logits, k, vv};
+        uint32_t products = L ? 3 : 1;
+        mcl_tensor *act = norm_act(s, n, products, qkv_w, qkv);
+        TRY(mcl_norm_q8(ctx, delta, L ? L->attn_norm : s->output_norm, m->norm_eps, x, n, act));
+        MARK(s, L ? norm_name : "output norm");
+        norm_name = "residual, attention norm";
+        if (!L) {
+            TRY(step_linears(ctx, n, act, 1, qkv_w, NULL, qkv));
+            MARK(s, "head");
+            break;
+        }
+        const mcl_tensor *qkv_b[3] = {L->bq, L->bk, L->bv};
+        TRY(step_linears(ctx, n, act, 3, qkv_w, qkv_b, qkv));
+        MARK(s, "q, k, v");
+        TRY(attend_step(s, v, L, seqs, count));
+        MARK(s, "attention");
+        TRY(linear(ctx, att, L->wo, NULL, h));
+        MARK(s, "output");
+        const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
+        mcl_tensor *ffn[2] = {gate, up};
+        act = norm_act(s, n, 2, ffn_w, ffn);
+        TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
+        MARK(s, "residual, feed-forward norm");
+        TRY(step_linears(ctx, n, act, 2, ffn_w, NULL, ffn));
+        MARK(s, "gate, up");
+        TRY(mcl_swiglu(ctx, gate, up, gate));
+        MARK(s, "swiglu");
+        TRY(linear(ctx, gate, L->w_down, NULL, h));
+        MARK(s, "down");
+        delta = h;
+    }
     return MCL_SUCCESS;
 }
 
@@ -282,7 +363,7 @@ static mcl_status find_step(mcl_session *s, const uint32_t *seqs, uint32_t count
     if (status != MCL_SUCCESS)
         return status;
     views v = {.count = 0, .status = MCL_SUCCESS};
-    status = record(s, &v, 1, seqs, NULL, count, NULL, count);
+    status = record_step(s, &v, seqs, count);
     views_release(&v, 0);
     mcl_graph *graph = NULL;
     mcl_status ended = mcl_graph_end(s->ctx, &graph);
@@ -325,7 +406,8 @@ mcl_status mcl_engine_forward(mcl_session *s, const uint32_t *seqs, const uint32
 {
     /* A decode step of up to ENGINE_MAX_STEP_ROWS sequences, all of whose logits are wanted,
      * replays its recording. */
-    int step = !s->eager && count <= ENGINE_MAX_STEP_ROWS && count_logits == count;
+    int step = !s->eager && count <= ENGINE_MAX_STEP_ROWS && count_logits == count &&
+               s->info.dim % 32 == 0;
     for (uint32_t i = 0; step && i < count; i++)
         step = logit_rows[i] == i;
     views v = {.count = 0, .status = MCL_SUCCESS};
@@ -335,7 +417,7 @@ mcl_status mcl_engine_forward(mcl_session *s, const uint32_t *seqs, const uint32
     } else {
         status = mcl_tensor_upload(s->ids, 0, tokens, (uint64_t)count * sizeof *tokens);
         if (status == MCL_SUCCESS)
-            status = record(s, &v, 0, seqs, pos, count, logit_rows, count_logits);
+            status = record(s, &v, seqs, pos, count, logit_rows, count_logits);
     }
     if (status == MCL_SUCCESS && count_logits > 0)
         status = mcl_tensor_download(s->logits, 0, out,

@@ -117,13 +117,24 @@ static mcl_status make_rope_table(mcl_session *s)
     return st;
 }
 
+/* Words of a decode step's quantized rows: 10 a block of 32 values (qdot.glsl), the widest
+ * row of any product's input. */
+static int64_t act_words(const mcl_session *s)
+{
+    uint64_t widest = s->info.dim > s->info.hidden ? s->info.dim : s->info.hidden;
+    if (s->q_dim > widest)
+        widest = s->q_dim;
+    return (int64_t)(s->sequences * ((widest + 31) / 32) * 10);
+}
+
 static uint64_t activation_bytes(const mcl_session *s)
 {
     const mcl_model_info *m = &s->info;
     uint64_t per_row = 2ull * m->dim + 2ull * s->q_dim + 2ull * s->kv_dim + 2ull * m->hidden + 1;
     uint64_t per_seq = m->dim + m->vocab + 2 +
                        MCL_ATTENTION_DECODE_MAX_SPLITS * ((uint64_t)s->q_dim + 2ull * m->heads);
-    return 4 * ((uint64_t)s->rows * per_row + (uint64_t)s->sequences * per_seq);
+    return 4 * ((uint64_t)s->rows * per_row + (uint64_t)s->sequences * (per_seq + m->dim) +
+                (uint64_t)act_words(s));
 }
 
 
@@ -149,6 +160,10 @@ static mcl_status allocate(mcl_session *s)
         st = make(ctx, MCL_DTYPE_F32, s->sequences, splits * s->q_dim, &s->part_o);
     if (st == MCL_SUCCESS)
         st = make(ctx, MCL_DTYPE_F32, s->sequences, splits * m->heads * 2, &s->part_ml);
+    if (st == MCL_SUCCESS)
+        st = make(ctx, MCL_DTYPE_F32, s->sequences, m->dim, &s->normed);
+    if (st == MCL_SUCCESS)
+        st = make(ctx, MCL_DTYPE_I32, act_words(s), 0, &s->act);
     int64_t cache_shape[4] = {1, s->context_length, m->kv_heads, m->head_dim};
     for (uint32_t l = 0; l < m->layers && st == MCL_SUCCESS; l++) {
         engine_layer *L = &s->layers[l];
@@ -282,7 +297,8 @@ void mcl_session_destroy(mcl_session *s)
         return;
     mcl_engine_steps_destroy(s);
     mcl_tensor *own[] = {s->ids, s->x, s->h, s->q, s->k, s->v, s->att, s->gate, s->up,
-                         s->last, s->logits, s->rope_table, s->part_o, s->part_ml};
+                         s->last, s->logits, s->rope_table, s->part_o, s->part_ml,
+                         s->normed, s->act};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         mcl_tensor_destroy(own[i]);
     for (uint32_t l = 0; s->layers && l < s->info.layers; l++) {

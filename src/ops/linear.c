@@ -32,9 +32,11 @@ static mcl_status f32_check(mcl_context *ctx, const mcl_tensor *a, const mcl_ten
     return mcl_linear_shapes_check(ctx, a, w, bias, c);
 }
 
-mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *ca, uint32_t count,
-                               const mcl_tensor *const *w, const mcl_tensor *const *bias,
-                               mcl_tensor *const *c, mcl_quant_path path)
+/* mcl_matmul_multi_ex, with `given` (where not NULL) the integer-dot path's quantization of a
+ * made by the caller. */
+static mcl_status multi(mcl_context *ctx, const mcl_tensor *ca, mcl_tensor *given,
+                        uint32_t count, const mcl_tensor *const *w,
+                        const mcl_tensor *const *bias, mcl_tensor *const *c, mcl_quant_path path)
 {
     mcl_tensor *a = (mcl_tensor *)ca;
     if (!ctx || !a || !w || !c || count == 0 || count > MCL_MATMUL_MULTI_MAX)
@@ -69,19 +71,52 @@ mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *ca, uint32_t 
     /* One quantization of a serves every product on the integer-dot path. */
     mcl_tensor *act = NULL;
     mcl_status status = MCL_SUCCESS;
+    for (uint32_t i = 0; given && i < count; i++)
+        if (w[i]->dtype != MCL_DTYPE_F32 && p[i].path == MCL_QUANT_PATH_DOT &&
+            given->nbytes < (uint64_t)p[i].rows * (p[i].k / MCL_QUANT_LANE_WEIGHTS) *
+                                MCL_QUANT_ACT_WORDS * 4)
+            return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                            "mcl_matmul_multi: the given quantization is too small for a");
     for (uint32_t i = 0; i < count && status == MCL_SUCCESS; i++) {
         mcl_tensor *bi = bias ? (mcl_tensor *)bias[i] : NULL;
         if (w[i]->dtype == MCL_DTYPE_F32) {
             status = mcl_matmul_f32(ctx, a, MCL_NO_TRANSPOSE, w[i], MCL_TRANSPOSE, bi, c[i]);
             continue;
         }
-        if (p[i].path == MCL_QUANT_PATH_DOT && !act)
+        if (p[i].path == MCL_QUANT_PATH_DOT && !act && !given)
             status = mcl_quantize_into_scratch(ctx, a, p[i].rows, p[i].k, &act);
         if (status == MCL_SUCCESS)
-            status = mcl_quant_record(ctx, &p[i], a, act, (mcl_tensor *)w[i], bi, c[i]);
+            status = mcl_quant_record(ctx, &p[i], a, given ? given : act, (mcl_tensor *)w[i],
+                                      bi, c[i]);
     }
     mcl_tensor_destroy(act);
     return status;
+}
+
+mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *a, uint32_t count,
+                               const mcl_tensor *const *w, const mcl_tensor *const *bias,
+                               mcl_tensor *const *c, mcl_quant_path path)
+{
+    return multi(ctx, a, NULL, count, w, bias, c, path);
+}
+
+mcl_status mcl_matmul_multi_given(mcl_context *ctx, const mcl_tensor *a, mcl_tensor *act,
+                                  uint32_t count, const mcl_tensor *const *w,
+                                  const mcl_tensor *const *bias, mcl_tensor *const *c)
+{
+    return multi(ctx, a, act, count, w, bias, c, MCL_QUANT_PATH_AUTO);
+}
+
+int mcl_matmul_quantizes(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w,
+                         const mcl_tensor *c)
+{
+    quant_product p;
+    if (!ctx || !a || !w || !c || mcl_quant_format(w->dtype) < 0)
+        return 0;
+    return mcl_quant_check(ctx, (mcl_tensor *)a, MCL_NO_TRANSPOSE, (mcl_tensor *)w,
+                           MCL_TRANSPOSE, NULL, (mcl_tensor *)c, MCL_QUANT_PATH_AUTO, &p) ==
+               MCL_SUCCESS &&
+           p.path == MCL_QUANT_PATH_DOT;
 }
 
 mcl_status mcl_matmul_multi(mcl_context *ctx, const mcl_tensor *a, uint32_t count,

@@ -33,6 +33,13 @@ mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_ten
                             const mcl_tensor *v, const mcl_attention_desc *desc,
                             uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out);
 
+/* A decoder's row step between its products (norm_q8_f32.comp): x += h where h is not NULL,
+ * y = RMSNorm(x) * weight, and where act (i32) is not NULL, y quantized into it for the
+ * integer-dot path as mcl_quantize_activations would (rows * d / 32 blocks). x, y and h are
+ * f32 [rows, d], d a multiple of 32, all distinct. */
+mcl_status mcl_norm_q8(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, float eps,
+                       mcl_tensor *x, mcl_tensor *y, mcl_tensor *act);
+
 /* The most key slices mcl_attention_decode cuts a cache into. */
 #define MCL_ATTENTION_DECODE_MAX_SPLITS 64u
 /* Attention of one token's query q [1, 1, Hq, D] over a cache k, v [1, S, Hkv, D] whose keys
@@ -65,6 +72,16 @@ mcl_status mcl_matmul_quant_ex(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta
 mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *a, uint32_t count,
                                const mcl_tensor *const *w, const mcl_tensor *const *bias,
                                mcl_tensor *const *c, mcl_quant_path path);
+
+/* mcl_matmul_multi where the integer-dot path's quantization of a is `act` (not NULL: made by
+ * the caller, mcl_norm_q8 or mcl_quantize_activations). */
+mcl_status mcl_matmul_multi_given(mcl_context *ctx, const mcl_tensor *a, mcl_tensor *act,
+                                  uint32_t count, const mcl_tensor *const *w,
+                                  const mcl_tensor *const *bias, mcl_tensor *const *c);
+/* Whether mcl_matmul(a, W^T) into c takes the integer-dot path, which quantizes a (0 for an
+ * f32 W, and for arguments it would refuse). */
+int mcl_matmul_quantizes(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w,
+                         const mcl_tensor *c);
 
 /* mcl_dequantize_tensor with quant.glsl's piece decoder (pb: bytes of codes per piece, 8, 16
  * or 32 as the format takes, any non-zero value for Q6_K; mcl_dequantize_tensor decodes

@@ -182,6 +182,50 @@ mcl_status mcl_rmsnorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *
     return mcl_dispatch(ctx, kernel, reads, 2, &out, 1, &push, row_groups(rows), 1, 1);
 }
 
+mcl_status mcl_norm_q8(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, float eps,
+                       mcl_tensor *x, mcl_tensor *y, mcl_tensor *act)
+{
+    const char *op = "mcl_norm_q8";
+    uint32_t d, rows;
+    mcl_status status = check_rows(ctx, op, x, y, &d, &rows);
+    if (status != MCL_SUCCESS)
+        return status;
+    if (!weight)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: NULL weight", op);
+    if ((status = check_param(ctx, op, "weight", weight, y, d)) != MCL_SUCCESS)
+        return status;
+    if (!mcl_tensor_same_shape(x, y) || (h && !mcl_tensor_same_shape(h, x)) || d % 32 != 0)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "%s: h, x and y of one shape, rows a multiple of 32 long", op);
+    if ((h && (h->ctx != ctx || h->dtype != MCL_DTYPE_F32)) ||
+        (act && (act->ctx != ctx || act->dtype != MCL_DTYPE_I32)))
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "%s: h f32, act i32, of ctx", op);
+    if (act && act->nbytes < (uint64_t)rows * (d / 32) * 10 * 4)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "%s: act holds fewer than %u blocks", op,
+                        rows * (d / 32));
+    if (h == x || h == y || x == y || (act && (act == x || act == y || act == h)))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: the tensors must be distinct", op);
+    norm_push push = {.d = d, .rows = rows, .eps = eps};
+    mcl_kernel_desc desc = {
+        .id = MCL_KERNEL_NORM_Q8_F32,
+        .binding_count = 5,
+        .push_size = sizeof push,
+        .local_size_x = mcl_row_local_size(ctx, d / 4),
+        .spec_count = 3,
+        .spec = {(uint32_t)mcl_rows_use_subgroup(ctx), h != NULL, act != NULL},
+    };
+    const mcl_kernel *kernel;
+    if ((status = mcl_kernel_get(ctx, &desc, &kernel)) != MCL_SUCCESS)
+        return status;
+    if (mcl_kernel_local_size(kernel) % 8 != 0)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "%s: a workgroup of %u invocations", op,
+                        mcl_kernel_local_size(kernel));
+    /* Absent h and act: bindings that are never touched, filled by y. */
+    mcl_tensor *reads[2] = {h ? h : y, weight};
+    mcl_tensor *writes[3] = {x, y, act ? act : y};
+    return mcl_dispatch(ctx, kernel, reads, 2, writes, 3, &push, row_groups(rows), 1, 1);
+}
+
 mcl_status mcl_layernorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *weight,
                          const mcl_tensor *bias, float eps, mcl_tensor *out)
 {

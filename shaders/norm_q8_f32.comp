@@ -1,0 +1,118 @@
+#version 450
+// norm_q8_f32: the row step between a decoder's products, fused: x += h (ADD), then
+// y = x / sqrt(mean(x^2) + eps) * w, and (QUANT) y quantized for the integer-dot path as
+// quantize_q8_1.comp quantizes it (the same codes, scale and sum; layout in qdot.glsl). One
+// dispatch in place of the residual add, the RMSNorm and the quantization.
+//
+//   constant 0     : workgroup size, a multiple of 8, at most 256
+//   constant 1     : MCL_USE_SUBGROUP, the reduction path (reduce.glsl)
+//   constant 2     : ADD: x += h first (otherwise binding 0 is unused)
+//   constant 3     : QUANT: write the quantized y into act (otherwise binding 4 is unused)
+//   set 0 binding 0: h   (readonly vec4[]) [rows, d]
+//   set 0 binding 1: w   (readonly vec4[]) [d]
+//   set 0 binding 2: x   (vec4[]) [rows, d]: read, and with ADD written
+//   set 0 binding 3: y   (writeonly vec4[]) [rows, d]
+//   set 0 binding 4: act (writeonly uint[]): blocks x 8 code words, then blocks scales, then
+//                    blocks code sums; blocks = rows * d / 32
+//   push constants : { uint d; uint rows; float eps; }, d a multiple of 32
+//
+// One workgroup per row, rows grid-strided. The quantization takes eight invocations per
+// block of 32 values, a vec4 each: a round of the workgroup covers whole blocks.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : enable
+
+layout(local_size_x_id = 0, local_size_x = 256) in;
+
+#include "reduce.glsl"
+
+layout(constant_id = 2) const bool ADD = true;
+layout(constant_id = 3) const bool QUANT = true;
+
+layout(std430, set = 0, binding = 0) readonly buffer BufH { vec4 h4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufW { vec4 w4[]; };
+layout(std430, set = 0, binding = 2) buffer BufX { vec4 x4[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer BufY { vec4 y4[]; };
+layout(std430, set = 0, binding = 4) writeonly buffer BufAct { uint act[]; };
+
+layout(push_constant) uniform Push {
+    uint d;
+    uint rows;
+    float eps;
+} pc;
+
+const uint LANES = 8u;
+shared float q_amax[gl_WorkGroupSize.x];
+shared int q_sum[gl_WorkGroupSize.x];
+
+// 1/127 rounded to float, and round-half-away, as quantize_q8_1.comp.
+const float INV127 = 7.87401572e-3;
+
+float round_away(float v) {
+    float t = trunc(v);
+    return abs(v - t) >= 0.5 ? t + sign(v) : t;
+}
+
+void main() {
+    const uint lid = gl_LocalInvocationID.x;
+    const uint wg = gl_WorkGroupSize.x;
+    const uint j = lid % LANES, first = lid - j;
+    const uint d4 = pc.d / 4u;
+    const uint blocks = pc.rows * (pc.d / 32u);
+    for (uint row = gl_WorkGroupID.x; row < pc.rows; row += gl_NumWorkGroups.x) {
+        const uint base4 = row * d4;
+        float ss = 0.0;
+        for (uint k = lid; k < d4; k += wg) {
+            vec4 v = x4[base4 + k];
+            if (ADD) {
+                v += h4[base4 + k];
+                x4[base4 + k] = v;
+            }
+            ss += dot(v, v);
+        }
+        const float r = inversesqrt(mcl_wg_sum(ss) / float(pc.d) + pc.eps);
+        // Rounds of whole workgroups, so that every invocation meets every barrier.
+        for (uint k0 = 0u; k0 < d4; k0 += wg) {
+            const uint k = k0 + lid;
+            const bool valid = k < d4;
+            // An invocation reads back its own write of x: no barrier is needed.
+            const vec4 y = valid ? x4[base4 + k] * r * w4[k] : vec4(0.0);
+            if (valid) {
+                y4[base4 + k] = y;
+            }
+            if (QUANT) {
+                const vec4 a = abs(y);
+                q_amax[lid] = max(max(a.x, a.y), max(a.z, a.w));
+                barrier();
+                float amax = 0.0;
+                [[unroll]] for (uint i = 0u; i < LANES; i++) {
+                    amax = max(amax, q_amax[first + i]);
+                }
+                const float dq = amax * INV127;
+                float id = 0.0;
+                if (dq != 0.0) {
+                    id = 1.0 / dq;
+                    id = fma(id, fma(-dq, id, 1.0), id);
+                }
+                const ivec4 q = ivec4(vec4(round_away(y.x * id), round_away(y.y * id),
+                                           round_away(y.z * id), round_away(y.w * id)));
+                // Block g of the whole tensor: row-major over rows, 32 values each.
+                const uint g = (base4 + k) / LANES;
+                if (valid) {
+                    act[LANES * g + j] = uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 |
+                                         uint(q.z & 0xFF) << 16 | uint(q.w & 0xFF) << 24;
+                }
+                q_sum[lid] = (q.x + q.y) + (q.z + q.w);
+                barrier();
+                if (j == 0u && valid) {
+                    int sum = 0;
+                    [[unroll]] for (uint i = 0u; i < LANES; i++) {
+                        sum += q_sum[first + i];
+                    }
+                    act[8u * blocks + g] = floatBitsToUint(dq);
+                    act[9u * blocks + g] = uint(sum);
+                }
+                barrier();
+            }
+        }
+    }
+}
