@@ -1,0 +1,280 @@
+/* The ops a recorded decode step is made of (src/engine/forward.c), against the ops they
+ * stand for:
+ *
+ *  - mcl_norm_q8 (residual add, RMSNorm, activation quantization in one dispatch) against
+ *    mcl_add, mcl_rmsnorm and mcl_quantize_activations: x bit-identical (one f32 add);
+ *    y within a relative RMS of 1e-6 (the workgroup's sum of squares may be reduced in
+ *    another order); the quantized words bit-identical to mcl_quantize_activations of the
+ *    fused y (the same steps on the same values). Without h and act: x untouched, y as
+ *    mcl_rmsnorm's. Control: the quantization of x instead of y differs.
+ *  - mcl_rope_kv (RoPE of one row's q in place, of its k into the cache, v copied there, at a
+ *    position read from a buffer) against the rotation in double from the same frequency
+ *    table: relative RMS <= 1e-6 (the device's sin/cos on [-pi, pi] and its float rotation);
+ *    v bit-identical; every other row of q and of the caches untouched. Control: the
+ *    reference at the position before exceeds the tolerance.
+ *  - mcl_attention_decode (kv_len read from a buffer, slices planned for the whole cache)
+ *    against mcl_attention with kv_length, at lengths 1, 37, 160 and 300 of a cache of 300:
+ *    relative RMS <= 1e-5 (f32 sums in another order). Control: the length before.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "ops/ops_internal.h"
+
+static mcl_context *ctx;
+
+static double rel_rms(const float *got, const float *want, size_t n)
+{
+    return sqrt(mcl_nmse(got, want, n));
+}
+
+static size_t word_mismatches(const void *a, const void *b, size_t words)
+{
+    const uint32_t *x = a, *y = b;
+    size_t bad = 0;
+    for (size_t i = 0; i < words; i++)
+        bad += x[i] != y[i];
+    return bad;
+}
+
+static void download(mcl_tensor *t, void *out, size_t bytes)
+{
+    assert_mcl_ok(mcl_tensor_download(t, 0, out, bytes));
+}
+
+#define ROWS 3
+#define DIM 4096
+
+static void norm_q8_matches_ops(void **state)
+{
+    (void)state;
+    const size_t n = (size_t)ROWS * DIM, blocks = n / 32, words = blocks * 10;
+    float *x0 = malloc(n * 4), *h0 = malloc(n * 4), *w0 = malloc(DIM * 4);
+    float *got_x = malloc(n * 4), *want_x = malloc(n * 4), *got_y = malloc(n * 4),
+          *want_y = malloc(n * 4);
+    uint32_t *got_act = malloc(words * 4), *want_act = malloc(words * 4);
+    assert_true(x0 && h0 && w0 && got_x && want_x && got_y && want_y && got_act && want_act);
+    mcl_fill_random(x0, n, 1, -2.0f, 2.0f);
+    mcl_fill_random(h0, n, 2, -1.0f, 1.0f);
+    mcl_fill_random(w0, DIM, 3, 0.5f, 1.5f);
+    int64_t shape[2] = {ROWS, DIM}, wshape[1] = {DIM}, ashape[1] = {(int64_t)words};
+    mcl_tensor *x = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, shape, x0);
+    mcl_tensor *h = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, shape, h0);
+    mcl_tensor *w = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, wshape, w0);
+    mcl_tensor *y = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, shape, NULL);
+    mcl_tensor *act = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ashape, NULL);
+    mcl_tensor *rx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, shape, x0);
+    mcl_tensor *ry = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, shape, NULL);
+    mcl_tensor *ract = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ashape, NULL);
+
+    /* Fused, and the three ops it stands for. */
+    assert_mcl_ok(mcl_norm_q8(ctx, h, w, 1e-5f, x, y, act));
+    assert_mcl_ok(mcl_add(ctx, rx, h, rx));
+    assert_mcl_ok(mcl_rmsnorm(ctx, rx, w, 1e-5f, ry));
+    download(x, got_x, n * 4);
+    download(rx, want_x, n * 4);
+    download(y, got_y, n * 4);
+    download(ry, want_y, n * 4);
+    download(act, got_act, words * 4);
+    assert_true(mcl_test_record("mcl_norm_q8: x += h against mcl_add", "mismatched words",
+                                (double)word_mismatches(got_x, want_x, n), 0));
+    assert_true(mcl_test_record("mcl_norm_q8: y against mcl_rmsnorm", "relative rms",
+                                rel_rms(got_y, want_y, n), 1e-6));
+    assert_mcl_ok(mcl_quantize_activations(ctx, y, ROWS, DIM, ract));
+    download(ract, want_act, words * 4);
+    assert_true(mcl_test_record("mcl_norm_q8: act against mcl_quantize_activations of y",
+                                "mismatched words",
+                                (double)word_mismatches(got_act, want_act, words), 0));
+    /* Control: the quantization of x (not normed) is another. */
+    assert_mcl_ok(mcl_quantize_activations(ctx, x, ROWS, DIM, ract));
+    download(ract, want_act, words * 4);
+    char name[160];
+    size_t bad = word_mismatches(got_act, want_act, words);
+    snprintf(name, sizeof name, "mcl_norm_q8: control, the quantization of x differs in %zu "
+                                "words", bad);
+    assert_true(mcl_test_record_bool(name, bad > words / 2));
+
+    /* Neither h nor act: x stays, y is the plain RMSNorm. */
+    assert_mcl_ok(mcl_tensor_upload(x, 0, x0, n * 4));
+    assert_mcl_ok(mcl_norm_q8(ctx, NULL, w, 1e-5f, x, y, NULL));
+    assert_mcl_ok(mcl_rmsnorm(ctx, x, w, 1e-5f, ry));
+    download(x, got_x, n * 4);
+    download(y, got_y, n * 4);
+    download(ry, want_y, n * 4);
+    assert_true(mcl_test_record("mcl_norm_q8 without h: x untouched", "mismatched words",
+                                (double)word_mismatches(got_x, x0, n), 0));
+    assert_true(mcl_test_record("mcl_norm_q8 without h: y against mcl_rmsnorm",
+                                "relative rms", rel_rms(got_y, want_y, n), 1e-6));
+
+    /* Refusals. */
+    int64_t odd[2] = {ROWS, 48};
+    mcl_tensor *bad_x = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, odd, NULL);
+    EXPECT_STATUS(mcl_norm_q8(ctx, NULL, w, 1e-5f, bad_x, y, NULL), SHAPE);
+    EXPECT_STATUS(mcl_norm_q8(ctx, h, w, 1e-5f, x, x, NULL), INVALID);
+    EXPECT_STATUS(mcl_norm_q8(ctx, h, NULL, 1e-5f, x, y, NULL), INVALID);
+    mcl_tensor *all[] = {x, h, w, y, act, rx, ry, ract, bad_x};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+    free(x0), free(h0), free(w0), free(got_x), free(want_x), free(got_y), free(want_y);
+    free(got_act), free(want_act);
+}
+
+#define HQ 4
+#define HKV 2
+#define DH 64
+#define SEQ 16
+
+/* Rotate the split-half pairs of one head vector by pos times the table's turns, in
+ * double. */
+static void rotate(const float *in, float *out, const float *table, double pos)
+{
+    for (int i = 0; i < DH / 2; i++) {
+        double turns = pos * ((double)table[2 * i] + (double)table[2 * i + 1]);
+        double a = 6.283185307179586477 * (turns - floor(turns));
+        double x0 = in[i], x1 = in[i + DH / 2];
+        out[i] = (float)(x0 * cos(a) - x1 * sin(a));
+        out[i + DH / 2] = (float)(x0 * sin(a) + x1 * cos(a));
+    }
+}
+
+static void rope_kv_matches_reference(void **state)
+{
+    (void)state;
+    const size_t qn = 2 * HQ * DH, kn = 2 * HKV * DH, cn = SEQ * HKV * DH;
+    float q0[2 * HQ * DH], k0[2 * HKV * DH], v0[2 * HKV * DH], table[DH];
+    float got_q[2 * HQ * DH], want_q[2 * HQ * DH];
+    float *got_kc = calloc(cn, 4), *got_vc = calloc(cn, 4), *want_kc = calloc(cn, 4),
+          *want_vc = calloc(cn, 4);
+    assert_true(got_kc && got_vc && want_kc && want_vc);
+    mcl_fill_random(q0, qn, 4, -1.0f, 1.0f);
+    mcl_fill_random(k0, kn, 5, -1.0f, 1.0f);
+    mcl_fill_random(v0, kn, 6, -1.0f, 1.0f);
+    mcl_rope_table_values(500000.0, DH, NULL, table);
+    const int32_t pos[4] = {0, 0, 13, 0};
+    int64_t qs[3] = {2, HQ, DH}, ks[3] = {2, HKV, DH}, cs[4] = {1, SEQ, HKV, DH},
+            ts[2] = {DH / 2, 2}, ps[1] = {4};
+    mcl_tensor *q = mcl_test_tensor(ctx, MCL_DTYPE_F32, 3, qs, q0);
+    mcl_tensor *k = mcl_test_tensor(ctx, MCL_DTYPE_F32, 3, ks, k0);
+    mcl_tensor *v = mcl_test_tensor(ctx, MCL_DTYPE_F32, 3, ks, v0);
+    mcl_tensor *kc = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, cs, got_kc);
+    mcl_tensor *vc = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, cs, got_vc);
+    mcl_tensor *tt = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ts, table);
+    mcl_tensor *pt = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ps, pos);
+    /* Row 1 at pos[2] = 13. */
+    assert_mcl_ok(mcl_rope_kv(ctx, q, k, v, MCL_ROPE_SPLIT_HALF, tt, pt, 2, 1, kc, vc));
+    download(q, got_q, qn * 4);
+    download(kc, got_kc, cn * 4);
+    download(vc, got_vc, cn * 4);
+
+    memcpy(want_q, q0, qn * 4);
+    for (int hh = 0; hh < HQ; hh++)
+        rotate(q0 + (HQ + hh) * DH, want_q + (HQ + hh) * DH, table, 13.0);
+    for (int hh = 0; hh < HKV; hh++) {
+        rotate(k0 + (HKV + hh) * DH, want_kc + (13 * HKV + hh) * DH, table, 13.0);
+        memcpy(want_vc + (13 * HKV + hh) * DH, v0 + (HKV + hh) * DH, DH * 4);
+    }
+    assert_true(mcl_test_record("mcl_rope_kv: q row 1 rotated in place", "relative rms",
+                                rel_rms(got_q, want_q, qn), 1e-6));
+    assert_true(mcl_test_record("mcl_rope_kv: q row 0 untouched", "mismatched words",
+                                (double)word_mismatches(got_q, q0, HQ * DH), 0));
+    assert_true(mcl_test_record("mcl_rope_kv: k into the cache at its position",
+                                "relative rms", rel_rms(got_kc, want_kc, cn), 1e-6));
+    assert_true(mcl_test_record("mcl_rope_kv: v into the cache at its position",
+                                "mismatched words",
+                                (double)word_mismatches(got_vc, want_vc, cn), 0));
+    /* Control: the reference one position earlier. */
+    for (int hh = 0; hh < HQ; hh++)
+        rotate(q0 + (HQ + hh) * DH, want_q + (HQ + hh) * DH, table, 12.0);
+    double e = rel_rms(got_q, want_q, qn);
+    char name[160];
+    snprintf(name, sizeof name, "mcl_rope_kv: control, the position before (%.3g) exceeds "
+                                "the tolerance", e);
+    assert_true(mcl_test_record_bool(name, e > 1e-6));
+    EXPECT_STATUS(mcl_rope_kv(ctx, q, k, v, MCL_ROPE_SPLIT_HALF, tt, pt, 4, 1, kc, vc), SHAPE);
+    EXPECT_STATUS(mcl_rope_kv(ctx, q, k, v, MCL_ROPE_SPLIT_HALF, tt, pt, 0, 2, kc, vc), SHAPE);
+    mcl_tensor *all[] = {q, k, v, kc, vc, tt, pt};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+    free(got_kc), free(got_vc), free(want_kc), free(want_vc);
+}
+
+#define AHQ 8
+#define AHKV 2
+#define AD 64
+#define AS 300
+
+static void attention_decode_matches_attention(void **state)
+{
+    (void)state;
+    const size_t qn = AHQ * AD, kn = (size_t)AS * AHKV * AD;
+    float *q0 = malloc(qn * 4), *k0 = malloc(kn * 4), *v0 = malloc(kn * 4);
+    float *got = malloc(qn * 4), *want = malloc(qn * 4), *before = malloc(qn * 4);
+    assert_true(q0 && k0 && v0 && got && want && before);
+    mcl_fill_random(q0, qn, 7, -1.0f, 1.0f);
+    mcl_fill_random(k0, kn, 8, -1.0f, 1.0f);
+    mcl_fill_random(v0, kn, 9, -1.0f, 1.0f);
+    int64_t qs[4] = {1, 1, AHQ, AD}, ks[4] = {1, AS, AHKV, AD}, ls[1] = {2},
+            pos[1] = {(int64_t)MCL_ATTENTION_DECODE_MAX_SPLITS * AHQ * AD},
+            pms[1] = {(int64_t)MCL_ATTENTION_DECODE_MAX_SPLITS * AHQ * 2};
+    mcl_tensor *q = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, qs, q0);
+    mcl_tensor *k = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, ks, k0);
+    mcl_tensor *v = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, ks, v0);
+    mcl_tensor *out = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, qs, NULL);
+    mcl_tensor *ref = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, qs, NULL);
+    mcl_tensor *lens = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ls, NULL);
+    mcl_tensor *po = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, pos, NULL);
+    mcl_tensor *pml = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, pms, NULL);
+    const int32_t lengths[4] = {1, 37, 160, 300};
+    double worst = 0.0, control = INFINITY;
+    for (int i = 0; i < 4; i++) {
+        int32_t l[2] = {-1, lengths[i]};
+        assert_mcl_ok(mcl_tensor_upload(lens, 0, l, sizeof l));
+        assert_mcl_ok(mcl_attention_decode(ctx, q, k, v, lens, 1, po, pml, out));
+        mcl_attention_desc d = {.size = sizeof d, .kv_length = lengths[i]};
+        assert_mcl_ok(mcl_attention(ctx, q, k, v, &d, ref));
+        download(out, got, qn * 4);
+        download(ref, want, qn * 4);
+        double e = rel_rms(got, want, qn);
+        worst = e > worst ? e : worst;
+        if (i > 0) {
+            double c = rel_rms(got, before, qn);
+            control = c < control ? c : control;
+        }
+        memcpy(before, want, qn * 4);
+    }
+    assert_true(mcl_test_record("mcl_attention_decode against mcl_attention, lengths 1 to 300",
+                                "relative rms", worst, 1e-5));
+    char name[160];
+    snprintf(name, sizeof name, "mcl_attention_decode: control, the length before (%.3g) "
+                                "exceeds the tolerance", control);
+    assert_true(mcl_test_record_bool(name, control > 1e-5));
+    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 2, po, pml, out), INVALID);
+    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 1, pml, pml, out), SHAPE);
+    mcl_tensor *all[] = {q, k, v, out, ref, lens, po, pml};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+    free(q0), free(k0), free(v0), free(got), free(want), free(before);
+}
+
+static void statuses(void **state)
+{
+    (void)state;
+    assert_true(mcl_test_record("decode ops: refused arguments with the expected status",
+                                "wrong statuses", mcl_test_wrong_statuses, 0));
+}
+
+int main(int argc, char **argv)
+{
+    mcl_test_begin(argc, argv);
+    ctx = mcl_test_device_context();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(norm_q8_matches_ops),
+        cmocka_unit_test(rope_kv_matches_reference),
+        cmocka_unit_test(attention_decode_matches_attention),
+        cmocka_unit_test(statuses),
+    };
+    return mcl_test_finish(cmocka_run_group_tests(tests, NULL, NULL));
+}
