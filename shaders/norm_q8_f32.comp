@@ -1,7 +1,7 @@
 #version 450
 // norm_q8_f32: the row step between a decoder's products, fused: x += h (ADD), then
 // y = x / sqrt(mean(x^2) + eps) * w, and (QUANT) y quantized for the integer-dot path as
-// quantize_q8_1.comp quantizes it (the same codes, scale and sum; layout in qdot.glsl). One
+// quantize_q8_1.comp quantizes it (q8_1.glsl: the same codes, scale and sum). One
 // dispatch in place of the residual add, the RMSNorm and the quantization.
 //
 //   constant 0     : workgroup size, a multiple of 8, at most 256
@@ -19,7 +19,6 @@
 // One workgroup per row, rows grid-strided. The quantization takes eight invocations per
 // block of 32 values, a vec4 each: a round of the workgroup covers whole blocks.
 #extension GL_GOOGLE_include_directive : require
-#extension GL_EXT_control_flow_attributes : enable
 
 layout(local_size_x_id = 0, local_size_x = 256) in;
 
@@ -40,22 +39,11 @@ layout(push_constant) uniform Push {
     float eps;
 } pc;
 
-const uint LANES = 8u;
-shared float q_amax[gl_WorkGroupSize.x];
-shared int q_sum[gl_WorkGroupSize.x];
-
-// 1/127 rounded to float, and round-half-away, as quantize_q8_1.comp.
-const float INV127 = 7.87401572e-3;
-
-float round_away(float v) {
-    float t = trunc(v);
-    return abs(v - t) >= 0.5 ? t + sign(v) : t;
-}
+#include "q8_1.glsl"
 
 void main() {
     const uint lid = gl_LocalInvocationID.x;
     const uint wg = gl_WorkGroupSize.x;
-    const uint j = lid % LANES, first = lid - j;
     const uint d4 = pc.d / 4u;
     const uint blocks = pc.rows * (pc.d / 32u);
     for (uint row = gl_WorkGroupID.x; row < pc.rows; row += gl_NumWorkGroups.x) {
@@ -80,38 +68,8 @@ void main() {
                 y4[base4 + k] = y;
             }
             if (QUANT) {
-                const vec4 a = abs(y);
-                q_amax[lid] = max(max(a.x, a.y), max(a.z, a.w));
-                barrier();
-                float amax = 0.0;
-                [[unroll]] for (uint i = 0u; i < LANES; i++) {
-                    amax = max(amax, q_amax[first + i]);
-                }
-                const float dq = amax * INV127;
-                float id = 0.0;
-                if (dq != 0.0) {
-                    id = 1.0 / dq;
-                    id = fma(id, fma(-dq, id, 1.0), id);
-                }
-                const ivec4 q = ivec4(vec4(round_away(y.x * id), round_away(y.y * id),
-                                           round_away(y.z * id), round_away(y.w * id)));
                 // Block g of the whole tensor: row-major over rows, 32 values each.
-                const uint g = (base4 + k) / LANES;
-                if (valid) {
-                    act[LANES * g + j] = uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 |
-                                         uint(q.z & 0xFF) << 16 | uint(q.w & 0xFF) << 24;
-                }
-                q_sum[lid] = (q.x + q.y) + (q.z + q.w);
-                barrier();
-                if (j == 0u && valid) {
-                    int sum = 0;
-                    [[unroll]] for (uint i = 0u; i < LANES; i++) {
-                        sum += q_sum[first + i];
-                    }
-                    act[8u * blocks + g] = floatBitsToUint(dq);
-                    act[9u * blocks + g] = uint(sum);
-                }
-                barrier();
+                q8_1_store(y, (base4 + k) / Q8_LANES, valid, blocks);
             }
         }
     }

@@ -7,6 +7,8 @@
  *    another order); the quantized words bit-identical to mcl_quantize_activations of the
  *    fused y (the same steps on the same values). Without h and act: x untouched, y as
  *    mcl_rmsnorm's. Control: the quantization of x instead of y differs.
+ *  - mcl_swiglu_q8 against mcl_swiglu and mcl_quantize_activations: the quantized words
+ *    bit-identical (the same expression on the same values). Control: gate's quantization.
  *  - mcl_rope_kv (RoPE of one row's q in place, of its k into the cache, v copied there, at a
  *    position read from a buffer) against the rotation in double from the same frequency
  *    table: relative RMS <= 1e-6 (the device's sin/cos on [-pi, pi] and its float rotation);
@@ -120,6 +122,45 @@ static void norm_q8_matches_ops(void **state)
         mcl_tensor_destroy(all[i]);
     free(x0), free(h0), free(w0), free(got_x), free(want_x), free(got_y), free(want_y);
     free(got_act), free(want_act);
+}
+
+static void swiglu_q8_matches_ops(void **state)
+{
+    (void)state;
+    const size_t n = (size_t)ROWS * DIM, words = n / 32 * 10;
+    float *g0 = malloc(n * 4), *u0 = malloc(n * 4);
+    uint32_t *got = malloc(words * 4), *want = malloc(words * 4);
+    assert_true(g0 && u0 && got && want);
+    mcl_fill_random(g0, n, 10, -6.0f, 6.0f);
+    mcl_fill_random(u0, n, 11, -1.0f, 1.0f);
+    int64_t shape[2] = {ROWS, DIM}, ashape[1] = {(int64_t)words};
+    mcl_tensor *g = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, shape, g0);
+    mcl_tensor *u = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, shape, u0);
+    mcl_tensor *y = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, shape, NULL);
+    mcl_tensor *act = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ashape, NULL);
+    mcl_tensor *ract = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ashape, NULL);
+    assert_mcl_ok(mcl_swiglu_q8(ctx, g, u, act));
+    assert_mcl_ok(mcl_swiglu(ctx, g, u, y));
+    assert_mcl_ok(mcl_quantize_activations(ctx, y, ROWS, DIM, ract));
+    download(act, got, words * 4);
+    download(ract, want, words * 4);
+    assert_true(mcl_test_record("mcl_swiglu_q8 against mcl_swiglu and mcl_quantize_activations",
+                                "mismatched words", (double)word_mismatches(got, want, words),
+                                0));
+    /* Control: the quantization of gate alone. */
+    assert_mcl_ok(mcl_quantize_activations(ctx, g, ROWS, DIM, ract));
+    download(ract, want, words * 4);
+    size_t bad = word_mismatches(got, want, words);
+    char name[160];
+    snprintf(name, sizeof name, "mcl_swiglu_q8: control, the quantization of gate differs in "
+                                "%zu words", bad);
+    assert_true(mcl_test_record_bool(name, bad > words / 2));
+    EXPECT_STATUS(mcl_swiglu_q8(ctx, g, u, NULL), DTYPE);
+    EXPECT_STATUS(mcl_swiglu_q8(ctx, g, y, g), DTYPE);
+    mcl_tensor *all[] = {g, u, y, act, ract};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+    free(g0), free(u0), free(got), free(want);
 }
 
 #define HQ 4
@@ -272,6 +313,7 @@ int main(int argc, char **argv)
     ctx = mcl_test_device_context();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(norm_q8_matches_ops),
+        cmocka_unit_test(swiglu_q8_matches_ops),
         cmocka_unit_test(rope_kv_matches_reference),
         cmocka_unit_test(attention_decode_matches_attention),
         cmocka_unit_test(statuses),

@@ -252,7 +252,8 @@ static mcl_tensor *norm_act(const mcl_session *s, mcl_tensor *x, uint32_t count,
 /* A decode step recorded for replay (views in v): count rows, one token of each of seqs[],
  * the logits of all. Positions and lengths are read from s->ids (attend_step), so that one
  * recording serves every position. Between the products, the residual add, the RMSNorm and
- * the next product's quantization are one op (mcl_norm_q8). */
+ * the next product's quantization are one op (mcl_norm_q8), and so are SwiGLU and the down
+ * product's quantization (mcl_swiglu_q8). */
 static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, uint32_t count)
 {
     mcl_context *ctx = s->ctx;
@@ -305,9 +306,15 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         MARK(s, "residual, feed-forward norm");
         TRY(step_linears(ctx, n, act, 2, ffn_w, NULL, ffn));
         MARK(s, "gate, up");
-        TRY(mcl_swiglu(ctx, gate, up, gate));
+        /* SwiGLU, quantized for the down product where it takes the integer-dot path. */
+        const mcl_tensor *down_w[1] = {L->w_down};
+        act = norm_act(s, gate, 1, down_w, &h);
+        if (act)
+            TRY(mcl_swiglu_q8(ctx, gate, up, act));
+        else
+            TRY(mcl_swiglu(ctx, gate, up, gate));
         MARK(s, "swiglu");
-        TRY(linear(ctx, gate, L->w_down, NULL, h));
+        TRY(step_linears(ctx, gate, act, 1, down_w, NULL, &h));
         MARK(s, "down");
         delta = h;
     }

@@ -174,6 +174,39 @@ mcl_status mcl_swiglu(mcl_context *ctx, const mcl_tensor *gate, const mcl_tensor
     return dispatch_binary(ctx, BINARY_OP_SILU_MUL, gate, up, out, n);
 }
 
+mcl_status mcl_swiglu_q8(mcl_context *ctx, mcl_tensor *gate, mcl_tensor *up, mcl_tensor *act)
+{
+    const mcl_tensor *t[2] = {gate, up};
+    mcl_status status = mcl_ops_check_f32(ctx, "mcl_swiglu_q8", t, 2);
+    if (status != MCL_SUCCESS)
+        return status;
+    if (!act || act->ctx != ctx || act->dtype != MCL_DTYPE_I32)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_swiglu_q8: act is i32 of ctx");
+    uint32_t n = 0;
+    if ((status = element_count(ctx, "mcl_swiglu_q8", gate, &n)) != MCL_SUCCESS)
+        return status;
+    uint32_t blocks = n / 32;
+    if (!mcl_tensor_same_shape(gate, up) || gate->shape[gate->ndim - 1] % 32 != 0 ||
+        act->nbytes < (uint64_t)blocks * 10 * 4)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_swiglu_q8: gate and up of one shape, rows a multiple of 32 long, "
+                        "act of %u blocks", blocks);
+    mcl_kernel_desc desc = {.id = MCL_KERNEL_SWIGLU_Q8_F32, .binding_count = 3,
+                            .push_size = sizeof blocks, .local_size_x = 256};
+    const mcl_kernel *kernel;
+    if ((status = mcl_kernel_get(ctx, &desc, &kernel)) != MCL_SUCCESS)
+        return status;
+    uint32_t size = mcl_kernel_local_size(kernel);
+    if (size % 8 != 0)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "mcl_swiglu_q8: a workgroup of %u", size);
+    /* Eight invocations a block; the kernel loops over what the grid leaves. */
+    uint64_t groups = ((uint64_t)blocks * 8 + size - 1) / size;
+    if (groups > 65535)
+        groups = 65535;
+    mcl_tensor *reads[2] = {gate, up};
+    return mcl_dispatch(ctx, kernel, reads, 2, &act, 1, &blocks, (uint32_t)groups, 1, 1);
+}
+
 /* Record unary_f32.comp over out = f(x) after the common checks. */
 static mcl_status unary(mcl_context *ctx, const char *name, uint32_t op, const mcl_tensor *x,
                         float alpha, float beta, mcl_tensor *out)

@@ -40,6 +40,11 @@ mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_ten
 mcl_status mcl_norm_q8(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, float eps,
                        mcl_tensor *x, mcl_tensor *y, mcl_tensor *act);
 
+/* SwiGLU's silu(gate) * up quantized into act (i32) for the integer-dot path as
+ * mcl_quantize_activations would quantize it (swiglu_q8_f32.comp); gate and up f32 of one
+ * shape, rows a multiple of 32 long. */
+mcl_status mcl_swiglu_q8(mcl_context *ctx, mcl_tensor *gate, mcl_tensor *up, mcl_tensor *act);
+
 /* The most key slices mcl_attention_decode cuts a cache into. */
 #define MCL_ATTENTION_DECODE_MAX_SPLITS 64u
 /* Attention of one token's query q [1, 1, Hq, D] over a cache k, v [1, S, Hkv, D] whose keys

@@ -262,6 +262,22 @@ void mcl_stream_full_barrier(mcl_context *ctx)
     barrier(ctx, MCL_STAGES, MCL_ACCESS_ALL);
 }
 
+/* A barrier between dispatches of a capture, which holds nothing but dispatches (transfers
+ * are refused while capturing, and the capture's first and last barriers are full ones):
+ * compute to compute. */
+static void compute_barrier(mcl_context *ctx)
+{
+    VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+    };
+    ctx->vk.vkCmdPipelineBarrier(mcl_stream_cmd(ctx), VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL, 0,
+                                 NULL);
+    ctx->stream.epoch++;
+}
+
 void mcl_stream_barrier_to_host(mcl_context *ctx)
 {
     barrier(ctx, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
@@ -278,7 +294,9 @@ void mcl_stream_track(mcl_context *ctx, mcl_tensor *const *reads, uint32_t read_
         const mcl_tensor_rt *w = mcl_rt_root(writes[i]);
         needed = w->write_epoch == s->epoch || w->read_epoch == s->epoch;
     }
-    if (needed)
+    if (needed && s->capture)
+        compute_barrier(ctx);
+    else if (needed)
         mcl_stream_full_barrier(ctx);
     /* While capturing, the batch that will use a tensor is the replay's, set then. */
     uint64_t batch = s->capture ? 0 : s->serial;

@@ -1,0 +1,68 @@
+// q8_1.glsl: quantization of activations to 8 bits per block of 32 values for the
+// integer-dot path (ggml's q8_1 idea; layout in qdot.glsl): d = amax * (1/127), code =
+// round(x / d), ties away from zero, so that codes lie in -127..127; the block's code sum
+// beside. Eight invocations per block, a vec4 each, meeting in shared memory. The reciprocal
+// of d gets one Newton step so that it is the correctly rounded 1/d in all but rare cases
+// (Vulkan's division is only within 2.5 ulp), which keeps the codes equal to a CPU
+// reference's almost everywhere.
+//
+// The includer declares `layout(local_size_x_id = 0) in;` (a multiple of 8 invocations) and
+// a writeonly uint buffer `act`, and calls q8_1_store from uniform control flow.
+#ifndef Q8_1_GLSL
+#define Q8_1_GLSL
+
+#extension GL_EXT_control_flow_attributes : enable
+
+const uint Q8_LANES = 8u;  // invocations per block
+shared float q_amax[gl_WorkGroupSize.x];
+shared int q_sum[gl_WorkGroupSize.x];
+
+// 1/127 rounded to float (0x1.020408p-7): a product with it is correctly rounded everywhere.
+const float INV127 = 7.87401572e-3;
+
+// round(v), halves away from zero, as C's roundf. v - trunc(v) is exact.
+float round_away(float v) {
+    float t = trunc(v);
+    return abs(v - t) >= 0.5 ? t + sign(v) : t;
+}
+
+// Quantize v, values 4j .. 4j + 3 of block g (j = this invocation's lane, the block's eight
+// lanes consecutive invocations), into act of `blocks` blocks: codes at act[8g + j], the
+// scale at act[8 blocks + g], the code sum at act[9 blocks + g]. `valid` false: a lane past
+// the data, which takes part in the barriers and writes nothing.
+void q8_1_store(vec4 v, uint g, bool valid, uint blocks) {
+    const uint lid = gl_LocalInvocationID.x, j = lid % Q8_LANES, first = lid - j;
+    const vec4 a = abs(v);
+    q_amax[lid] = max(max(a.x, a.y), max(a.z, a.w));
+    barrier();
+    float amax = 0.0;
+    [[unroll]] for (uint k = 0u; k < Q8_LANES; k++) {
+        amax = max(amax, q_amax[first + k]);
+    }
+    const float d = amax * INV127;
+    float id = 0.0;
+    if (d != 0.0) {
+        id = 1.0 / d;
+        id = fma(id, fma(-d, id, 1.0), id);
+    }
+    const ivec4 q = ivec4(vec4(round_away(v.x * id), round_away(v.y * id),
+                               round_away(v.z * id), round_away(v.w * id)));
+    if (valid) {
+        act[Q8_LANES * g + j] = uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 |
+                                uint(q.z & 0xFF) << 16 | uint(q.w & 0xFF) << 24;
+    }
+    q_sum[lid] = (q.x + q.y) + (q.z + q.w);
+    barrier();
+    if (j == 0u && valid) {
+        int sum = 0;
+        [[unroll]] for (uint k = 0u; k < Q8_LANES; k++) {
+            sum += q_sum[first + k];
+        }
+        act[8u * blocks + g] = floatBitsToUint(d);
+        act[9u * blocks + g] = uint(sum);
+    }
+    // No barrier here: a next call's write of q_amax comes after this call's second barrier,
+    // which every read of q_amax precedes, and its write of q_sum after its own first.
+}
+
+#endif
