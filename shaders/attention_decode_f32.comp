@@ -1,20 +1,26 @@
 #version 450
 // attention_decode_f32: attention_split_f32 for a recorded decode step, whose keys in use
-// change from one replay to the next: kv_len is lens[len_slot], read from a buffer the host
-// writes before each replay, and pc.kv_len and pc.keys_per_split are unused. The host
+// change from one replay to the next: batch b's kv_len is lens[len_slot + b], read from a
+// buffer the host writes before each replay, and pc.kv_len and pc.keys_per_split are unused.
+// Batch b (a sequence's one token) reads the k/v batch lens[seq_slot + b] (its sequence's
+// cache), or b where seq_slot is ~0. The host
 // chooses the number of slices for the whole cache (seq_kv keys); each replay cuts its kv_len
 // keys into that many slices of whole key tiles, and slices past kv_len write empty partials.
 //
 //   workgroup size : specialization constant 0; D, BQ, BK: constants 1..3
-//   set 0 binding 0..2: q [B, T, Hq, D], k, v [B, S, Hkv, D] (readonly float[])
-//   set 0 binding 3   : lens (readonly uint[]): kv_len at lens[len_slot], at most S
+//   set 0 binding 0..2: q [B, T, Hq, D], k, v [sequences, S, Hkv, D] (readonly float[])
+//   set 0 binding 3   : lens (readonly uint[]): lengths and sequences, as above
 //   set 0 binding 4   : part_o  [B, splits, Hkv, T * G, D] (writeonly float[])
 //   set 0 binding 5   : part_ml [B, splits, Hkv, T * G, 2]  (writeonly float[])
 //   dispatch          : (ceil(T * G / BQ), Hkv, B * splits)
 #extension GL_GOOGLE_include_directive : require
 
 layout(std430, set = 0, binding = 3) readonly buffer BufLens { uint lens[]; };
-#define KV_LEN min(lens[pc.len_slot], pc.seq_kv)
+// The batch of the workgroup, set first thing in main (attention_split.glsl).
+uint split_batch;
+#define SPLIT_BATCH split_batch
+#define KV_LEN min(lens[pc.len_slot + split_batch], pc.seq_kv)
+#define KV_BATCH(b) (pc.seq_slot == 0xFFFFFFFFu ? (b) : lens[pc.seq_slot + (b)])
 #define SPLIT_KEYS (((KV_LEN + pc.splits - 1u) / pc.splits + BK - 1u) / BK * BK)
 #define SPLIT_OUT_BINDING 4
 #include "attention_split.glsl"

@@ -14,9 +14,14 @@ uint q_base(uint b, uint hkv, uint rho) {
     return ((b * pc.seq_q + t) * pc.heads_q + hq) * D;
 }
 
+// The k/v batch that query batch b reads: b itself, unless the including kernel maps it.
+#ifndef KV_BATCH
+#define KV_BATCH(b) (b)
+#endif
+
 // Index of element 0 of key s's head vector in k and tensors of k's shape (v, dk, dv).
 uint kv_base(uint b, uint hkv, uint s) {
-    return ((b * pc.seq_kv + s) * pc.heads_kv + hkv) * D;
+    return ((KV_BATCH(b) * pc.seq_kv + s) * pc.heads_kv + hkv) * D;
 }
 
 // Elements d4 * 4 .. d4 * 4 + 3 of a head vector, zero past D.

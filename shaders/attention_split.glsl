@@ -26,6 +26,9 @@ void main() {
     const uint hkv = gl_WorkGroupID.y;
     const uint b = gl_WorkGroupID.z / pc.splits;
     const uint split = gl_WorkGroupID.z - b * pc.splits;
+#ifdef SPLIT_BATCH
+    SPLIT_BATCH = b;
+#endif
     const uint key_begin = split * SPLIT_KEYS;
     const uint key_end = min(key_begin + SPLIT_KEYS, KV_LEN);
     attend(b, hkv, row0, key_begin, key_end);

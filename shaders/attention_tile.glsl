@@ -57,7 +57,8 @@ layout(push_constant) uniform Push {
     float scale_log2;  // scale * log2(e)
     uint keys_per_split;
     uint splits;
-    uint len_slot;     // attention_decode_f32: the element of lens[] that holds kv_len
+    uint len_slot;     // attention_decode_f32: lens[len_slot + b] is batch b's kv_len
+    uint seq_slot;     // attention_decode_f32: lens[seq_slot + b] its k/v batch, ~0: b
 } pc;
 
 shared vec4 q_tile[BQ * D4];

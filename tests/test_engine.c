@@ -32,6 +32,7 @@
 #include "harness.h"
 #include "io/gguf.h"
 #include "model_fixtures.h"
+#include "vk/inspect.h"
 
 static mcl_context *ctx;
 
@@ -403,7 +404,8 @@ static void batch_equals_alone(void **state)
 /* Decode steps replay a recording that reads its positions from the device; with
  * MOTIFCL_ENGINE_EAGER set they are recorded op by op with the positions in the recording.
  * Four sequences decoded in turn as each of the 15 non-empty subsets, more than the session
- * keeps recorded, so recordings are dropped and made again, at lengths from 1 to 300 of a
+ * keeps recorded where each set is its own (the caches a tensor per sequence, also run
+ * here), so recordings are dropped and made again, at lengths from 1 to 300 of a
  * cache of 512 (recorded for all 512, so slices past a length run empty): the two ways give
  * the same logits. Control: each step's logits against the eager session's of the step before. */
 static void recorded_steps(void **state)
@@ -423,6 +425,12 @@ static void recorded_steps(void **state)
     assert_int_equal(setenv("MOTIFCL_ENGINE_EAGER", "1", 1), 0);
     mcl_session *eager = session(m, 4);
     assert_int_equal(unsetenv("MOTIFCL_ENGINE_EAGER"), 0);
+    /* A binding too small for all sequences' caches: one cache tensor per sequence, and the
+     * steps' RoPE and attention one dispatch per row. */
+    uint64_t part = mcl_inspect_traits(ctx)->weight_part_bytes;
+    mcl_inspect_traits(ctx)->weight_part_bytes = 1u << 16;
+    mcl_session *apart = session(m, 4);
+    mcl_inspect_traits(ctx)->weight_part_bytes = part;
     const uint32_t vocab = 128, lengths[4] = {3, 300, 1, 130};
     int32_t text[300];
     for (uint32_t i = 0; i < 300; i++)
@@ -434,8 +442,9 @@ static void recorded_steps(void **state)
     for (uint32_t q = 0; q < 4; q++) {
         assert_mcl_ok(mcl_session_feed(rec, q, text, lengths[q], NULL));
         assert_mcl_ok(mcl_session_feed(eager, q, text, lengths[q], NULL));
+        assert_mcl_ok(mcl_session_feed(apart, q, text, lengths[q], NULL));
     }
-    double worst = 0.0, control = INFINITY;
+    double worst = 0.0, worst_apart = 0.0, control = INFINITY;
     for (uint32_t round = 0; round < 2; round++) {
         for (uint32_t set = 1; set < 16; set++) {
             uint32_t seqs[4], n = 0;
@@ -450,6 +459,9 @@ static void recorded_steps(void **state)
             assert_mcl_ok(mcl_session_feed_batch(eager, seqs, tok, n, b));
             double e = rel_rms_f(a, b, (size_t)n * vocab);
             worst = e > worst ? e : worst;
+            assert_mcl_ok(mcl_session_feed_batch(apart, seqs, tok, n, a));
+            e = rel_rms_f(a, b, (size_t)n * vocab);
+            worst_apart = e > worst_apart ? e : worst_apart;
             if (set > 1) {
                 double c = rel_rms_f(a, prev, vocab);
                 control = c < control ? c : control;
@@ -459,6 +471,8 @@ static void recorded_steps(void **state)
     }
     assert_true(mcl_test_record("decode steps replayed against recorded op by op (f32)",
                                 "relative rms", worst, 1e-5));
+    assert_true(mcl_test_record("decode steps over a cache tensor per sequence against "
+                                "recorded op by op (f32)", "relative rms", worst_apart, 1e-5));
     char name[160];
     snprintf(name, sizeof name, "recorded steps: control, against the step before (%.3g) "
                                 "exceeds the tolerance", control);
@@ -468,6 +482,7 @@ static void recorded_steps(void **state)
     free(prev);
     mcl_session_destroy(rec);
     mcl_session_destroy(eager);
+    mcl_session_destroy(apart);
     mcl_model_close(m);
 }
 

@@ -9,14 +9,16 @@
  *    mcl_rmsnorm's. Control: the quantization of x instead of y differs.
  *  - mcl_swiglu_q8 against mcl_swiglu and mcl_quantize_activations: the quantized words
  *    bit-identical (the same expression on the same values). Control: gate's quantization.
- *  - mcl_rope_kv (RoPE of one row's q in place, of its k into the cache, v copied there, at a
- *    position read from a buffer) against the rotation in double from the same frequency
- *    table: relative RMS <= 1e-6 (the device's sin/cos on [-pi, pi] and its float rotation);
- *    v bit-identical; every other row of q and of the caches untouched. Control: the
- *    reference at the position before exceeds the tolerance.
- *  - mcl_attention_decode (kv_len read from a buffer, slices planned for the whole cache)
- *    against mcl_attention with kv_length, at lengths 1, 37, 160 and 300 of a cache of 300:
- *    relative RMS <= 1e-5 (f32 sums in another order). Control: the length before.
+ *  - mcl_rope_kv (RoPE of rows' q in place, of their k into the caches of their sequences, v
+ *    copied there, at positions and sequences read from a buffer; also one row into a
+ *    one-sequence cache) against the rotation in double from the same frequency table:
+ *    relative RMS <= 1e-6 (the device's sin/cos on [-pi, pi] and its float rotation); v
+ *    bit-identical; every other row of q and of the caches untouched. Control: the reference
+ *    at the position before exceeds the tolerance.
+ *  - mcl_attention_decode (two tokens of two of three sequences; lengths and sequences read
+ *    from a buffer, slices planned for the whole cache) against mcl_attention of each token
+ *    over its sequence's cache with kv_length, at lengths from 1 to 300 of 300: relative RMS
+ *    <= 1e-5 (f32 sums in another order). Control: the lengths before.
  */
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +27,7 @@
 
 #include "harness.h"
 #include "ops/ops_internal.h"
+#include "vk/runtime.h"
 
 static mcl_context *ctx;
 
@@ -184,100 +187,133 @@ static void rotate(const float *in, float *out, const float *table, double pos)
 static void rope_kv_matches_reference(void **state)
 {
     (void)state;
-    const size_t qn = 2 * HQ * DH, kn = 2 * HKV * DH, cn = SEQ * HKV * DH;
+    /* Two rows into caches of two sequences: row 0 at position 5 of sequence 1, row 1 at 13
+     * of sequence 0. */
+    const size_t qn = 2 * HQ * DH, kn = 2 * HKV * DH, cn = 2 * SEQ * HKV * DH;
     float q0[2 * HQ * DH], k0[2 * HKV * DH], v0[2 * HKV * DH], table[DH];
     float got_q[2 * HQ * DH], want_q[2 * HQ * DH];
     float *got_kc = calloc(cn, 4), *got_vc = calloc(cn, 4), *want_kc = calloc(cn, 4),
-          *want_vc = calloc(cn, 4);
-    assert_true(got_kc && got_vc && want_kc && want_vc);
+          *want_vc = calloc(cn, 4), *zero = calloc(cn, 4);
+    assert_true(got_kc && got_vc && want_kc && want_vc && zero);
     mcl_fill_random(q0, qn, 4, -1.0f, 1.0f);
     mcl_fill_random(k0, kn, 5, -1.0f, 1.0f);
     mcl_fill_random(v0, kn, 6, -1.0f, 1.0f);
     mcl_rope_table_values(500000.0, DH, NULL, table);
-    const int32_t pos[4] = {0, 0, 13, 0};
-    int64_t qs[3] = {2, HQ, DH}, ks[3] = {2, HKV, DH}, cs[4] = {1, SEQ, HKV, DH},
-            ts[2] = {DH / 2, 2}, ps[1] = {4};
+    const int32_t ids[5] = {7, 5, 13, 1, 0};  /* positions at 1, sequences at 3 */
+    const int pos[2] = {5, 13}, seq[2] = {1, 0};
+    int64_t qs[3] = {2, HQ, DH}, ks[3] = {2, HKV, DH}, cs[4] = {2, SEQ, HKV, DH},
+            ts[2] = {DH / 2, 2}, ps[1] = {5};
     mcl_tensor *q = mcl_test_tensor(ctx, MCL_DTYPE_F32, 3, qs, q0);
     mcl_tensor *k = mcl_test_tensor(ctx, MCL_DTYPE_F32, 3, ks, k0);
     mcl_tensor *v = mcl_test_tensor(ctx, MCL_DTYPE_F32, 3, ks, v0);
-    mcl_tensor *kc = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, cs, got_kc);
-    mcl_tensor *vc = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, cs, got_vc);
+    mcl_tensor *kc = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, cs, zero);
+    mcl_tensor *vc = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, cs, zero);
     mcl_tensor *tt = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ts, table);
-    mcl_tensor *pt = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ps, pos);
-    /* Row 1 at pos[2] = 13. */
-    assert_mcl_ok(mcl_rope_kv(ctx, q, k, v, MCL_ROPE_SPLIT_HALF, tt, pt, 2, 1, kc, vc));
+    mcl_tensor *it = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ps, ids);
+    assert_mcl_ok(mcl_rope_kv(ctx, q, k, v, MCL_ROPE_SPLIT_HALF, tt, it, 1, 3, 0, 2, kc, vc));
     download(q, got_q, qn * 4);
     download(kc, got_kc, cn * 4);
     download(vc, got_vc, cn * 4);
-
-    memcpy(want_q, q0, qn * 4);
-    for (int hh = 0; hh < HQ; hh++)
-        rotate(q0 + (HQ + hh) * DH, want_q + (HQ + hh) * DH, table, 13.0);
-    for (int hh = 0; hh < HKV; hh++) {
-        rotate(k0 + (HKV + hh) * DH, want_kc + (13 * HKV + hh) * DH, table, 13.0);
-        memcpy(want_vc + (13 * HKV + hh) * DH, v0 + (HKV + hh) * DH, DH * 4);
+    for (int r = 0; r < 2; r++) {
+        for (int hh = 0; hh < HQ; hh++)
+            rotate(q0 + (r * HQ + hh) * DH, want_q + (r * HQ + hh) * DH, table, pos[r]);
+        for (int hh = 0; hh < HKV; hh++) {
+            size_t at = (((size_t)seq[r] * SEQ + pos[r]) * HKV + hh) * DH;
+            rotate(k0 + (r * HKV + hh) * DH, want_kc + at, table, pos[r]);
+            memcpy(want_vc + at, v0 + (r * HKV + hh) * DH, DH * 4);
+        }
     }
-    assert_true(mcl_test_record("mcl_rope_kv: q row 1 rotated in place", "relative rms",
+    assert_true(mcl_test_record("mcl_rope_kv: q rotated in place", "relative rms",
                                 rel_rms(got_q, want_q, qn), 1e-6));
-    assert_true(mcl_test_record("mcl_rope_kv: q row 0 untouched", "mismatched words",
-                                (double)word_mismatches(got_q, q0, HQ * DH), 0));
-    assert_true(mcl_test_record("mcl_rope_kv: k into the cache at its position",
-                                "relative rms", rel_rms(got_kc, want_kc, cn), 1e-6));
-    assert_true(mcl_test_record("mcl_rope_kv: v into the cache at its position",
+    assert_true(mcl_test_record("mcl_rope_kv: k into each row's sequence and position "
+                                "(the rest untouched)", "relative rms",
+                                rel_rms(got_kc, want_kc, cn), 1e-6));
+    assert_true(mcl_test_record("mcl_rope_kv: v into each row's sequence and position",
                                 "mismatched words",
                                 (double)word_mismatches(got_vc, want_vc, cn), 0));
+    /* One row alone into a one-sequence cache (sequence slot none): row 1 at ids[2]. */
+    int64_t one[4] = {1, SEQ, HKV, DH};
+    mcl_tensor *kc1 = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, one, zero);
+    mcl_tensor *vc1 = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, one, zero);
+    assert_mcl_ok(mcl_tensor_upload(q, 0, q0, qn * 4));
+    assert_mcl_ok(mcl_rope_kv(ctx, q, k, v, MCL_ROPE_SPLIT_HALF, tt, it, 2, MCL_SLOT_NONE, 1,
+                              1, kc1, vc1));
+    download(q, got_q, qn * 4);
+    download(kc1, got_kc, (size_t)SEQ * HKV * DH * 4);
+    assert_true(mcl_test_record("mcl_rope_kv, one row: q row 0 untouched", "mismatched words",
+                                (double)word_mismatches(got_q, q0, HQ * DH), 0));
+    assert_true(mcl_test_record("mcl_rope_kv, one row: q row 1 rotated", "relative rms",
+                                rel_rms(got_q + HQ * DH, want_q + HQ * DH, HQ * DH), 1e-6));
+    assert_true(mcl_test_record("mcl_rope_kv, one row: k at its position", "relative rms",
+                                rel_rms(got_kc, want_kc, (size_t)SEQ * HKV * DH), 1e-6));
     /* Control: the reference one position earlier. */
     for (int hh = 0; hh < HQ; hh++)
         rotate(q0 + (HQ + hh) * DH, want_q + (HQ + hh) * DH, table, 12.0);
-    double e = rel_rms(got_q, want_q, qn);
+    double e = rel_rms(got_q + HQ * DH, want_q + HQ * DH, HQ * DH);
     char name[160];
     snprintf(name, sizeof name, "mcl_rope_kv: control, the position before (%.3g) exceeds "
                                 "the tolerance", e);
     assert_true(mcl_test_record_bool(name, e > 1e-6));
-    EXPECT_STATUS(mcl_rope_kv(ctx, q, k, v, MCL_ROPE_SPLIT_HALF, tt, pt, 4, 1, kc, vc), SHAPE);
-    EXPECT_STATUS(mcl_rope_kv(ctx, q, k, v, MCL_ROPE_SPLIT_HALF, tt, pt, 0, 2, kc, vc), SHAPE);
-    mcl_tensor *all[] = {q, k, v, kc, vc, tt, pt};
+    EXPECT_STATUS(mcl_rope_kv(ctx, q, k, v, MCL_ROPE_SPLIT_HALF, tt, it, 4, 3, 0, 2, kc, vc),
+                  SHAPE);
+    EXPECT_STATUS(mcl_rope_kv(ctx, q, k, v, MCL_ROPE_SPLIT_HALF, tt, it, 0, 3, 1, 2, kc, vc),
+                  SHAPE);
+    mcl_tensor *all[] = {q, k, v, kc, vc, tt, it, kc1, vc1};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         mcl_tensor_destroy(all[i]);
-    free(got_kc), free(got_vc), free(want_kc), free(want_vc);
+    free(got_kc), free(got_vc), free(want_kc), free(want_vc), free(zero);
 }
 
 #define AHQ 8
 #define AHKV 2
 #define AD 64
 #define AS 300
+#define ASEQ 3
 
 static void attention_decode_matches_attention(void **state)
 {
     (void)state;
-    const size_t qn = AHQ * AD, kn = (size_t)AS * AHKV * AD;
+    /* Two tokens, of sequences 2 and 0 of three caches, at lengths from 1 to 300. */
+    const size_t qn = 2 * AHQ * AD, kn = (size_t)ASEQ * AS * AHKV * AD;
+    const size_t seq_bytes = (size_t)AS * AHKV * AD * 4;
     float *q0 = malloc(qn * 4), *k0 = malloc(kn * 4), *v0 = malloc(kn * 4);
     float *got = malloc(qn * 4), *want = malloc(qn * 4), *before = malloc(qn * 4);
     assert_true(q0 && k0 && v0 && got && want && before);
     mcl_fill_random(q0, qn, 7, -1.0f, 1.0f);
     mcl_fill_random(k0, kn, 8, -1.0f, 1.0f);
     mcl_fill_random(v0, kn, 9, -1.0f, 1.0f);
-    int64_t qs[4] = {1, 1, AHQ, AD}, ks[4] = {1, AS, AHKV, AD}, ls[1] = {2},
-            pos[1] = {(int64_t)MCL_ATTENTION_DECODE_MAX_SPLITS * AHQ * AD},
-            pms[1] = {(int64_t)MCL_ATTENTION_DECODE_MAX_SPLITS * AHQ * 2};
+    int64_t qs[4] = {2, 1, AHQ, AD}, q1s[4] = {1, 1, AHQ, AD}, ks[4] = {ASEQ, AS, AHKV, AD},
+            k1s[4] = {1, AS, AHKV, AD}, ls[1] = {5},
+            pos[1] = {(int64_t)2 * MCL_ATTENTION_DECODE_MAX_SPLITS * AHQ * AD},
+            pms[1] = {(int64_t)2 * MCL_ATTENTION_DECODE_MAX_SPLITS * AHQ * 2};
     mcl_tensor *q = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, qs, q0);
     mcl_tensor *k = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, ks, k0);
     mcl_tensor *v = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, ks, v0);
     mcl_tensor *out = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, qs, NULL);
-    mcl_tensor *ref = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, qs, NULL);
     mcl_tensor *lens = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ls, NULL);
     mcl_tensor *po = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, pos, NULL);
     mcl_tensor *pml = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, pms, NULL);
-    const int32_t lengths[4] = {1, 37, 160, 300};
+    /* The references: each token alone over its sequence's cache. */
+    const int seq[2] = {2, 0};
+    mcl_tensor *qr[2], *kr[2], *vr[2], *ref[2];
+    for (int b = 0; b < 2; b++) {
+        qr[b] = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, q1s, q0 + (size_t)b * AHQ * AD);
+        ref[b] = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, q1s, NULL);
+        assert_mcl_ok(mcl_tensor_view(k, seq[b] * seq_bytes, MCL_DTYPE_F32, 4, k1s, &kr[b]));
+        assert_mcl_ok(mcl_tensor_view(v, seq[b] * seq_bytes, MCL_DTYPE_F32, 4, k1s, &vr[b]));
+    }
+    const int32_t lengths[4][2] = {{1, 300}, {37, 2}, {160, 299}, {300, 64}};
     double worst = 0.0, control = INFINITY;
     for (int i = 0; i < 4; i++) {
-        int32_t l[2] = {-1, lengths[i]};
+        int32_t l[5] = {-1, lengths[i][0], lengths[i][1], seq[0], seq[1]};
         assert_mcl_ok(mcl_tensor_upload(lens, 0, l, sizeof l));
-        assert_mcl_ok(mcl_attention_decode(ctx, q, k, v, lens, 1, po, pml, out));
-        mcl_attention_desc d = {.size = sizeof d, .kv_length = lengths[i]};
-        assert_mcl_ok(mcl_attention(ctx, q, k, v, &d, ref));
+        assert_mcl_ok(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, po, pml, out));
         download(out, got, qn * 4);
-        download(ref, want, qn * 4);
+        for (int b = 0; b < 2; b++) {
+            mcl_attention_desc d = {.size = sizeof d, .kv_length = lengths[i][b]};
+            assert_mcl_ok(mcl_attention(ctx, qr[b], kr[b], vr[b], &d, ref[b]));
+            download(ref[b], want + (size_t)b * AHQ * AD, qn * 2);
+        }
         double e = rel_rms(got, want, qn);
         worst = e > worst ? e : worst;
         if (i > 0) {
@@ -286,15 +322,22 @@ static void attention_decode_matches_attention(void **state)
         }
         memcpy(before, want, qn * 4);
     }
-    assert_true(mcl_test_record("mcl_attention_decode against mcl_attention, lengths 1 to 300",
-                                "relative rms", worst, 1e-5));
+    assert_true(mcl_test_record("mcl_attention_decode, two tokens of two sequences, against "
+                                "mcl_attention of each, lengths 1 to 300", "relative rms",
+                                worst, 1e-5));
     char name[160];
-    snprintf(name, sizeof name, "mcl_attention_decode: control, the length before (%.3g) "
-                                "exceeds the tolerance", control);
+    snprintf(name, sizeof name, "mcl_attention_decode: control, the lengths before (%.3g) "
+                                "exceed the tolerance", control);
     assert_true(mcl_test_record_bool(name, control > 1e-5));
-    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 2, po, pml, out), INVALID);
-    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 1, pml, pml, out), SHAPE);
-    mcl_tensor *all[] = {q, k, v, out, ref, lens, po, pml};
+    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 4, 3, po, pml, out), INVALID);
+    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, pml, pml, out), SHAPE);
+    for (int b = 0; b < 2; b++) {
+        mcl_tensor_destroy(kr[b]);
+        mcl_tensor_destroy(vr[b]);
+        mcl_tensor_destroy(qr[b]);
+        mcl_tensor_destroy(ref[b]);
+    }
+    mcl_tensor *all[] = {q, k, v, out, lens, po, pml};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         mcl_tensor_destroy(all[i]);
     free(q0), free(k0), free(v0), free(got), free(want), free(before);

@@ -11,7 +11,10 @@
 typedef struct engine_layer {
     mcl_tensor *attn_norm, *wq, *wk, *wv, *bq, *bk, *bv, *wo;
     mcl_tensor *ffn_norm, *w_gate, *w_up, *w_down;
-    mcl_tensor **k_cache, **v_cache; /* per sequence: [1, context, kv_heads, head_dim] */
+    /* The caches: one tensor of all sequences, [sequences, context, kv_heads, head_dim],
+     * where one binding holds it; else one per sequence, [1, context, kv_heads, head_dim]. */
+    mcl_tensor *k_all, *v_all;
+    mcl_tensor **k_cache, **v_cache;
 } engine_layer;
 
 /* One sequence: its tokens so far (the penalties' history), its last logits on the host, and
@@ -47,9 +50,9 @@ struct mcl_session {
     engine_layer *layers;
     /* Activations of up to rows = max(batch_tokens, sequences) rows. */
     uint32_t rows;
-    mcl_tensor *ids;             /* i32 [rows + 2 x sequences]: a pass's tokens; a decode
-                                  * step's count tokens, then their positions, then the
-                                  * lengths of their sequences */
+    mcl_tensor *ids;             /* i32 [rows + 3 x sequences]: a pass's tokens; a decode
+                                  * step's count tokens, then their positions, the lengths
+                                  * of their sequences, and the sequences */
     mcl_tensor *x, *h, *q, *k, *v, *att, *gate, *up;
     mcl_tensor *last, *logits;   /* [sequences, dim], [sequences, vocab] */
     mcl_tensor *part_o, *part_ml; /* per sequence, the decode attention's slices */

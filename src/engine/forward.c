@@ -80,6 +80,24 @@ static mcl_status linears(mcl_context *ctx, const mcl_tensor *x, uint32_t count,
     return MCL_SUCCESS;
 }
 
+/* Layer L's key (value: its value) cache of sequence seq, positions [pos, pos + n), as a view
+ * [1, n, kv_heads, head_dim] kept in v. */
+static mcl_tensor *cache_view(mcl_session *s, views *v, const engine_layer *L, int value,
+                              uint32_t seq, uint32_t pos, uint32_t n)
+{
+    const mcl_model_info *m = &s->info;
+    uint64_t kv_row = (uint64_t)s->kv_dim * 4, base = 0;
+    mcl_tensor *owner;
+    if (L->k_all) {
+        owner = value ? L->v_all : L->k_all;
+        base = (uint64_t)seq * s->context_length * kv_row;
+    } else {
+        owner = value ? L->v_cache[seq] : L->k_cache[seq];
+    }
+    return view(v, owner, base + pos * kv_row, MCL_DTYPE_F32, 4, 1, n, m->kv_heads,
+                m->head_dim);
+}
+
 /* RoPE on q and k of rows [r0, r0 + n) (consecutive positions from pos0 of one sequence),
  * k and v of those rows into the sequence's cache, then attention of those queries over the
  * cache's first pos0 + n positions into att. */
@@ -94,41 +112,58 @@ static mcl_status attend(mcl_session *s, views *v, const engine_layer *layer, ui
     mcl_tensor *k = view(v, s->k, r0 * kv_row, MCL_DTYPE_F32, 4, 1, n, m->kv_heads, m->head_dim);
     mcl_tensor *vv = view(v, s->v, r0 * kv_row, MCL_DTYPE_F32, 4, 1, n, m->kv_heads, m->head_dim);
     mcl_tensor *att = view(v, s->att, r0 * q_row, MCL_DTYPE_F32, 4, 1, n, m->heads, m->head_dim);
-    mcl_tensor *kc = view(v, layer->k_cache[seq], pos0 * kv_row, MCL_DTYPE_F32, 4, 1, n,
-                          m->kv_heads, m->head_dim);
-    mcl_tensor *vc = view(v, layer->v_cache[seq], pos0 * kv_row, MCL_DTYPE_F32, 4, 1, n,
-                          m->kv_heads, m->head_dim);
+    mcl_tensor *kc = cache_view(s, v, layer, 0, seq, pos0, n);
+    mcl_tensor *vc = cache_view(s, v, layer, 1, seq, pos0, n);
+    mcl_tensor *k_all = cache_view(s, v, layer, 0, seq, 0, s->context_length);
+    mcl_tensor *v_all = cache_view(s, v, layer, 1, seq, 0, s->context_length);
     if (v->status != MCL_SUCCESS)
         return v->status;
     TRY(mcl_rope_table(ctx, q, MCL_ROPE_SPLIT_HALF, s->rope_table, pos0, q));
     TRY(mcl_rope_table(ctx, k, MCL_ROPE_SPLIT_HALF, s->rope_table, pos0, kc));
     TRY(mcl_copy(ctx, vv, vc));
     mcl_attention_desc desc = {.size = sizeof desc, .causal = 1, .kv_length = pos0 + n};
-    TRY(mcl_attention(ctx, q, layer->k_cache[seq], layer->v_cache[seq], &desc, att));
+    TRY(mcl_attention(ctx, q, k_all, v_all, &desc, att));
     views_release(v, mark);
     return MCL_SUCCESS;
 }
 
-/* The attention of a decode step's rows, each one token of sequence seqs[i] whose position
- * and length the step reads from s->ids (decode_inputs): RoPE and the cache write as one
- * dispatch, then the split attention over the cache. */
+/* The attention of a decode step's rows, each one token of sequence seqs[i], whose
+ * positions, lengths and sequences the step reads from s->ids (decode_step): RoPE with the
+ * cache write as one dispatch, then the split attention over the caches. With all sequences'
+ * caches in one tensor, each is one dispatch for every row; otherwise one per row. */
 static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *layer,
                               const uint32_t *seqs, uint32_t count)
 {
     mcl_context *ctx = s->ctx;
     const mcl_model_info *m = &s->info;
     uint32_t mark = v->count;
-    uint64_t q_row = (uint64_t)s->q_dim * 4;
-    uint64_t part_o_row = (uint64_t)MCL_ATTENTION_DECODE_MAX_SPLITS * s->q_dim * 4;
-    uint64_t part_ml_row = (uint64_t)MCL_ATTENTION_DECODE_MAX_SPLITS * m->heads * 2 * 4;
     mcl_tensor *q = view(v, s->q, 0, MCL_DTYPE_F32, 3, count, m->heads, m->head_dim, 0);
     mcl_tensor *k = view(v, s->k, 0, MCL_DTYPE_F32, 3, count, m->kv_heads, m->head_dim, 0);
     mcl_tensor *vv = view(v, s->v, 0, MCL_DTYPE_F32, 3, count, m->kv_heads, m->head_dim, 0);
     if (v->status != MCL_SUCCESS)
         return v->status;
+    uint32_t pos_slot = count, len_slot = 2 * count, seq_slot = 3 * count;
+    if (layer->k_all) {
+        mcl_tensor *q4 = view(v, s->q, 0, MCL_DTYPE_F32, 4, count, 1, m->heads, m->head_dim);
+        mcl_tensor *att = view(v, s->att, 0, MCL_DTYPE_F32, 4, count, 1, m->heads,
+                               m->head_dim);
+        if (v->status != MCL_SUCCESS)
+            return v->status;
+        TRY(mcl_rope_kv(ctx, q, k, vv, MCL_ROPE_SPLIT_HALF, s->rope_table, s->ids, pos_slot,
+                        seq_slot, 0, count, layer->k_all, layer->v_all));
+        MARK(s, "rope, cache write");
+        TRY(mcl_attention_decode(ctx, q4, layer->k_all, layer->v_all, s->ids, len_slot,
+                                 seq_slot, s->part_o, s->part_ml, att));
+        views_release(v, mark);
+        return MCL_SUCCESS;
+    }
+    uint64_t q_row = (uint64_t)s->q_dim * 4;
+    uint64_t part_o_row = (uint64_t)MCL_ATTENTION_DECODE_MAX_SPLITS * s->q_dim * 4;
+    uint64_t part_ml_row = (uint64_t)MCL_ATTENTION_DECODE_MAX_SPLITS * m->heads * 2 * 4;
     for (uint32_t i = 0; i < count; i++)
-        TRY(mcl_rope_kv(ctx, q, k, vv, MCL_ROPE_SPLIT_HALF, s->rope_table, s->ids, count + i, i,
-                        layer->k_cache[seqs[i]], layer->v_cache[seqs[i]]));
+        TRY(mcl_rope_kv(ctx, q, k, vv, MCL_ROPE_SPLIT_HALF, s->rope_table, s->ids,
+                        pos_slot + i, MCL_SLOT_NONE, i, 1, layer->k_cache[seqs[i]],
+                        layer->v_cache[seqs[i]]));
     MARK(s, "rope, cache write");
     for (uint32_t i = 0; i < count; i++) {
         uint32_t inner = v->count;
@@ -142,7 +177,7 @@ static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *laye
         if (v->status != MCL_SUCCESS)
             return v->status;
         TRY(mcl_attention_decode(ctx, qi, layer->k_cache[seqs[i]], layer->v_cache[seqs[i]],
-                                 s->ids, 2 * count + i, po, pml, att));
+                                 s->ids, len_slot + i, MCL_SLOT_NONE, po, pml, att));
         views_release(v, inner);
     }
     views_release(v, mark);
@@ -354,7 +389,11 @@ static mcl_status find_step(mcl_session *s, const uint32_t *seqs, uint32_t count
     engine_step *slot = &s->steps[0];
     for (uint32_t i = 0; i < ENGINE_STEPS; i++) {
         engine_step *e = &s->steps[i];
-        if (e->graph && e->count == count && !memcmp(e->seqs, seqs, count * sizeof *seqs)) {
+        /* With all caches in one tensor a layer, the step reads its sequences from s->ids:
+         * one recording serves every set of count sequences. */
+        int same = e->count == count &&
+                   (s->layers[0].k_all || !memcmp(e->seqs, seqs, count * sizeof *seqs));
+        if (e->graph && same) {
             e->used = ++s->clock;
             *out = e->graph;
             return MCL_SUCCESS;
@@ -392,16 +431,17 @@ static mcl_status find_step(mcl_session *s, const uint32_t *seqs, uint32_t count
 static mcl_status decode_step(mcl_session *s, const uint32_t *seqs, const uint32_t *pos,
                               const int32_t *tokens, uint32_t count)
 {
-    int32_t in[3 * ENGINE_MAX_STEP_ROWS];
+    int32_t in[4 * ENGINE_MAX_STEP_ROWS];
     for (uint32_t i = 0; i < count; i++) {
         in[i] = tokens[i];
         in[count + i] = (int32_t)pos[i];
         in[2 * count + i] = (int32_t)pos[i] + 1;
+        in[3 * count + i] = (int32_t)seqs[i];
     }
     mcl_graph *graph = NULL;
     mcl_status status = find_step(s, seqs, count, &graph);
     if (status == MCL_SUCCESS)
-        status = mcl_tensor_upload(s->ids, 0, in, 3ull * count * sizeof *in);
+        status = mcl_tensor_upload(s->ids, 0, in, 4ull * count * sizeof *in);
     if (status == MCL_SUCCESS)
         status = mcl_graph_replay(s->ctx, graph);
     return status;

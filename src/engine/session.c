@@ -144,7 +144,7 @@ static mcl_status allocate(mcl_session *s)
     mcl_context *ctx = s->ctx;
     mcl_status st = MCL_SUCCESS;
     int64_t r = s->rows;
-    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, r + 2 * s->sequences, 0, &s->ids);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, r + 3 * s->sequences, 0, &s->ids);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->dim, &s->x);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->dim, &s->h);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, s->q_dim, &s->q);
@@ -165,7 +165,19 @@ static mcl_status allocate(mcl_session *s)
     if (st == MCL_SUCCESS)
         st = make(ctx, MCL_DTYPE_I32, act_words(s), 0, &s->act);
     int64_t cache_shape[4] = {1, s->context_length, m->kv_heads, m->head_dim};
-    for (uint32_t l = 0; l < m->layers && st == MCL_SUCCESS; l++) {
+    /* All sequences' caches in one tensor a layer where one binding holds it (as the
+     * quantized weights count a binding: MOTIFCL_MAX_BINDING lowers it): a decode step then
+     * attends for every sequence in one dispatch. */
+    int64_t all_shape[4] = {s->sequences, s->context_length, m->kv_heads, m->head_dim};
+    int one = cache_bytes(s, s->context_length) / 2 / m->layers * s->sequences <=
+              mcl_traits_of(ctx)->weight_part_bytes;
+    for (uint32_t l = 0; l < m->layers && st == MCL_SUCCESS && one; l++) {
+        engine_layer *L = &s->layers[l];
+        st = mcl_tensor_create(ctx, MCL_DTYPE_F32, 4, all_shape, &L->k_all);
+        if (st == MCL_SUCCESS)
+            st = mcl_tensor_create(ctx, MCL_DTYPE_F32, 4, all_shape, &L->v_all);
+    }
+    for (uint32_t l = 0; l < m->layers && st == MCL_SUCCESS && !one; l++) {
         engine_layer *L = &s->layers[l];
         L->k_cache = calloc(s->sequences, sizeof *L->k_cache);
         L->v_cache = calloc(s->sequences, sizeof *L->v_cache);
@@ -302,6 +314,8 @@ void mcl_session_destroy(mcl_session *s)
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         mcl_tensor_destroy(own[i]);
     for (uint32_t l = 0; s->layers && l < s->info.layers; l++) {
+        mcl_tensor_destroy(s->layers[l].k_all);
+        mcl_tensor_destroy(s->layers[l].v_all);
         for (uint32_t q = 0; q < s->sequences; q++) {
             if (s->layers[l].k_cache)
                 mcl_tensor_destroy(s->layers[l].k_cache[q]);

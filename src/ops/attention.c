@@ -41,7 +41,7 @@ typedef struct attention_push {
     uint32_t seq_q, seq_kv, kv_len, heads_q, heads_kv, group, rows, causal;
     float scale_log2;
     uint32_t keys_per_split, splits;
-    uint32_t len_slot;
+    uint32_t len_slot, seq_slot;
 } attention_push;
 
 typedef struct combine_push {
@@ -300,22 +300,26 @@ mcl_status mcl_attention(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor
 }
 
 mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
-                                mcl_tensor *lens, uint32_t len_slot, mcl_tensor *part_o,
-                                mcl_tensor *part_ml, mcl_tensor *out)
+                                mcl_tensor *lens, uint32_t len_slot, uint32_t seq_slot,
+                                mcl_tensor *part_o, mcl_tensor *part_ml, mcl_tensor *out)
 {
     if (!q || !k || !v || !lens || !out || !part_o || !part_ml)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_attention_decode: NULL tensor");
-    if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || out->ndim != 4 || q->shape[0] != 1 ||
-        q->shape[1] != 1 || k->shape[0] != 1 || !mcl_tensor_same_shape(k, v) ||
-        !mcl_tensor_same_shape(q, out) || k->shape[3] != q->shape[3] ||
-        q->shape[2] % k->shape[2] != 0 || q->shape[3] > (int64_t)MCL_ATTN_MAX_HEAD_DIM)
+    if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || out->ndim != 4 || q->shape[1] != 1 ||
+        !mcl_tensor_same_shape(k, v) || !mcl_tensor_same_shape(q, out) ||
+        k->shape[3] != q->shape[3] || q->shape[2] % k->shape[2] != 0 ||
+        q->shape[3] > (int64_t)MCL_ATTN_MAX_HEAD_DIM ||
+        (seq_slot == MCL_SLOT_NONE && q->shape[0] > k->shape[0]))
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                        "mcl_attention_decode: q, out [1, 1, Hq, D], k, v [1, S, Hkv, D]");
+                        "mcl_attention_decode: q, out [B, 1, Hq, D], k, v [sequences, S, Hkv, D]");
     if (lens->dtype != MCL_DTYPE_I32)
         return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_attention_decode: lens is i32");
-    if ((int64_t)len_slot >= mcl_tensor_numel(lens) || mcl_tensor_numel(k) > (int64_t)UINT32_MAX)
+    int64_t batch = q->shape[0], slots = mcl_tensor_numel(lens);
+    if ((int64_t)len_slot + batch > slots ||
+        (seq_slot != MCL_SLOT_NONE && (int64_t)seq_slot + batch > slots) ||
+        mcl_tensor_numel(k) > (int64_t)UINT32_MAX || batch > 65535)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_attention_decode: len_slot outside lens, or k too large");
+                        "mcl_attention_decode: slots outside lens, or k or the batch too large");
     uint32_t d = (uint32_t)q->shape[3], seq_kv = (uint32_t)k->shape[1];
     uint32_t heads_q = (uint32_t)q->shape[2], heads_kv = (uint32_t)k->shape[2];
     attention_push push = {
@@ -329,29 +333,30 @@ mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, 
         .causal = 0,
         .scale_log2 = (float)(MCL_LOG2E / sqrt((double)d)),
         .len_slot = len_slot,
+        .seq_slot = seq_slot,
     };
     /* Slices to fill the device at the longest length; each replay spreads its length over
      * them a key tile at least each (attention_decode_f32.comp). */
-    uint64_t splits = div_up(MCL_ATTN_TARGET_GROUPS, heads_kv);
+    uint64_t splits = div_up(MCL_ATTN_TARGET_GROUPS, heads_kv * (uint64_t)batch);
     if (splits > div_up(seq_kv, MCL_ATTN_KEYS))
         splits = div_up(seq_kv, MCL_ATTN_KEYS);
     if (splits > MCL_ATTN_MAX_SPLITS)
         splits = MCL_ATTN_MAX_SPLITS;
     attention_plan plan;
-    mcl_status status = make_plan(ctx, push.rows, d, seq_kv, heads_kv, 1, (uint32_t)splits,
-                                  &plan);
+    mcl_status status = make_plan(ctx, push.rows, d, seq_kv, heads_kv, (uint32_t)batch,
+                                  (uint32_t)splits, &plan);
     if (status != MCL_SUCCESS)
         return status;
     push.keys_per_split = plan.keys_per_split;
     push.splits = plan.splits;
     if (part_o->dtype != MCL_DTYPE_F32 || part_ml->dtype != MCL_DTYPE_F32 ||
-        mcl_tensor_numel(part_o) < (int64_t)plan.splits * heads_q * d ||
-        mcl_tensor_numel(part_ml) < (int64_t)plan.splits * heads_q * 2)
+        mcl_tensor_numel(part_o) < batch * plan.splits * heads_q * d ||
+        mcl_tensor_numel(part_ml) < batch * plan.splits * heads_q * 2)
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                        "mcl_attention_decode: the scratch holds fewer than %u x Hq x (D, 2) "
+                        "mcl_attention_decode: the scratch holds fewer than B x %u x Hq x (D, 2) "
                         "floats", plan.splits);
     mcl_tensor *reads[4] = {q, k, v, lens};
     mcl_tensor *scratch[2] = {part_o, part_ml};
-    return attend_split(ctx, MCL_KERNEL_ATTENTION_DECODE_F32, reads, 4, out, &plan, &push, 1, d,
-                        scratch);
+    return attend_split(ctx, MCL_KERNEL_ATTENTION_DECODE_F32, reads, 4, out, &plan, &push,
+                        (uint32_t)batch, d, scratch);
 }

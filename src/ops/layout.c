@@ -48,7 +48,8 @@ typedef struct rope_table_push {
 
 /* rope_kv_f32.comp's Push. */
 typedef struct rope_kv_push {
-    uint32_t row, pos_slot, heads_q, heads_kv, half_dim, split_half, seq_kv;
+    uint32_t row0, pos_slot, seq_slot, heads_q, heads_kv, half_dim, split_half, seq_kv;
+    uint32_t sequences;
 } rope_kv_push;
 
 /* rope_f32.comp's Push. The double-float constants are float pairs hi + lo (see
@@ -248,48 +249,52 @@ mcl_status mcl_rope_table(mcl_context *ctx, const mcl_tensor *x, mcl_rope_layout
 }
 
 mcl_status mcl_rope_kv(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
-                       mcl_rope_layout layout, mcl_tensor *table, mcl_tensor *pos,
-                       uint32_t pos_slot, uint32_t row, mcl_tensor *kc, mcl_tensor *vc)
+                       mcl_rope_layout layout, mcl_tensor *table, mcl_tensor *ids,
+                       uint32_t pos_slot, uint32_t seq_slot, uint32_t row0, uint32_t count,
+                       mcl_tensor *kc, mcl_tensor *vc)
 {
     const char *op = "mcl_rope_kv";
-    if (!q || !k || !v || !table || !pos || !kc || !vc)
+    if (!q || !k || !v || !table || !ids || !kc || !vc)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: NULL tensor", op);
-    mcl_tensor *all[7] = {q, k, v, table, pos, kc, vc};
+    mcl_tensor *all[7] = {q, k, v, table, ids, kc, vc};
     for (uint32_t i = 0; i < 7; i++)
         if (!owned(ctx, all[i]))
             return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "%s: tensor of another context", op);
+    int64_t slots = mcl_tensor_numel(ids);
     if (q->ndim != 3 || k->ndim != 3 || !mcl_tensor_same_shape(k, v) || kc->ndim != 4 ||
-        !mcl_tensor_same_shape(kc, vc) || kc->shape[0] != 1 || q->shape[0] != k->shape[0] ||
-        (int64_t)row >= q->shape[0] || q->shape[2] != k->shape[2] || q->shape[2] % 2 != 0 ||
-        kc->shape[2] != k->shape[1] || kc->shape[3] != k->shape[2] ||
+        !mcl_tensor_same_shape(kc, vc) || q->shape[0] != k->shape[0] || count == 0 ||
+        (int64_t)row0 + count > q->shape[0] || q->shape[2] != k->shape[2] ||
+        q->shape[2] % 2 != 0 || kc->shape[2] != k->shape[1] || kc->shape[3] != k->shape[2] ||
         table->ndim != 2 || table->shape[0] != q->shape[2] / 2 || table->shape[1] != 2 ||
-        (int64_t)pos_slot >= mcl_tensor_numel(pos))
+        (int64_t)pos_slot + count > slots ||
+        (seq_slot != MCL_SLOT_NONE && (int64_t)seq_slot + count > slots))
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                        "%s: q [rows, Hq, Dh], k, v [rows, Hkv, Dh], caches [1, S, Hkv, Dh], "
-                        "the table [Dh / 2, 2], row and pos_slot inside", op);
+                        "%s: q [rows, Hq, Dh], k, v [rows, Hkv, Dh], caches [sequences, S, Hkv, "
+                        "Dh], the table [Dh / 2, 2], the rows and slots inside", op);
     if (q->dtype != MCL_DTYPE_F32 || k->dtype != MCL_DTYPE_F32 || v->dtype != MCL_DTYPE_F32 ||
         kc->dtype != MCL_DTYPE_F32 || vc->dtype != MCL_DTYPE_F32 ||
-        table->dtype != MCL_DTYPE_F32 ||
-        pos->dtype != MCL_DTYPE_I32)
-        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "%s: f32 tensors, i32 positions", op);
+        table->dtype != MCL_DTYPE_F32 || ids->dtype != MCL_DTYPE_I32)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "%s: f32 tensors, i32 ids", op);
     rope_kv_push push = {
-        .row = row,
+        .row0 = row0,
         .pos_slot = pos_slot,
+        .seq_slot = seq_slot,
         .heads_q = (uint32_t)q->shape[1],
         .heads_kv = (uint32_t)k->shape[1],
         .half_dim = (uint32_t)(q->shape[2] / 2),
         .split_half = layout == MCL_ROPE_SPLIT_HALF,
         .seq_kv = (uint32_t)kc->shape[1],
+        .sequences = (uint32_t)kc->shape[0],
     };
     uint64_t n = (uint64_t)(push.heads_q + 2 * push.heads_kv) * push.half_dim;
-    mcl_tensor *reads[4] = {k, v, table, pos};
+    mcl_tensor *reads[4] = {k, v, table, ids};
     mcl_tensor *writes[3] = {q, kc, vc};
     const mcl_kernel *kernel;
     mcl_status status = mcl_kernel_simple(ctx, MCL_KERNEL_ROPE_KV_F32, 7, sizeof push, &kernel);
     if (status != MCL_SUCCESS)
         return status;
     uint64_t groups = (n + mcl_kernel_local_size(kernel) - 1) / mcl_kernel_local_size(kernel);
-    return mcl_dispatch(ctx, kernel, reads, 4, writes, 3, &push, (uint32_t)groups, 1, 1);
+    return mcl_dispatch(ctx, kernel, reads, 4, writes, 3, &push, (uint32_t)groups, count, 1);
 }
 
 mcl_status mcl_embedding(mcl_context *ctx, const mcl_tensor *table, const mcl_tensor *ids,

@@ -47,14 +47,15 @@ mcl_status mcl_swiglu_q8(mcl_context *ctx, mcl_tensor *gate, mcl_tensor *up, mcl
 
 /* The most key slices mcl_attention_decode cuts a cache into. */
 #define MCL_ATTENTION_DECODE_MAX_SPLITS 64u
-/* Attention of one token's query q [1, 1, Hq, D] over a cache k, v [1, S, Hkv, D] whose keys
- * in use are element len_slot of the 32-bit tensor lens, read when the work runs (at most S;
- * the slices are planned for all S): a recorded decode step replays it at every length.
- * Scale 1 / sqrt(D). part_o and part_ml are f32 scratch of at least
+/* Attention of B tokens' queries q [B, 1, Hq, D], token b over the cache k, v [sequences, S,
+ * Hkv, D] of sequence lens[seq_slot + b] (b where seq_slot is MCL_SLOT_NONE), whose keys in
+ * use are lens[len_slot + b] (at most S), both read from the i32 tensor lens when the work
+ * runs: a recorded decode step replays it at every length (the slices are planned for all
+ * S). Scale 1 / sqrt(D). part_o and part_ml are f32 scratch of at least B x
  * MCL_ATTENTION_DECODE_MAX_SPLITS x Hq x D and x Hq x 2 elements. */
 mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
-                                mcl_tensor *lens, uint32_t len_slot, mcl_tensor *part_o,
-                                mcl_tensor *part_ml, mcl_tensor *out);
+                                mcl_tensor *lens, uint32_t len_slot, uint32_t seq_slot,
+                                mcl_tensor *part_o, mcl_tensor *part_ml, mcl_tensor *out);
 
 /* mcl_matmul with an f32 b (matmul.c). */
 mcl_status mcl_matmul_f32(mcl_context *ctx, const mcl_tensor *a, mcl_transpose ta,
@@ -107,13 +108,18 @@ mcl_status mcl_rope_table(mcl_context *ctx, const mcl_tensor *x, mcl_rope_layout
  * factors is not NULL (llama 3.1's rope_freqs): head_dim floats, computed in double. */
 void mcl_rope_table_values(double theta_base, uint32_t head_dim, const float *factors,
                            float *table);
-/* One token's q, k and v rows (row `row` of q [rows, Hq, Dh], k and v [rows, Hkv, Dh]): q
- * rotated in place, k rotated into the cache kc [1, S, Hkv, Dh] and v copied into vc at the
- * position pos[pos_slot], read when the work runs (a position at or past S writes nothing).
- * Frequencies from `table` as mcl_rope_table's (rope_kv_f32.comp). */
+/* A slot argument that names no slot (mcl_rope_kv, mcl_attention_decode). */
+#define MCL_SLOT_NONE 0xFFFFFFFFu
+/* Rows row0 .. row0 + count - 1 of q [rows, Hq, Dh], k and v [rows, Hkv, Dh], one token each:
+ * q rotated in place, k rotated into the caches kc [sequences, S, Hkv, Dh] and v copied into
+ * vc, row row0 + r at position ids[pos_slot + r] of sequence ids[seq_slot + r] (sequence 0
+ * where seq_slot is MCL_SLOT_NONE), read from the i32 tensor ids when the work runs (a
+ * position at or past S, or a sequence past the caches, writes nothing). Frequencies from
+ * `table` as mcl_rope_table's (rope_kv_f32.comp). */
 mcl_status mcl_rope_kv(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
-                       mcl_rope_layout layout, mcl_tensor *table, mcl_tensor *pos,
-                       uint32_t pos_slot, uint32_t row, mcl_tensor *kc, mcl_tensor *vc);
+                       mcl_rope_layout layout, mcl_tensor *table, mcl_tensor *ids,
+                       uint32_t pos_slot, uint32_t seq_slot, uint32_t row0, uint32_t count,
+                       mcl_tensor *kc, mcl_tensor *vc);
 
 mcl_status mcl_embedding_quant(mcl_context *ctx, mcl_tensor *table, mcl_tensor *ids,
                                mcl_tensor *out);
