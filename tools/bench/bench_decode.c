@@ -175,6 +175,13 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
             goto done;
         snprintf(name, sizeof name, "%s: decode step replayed back to back", label);
         bench_figure(b, name, (bench_now() - t0) / steps * 1e3, "ms");
+        /* Each replay waited for: what a token costs without its transfers. */
+        t0 = bench_now();
+        for (uint32_t i = 0; i < steps; i++)
+            if (mcl_graph_replay(b->ctx, step) != MCL_SUCCESS || mcl_finish(b->ctx) != MCL_SUCCESS)
+                goto done;
+        snprintf(name, sizeof name, "%s: decode step replayed, each waited for", label);
+        bench_figure(b, name, (bench_now() - t0) / steps * 1e3, "ms");
         if (profile_step(b, s, tokens, label) != 0)
             goto done;
     }
