@@ -182,6 +182,29 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
                 goto done;
         snprintf(name, sizeof name, "%s: decode step replayed, each waited for", label);
         bench_figure(b, name, (bench_now() - t0) / steps * 1e3, "ms");
+        /* With the token's input uploaded before, then with the logits downloaded after. */
+        int32_t in[4] = {tokens[0], 0, 1, 0};
+        t0 = bench_now();
+        for (uint32_t i = 0; i < steps; i++)
+            if (mcl_tensor_upload(s->ids, 0, in, sizeof in) != MCL_SUCCESS ||
+                mcl_graph_replay(b->ctx, step) != MCL_SUCCESS || mcl_finish(b->ctx) != MCL_SUCCESS)
+                goto done;
+        snprintf(name, sizeof name, "%s: decode step replayed after its input's upload", label);
+        bench_figure(b, name, (bench_now() - t0) / steps * 1e3, "ms");
+        float *logits = malloc((size_t)shape->vocab * sizeof *logits);
+        if (!logits)
+            goto done;
+        t0 = bench_now();
+        for (uint32_t i = 0; i < steps; i++)
+            if (mcl_graph_replay(b->ctx, step) != MCL_SUCCESS ||
+                mcl_tensor_download(s->logits, 0, logits, (uint64_t)shape->vocab * 4) !=
+                    MCL_SUCCESS) {
+                free(logits);
+                goto done;
+            }
+        free(logits);
+        snprintf(name, sizeof name, "%s: decode step replayed, then its logits downloaded", label);
+        bench_figure(b, name, (bench_now() - t0) / steps * 1e3, "ms");
         if (profile_step(b, s, tokens, label) != 0)
             goto done;
     }
