@@ -401,8 +401,8 @@ static void batch_equals_alone(void **state)
     mcl_model_close(m);
 }
 
-/* Decode steps replay a recording that reads its positions from the device; with
- * MOTIFCL_ENGINE_EAGER set they are recorded op by op with the positions in the recording.
+/* Decode steps replay a recording that reads its positions from the device; with the trait
+ * MOTIFCL_ENGINE_EAGER sets, they are recorded op by op with the positions in the recording.
  * Four sequences decoded in turn as each of the 15 non-empty subsets, more than the session
  * keeps recorded where each set is its own (the caches a tensor per sequence, also run
  * here), so recordings are dropped and made again, at lengths from 1 to 300 of a
@@ -422,9 +422,9 @@ static void recorded_steps(void **state)
     model_fixture_free(&f);
     mcl_model *m = open_model(path);
     mcl_session *rec = session(m, 4);
-    assert_int_equal(setenv("MOTIFCL_ENGINE_EAGER", "1", 1), 0);
+    mcl_inspect_traits(ctx)->engine_eager = 1;
     mcl_session *eager = session(m, 4);
-    assert_int_equal(unsetenv("MOTIFCL_ENGINE_EAGER"), 0);
+    mcl_inspect_traits(ctx)->engine_eager = 0;
     /* A binding too small for all sequences' caches: one cache tensor per sequence, and the
      * steps' RoPE and attention one dispatch per row. */
     uint64_t part = mcl_inspect_traits(ctx)->weight_part_bytes;

@@ -22,6 +22,7 @@ static const char *const variables[] = {
     "MOTIFCL_TRANSFER",      "MOTIFCL_QUANT_PATH",      "MOTIFCL_QUANT_GEMV_PLAN",
     "MOTIFCL_QUANT_GEMM_SLICES", "MOTIFCL_QUANT_GEMM_UNROLL", "MOTIFCL_QUANT_GEMM_FLOAT_TILE",
     "MOTIFCL_QUANT_GEMM_TILE", "MOTIFCL_PIPELINE_STATS", "MOTIFCL_MAX_BINDING",
+    "MOTIFCL_ENGINE_EAGER",
 };
 #define VARIABLE_COUNT (sizeof variables / sizeof variables[0])
 
@@ -91,6 +92,7 @@ static void every_variable_is_parsed(void **state)
     setenv("MOTIFCL_QUANT_GEMM_TILE", "128x64", 1);
     setenv("MOTIFCL_PIPELINE_STATS", "1", 1);
     setenv("MOTIFCL_MAX_BINDING", "1048576", 1);
+    setenv("MOTIFCL_ENGINE_EAGER", "1", 1);
     mcl_env_settings s;
     mcl_env_read(&s);
     assert_string_equal(s.problems, "");
@@ -116,6 +118,7 @@ static void every_variable_is_parsed(void **state)
     assert_int_equal(s.gemm_matrix_tile[1], 64);
     assert_int_equal(s.pipeline_stats, 1);
     assert_int_equal(s.max_binding, 1048576);
+    assert_int_equal(s.engine_eager, 1);
     clear_environment();
 }
 

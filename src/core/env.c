@@ -247,6 +247,7 @@ void mcl_env_read(mcl_env_settings *s)
     if ((v = mcl_env("MOTIFCL_QUANT_GEMM_TILE")) && !parse_tile(v, 128, s->gemm_matrix_tile))
         problem(s, "MOTIFCL_QUANT_GEMM_TILE=%s is not <BM>x<BN>, sides 64 or 128; ignored", v);
     s->pipeline_stats = mcl_env_truthy("MOTIFCL_PIPELINE_STATS");
+    s->engine_eager = mcl_env_truthy("MOTIFCL_ENGINE_EAGER");
     if ((v = mcl_env("MOTIFCL_MAX_BINDING"))) {
         long long n = whole_number(v, 1, INT64_MAX);
         if (n < 0)

@@ -17,6 +17,7 @@
  *   MOTIFCL_QUANT_GEMM_TILE     <BM>x<BN>: the matrix-path quantized GEMM's tile (tuning)
  *   MOTIFCL_PIPELINE_STATS      1: log the driver's statistics of each compiled kernel (info)
  *   MOTIFCL_MAX_BINDING         bytes: split quantized weights as if one binding held no more
+ *   MOTIFCL_ENGINE_EAGER        1: sessions record each decode step op by op (no replay)
  * The test harness and the tools read their own (MOTIFCL_REQUIRE_VULKAN_COMPUTE,
  * MOTIFCL_WITNESS_DIR, MOTIFCL_TEST_FILTER) with the helpers at the end. */
 #ifndef MCL_CORE_ENV_H
@@ -74,6 +75,7 @@ typedef struct mcl_env_settings {
     uint32_t gemm_float_tile[2];   /* MOTIFCL_QUANT_GEMM_FLOAT_TILE: BM, BN; 0 unset */
     uint32_t gemm_matrix_tile[2];  /* MOTIFCL_QUANT_GEMM_TILE: BM, BN; 0 unset */
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS */
+    int engine_eager;              /* MOTIFCL_ENGINE_EAGER */
     uint64_t max_binding;          /* MOTIFCL_MAX_BINDING, 0 unset */
     /* What could not be taken, "; "-separated, for one warning (empty when all was taken). */
     char problems[1024];

@@ -293,8 +293,7 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
         st = allocate(s);
     if (st == MCL_SUCCESS)
         st = make_rope_table(s);
-    const char *eager = getenv("MOTIFCL_ENGINE_EAGER");
-    s->eager = eager && *eager && strcmp(eager, "0") != 0;
+    s->eager = mcl_traits_of(s->ctx)->engine_eager;
     if (st != MCL_SUCCESS) {
         mcl_session_destroy(s);
         return st;

@@ -173,6 +173,7 @@ void mcl_traits_decide(mcl_device_info *info, const mcl_env_settings *env,
                  : env->transfer == MCL_ENV_TRANSFER_IMPORT ? MCL_TRANSFER_IMPORT
                                                             : MCL_TRANSFER_AUTO;
     t.pipeline_stats = env->pipeline_stats;
+    t.engine_eager = env->engine_eager;
     *out = t;
 }
 
@@ -220,9 +221,10 @@ size_t mcl_traits_json(const mcl_traits *t, char *buffer, size_t capacity)
         }
     }
     mcl_text_put(&o, "}, \"gemm_slices\": %u, \"gemm_unroll\": %u, \"gemm_float_tile\": [%u, %u], "
-        "\"gemm_matrix_tile\": [%u, %u], \"transfer\": \"%s\", \"pipeline_stats\": %d}",
+        "\"gemm_matrix_tile\": [%u, %u], \"transfer\": \"%s\", \"pipeline_stats\": %d, "
+        "\"engine_eager\": %d}",
         t->gemm_slices, t->gemm_unroll, t->gemm_float_tile[0], t->gemm_float_tile[1],
         t->gemm_matrix_tile[0], t->gemm_matrix_tile[1], transfers[t->transfer],
-        t->pipeline_stats);
+        t->pipeline_stats, t->engine_eager);
     return o.len;
 }

@@ -69,6 +69,7 @@ typedef struct mcl_traits {
     /* Runtime. */
     mcl_transfer_mode transfer;    /* MOTIFCL_TRANSFER */
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS asked for */
+    int engine_eager;              /* MOTIFCL_ENGINE_EAGER: decode steps op by op */
 } mcl_traits;
 
 /* Whether a device profile of that name exists. */
