@@ -1373,14 +1373,17 @@ typedef struct mcl_session_desc {
     uint32_t sequences;         /**< sequences the session holds; 0 means 1 */
     uint32_t batch_tokens;      /**< prompt tokens per pass (longer prompts run in several);
                                      0 means 512 */
-    mcl_dtype kv_type;          /**< the cache's element type: MCL_DTYPE_F32 (the default) */
+    mcl_dtype kv_type;          /**< the cache's element type: MCL_DTYPE_F32 (the default),
+                                     or MCL_DTYPE_F16 (half the memory; k and v rounded to
+                                     f16) where the device stores 16-bit values */
     uint64_t memory_budget;     /**< device bytes the cache and the activations may take; 0
                                      means what the device heap has left */
     uint64_t reserved[8];
 } mcl_session_desc;
 
 /** Create a session over `model`. MCL_ERROR_UNSUPPORTED (a model the engine does not run
- *  yet, named; a kv_type other than f32), MCL_ERROR_OUT_OF_DEVICE_MEMORY (an explicit
+ *  yet, named; a kv_type other than f32 and f16, or f16 on a device without 16-bit
+ *  storage), MCL_ERROR_OUT_OF_DEVICE_MEMORY (an explicit
  *  context_length whose cache is over the budget: the message says how much it needs),
  *  MCL_ERROR_INVALID_ARGUMENT (a model opened without weights).
  *  NULL: desc may be (the defaults); model and out may not. */

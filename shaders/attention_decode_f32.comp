@@ -14,13 +14,4 @@
 //   set 0 binding 5   : part_ml [B, splits, Hkv, T * G, 2]  (writeonly float[])
 //   dispatch          : (ceil(T * G / BQ), Hkv, B * splits)
 #extension GL_GOOGLE_include_directive : require
-
-layout(std430, set = 0, binding = 3) readonly buffer BufLens { uint lens[]; };
-// The batch of the workgroup, set first thing in main (attention_split.glsl).
-uint split_batch;
-#define SPLIT_BATCH split_batch
-#define KV_LEN min(lens[pc.len_slot + split_batch], pc.seq_kv)
-#define KV_BATCH(b) (pc.seq_slot == 0xFFFFFFFFu ? (b) : lens[pc.seq_slot + (b)])
-#define SPLIT_KEYS (((KV_LEN + pc.splits - 1u) / pc.splits + BK - 1u) / BK * BK)
-#define SPLIT_OUT_BINDING 4
-#include "attention_split.glsl"
+#include "attention_decode.glsl"

@@ -39,7 +39,7 @@ vec4 load_k(uint base, uint d4) {
     vec4 r = vec4(0.0);
     [[unroll]] for (uint i = 0u; i < 4u; i++) {
         if (d4 * 4u + i < D) {
-            r[i] = k[base + d4 * 4u + i];
+            r[i] = float(k[base + d4 * 4u + i]);
         }
     }
     return r;
@@ -49,7 +49,7 @@ vec4 load_v(uint base, uint d4) {
     vec4 r = vec4(0.0);
     [[unroll]] for (uint i = 0u; i < 4u; i++) {
         if (d4 * 4u + i < D) {
-            r[i] = v[base + d4 * 4u + i];
+            r[i] = float(v[base + d4 * 4u + i]);
         }
     }
     return r;

@@ -42,8 +42,15 @@ const uint ACC = (BQ * D4 + WG - 1u) / WG;  // output vec4s each invocation accu
 const float NEG = -3.0e38;
 
 layout(std430, set = 0, binding = 0) readonly buffer BufQ { float q[]; };
+// K and V in f32, or with KV_F16 defined (a cache of 16-bit floats) in f16, read as f32.
+#ifdef KV_F16
+#extension GL_EXT_shader_16bit_storage : require
+layout(std430, set = 0, binding = 1) readonly buffer BufK { float16_t k[]; };
+layout(std430, set = 0, binding = 2) readonly buffer BufV { float16_t v[]; };
+#else
 layout(std430, set = 0, binding = 1) readonly buffer BufK { float k[]; };
 layout(std430, set = 0, binding = 2) readonly buffer BufV { float v[]; };
+#endif
 
 layout(push_constant) uniform Push {
     uint seq_q;        // T

@@ -6,6 +6,7 @@
  *    with biases, llama 3.1's RoPE scaling, from the GGUF file and from the Hugging Face
  *    checkpoint;
  *  - the same f32 model from GGUF and from safetensors gives the same logits;
+ *  - an f16 cache, against the reference to 2e-3;
  *  - decode through the cache equals the engine's own recompute of the whole sequence;
  *  - sequences decoded as one batch equal each decoded alone, and emptying one leaves the
  *    others as they were;
@@ -38,6 +39,7 @@ static mcl_context *ctx;
 
 #define TOL_F32 1e-4
 #define TOL_APPROX 3e-2
+#define TOL_F16KV 2e-3
 
 /* The tolerance of block weights on this device: TOL_APPROX where a path that rounds the
  * activations runs, else TOL_F32. */
@@ -100,9 +102,13 @@ static mcl_model *open_model(const char *path)
     return m;
 }
 
+/* The cache type of the sessions the tests make (f16_cache switches it). */
+static mcl_dtype cache_type = MCL_DTYPE_F32;
+
 static mcl_session *session(mcl_model *m, uint32_t sequences)
 {
-    mcl_session_desc d = {.size = sizeof d, .sequences = sequences, .batch_tokens = 16};
+    mcl_session_desc d = {.size = sizeof d, .sequences = sequences, .batch_tokens = 16,
+                          .kv_type = cache_type};
     mcl_session *s = NULL;
     assert_mcl_ok(mcl_session_create(m, &d, &s));
     return s;
@@ -197,6 +203,48 @@ static void float_models(void **state)
         against_reference(label, ckpt, &f.hf_ref, TOL_F32, 0);
         model_fixture_free(&f);
     }
+}
+
+/* An f16 cache: f32 weights, GQA, the prompt and each decode step against the reference to
+ * TOL_F16KV: k and v rounded to f16 (a relative error of up to 2^-11 each) moved the logits
+ * by 2e-4 to 4e-4 relative on Lavapipe. Control: the f32 cache's logits differ from the f16 cache's (the cache type
+ * is in effect). */
+static void f16_cache(void **state)
+{
+    (void)state;
+    char gguf[256], ckpt[256];
+    model_fixture_desc d = base_desc();
+    model_fixture f;
+    assert_mcl_ok(model_fixture_create(&d, &f));
+    write_both(&f, "f16cache", gguf, ckpt);
+    cache_type = MCL_DTYPE_F16;
+    double e = against_reference("llama f32 weights, f16 cache, GGUF", gguf, &f.gguf_ref,
+                                 TOL_F16KV, 0);
+    mcl_model *m = open_model(gguf);
+    mcl_session *half = session(m, 1);
+    cache_type = MCL_DTYPE_F32;
+    mcl_session *full = session(m, 1);
+    const uint32_t vocab = (uint32_t)d.vocab;
+    float *a = malloc(vocab * 4), *b = malloc(vocab * 4);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_mcl_ok(mcl_session_feed(half, 0, prompt, PROMPT, a));
+    assert_mcl_ok(mcl_session_feed(full, 0, prompt, PROMPT, b));
+    for (int t = 0; t < STEPS; t++) {
+        assert_mcl_ok(mcl_session_feed(half, 0, &steps[t], 1, a));
+        assert_mcl_ok(mcl_session_feed(full, 0, &steps[t], 1, b));
+    }
+    double diff = rel_rms_f(a, b, vocab);
+    char name[160];
+    snprintf(name, sizeof name, "f16 cache: control, the f32 cache's logits differ (%.3g; the "
+                                "error against the reference %.3g)", diff, e);
+    assert_true(mcl_test_record_bool(name, diff > 1e-7));
+    free(a);
+    free(b);
+    mcl_session_destroy(half);
+    mcl_session_destroy(full);
+    mcl_model_close(m);
+    model_fixture_free(&f);
 }
 
 /* Llama 3.1's RoPE scaling (per-pair divisors, rope_freqs.weight), with an original context
@@ -547,13 +595,13 @@ static void statuses(void **state)
     uint32_t seq0 = 0;
     ok &= mcl_session_feed_batch(s, &seq0, &tok, 1, NULL) == MCL_ERROR_TOO_LARGE;
     mcl_session_destroy(s);
-    /* Explicit context over the budget; f16 cache; defaults lowered to the budget. */
+    /* Explicit context over the budget; a q8_0 cache; defaults lowered to the budget. */
     sd.context_length = 64;
     sd.memory_budget = 100000;
     ok &= mcl_session_create(m, &sd, &s) == MCL_ERROR_OUT_OF_DEVICE_MEMORY && !s;
     ok &= strstr(mcl_context_last_error(ctx), "needs") != NULL;
     sd.memory_budget = 0;
-    sd.kv_type = MCL_DTYPE_F16;
+    sd.kv_type = MCL_DTYPE_Q8_0;
     ok &= mcl_session_create(m, &sd, &s) == MCL_ERROR_UNSUPPORTED && !s;
     mcl_model_close(m);
     /* A model without weights. */
@@ -562,7 +610,7 @@ static void statuses(void **state)
     ok &= mcl_session_create(m, NULL, &s) == MCL_ERROR_INVALID_ARGUMENT && !s;
     mcl_model_close(m);
     assert_true(mcl_test_record_bool("statuses: context full, prompt too long, no tokens, "
-                                     "bad token or sequence, sampling first, budget, f16 "
+                                     "bad token or sequence, sampling first, budget, q8_0 "
                                      "cache, no weights",
                                      ok));
 }
@@ -574,6 +622,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(float_models),
         cmocka_unit_test(llama3_scaling),
+        cmocka_unit_test(f16_cache),
         cmocka_unit_test(block_models),
         cmocka_unit_test(gguf_and_checkpoint),
         cmocka_unit_test(decode_equals_recompute),

@@ -44,6 +44,7 @@ struct mcl_session {
     mcl_model_info info;
     uint32_t context_length, sequences, batch_tokens;
     uint32_t q_dim, kv_dim;      /* heads * head_dim, kv_heads * head_dim */
+    mcl_dtype kv_type;           /* the cache's: f32, or f16 */
     mcl_tensor *embedding, *output_norm, *output;
     mcl_tensor *rope_table;      /* f32 [head_dim / 2, 2]: each pair's frequency (llama 3.1's
                                   * scaling applied where the model has it) */
@@ -53,6 +54,7 @@ struct mcl_session {
     mcl_tensor *ids;             /* i32 [rows + 3 x sequences]: a pass's tokens; a decode
                                   * step's count tokens, then their positions, the lengths
                                   * of their sequences, and the sequences */
+    mcl_tensor *pos;             /* i32 [2 x rows]: a pass's positions, then its sequences */
     mcl_tensor *x, *h, *q, *k, *v, *att, *gate, *up;
     mcl_tensor *last, *logits;   /* [sequences, dim], [sequences, vocab] */
     mcl_tensor *part_o, *part_ml; /* per sequence, the decode attention's slices */

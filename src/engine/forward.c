@@ -80,49 +80,47 @@ static mcl_status linears(mcl_context *ctx, const mcl_tensor *x, uint32_t count,
     return MCL_SUCCESS;
 }
 
-/* Layer L's key (value: its value) cache of sequence seq, positions [pos, pos + n), as a view
- * [1, n, kv_heads, head_dim] kept in v. */
+/* Layer L's key (value: its value) cache of sequence seq, all its positions, as a view
+ * [1, context, kv_heads, head_dim] kept in v. */
 static mcl_tensor *cache_view(mcl_session *s, views *v, const engine_layer *L, int value,
-                              uint32_t seq, uint32_t pos, uint32_t n)
+                              uint32_t seq)
 {
     const mcl_model_info *m = &s->info;
-    uint64_t kv_row = (uint64_t)s->kv_dim * 4, base = 0;
-    mcl_tensor *owner;
-    if (L->k_all) {
-        owner = value ? L->v_all : L->k_all;
-        base = (uint64_t)seq * s->context_length * kv_row;
-    } else {
-        owner = value ? L->v_cache[seq] : L->k_cache[seq];
+    if (!L->k_all) {
+        mcl_tensor *own = value ? L->v_cache[seq] : L->k_cache[seq];
+        return view(v, own, 0, s->kv_type, 4, 1, s->context_length, m->kv_heads, m->head_dim);
     }
-    return view(v, owner, base + pos * kv_row, MCL_DTYPE_F32, 4, 1, n, m->kv_heads,
-                m->head_dim);
+    uint64_t slab = (uint64_t)s->context_length * s->kv_dim * mcl_dtype_size(s->kv_type);
+    return view(v, value ? L->v_all : L->k_all, seq * slab, s->kv_type, 4, 1,
+                s->context_length, m->kv_heads, m->head_dim);
 }
 
-/* RoPE on q and k of rows [r0, r0 + n) (consecutive positions from pos0 of one sequence),
- * k and v of those rows into the sequence's cache, then attention of those queries over the
- * cache's first pos0 + n positions into att. */
+/* Rows [r0, r0 + n) of the pass, tokens of sequence seq at consecutive positions from pos0
+ * (s->pos holds each row's position and sequence): RoPE on q in place and on k into the
+ * cache, v into the cache, then attention of those queries over the cache's first pos0 + n
+ * positions into att. */
 static mcl_status attend(mcl_session *s, views *v, const engine_layer *layer, uint32_t seq,
                          uint32_t pos0, uint32_t r0, uint32_t n)
 {
     mcl_context *ctx = s->ctx;
     const mcl_model_info *m = &s->info;
     uint32_t mark = v->count;
-    uint64_t q_row = (uint64_t)s->q_dim * 4, kv_row = (uint64_t)s->kv_dim * 4;
+    uint64_t q_row = (uint64_t)s->q_dim * 4;
+    mcl_tensor *q3 = view(v, s->q, 0, MCL_DTYPE_F32, 3, s->rows, m->heads, m->head_dim, 0);
+    mcl_tensor *k3 = view(v, s->k, 0, MCL_DTYPE_F32, 3, s->rows, m->kv_heads, m->head_dim, 0);
+    mcl_tensor *v3 = view(v, s->v, 0, MCL_DTYPE_F32, 3, s->rows, m->kv_heads, m->head_dim, 0);
     mcl_tensor *q = view(v, s->q, r0 * q_row, MCL_DTYPE_F32, 4, 1, n, m->heads, m->head_dim);
-    mcl_tensor *k = view(v, s->k, r0 * kv_row, MCL_DTYPE_F32, 4, 1, n, m->kv_heads, m->head_dim);
-    mcl_tensor *vv = view(v, s->v, r0 * kv_row, MCL_DTYPE_F32, 4, 1, n, m->kv_heads, m->head_dim);
     mcl_tensor *att = view(v, s->att, r0 * q_row, MCL_DTYPE_F32, 4, 1, n, m->heads, m->head_dim);
-    mcl_tensor *kc = cache_view(s, v, layer, 0, seq, pos0, n);
-    mcl_tensor *vc = cache_view(s, v, layer, 1, seq, pos0, n);
-    mcl_tensor *k_all = cache_view(s, v, layer, 0, seq, 0, s->context_length);
-    mcl_tensor *v_all = cache_view(s, v, layer, 1, seq, 0, s->context_length);
+    mcl_tensor *k_seq = cache_view(s, v, layer, 0, seq);
+    mcl_tensor *v_seq = cache_view(s, v, layer, 1, seq);
     if (v->status != MCL_SUCCESS)
         return v->status;
-    TRY(mcl_rope_table(ctx, q, MCL_ROPE_SPLIT_HALF, s->rope_table, pos0, q));
-    TRY(mcl_rope_table(ctx, k, MCL_ROPE_SPLIT_HALF, s->rope_table, pos0, kc));
-    TRY(mcl_copy(ctx, vv, vc));
+    mcl_tensor *kc = layer->k_all ? layer->k_all : layer->k_cache[seq];
+    mcl_tensor *vc = layer->k_all ? layer->v_all : layer->v_cache[seq];
+    TRY(mcl_rope_kv(ctx, q3, k3, v3, MCL_ROPE_SPLIT_HALF, s->rope_table, s->pos, r0,
+                    layer->k_all ? s->rows + r0 : MCL_SLOT_NONE, r0, n, kc, vc));
     mcl_attention_desc desc = {.size = sizeof desc, .causal = 1, .kv_length = pos0 + n};
-    TRY(mcl_attention(ctx, q, k_all, v_all, &desc, att));
+    TRY(mcl_attention(ctx, q, k_seq, v_seq, &desc, att));
     views_release(v, mark);
     return MCL_SUCCESS;
 }
@@ -462,7 +460,19 @@ mcl_status mcl_engine_forward(mcl_session *s, const uint32_t *seqs, const uint32
     if (step) {
         status = decode_step(s, seqs, pos, tokens, count);
     } else {
-        status = mcl_tensor_upload(s->ids, 0, tokens, (uint64_t)count * sizeof *tokens);
+        /* Each row's position, and from s->rows on its sequence, for mcl_rope_kv. */
+        int32_t *where = malloc((size_t)s->rows * 2 * sizeof *where);
+        status = where ? MCL_SUCCESS
+                       : mcl_fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        for (uint32_t i = 0; where && i < count; i++) {
+            where[i] = (int32_t)pos[i];
+            where[s->rows + i] = (int32_t)seqs[i];
+        }
+        if (status == MCL_SUCCESS)
+            status = mcl_tensor_upload(s->pos, 0, where, (uint64_t)s->rows * 2 * sizeof *where);
+        free(where);
+        if (status == MCL_SUCCESS)
+            status = mcl_tensor_upload(s->ids, 0, tokens, (uint64_t)count * sizeof *tokens);
         if (status == MCL_SUCCESS)
             status = record(s, &v, seqs, pos, count, logit_rows, count_logits);
     }

@@ -76,7 +76,7 @@ static const char *unsupported(const mcl_session *s, const mcl_device_info *dev)
 /* Bytes of one sequence's cache at `context` positions, all layers, k and v. */
 static uint64_t cache_bytes(const mcl_session *s, uint64_t context)
 {
-    return 2ull * s->info.layers * context * s->kv_dim * 4;
+    return 2ull * s->info.layers * context * s->kv_dim * mcl_dtype_size(s->kv_type);
 }
 
 static mcl_status make(mcl_context *ctx, mcl_dtype dtype, int64_t d0, int64_t d1,
@@ -145,6 +145,7 @@ static mcl_status allocate(mcl_session *s)
     mcl_status st = MCL_SUCCESS;
     int64_t r = s->rows;
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, r + 3 * s->sequences, 0, &s->ids);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, 2 * r, 0, &s->pos);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->dim, &s->x);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->dim, &s->h);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, s->q_dim, &s->q);
@@ -169,13 +170,15 @@ static mcl_status allocate(mcl_session *s)
      * quantized weights count a binding: MOTIFCL_MAX_BINDING lowers it): a decode step then
      * attends for every sequence in one dispatch. */
     int64_t all_shape[4] = {s->sequences, s->context_length, m->kv_heads, m->head_dim};
-    int one = cache_bytes(s, s->context_length) / 2 / m->layers * s->sequences <=
-              mcl_traits_of(ctx)->weight_part_bytes;
+    uint64_t slab = cache_bytes(s, s->context_length) / 2 / m->layers;
+    uint64_t align = mcl_traits_of(ctx)->binding_alignment;
+    int one = slab * s->sequences <= mcl_traits_of(ctx)->weight_part_bytes &&
+              (align == 0 || slab % align == 0);
     for (uint32_t l = 0; l < m->layers && st == MCL_SUCCESS && one; l++) {
         engine_layer *L = &s->layers[l];
-        st = mcl_tensor_create(ctx, MCL_DTYPE_F32, 4, all_shape, &L->k_all);
+        st = mcl_tensor_create(ctx, s->kv_type, 4, all_shape, &L->k_all);
         if (st == MCL_SUCCESS)
-            st = mcl_tensor_create(ctx, MCL_DTYPE_F32, 4, all_shape, &L->v_all);
+            st = mcl_tensor_create(ctx, s->kv_type, 4, all_shape, &L->v_all);
     }
     for (uint32_t l = 0; l < m->layers && st == MCL_SUCCESS && !one; l++) {
         engine_layer *L = &s->layers[l];
@@ -184,9 +187,9 @@ static mcl_status allocate(mcl_session *s)
         if (!L->k_cache || !L->v_cache)
             return fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
         for (uint32_t q = 0; q < s->sequences && st == MCL_SUCCESS; q++) {
-            st = mcl_tensor_create(ctx, MCL_DTYPE_F32, 4, cache_shape, &L->k_cache[q]);
+            st = mcl_tensor_create(ctx, s->kv_type, 4, cache_shape, &L->k_cache[q]);
             if (st == MCL_SUCCESS)
-                st = mcl_tensor_create(ctx, MCL_DTYPE_F32, 4, cache_shape, &L->v_cache[q]);
+                st = mcl_tensor_create(ctx, s->kv_type, 4, cache_shape, &L->v_cache[q]);
         }
     }
     return st;
@@ -268,6 +271,7 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
     s->ctx = any->ctx;
     const mcl_model_info *m = &s->info;
     s->q_dim = m->heads * m->head_dim;
+    s->kv_type = d.kv_type == MCL_DTYPE_F16 ? MCL_DTYPE_F16 : MCL_DTYPE_F32;
     s->kv_dim = m->kv_heads * m->head_dim;
     s->sequences = d.sequences ? d.sequences : 1;
     s->batch_tokens = d.batch_tokens ? d.batch_tokens : ENGINE_DEFAULT_BATCH;
@@ -277,8 +281,12 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
     const char *why;
     if (!s->layers)
         st = fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    else if (d.kv_type != MCL_DTYPE_F32)
-        st = fail(s->ctx, MCL_ERROR_UNSUPPORTED, "the cache is f32 (kv_type)");
+    else if (d.kv_type != MCL_DTYPE_F32 && d.kv_type != MCL_DTYPE_F16)
+        st = fail(s->ctx, MCL_ERROR_UNSUPPORTED, "the cache is f32 or f16 (kv_type)");
+    else if (d.kv_type == MCL_DTYPE_F16 &&
+             !(mcl_traits_of(s->ctx)->features & MCL_FEATURE_STORAGE_16BIT))
+        st = fail(s->ctx, MCL_ERROR_UNSUPPORTED,
+                  "an f16 cache (kv_type) needs 16-bit storage, which this device lacks");
     else if ((st = mcl_context_device_info(s->ctx, &dev)) != MCL_SUCCESS)
         ;
     else if ((why = unsupported(s, &dev)) != NULL)
@@ -307,7 +315,7 @@ void mcl_session_destroy(mcl_session *s)
     if (!s)
         return;
     mcl_engine_steps_destroy(s);
-    mcl_tensor *own[] = {s->ids, s->x, s->h, s->q, s->k, s->v, s->att, s->gate, s->up,
+    mcl_tensor *own[] = {s->ids, s->pos, s->x, s->h, s->q, s->k, s->v, s->att, s->gate, s->up,
                          s->last, s->logits, s->rope_table, s->part_o, s->part_ml,
                          s->normed, s->act};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)

@@ -127,6 +127,21 @@ static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_
     return MCL_SUCCESS;
 }
 
+/* q and out f32; k and v both f32, or both f16 where the device stores 16-bit values. */
+static mcl_status kv_check(mcl_context *ctx, const char *op, const mcl_tensor *q,
+                           const mcl_tensor *k, const mcl_tensor *v, const mcl_tensor *out)
+{
+    if (q->dtype != MCL_DTYPE_F32 || out->dtype != MCL_DTYPE_F32 || k->dtype != v->dtype ||
+        (k->dtype != MCL_DTYPE_F32 && k->dtype != MCL_DTYPE_F16))
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
+                        "%s takes f32 q and out, and k and v both f32 or both f16", op);
+    if (k->dtype == MCL_DTYPE_F16 &&
+        !(mcl_traits_of(ctx)->features & MCL_FEATURE_STORAGE_16BIT))
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                        "%s: f16 k and v need 16-bit storage, which this device lacks", op);
+    return MCL_SUCCESS;
+}
+
 static mcl_status tile_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindings,
                               const attention_plan *plan, uint32_t d, const mcl_kernel **out)
 {
@@ -221,9 +236,10 @@ mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_ten
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_attention: NULL tensor");
     if (q->ctx != ctx || k->ctx != ctx || v->ctx != ctx || out->ctx != ctx)
         return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_attention: tensor of another context");
-    if (q->dtype != MCL_DTYPE_F32 || k->dtype != MCL_DTYPE_F32 || v->dtype != MCL_DTYPE_F32 ||
-        out->dtype != MCL_DTYPE_F32)
-        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_attention takes f32 tensors");
+    mcl_status status = kv_check(ctx, "mcl_attention", q, k, v, out);
+    if (status != MCL_SUCCESS)
+        return status;
+    int f16 = k->dtype == MCL_DTYPE_F16;
     if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || out->ndim != 4)
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
                         "mcl_attention: q, out are [B, T, Hq, D], k, v [B, S, Hkv, D]");
@@ -272,8 +288,8 @@ mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_ten
         .scale_log2 = (float)((double)scale * MCL_LOG2E),
     };
     attention_plan plan;
-    mcl_status status = make_plan(ctx, push.rows, (uint32_t)d, push.kv_len, push.heads_kv,
-                                  (uint32_t)batch, force_splits, &plan);
+    status = make_plan(ctx, push.rows, (uint32_t)d, push.kv_len, push.heads_kv,
+                       (uint32_t)batch, force_splits, &plan);
     if (status != MCL_SUCCESS)
         return status;
     push.keys_per_split = plan.keys_per_split;
@@ -283,10 +299,12 @@ mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_ten
 
     mcl_tensor *qkv[3] = {(mcl_tensor *)q, (mcl_tensor *)k, (mcl_tensor *)v};
     if (plan.splits > 1)
-        return attend_split(ctx, MCL_KERNEL_ATTENTION_SPLIT_F32, qkv, 3, out, &plan, &push,
+        return attend_split(ctx, f16 ? MCL_KERNEL_ATTENTION_SPLIT_F16KV
+                                     : MCL_KERNEL_ATTENTION_SPLIT_F32, qkv, 3, out, &plan, &push,
                             (uint32_t)batch, (uint32_t)d, NULL);
     const mcl_kernel *kernel;
-    if ((status = tile_kernel(ctx, MCL_KERNEL_ATTENTION_F32, 4, &plan, (uint32_t)d, &kernel)) !=
+    if ((status = tile_kernel(ctx, f16 ? MCL_KERNEL_ATTENTION_F16KV : MCL_KERNEL_ATTENTION_F32, 4,
+                              &plan, (uint32_t)d, &kernel)) !=
         MCL_SUCCESS)
         return status;
     return mcl_dispatch(ctx, kernel, qkv, 3, &out, 1, &push, plan.row_tiles,
@@ -312,6 +330,9 @@ mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, 
         (seq_slot == MCL_SLOT_NONE && q->shape[0] > k->shape[0]))
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
                         "mcl_attention_decode: q, out [B, 1, Hq, D], k, v [sequences, S, Hkv, D]");
+    mcl_status checked = kv_check(ctx, "mcl_attention_decode", q, k, v, out);
+    if (checked != MCL_SUCCESS)
+        return checked;
     if (lens->dtype != MCL_DTYPE_I32)
         return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_attention_decode: lens is i32");
     int64_t batch = q->shape[0], slots = mcl_tensor_numel(lens);
@@ -357,6 +378,8 @@ mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, 
                         "floats", plan.splits);
     mcl_tensor *reads[4] = {q, k, v, lens};
     mcl_tensor *scratch[2] = {part_o, part_ml};
-    return attend_split(ctx, MCL_KERNEL_ATTENTION_DECODE_F32, reads, 4, out, &plan, &push,
+    return attend_split(ctx, k->dtype == MCL_DTYPE_F16 ? MCL_KERNEL_ATTENTION_DECODE_F16KV
+                                                      : MCL_KERNEL_ATTENTION_DECODE_F32,
+                        reads, 4, out, &plan, &push,
                         (uint32_t)batch, d, scratch);
 }

@@ -272,9 +272,14 @@ mcl_status mcl_rope_kv(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tenso
                         "%s: q [rows, Hq, Dh], k, v [rows, Hkv, Dh], caches [sequences, S, Hkv, "
                         "Dh], the table [Dh / 2, 2], the rows and slots inside", op);
     if (q->dtype != MCL_DTYPE_F32 || k->dtype != MCL_DTYPE_F32 || v->dtype != MCL_DTYPE_F32 ||
-        kc->dtype != MCL_DTYPE_F32 || vc->dtype != MCL_DTYPE_F32 ||
+        kc->dtype != vc->dtype || (kc->dtype != MCL_DTYPE_F32 && kc->dtype != MCL_DTYPE_F16) ||
         table->dtype != MCL_DTYPE_F32 || ids->dtype != MCL_DTYPE_I32)
-        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "%s: f32 tensors, i32 ids", op);
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
+                        "%s: f32 tensors, caches f32 or f16, i32 ids", op);
+    int f16 = kc->dtype == MCL_DTYPE_F16;
+    if (f16 && !(mcl_traits_of(ctx)->features & MCL_FEATURE_STORAGE_16BIT))
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                        "%s: f16 caches need 16-bit storage, which this device lacks", op);
     rope_kv_push push = {
         .row0 = row0,
         .pos_slot = pos_slot,
@@ -290,7 +295,8 @@ mcl_status mcl_rope_kv(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tenso
     mcl_tensor *reads[4] = {k, v, table, ids};
     mcl_tensor *writes[3] = {q, kc, vc};
     const mcl_kernel *kernel;
-    mcl_status status = mcl_kernel_simple(ctx, MCL_KERNEL_ROPE_KV_F32, 7, sizeof push, &kernel);
+    mcl_status status = mcl_kernel_simple(ctx, f16 ? MCL_KERNEL_ROPE_KV_F16 : MCL_KERNEL_ROPE_KV_F32,
+                                          7, sizeof push, &kernel);
     if (status != MCL_SUCCESS)
         return status;
     uint64_t groups = (n + mcl_kernel_local_size(kernel) - 1) / mcl_kernel_local_size(kernel);

@@ -51,7 +51,8 @@ mcl_status mcl_swiglu_q8(mcl_context *ctx, mcl_tensor *gate, mcl_tensor *up, mcl
  * Hkv, D] of sequence lens[seq_slot + b] (b where seq_slot is MCL_SLOT_NONE), whose keys in
  * use are lens[len_slot + b] (at most S), both read from the i32 tensor lens when the work
  * runs: a recorded decode step replays it at every length (the slices are planned for all
- * S). Scale 1 / sqrt(D). part_o and part_ml are f32 scratch of at least B x
+ * S). Scale 1 / sqrt(D). k and v are f32, or f16 where the device stores 16-bit values.
+ * part_o and part_ml are f32 scratch of at least B x
  * MCL_ATTENTION_DECODE_MAX_SPLITS x Hq x D and x Hq x 2 elements. */
 mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
                                 mcl_tensor *lens, uint32_t len_slot, uint32_t seq_slot,
@@ -115,7 +116,8 @@ void mcl_rope_table_values(double theta_base, uint32_t head_dim, const float *fa
  * vc, row row0 + r at position ids[pos_slot + r] of sequence ids[seq_slot + r] (sequence 0
  * where seq_slot is MCL_SLOT_NONE), read from the i32 tensor ids when the work runs (a
  * position at or past S, or a sequence past the caches, writes nothing). Frequencies from
- * `table` as mcl_rope_table's (rope_kv_f32.comp). */
+ * `table` as mcl_rope_table's (rope_kv_f32.comp). The caches are f32, or f16 (rounded to
+ * nearest) where the device stores 16-bit values. */
 mcl_status mcl_rope_kv(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
                        mcl_rope_layout layout, mcl_tensor *table, mcl_tensor *ids,
                        uint32_t pos_slot, uint32_t seq_slot, uint32_t row0, uint32_t count,

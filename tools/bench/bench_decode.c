@@ -3,7 +3,8 @@
  * 14336) or shape=1b (2048, 16, 32/8, 8192), vocabulary 32000, type=q4_0|q8_0|q4_K.
  * prompt=N tokens (default 512) run as one pass, then tokens=M decode steps (default 64) of
  * one token each, the logits read back at every step (repeat=R times from the prompt, the
- * median run the figure); with seqs=S > 1 also S sequences decoded as one batch. Figures: prefill tokens/s; decode tokens/s, ms per token, and the weight bytes
+ * median run the figure); with seqs=S > 1 also S sequences decoded as one batch; kv=f16 for
+ * a cache of 16-bit floats (default f32). Figures: prefill tokens/s; decode tokens/s, ms per token, and the weight bytes
  * a token reads over its time against the stream read measured in the same run. The file is
  * removed at the end. */
 #include <stdio.h>
@@ -120,7 +121,8 @@ static uint32_t median_index(const double *v, uint32_t n)
 }
 
 static int run(bench *b, const char *path, const bench_llama_shape *shape, uint32_t prompt,
-               uint32_t steps, uint32_t seqs, uint32_t repeat, const char *label)
+               uint32_t steps, uint32_t seqs, uint32_t repeat, mcl_dtype kv_type,
+               const char *label)
 {
     mcl_model *model = NULL;
     mcl_session *s = NULL;
@@ -138,7 +140,7 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
     snprintf(name, sizeof name, "%s: load", label);
     bench_figure(b, name, bench_now() - t0, "s");
     mcl_session_desc sd = {.size = sizeof sd, .context_length = prompt + steps + 8,
-                           .sequences = seqs, .batch_tokens = prompt};
+                           .sequences = seqs, .batch_tokens = prompt, .kv_type = kv_type};
     if (mcl_session_create(model, &sd, &s) != MCL_SUCCESS)
         goto done;
     /* Everything once before the clock: pipelines are created on first use, and each shape
@@ -289,7 +291,7 @@ done:
 
 int bench_decode(bench *b)
 {
-    const char *shape_name = "7b", *type_name = "q4_0", *dir = "/tmp";
+    const char *shape_name = "7b", *type_name = "q4_0", *dir = "/tmp", *kv_name = "f32";
     for (int i = 0; i < b->arg_count; i++) {
         if (strncmp(b->args[i], "shape=", 6) == 0)
             shape_name = b->args[i] + 6;
@@ -297,6 +299,8 @@ int bench_decode(bench *b)
             type_name = b->args[i] + 5;
         else if (strncmp(b->args[i], "dir=", 4) == 0)
             dir = b->args[i] + 4;
+        else if (strncmp(b->args[i], "kv=", 3) == 0)
+            kv_name = b->args[i] + 3;
     }
     bench_llama_shape shape = {.heads = 32, .kv_heads = 8, .vocab = 32000};
     if (strcmp(shape_name, "7b") == 0) {
@@ -317,6 +321,13 @@ int bench_decode(bench *b)
         fprintf(stderr, "motifcl-bench decode: type is q4_0, q8_0 or q4_K\n");
         return 1;
     }
+    mcl_dtype kv_type = MCL_DTYPE_F32;
+    if (strcmp(kv_name, "f16") == 0) {
+        kv_type = MCL_DTYPE_F16;
+    } else if (strcmp(kv_name, "f32") != 0) {
+        fprintf(stderr, "motifcl-bench decode: kv is f32 or f16\n");
+        return 1;
+    }
     uint32_t prompt = (uint32_t)bench_arg(b, "prompt", 512);
     uint32_t steps = (uint32_t)bench_arg(b, "tokens", 64);
     uint32_t seqs = (uint32_t)bench_arg(b, "seqs", 1);
@@ -330,10 +341,11 @@ int bench_decode(bench *b)
         return 1;
     char path[512], label[64];
     snprintf(path, sizeof path, "%s/motifcl-bench-decode-%d.gguf", dir, (int)getpid());
-    snprintf(label, sizeof label, "%s %s", shape_name, type_name);
+    snprintf(label, sizeof label, "%s %s%s", shape_name, type_name,
+             kv_type == MCL_DTYPE_F16 ? " f16 cache" : "");
     if (bench_write_llama(path, &shape) != 0)
         return 1;
-    int rc = run(b, path, &shape, prompt, steps, seqs, repeat, label);
+    int rc = run(b, path, &shape, prompt, steps, seqs, repeat, kv_type, label);
     unlink(path);
     return rc;
 }
