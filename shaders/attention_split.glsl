@@ -17,8 +17,12 @@
 #define SPLIT_OUT_BINDING 3
 #endif
 
-layout(std430, set = 0, binding = SPLIT_OUT_BINDING) writeonly buffer BufPartO { float part_o[]; };
-layout(std430, set = 0, binding = SPLIT_OUT_BINDING + 1) writeonly buffer BufPartML { float part_ml[]; };
+layout(std430, set = 0, binding = SPLIT_OUT_BINDING) writeonly buffer BufPartO {
+    float part_o[];
+};
+layout(std430, set = 0, binding = SPLIT_OUT_BINDING + 1) writeonly buffer BufPartML {
+    float part_ml[];
+};
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;

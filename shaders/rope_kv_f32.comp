@@ -3,10 +3,10 @@
 // each: RoPE on a row's q heads in place, RoPE on its k heads written into the key cache of
 // its sequence at its position, and its v heads copied into the value cache there. Positions
 // and sequences are read from a buffer the host writes before each replay (ids[pos_slot + r],
-// ids[seq_slot + r]), so the recorded step serves every position. Each pair's frequency comes from a table (mcl_rope_table_values),
-// and the angle is reduced as rope_table_f32's (rope.glsl), so that a replay gives the bits
-// that mcl_rope_table gives for the same position. One invocation per rotated pair or per
-// two copied values; pairs are (i, i + Dh / 2) when split_half, else (2i, 2i + 1).
+// ids[seq_slot + r]), so the recorded step serves every position. Each pair's frequency
+// comes from a table (mcl_rope_table_values), and the angle is reduced as rope_table_f32's
+// (rope.glsl). One invocation per rotated pair or per two copied values; pairs are
+// (i, i + Dh / 2) when split_half, else (2i, 2i + 1).
 //
 //   workgroup size : specialization constant 0
 //   set 0 binding 0: k    [rows, Hkv, Dh] (readonly float[])

@@ -207,8 +207,8 @@ static void float_models(void **state)
 
 /* An f16 cache: f32 weights, GQA, the prompt and each decode step against the reference to
  * TOL_F16KV: k and v rounded to f16 (a relative error of up to 2^-11 each) moved the logits
- * by 2e-4 to 4e-4 relative on Lavapipe. Control: the f32 cache's logits differ from the f16 cache's (the cache type
- * is in effect). */
+ * by 2e-4 to 4e-4 relative on Lavapipe. Control: the f32 cache's logits differ from the f16
+ * cache's (the cache type is in effect). */
 static void f16_cache(void **state)
 {
     (void)state;

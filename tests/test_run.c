@@ -89,6 +89,10 @@ static void prompt_and_json(void **state)
                                      rc == 0 && strstr(out, "\"status\": \"ok\"") != NULL &&
                                          prompt_tokens(out) ==
                                              count_tokens("hello there", 1)));
+    snprintf(args, sizeof args, "-m '%s' -p 'hello there' -n 6 --kv f16", chat_model);
+    rc = run(args, "", out, sizeof out);
+    assert_true(mcl_test_record_bool("motifcl-run --kv f16: exit 0 and the figures line",
+                                     rc == 0 && strstr(out, "tokens/s") != NULL));
 }
 
 /* Two turns under `name`: the prompt tokens motifcl-run counts against the template's text
@@ -141,9 +145,11 @@ static void refusals(void **state)
     ok &= run(args, "hi\n", out, sizeof out) == 1 && strstr(out, "neither template") != NULL;
     snprintf(args, sizeof args, "-m '%s'", plain_model);
     ok &= run(args, "", out, sizeof out) == 1 && strstr(out, "usage") != NULL;
+    snprintf(args, sizeof args, "-m '%s' -p hi --kv q8_0", plain_model);
+    ok &= run(args, "", out, sizeof out) == 1 && strstr(out, "usage") != NULL;
     assert_true(mcl_test_record_bool("motifcl-run refuses an unknown template, a template "
-                                     "the vocabulary lacks, no template, and no prompt",
-                                     ok));
+                                     "the vocabulary lacks, no template, no prompt, and a "
+                                     "cache type other than f32 and f16", ok));
 }
 
 static int setup(void **state)

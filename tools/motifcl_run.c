@@ -20,6 +20,7 @@
 typedef struct options {
     const char *model, *prompt, *prompt_file, *witness_dir, *template_name;
     uint32_t n, context;
+    mcl_dtype kv_type;
     int json, no_bos, interactive;
     mcl_sampler_desc sampler;
 } options;
@@ -35,7 +36,7 @@ static void usage(const char *argv0)
 {
     fprintf(stderr,
             "usage: %s -m FILE (-p TEXT | -f FILE | -i [--template llama3|chatml]) [-n N]\n"
-            "       [--ctx N] [--temp T] [--top-k K]\n"
+            "       [--ctx N] [--kv f32|f16] [--temp T] [--top-k K]\n"
             "       [--top-p P] [--min-p P] [--repeat-penalty R] [--frequency-penalty F]\n"
             "       [--presence-penalty P] [--penalty-last-n N] [--seed S] [--no-bos] [--json]\n"
             "       [--witness-dir DIR]\n"
@@ -44,6 +45,7 @@ static void usage(const char *argv0)
             "             turns; -p or -f is then the first turn. --template picks the template\n"
             "             (llama3 or chatml; by default the one whose tokens the model has)\n"
             "  --ctx N    context length (default: the model's, at most 4096)\n"
+            "  --kv T     the cache's type: f32 (the default) or f16 (half the memory)\n"
             "  --temp T   temperature; 0 (the default) is greedy\n",
             argv0);
 }
@@ -80,6 +82,8 @@ static int parse(int argc, char **argv, options *o)
             o->n = (uint32_t)strtoul(v, NULL, 10);
         else if (strcmp(a, "--ctx") == 0)
             o->context = (uint32_t)strtoul(v, NULL, 10);
+        else if (strcmp(a, "--kv") == 0 && (strcmp(v, "f32") == 0 || strcmp(v, "f16") == 0))
+            o->kv_type = strcmp(v, "f16") == 0 ? MCL_DTYPE_F16 : MCL_DTYPE_F32;
         else if (strcmp(a, "--temp") == 0)
             o->sampler.temperature = strtof(v, NULL);
         else if (strcmp(a, "--top-k") == 0)
@@ -373,7 +377,8 @@ static int generate(mcl_context *ctx, const options *o, const char *prompt, run 
     r->load_s = now() - t0;
     mcl_model_info mi = {.size = sizeof mi};
     mcl_model_file_info(model, &mi);
-    mcl_session_desc sd = {.size = sizeof sd, .context_length = o->context};
+    mcl_session_desc sd = {.size = sizeof sd, .context_length = o->context,
+                           .kv_type = o->kv_type};
     mcl_session *s = NULL;
     int rc = 3;
     if (mcl_session_create(model, &sd, &s) != MCL_SUCCESS)

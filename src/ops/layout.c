@@ -295,8 +295,8 @@ mcl_status mcl_rope_kv(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tenso
     mcl_tensor *reads[4] = {k, v, table, ids};
     mcl_tensor *writes[3] = {q, kc, vc};
     const mcl_kernel *kernel;
-    mcl_status status = mcl_kernel_simple(ctx, f16 ? MCL_KERNEL_ROPE_KV_F16 : MCL_KERNEL_ROPE_KV_F32,
-                                          7, sizeof push, &kernel);
+    mcl_kernel_id id = f16 ? MCL_KERNEL_ROPE_KV_F16 : MCL_KERNEL_ROPE_KV_F32;
+    mcl_status status = mcl_kernel_simple(ctx, id, 7, sizeof push, &kernel);
     if (status != MCL_SUCCESS)
         return status;
     uint64_t groups = (n + mcl_kernel_local_size(kernel) - 1) / mcl_kernel_local_size(kernel);

@@ -112,6 +112,6 @@ int bench_memory(bench *b);
 int bench_transfer(bench *b);
 int bench_train(bench *b);
 int bench_load(bench *b);
-int bench_decode(bench *b);
+int bench_decode(bench *b, int prefill_only);
 
 #endif

@@ -29,7 +29,9 @@
  *   motifcl-bench transfer            upload/download GB/s against a plain vkCmdCopyBuffer
  *   motifcl-bench decode              a session's prefill and decode on a llama-shaped model
  *                                     of random weights (shape=7b|1b type=q4_0|q8_0|q4_K
- *                                     prompt=N tokens=M seqs=S), against the stream read
+ *                                     prompt=N tokens=M seqs=S repeat=R kv=f32|f16),
+ *                                     against the stream read; per-op GPU times of a step
+ *   motifcl-bench prefill             the same, the prompt pass alone, repeat=R times
  *   motifcl-bench all                 stream, peak, gemv, gemm, rows, replay
  * Options: --json, --witness-dir DIR (default: MOTIFCL_WITNESS_DIR, else .), --repeat N,
  * --hot (cached operands: no rotation through copies larger than the last-level cache),
@@ -194,8 +196,9 @@ int main(int argc, char **argv)
             what = "help";
     }
     if (!what || strcmp(what, "help") == 0 || b.repeat < 1 || b.repeat > 1000) {
-        fprintf(stderr, "usage: %s stream|peak|gemv|gemm|rows|quant|replay|memory|transfer|train|load|all "
-                        "[key=value ...] [--json] [--hot] [--repeat N] [--peak TFLOPS] [--warmup S] "
+        fprintf(stderr, "usage: %s stream|peak|gemv|gemm|rows|quant|replay|memory|transfer|"
+                        "train|load|decode|prefill|all [key=value ...] [--json] [--hot] "
+                        "[--repeat N] [--peak TFLOPS] [--warmup S] "
                         "[--witness-dir DIR]\n", argv[0]);
         return 1;
     }
@@ -263,8 +266,8 @@ int main(int argc, char **argv)
         rc |= bench_load(&b);
         known = 1;
     }
-    if (strcmp(what, "decode") == 0) {
-        rc |= bench_decode(&b);
+    if (strcmp(what, "decode") == 0 || strcmp(what, "prefill") == 0) {
+        rc |= bench_decode(&b, strcmp(what, "prefill") == 0);
         known = 1;
     }
     if (!known) {
