@@ -182,6 +182,26 @@ static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *laye
     return MCL_SUCCESS;
 }
 
+/* A pass's activations over its count rows: views of the session's tensors. */
+typedef struct pass_rows {
+    mcl_tensor *ids, *x, *h, *q, *k, *v, *att, *gate, *up;
+} pass_rows;
+
+/* The views of p, kept in v; v->status says whether they were made. */
+static void pass_rows_view(mcl_session *s, views *v, uint32_t count, pass_rows *p)
+{
+    const mcl_model_info *m = &s->info;
+    p->ids = view(v, s->ids, 0, MCL_DTYPE_I32, 1, count, 0, 0, 0);
+    p->x = view(v, s->x, 0, MCL_DTYPE_F32, 2, count, m->dim, 0, 0);
+    p->h = view(v, s->h, 0, MCL_DTYPE_F32, 2, count, m->dim, 0, 0);
+    p->q = view(v, s->q, 0, MCL_DTYPE_F32, 2, count, s->q_dim, 0, 0);
+    p->k = view(v, s->k, 0, MCL_DTYPE_F32, 2, count, s->kv_dim, 0, 0);
+    p->v = view(v, s->v, 0, MCL_DTYPE_F32, 2, count, s->kv_dim, 0, 0);
+    p->att = view(v, s->att, 0, MCL_DTYPE_F32, 2, count, s->q_dim, 0, 0);
+    p->gate = view(v, s->gate, 0, MCL_DTYPE_F32, 2, count, m->hidden, 0, 0);
+    p->up = view(v, s->up, 0, MCL_DTYPE_F32, 2, count, m->hidden, 0, 0);
+}
+
 /* The pass recorded op by op, positions pos[] recorded into it; views in v. */
 static mcl_status record(mcl_session *s, views *v, const uint32_t *seqs, const uint32_t *pos,
                          uint32_t count, const uint32_t *logit_rows, uint32_t count_logits)
@@ -190,15 +210,10 @@ static mcl_status record(mcl_session *s, views *v, const uint32_t *seqs, const u
     const mcl_model_info *m = &s->info;
     int prompt = count > 1 && seqs[0] == seqs[count - 1];
     uint32_t dim = m->dim;
-    mcl_tensor *ids = view(v, s->ids, 0, MCL_DTYPE_I32, 1, count, 0, 0, 0);
-    mcl_tensor *x = view(v, s->x, 0, MCL_DTYPE_F32, 2, count, dim, 0, 0);
-    mcl_tensor *h = view(v, s->h, 0, MCL_DTYPE_F32, 2, count, dim, 0, 0);
-    mcl_tensor *q = view(v, s->q, 0, MCL_DTYPE_F32, 2, count, s->q_dim, 0, 0);
-    mcl_tensor *k = view(v, s->k, 0, MCL_DTYPE_F32, 2, count, s->kv_dim, 0, 0);
-    mcl_tensor *vv = view(v, s->v, 0, MCL_DTYPE_F32, 2, count, s->kv_dim, 0, 0);
-    mcl_tensor *att = view(v, s->att, 0, MCL_DTYPE_F32, 2, count, s->q_dim, 0, 0);
-    mcl_tensor *gate = view(v, s->gate, 0, MCL_DTYPE_F32, 2, count, m->hidden, 0, 0);
-    mcl_tensor *up = view(v, s->up, 0, MCL_DTYPE_F32, 2, count, m->hidden, 0, 0);
+    pass_rows p;
+    pass_rows_view(s, v, count, &p);
+    mcl_tensor *ids = p.ids, *x = p.x, *h = p.h, *q = p.q, *k = p.k, *vv = p.v, *att = p.att;
+    mcl_tensor *gate = p.gate, *up = p.up;
     if (v->status != MCL_SUCCESS)
         return v->status;
     TRY(mcl_embedding(ctx, s->embedding, ids, x));
@@ -291,17 +306,11 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
 {
     mcl_context *ctx = s->ctx;
     const mcl_model_info *m = &s->info;
-    uint32_t dim = m->dim;
-    mcl_tensor *ids = view(v, s->ids, 0, MCL_DTYPE_I32, 1, count, 0, 0, 0);
-    mcl_tensor *x = view(v, s->x, 0, MCL_DTYPE_F32, 2, count, dim, 0, 0);
-    mcl_tensor *h = view(v, s->h, 0, MCL_DTYPE_F32, 2, count, dim, 0, 0);
-    mcl_tensor *n = view(v, s->normed, 0, MCL_DTYPE_F32, 2, count, dim, 0, 0);
-    mcl_tensor *q = view(v, s->q, 0, MCL_DTYPE_F32, 2, count, s->q_dim, 0, 0);
-    mcl_tensor *k = view(v, s->k, 0, MCL_DTYPE_F32, 2, count, s->kv_dim, 0, 0);
-    mcl_tensor *vv = view(v, s->v, 0, MCL_DTYPE_F32, 2, count, s->kv_dim, 0, 0);
-    mcl_tensor *att = view(v, s->att, 0, MCL_DTYPE_F32, 2, count, s->q_dim, 0, 0);
-    mcl_tensor *gate = view(v, s->gate, 0, MCL_DTYPE_F32, 2, count, m->hidden, 0, 0);
-    mcl_tensor *up = view(v, s->up, 0, MCL_DTYPE_F32, 2, count, m->hidden, 0, 0);
+    pass_rows p;
+    pass_rows_view(s, v, count, &p);
+    mcl_tensor *ids = p.ids, *x = p.x, *h = p.h, *q = p.q, *k = p.k, *vv = p.v, *att = p.att;
+    mcl_tensor *gate = p.gate, *up = p.up;
+    mcl_tensor *n = view(v, s->normed, 0, MCL_DTYPE_F32, 2, count, m->dim, 0, 0);
     mcl_tensor *logits = view(v, s->logits, 0, MCL_DTYPE_F32, 2, count, m->vocab, 0, 0);
     if (v->status != MCL_SUCCESS)
         return v->status;

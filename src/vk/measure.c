@@ -69,37 +69,15 @@ mcl_status mcl_timer_mark(mcl_timer *t, uint32_t index, int barrier)
     return MCL_SUCCESS;
 }
 
-mcl_status mcl_timer_pairs(mcl_timer *t, uint32_t pairs, double *seconds)
+/* The first `count` timestamps, waited for, as seconds from timestamp 0 (masked to the
+ * device's valid bits, converted with its period). */
+static mcl_status since_first(mcl_timer *t, uint32_t count, double *seconds)
 {
     mcl_context *ctx = t->ctx;
-    uint32_t needed = 2 * pairs;
-    if (needed > t->count)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%u timestamps of %u", needed, t->count);
-    uint64_t *ticks = calloc(needed ? needed : 1, sizeof *ticks);
+    uint64_t *ticks = calloc(count ? count : 1, sizeof *ticks);
     if (!ticks)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    VkResult result = ctx->vk.vkGetQueryPoolResults(
-        ctx->device, t->pool, 0, needed, needed * sizeof *ticks, ticks, sizeof *ticks,
-        VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-    uint32_t bits = ctx->info.timestamp_valid_bits;
-    uint64_t mask = bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
-    for (uint32_t r = 0; r < pairs; r++) {
-        uint64_t delta = ((ticks[2 * r + 1] & mask) - (ticks[2 * r] & mask)) & mask;
-        seconds[r] = (double)delta * ctx->info.timestamp_period_ns * 1e-9;
-    }
-    free(ticks);
-    return result == VK_SUCCESS ? MCL_SUCCESS : mcl_vk_fail(ctx, result, "vkGetQueryPoolResults");
-}
-
-mcl_status mcl_timer_since_first(mcl_timer *t, uint32_t count, double *seconds)
-{
-    mcl_context *ctx = t->ctx;
-    if (count == 0 || count > t->count)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%u timestamps of %u", count, t->count);
-    uint64_t *ticks = calloc(count, sizeof *ticks);
-    if (!ticks)
-        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    VkResult result = ctx->vk.vkGetQueryPoolResults(
+    VkResult result = count == 0 ? VK_SUCCESS : ctx->vk.vkGetQueryPoolResults(
         ctx->device, t->pool, 0, count, count * sizeof *ticks, ticks, sizeof *ticks,
         VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
     uint32_t bits = ctx->info.timestamp_valid_bits;
@@ -110,6 +88,30 @@ mcl_status mcl_timer_since_first(mcl_timer *t, uint32_t count, double *seconds)
     }
     free(ticks);
     return result == VK_SUCCESS ? MCL_SUCCESS : mcl_vk_fail(ctx, result, "vkGetQueryPoolResults");
+}
+
+mcl_status mcl_timer_pairs(mcl_timer *t, uint32_t pairs, double *seconds)
+{
+    uint32_t needed = 2 * pairs;
+    if (needed > t->count)
+        return mcl_fail(t->ctx, MCL_ERROR_INVALID_ARGUMENT, "%u timestamps of %u", needed,
+                        t->count);
+    double *at = calloc(needed ? needed : 1, sizeof *at);
+    if (!at)
+        return mcl_fail(t->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    mcl_status status = since_first(t, needed, at);
+    for (uint32_t r = 0; status == MCL_SUCCESS && r < pairs; r++)
+        seconds[r] = at[2 * r + 1] - at[2 * r];
+    free(at);
+    return status;
+}
+
+mcl_status mcl_timer_since_first(mcl_timer *t, uint32_t count, double *seconds)
+{
+    if (count == 0 || count > t->count)
+        return mcl_fail(t->ctx, MCL_ERROR_INVALID_ARGUMENT, "%u timestamps of %u", count,
+                        t->count);
+    return since_first(t, count, seconds);
 }
 
 mcl_status mcl_record_barrier(mcl_context *ctx)
