@@ -1,7 +1,8 @@
 #!/bin/sh
 # Regenerates tests/data/polaris-kernels.txt: the kernel variants the polaris profile chooses
-# (what an RX 580 would be given) for the quantized kernels at motifcl-bench's shapes, and for
-# training the demo's model and the stories15M shape. The library's debug log names each
+# (what an RX 580 would be given) for the quantized kernels at motifcl-bench's shapes, for
+# training the demo's model and the stories15M shape, and for a session's prompt and decode
+# steps on the 1B shape in q4_0 with f32 and f16 caches, one sequence and two. The library's debug log names each
 # pipeline it creates; this keeps those lines. The gate gate_polaris_isa compiles every one
 # with RADV's compiler for Polaris (tools/motifcl_isa.c). About four minutes on Lavapipe.
 #   sh scripts/polaris-kernels.sh [BUILD_DIR]
@@ -18,12 +19,18 @@ export MOTIFCL_DEVICE_PROFILE=polaris MOTIFCL_LOG=debug
 "$build/examples/train_chars" --steps 1 --log 1 --sample 0 --min-drop -100 --dim 288 \
     --layers 6 --heads 6 --hidden 768 --seq 256 --batch 16 --witness "$work/b.json" \
     >"$work/train15.txt" 2>&1
+for kv in f32 f16; do
+    "$build/tools/motifcl-bench" decode shape=1b type=q4_0 prompt=8 tokens=2 seqs=2 kv=$kv \
+        dir="$work" --witness-dir "$work" >"$work/decode-$kv.txt" 2>&1
+done
 out="$root/tests/data/polaris-kernels.txt"
 {
     echo "# Kernel variants the polaris profile chooses (written by scripts/polaris-kernels.sh;"
     echo "# run it again when a plan or a kernel's constants change): motifcl-bench quant,"
-    echo "# train_chars at the demo's shape and at stories15M's. \"kernel <name> [x=<constants>]\"."
-    cat "$work/bench.txt" "$work/train.txt" "$work/train15.txt" |
+    echo "# train_chars at the demo's shape and at stories15M's, motifcl-bench decode of the 1B"
+    echo "# shape (f32 and f16 caches). \"kernel <name> [x=<constants>]\"."
+    cat "$work/bench.txt" "$work/train.txt" "$work/train15.txt" "$work/decode-f32.txt" \
+        "$work/decode-f16.txt" |
         sed -n 's/.*\(kernel [a-z0-9_]* \[x=[0-9,]*\]\): pipeline created.*/\1/p' | sort -u
 } >"$out"
 echo "$(grep -c '^kernel' "$out") variants -> $out"
