@@ -1422,12 +1422,15 @@ MCL_API mcl_status mcl_session_reset(mcl_session *session, uint32_t seq);
 
 /** How to choose a token from logits. Zero-initialised (with `size` set) it is greedy. Applied
  *  in this order: penalties over the last penalty_last_n tokens of the sequence, top-k,
- *  temperature, top-p, min-p, then a draw. */
+ *  temperature, top-p, min-p, then a draw. Each truncation is a cut on the logit: tokens
+ *  equal to the token at a cut are kept with it. The draw is exact for the kept tokens'
+ *  probabilities (exp(logit / temperature), normalised over them). */
 typedef struct mcl_sampler_desc {
     size_t size;                /**< sizeof(mcl_sampler_desc). Required. */
     float temperature;          /**< <= 0: greedy (the most likely token, the lowest id of
                                      equals) */
-    uint32_t top_k;             /**< 0: all tokens */
+    uint32_t top_k;             /**< 0: all tokens; else the k most likely (and any equal to
+                                     the k-th) */
     float top_p;                /**< 0 or 1: off; else keep the most likely tokens whose
                                      probabilities sum to at least top_p */
     float min_p;                /**< 0: off; else drop tokens below min_p x the top one's */
@@ -1442,11 +1445,21 @@ typedef struct mcl_sampler_desc {
 } mcl_sampler_desc;
 
 /** Choose a token for sequence `seq` from the logits of its last fed token (the sequence's
- *  random state advances by one draw). MCL_ERROR_INVALID_ARGUMENT when the sequence has no
- *  logits yet (nothing fed) or seq is out of range.
+ *  random state advances by one draw). The choice runs on the device, which hands back the
+ *  token alone; where the penalty window holds more than 256 distinct tokens, the host
+ *  chooses from the downloaded logits instead, the same way. MCL_ERROR_INVALID_ARGUMENT when
+ *  the sequence has no logits yet (nothing fed) or seq is out of range.
  *  NULL: desc may be (greedy); session and token may not. */
 MCL_API mcl_status mcl_session_sample(mcl_session *session, uint32_t seq,
                                       const mcl_sampler_desc *desc, int32_t *token);
+
+/** mcl_session_sample for `count` distinct sequences under one desc, in one dispatch:
+ *  tokens[i] for seqs[i]. Errors as mcl_session_sample's, for any of them (then no draw is
+ *  made for any).
+ *  NULL: desc may be (greedy); session, seqs and tokens may not. */
+MCL_API mcl_status mcl_session_sample_batch(mcl_session *session, const uint32_t *seqs,
+                                            uint32_t count, const mcl_sampler_desc *desc,
+                                            int32_t *tokens);
 
 #endif /* MOTIFCL_EXPERIMENTAL */
 

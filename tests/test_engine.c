@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "engine/engine_internal.h"
 #include "io/gguf.h"
 #include "model_fixtures.h"
 #include "vk/inspect.h"
@@ -570,6 +571,69 @@ static void repeatable(void **state)
     mcl_model_close(m);
 }
 
+/* The session's sampler (on the device) against the host's on the logits fed back, for two
+ * sequences decoded as a batch and sampled as one (mcl_session_sample_batch), with
+ * penalties over their histories and a draw: the same tokens. A session whose device
+ * sampler takes no penalized tokens (draw_cap 0) samples every draw on the host from the
+ * downloaded logits: the same tokens again. Control: the host's choice from the other
+ * sequence's logits differs somewhere. */
+static void device_sampler(void **state)
+{
+    (void)state;
+    enum { N = 12, VOCAB = 128 };
+    char path[256];
+    small_model(path, MCL_GGML_Q8_0);
+    mcl_model *m = open_model(path);
+    mcl_session *dev = session(m, 2), *hosted = session(m, 2);
+    hosted->draw_cap = 0;
+    mcl_sampler_desc d = {.size = sizeof d, .temperature = 0.9f, .top_k = 20, .top_p = 0.9f,
+                          .repeat_penalty = 1.1f, .frequency_penalty = 0.1f,
+                          .presence_penalty = 0.2f, .seed = 9};
+    int32_t hist[2][PROMPT + N];
+    uint32_t len[2] = {PROMPT, 6}, seqs[2] = {0, 1};
+    float *batch = malloc(2 * VOCAB * sizeof *batch), *work = malloc(2 * VOCAB * 4);
+    int32_t *ids = malloc(VOCAB * sizeof *ids);
+    for (uint32_t q = 0; q < 2; q++) {
+        memcpy(hist[q], prompt + q, len[q] * sizeof(int32_t));
+        assert_mcl_ok(mcl_session_feed(dev, q, hist[q], len[q], batch + q * VOCAB));
+        assert_mcl_ok(mcl_session_feed(hosted, q, hist[q], len[q], NULL));
+    }
+    int same = 1, fallback_same = 1, control_differs = 0;
+    for (int t = 0; t < N; t++) {
+        int32_t got[2], fell[2];
+        assert_mcl_ok(mcl_session_sample_batch(dev, seqs, 2, &d, got));
+        for (uint32_t q = 0; q < 2; q++) {
+            int32_t want = mcl_sample_logits(batch + q * VOCAB, VOCAB, hist[q], len[q], &d,
+                                             (uint64_t)t, work, ids);
+            int32_t other = mcl_sample_logits(batch + (1 - q) * VOCAB, VOCAB, hist[q], len[q],
+                                              &d, (uint64_t)t, work, ids);
+            assert_mcl_ok(mcl_session_sample(hosted, q, &d, &fell[q]));
+            same &= got[q] == want;
+            fallback_same &= fell[q] == want;
+            control_differs |= other != want;
+            hist[q][len[q]++] = got[q];
+        }
+        assert_mcl_ok(mcl_session_feed_batch(dev, seqs, got, 2, batch));
+        assert_mcl_ok(mcl_session_feed_batch(hosted, seqs, got, 2, NULL));
+    }
+    assert_true(mcl_test_record_bool("the session's device sampler (a batch of two) gives the "
+                                     "host's tokens from the logits fed back", same));
+    assert_true(mcl_test_record_bool("a session sampling on the host (penalties past its "
+                                     "device's room) gives them too", fallback_same));
+    assert_true(mcl_test_record_bool("control: the other sequence's logits give other tokens",
+                                     control_differs));
+    uint32_t twice[2] = {1, 1};
+    int32_t pick[2];
+    assert_int_equal(mcl_session_sample_batch(dev, twice, 2, &d, pick),
+                     MCL_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(mcl_session_sample_batch(dev, seqs, 3, &d, pick),
+                     MCL_ERROR_INVALID_ARGUMENT);
+    free(batch), free(work), free(ids);
+    mcl_session_destroy(dev);
+    mcl_session_destroy(hosted);
+    mcl_model_close(m);
+}
+
 static void statuses(void **state)
 {
     (void)state;
@@ -629,6 +693,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(batch_equals_alone),
         cmocka_unit_test(recorded_steps),
         cmocka_unit_test(repeatable),
+        cmocka_unit_test(device_sampler),
         cmocka_unit_test(statuses),
     };
     return mcl_test_finish(

@@ -1,7 +1,8 @@
-/* The sampler (src/engine/sampler.c) on fixed logits, against a reference written here from
- * the definitions in motifcl.h: greedy picks, penalties, the distribution after top-k,
- * temperature, top-p and min-p (drawn 200000 times and compared by a chi-square test whose
- * control, the reference at another temperature, must fail), determinism of seeded draws. */
+/* The host sampler (src/engine/sampler.c, which the device's is held to) on fixed logits,
+ * against a reference written here from the definitions in motifcl.h: greedy picks,
+ * penalties, the distribution after top-k, temperature, top-p and min-p, with tokens equal
+ * to a cut kept (drawn 200000 times and compared by a chi-square test whose control, the
+ * reference at another temperature, must fail), determinism of seeded draws. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,8 @@ static void reference(const float *l, const mcl_sampler_desc *d, double *p)
             order[j - 1] = t;
         }
     int n = d->top_k > 0 && d->top_k < V ? (int)d->top_k : V;
+    while (n < V && l[order[n]] == l[order[n - 1]])
+        n++; /* equal to the k-th: kept */
     double q[V], sum = 0.0;
     for (int i = 0; i < n; i++) {
         q[i] = exp(((double)l[order[i]] - (double)l[order[0]]) / (double)d->temperature);
@@ -55,6 +58,8 @@ static void reference(const float *l, const mcl_sampler_desc *d, double *p)
                 break;
             }
         }
+        while (keep < n && l[order[keep]] == l[order[keep - 1]])
+            keep++;
     }
     if (d->min_p > 0.0f)
         for (int i = 1; i < keep; i++)
@@ -97,12 +102,15 @@ static void greedy_and_ties(void **state)
     /* Tokens 1 and 4 tie at 3.5: the lower id wins. */
     assert_int_equal(sample(base_logits, NULL, 0, &d, 0), 1);
     assert_int_equal(sample(base_logits, NULL, 0, NULL, 5), 1);
+    /* Top-k 1 at a temperature keeps both, and draws each. */
     d.temperature = 0.7f;
     d.top_k = 1;
-    for (uint64_t k = 0; k < 100; k++)
-        assert_int_equal(sample(base_logits, NULL, 0, &d, k), 1);
-    mcl_test_record_bool("greedy, and top-k 1 at any temperature, pick the lowest id of the "
-                         "best",
+    int seen[V] = {0};
+    for (uint64_t k = 0; k < 200; k++)
+        seen[sample(base_logits, NULL, 0, &d, k)]++;
+    assert_true(seen[1] + seen[4] == 200 && seen[1] > 50 && seen[4] > 50);
+    mcl_test_record_bool("greedy picks the lowest id of the best; top-k 1 keeps both tied "
+                         "best and draws each",
                          1);
 }
 
@@ -135,25 +143,25 @@ static void penalties(void **state)
 
 /* The draws' distribution against the reference's for one configuration; also the control:
  * the reference at a different temperature must be rejected. */
-static void distribution(const mcl_sampler_desc *d, const char *name)
+static void distribution(const float *l, const mcl_sampler_desc *d, const char *name)
 {
     enum { DRAWS = 200000 };
     uint32_t counts[V] = {0};
     for (uint64_t k = 0; k < DRAWS; k++) {
-        int32_t t = sample(base_logits, NULL, 0, d, k);
+        int32_t t = sample(l, NULL, 0, d, k);
         assert_true(t >= 0 && t < V);
         counts[t]++;
     }
     double p[V];
     int cells;
-    reference(base_logits, d, p);
+    reference(l, d, p);
     double chi = chi_square(counts, p, DRAWS, &cells);
     /* 99.9th percentile of chi-square with up to 11 degrees of freedom: 31.3. */
     double limit = 31.3;
     assert_true(mcl_test_record(name, "chi-square", chi, limit));
     mcl_sampler_desc other = *d;
     other.temperature = d->temperature * 1.25f;
-    reference(base_logits, &other, p);
+    reference(l, &other, p);
     double wrong = chi_square(counts, p, DRAWS, &cells);
     char control[200];
     snprintf(control, sizeof control, "%s: control, the reference at 1.25x the temperature, "
@@ -165,21 +173,32 @@ static void distributions(void **state)
 {
     (void)state;
     mcl_sampler_desc d = {.size = sizeof d, .temperature = 1.0f, .seed = 7};
-    distribution(&d, "temperature 1");
+    distribution(base_logits, &d, "temperature 1");
     d.temperature = 0.6f;
     d.top_k = 6;
-    distribution(&d, "temperature 0.6, top-k 6");
+    distribution(base_logits, &d, "temperature 0.6, top-k 6");
     d.top_k = 0;
     d.temperature = 1.3f;
     d.top_p = 0.8f;
-    distribution(&d, "temperature 1.3, top-p 0.8");
+    distribution(base_logits, &d, "temperature 1.3, top-p 0.8");
     d.top_p = 0.0f;
     d.min_p = 0.2f;
-    distribution(&d, "temperature 1.3, min-p 0.2");
+    distribution(base_logits, &d, "temperature 1.3, min-p 0.2");
     d.top_k = 4;
     d.top_p = 0.95f;
     d.min_p = 0.05f;
-    distribution(&d, "temperature 1.3, top-k 4, top-p 0.95, min-p 0.05");
+    distribution(base_logits, &d, "temperature 1.3, top-k 4, top-p 0.95, min-p 0.05");
+    /* Cuts at a tie: tokens 1 and 2 tie below token 0. Top-k 2 keeps all three; top-p 0.5
+     * reaches its mass at token 1 and keeps 2 with it. */
+    static const float tied[V] = {3.5f, 2.0f, 2.0f, 1.0f, 0.5f, 0.0f,
+                                  -0.5f, -1.0f, 0.2f, 0.8f, -2.0f, 1.2f};
+    d.top_k = 2;
+    d.top_p = 0.0f;
+    d.min_p = 0.0f;
+    distribution(tied, &d, "temperature 1.3, top-k 2 at a tie");
+    d.top_k = 0;
+    d.top_p = 0.5f;
+    distribution(tied, &d, "temperature 1.3, top-p 0.5 at a tie");
 }
 
 static void seeded_draws(void **state)

@@ -17,15 +17,20 @@ typedef struct engine_layer {
     mcl_tensor **k_cache, **v_cache;
 } engine_layer;
 
-/* One sequence: its tokens so far (the penalties' history), its last logits on the host, and
- * how many tokens have been drawn for it since it was emptied. */
+/* One sequence: its tokens so far (the penalties' history), whether its row of
+ * s->seq_logits holds the logits of its last token, and how many tokens have been drawn for
+ * it since it was emptied. */
 typedef struct engine_seq {
     int32_t *tokens;
     uint32_t length;
-    float *logits;       /* [vocab], valid when has_logits */
     int has_logits;
     uint64_t draws;
 } engine_seq;
+
+/* The device sampler's penalized tokens at most (more in a window: the host samples), and
+ * its parameters' words per row. */
+#define ENGINE_DRAW_PENALTIES 256u
+#define ENGINE_DRAW_STRIDE (MCL_SAMPLE_HEADER + 2u * ENGINE_DRAW_PENALTIES)
 
 /* The decode steps kept recorded: one per set of sequences decoded together. */
 #define ENGINE_STEPS 8u
@@ -51,12 +56,18 @@ struct mcl_session {
     engine_layer *layers;
     /* Activations of up to rows = max(batch_tokens, sequences) rows. */
     uint32_t rows;
-    mcl_tensor *ids;             /* i32 [rows + 3 x sequences]: a pass's tokens; a decode
+    mcl_tensor *ids;             /* i32 [rows + 4 x sequences]: a pass's tokens; a decode
                                   * step's count tokens, then their positions, the lengths
-                                  * of their sequences, and the sequences */
+                                  * of their sequences, and the sequences; from rows +
+                                  * 3 x sequences, the sequence of each row of a recorded
+                                  * pass's logits */
     mcl_tensor *pos;             /* i32 [2 x rows]: a pass's positions, then its sequences */
     mcl_tensor *x, *h, *q, *k, *v, *att, *gate, *up;
-    mcl_tensor *last, *logits;   /* [sequences, dim], [sequences, vocab] */
+    mcl_tensor *last, *logits;   /* [sequences, dim], [sequences, vocab]: a pass's rows */
+    mcl_tensor *seq_logits;      /* f32 [sequences, vocab]: each sequence's last logits */
+    /* The device sampler's: parameters (ENGINE_DRAW_STRIDE words a row), penalized logits
+     * [sequences, vocab], the tokens drawn. */
+    mcl_tensor *draw_params, *draw_work, *draw_tokens;
     mcl_tensor *part_o, *part_ml; /* per sequence, the decode attention's slices */
     mcl_tensor *normed;          /* f32 [sequences, dim]: a decode step's normed rows */
     mcl_tensor *act;             /* i32: their quantization for the integer-dot path */
@@ -68,16 +79,22 @@ struct mcl_session {
     mcl_status (*mark)(void *user, const char *op);
     void *mark_user;
     engine_seq *seqs;
-    float *sample_work;          /* 2 x vocab floats, and vocab ids: the sampler's */
+    float *sample_work;          /* 2 x vocab floats, and max(vocab, context) ids: the host
+                                  * sampler's, and the penalties' window */
     int32_t *sample_ids;
+    uint32_t *draw_rows;         /* [sequences x ENGINE_DRAW_STRIDE]: parameters staged */
+    uint32_t draw_cap;           /* penalized tokens the device takes: ENGINE_DRAW_PENALTIES
+                                  * (the tests lower it to reach the host's path) */
 };
 
 /* --- forward.c ----------------------------------------------------------------------------- */
 
 /* One pass: `count` new tokens, token i of sequence seqs[i] at position pos[i] (a prompt: one
  * sequence, consecutive positions; a batch: distinct sequences, one token each). Records the
- * model over them and downloads the logits of the rows `logit_rows` (count_logits of them)
- * into out (count_logits x vocab), or none. */
+ * model over them; the logits of the rows `logit_rows` (count_logits of them, of distinct
+ * sequences) land in their sequences' rows of s->seq_logits, and in out (count_logits x
+ * vocab) where out is not NULL. Without out the work is left running (a download or the
+ * sampler waits for it). */
 mcl_status mcl_engine_forward(mcl_session *s, const uint32_t *seqs, const uint32_t *pos,
                               const int32_t *tokens, uint32_t count, const uint32_t *logit_rows,
                               uint32_t count_logits, float *out);
@@ -94,10 +111,24 @@ mcl_graph *mcl_engine_step_graph(const mcl_session *s, uint32_t count);
 /* --- sampler.c ----------------------------------------------------------------------------- */
 
 /* A token from `vocab` logits under desc, with `history` (the sequence's last tokens) for the
- * penalties and `draw` (a counter) with desc->seed for the random draw. `work` holds 2 x vocab
- * floats and vocab ints of scratch. */
+ * penalties and `draw` (a counter) with desc->seed for the random draw: what the device's
+ * sampler (sample_f32.comp) chooses, in double precision. `work` holds 2 x vocab floats and
+ * vocab ints of scratch. */
 int32_t mcl_sample_logits(const float *logits, uint32_t vocab, const int32_t *history,
                           uint32_t history_length, const mcl_sampler_desc *desc, uint64_t draw,
                           float *work, int32_t *work_ids);
+
+/* The key of the Gumbel variates of draw `draw` under `seed`. */
+uint32_t mcl_sample_key(uint64_t seed, uint64_t draw);
+/* The Gumbel variate of `token` under `key` (sample_f32.comp's gumbel, in double). */
+double mcl_sample_gumbel(uint32_t key, uint32_t token);
+
+/* The device sampler's parameters (MCL_SAMPLE_HEADER words, then the penalized tokens:
+ * MCL_SAMPLE_HEADER + 2 x cap words in all) into row, for the logits in row `logits_row`;
+ * scratch holds the history's window. 0 where the window holds more than `cap` distinct
+ * tokens (the host then samples). */
+int mcl_sample_params(const mcl_sampler_desc *desc, const int32_t *history,
+                      uint32_t history_length, uint64_t draw, uint32_t logits_row,
+                      uint32_t cap, int32_t *scratch, uint32_t *row);
 
 #endif

@@ -272,6 +272,8 @@ static mcl_status record(mcl_session *s, views *v, const uint32_t *seqs, const u
     MARK(s, "output norm");
     TRY(linear(ctx, last, s->output, NULL, logits));
     MARK(s, "head");
+    TRY(mcl_scatter_rows(ctx, logits, s->ids, s->rows + 3 * s->sequences, s->seq_logits));
+    MARK(s, "logits to their sequences");
     return MCL_SUCCESS;
 }
 
@@ -332,6 +334,8 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         if (!L) {
             TRY(step_linears(ctx, n, act, 1, qkv_w, NULL, qkv));
             MARK(s, "head");
+            TRY(mcl_scatter_rows(ctx, logits, s->ids, 3 * count, s->seq_logits));
+            MARK(s, "logits to their sequences");
             break;
         }
         const mcl_tensor *qkv_b[3] = {L->bq, L->bk, L->bv};
@@ -482,13 +486,25 @@ mcl_status mcl_engine_forward(mcl_session *s, const uint32_t *seqs, const uint32
         free(where);
         if (status == MCL_SUCCESS)
             status = mcl_tensor_upload(s->ids, 0, tokens, (uint64_t)count * sizeof *tokens);
+        /* The sequence of each row of logits, for their scatter into s->seq_logits. */
+        int32_t owner[ENGINE_MAX_STEP_ROWS];
+        for (uint32_t j = 0; status == MCL_SUCCESS && j < count_logits;
+             j += ENGINE_MAX_STEP_ROWS) {
+            uint32_t n = count_logits - j;
+            n = n < ENGINE_MAX_STEP_ROWS ? n : ENGINE_MAX_STEP_ROWS;
+            for (uint32_t i = 0; i < n; i++)
+                owner[i] = (int32_t)seqs[logit_rows[j + i]];
+            status = mcl_tensor_upload(s->ids, 4ull * (s->rows + 3 * s->sequences + j), owner,
+                                       (uint64_t)n * sizeof *owner);
+        }
         if (status == MCL_SUCCESS)
             status = record(s, &v, seqs, pos, count, logit_rows, count_logits);
     }
-    if (status == MCL_SUCCESS && count_logits > 0)
+    /* Without `out`, the work runs on: the sampler or a download waits for it. */
+    if (status == MCL_SUCCESS && count_logits > 0 && out)
         status = mcl_tensor_download(s->logits, 0, out,
                                      (uint64_t)count_logits * s->info.vocab * sizeof *out);
-    else if (status == MCL_SUCCESS)
+    else if (status == MCL_SUCCESS && count_logits == 0)
         status = mcl_finish(s->ctx);
     views_release(&v, 0);
     return status;

@@ -1,9 +1,16 @@
-/* Choosing a token from logits on the host (mcl_session_sample): penalties, top-k,
- * temperature, top-p, min-p, then a draw from a counter-based generator, so that the same
- * seed, logits and history give the same token. */
+/* Choosing a token from logits: the parameters of the device's sampler (sample_f32.comp,
+ * what mcl_session_sample runs) and the same choice on the host, which the session takes
+ * where the device's parameters cannot hold the penalties and which the tests hold the
+ * device to. Penalties, then a threshold on the logit from top-k, min-p and top-p (tokens
+ * equal to a cut are kept), then the draw: the largest (l - max) / T + G over the kept
+ * tokens, with G a Gumbel variate of the draw's key and the token id, so that the same seed,
+ * logits and history give the same token (Gumbel-max: token i wins with probability
+ * exp(l_i / T) over the kept tokens' sum). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../ops/ops_internal.h"
 
 #include "engine_internal.h"
 
@@ -91,6 +98,35 @@ static uint32_t top_k_ids(const float *l, uint32_t vocab, uint32_t k, int32_t *i
     return n;
 }
 
+/* The 32-bit hash of shaders/hash.glsl. */
+static uint32_t hash32(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+uint32_t mcl_sample_key(uint64_t seed, uint64_t draw)
+{
+    return (uint32_t)(mix64(seed ^ mix64(draw)) >> 32);
+}
+
+double mcl_sample_gumbel(uint32_t key, uint32_t token)
+{
+    uint32_t h = hash32(hash32(token) ^ key);
+    double u = ((double)(h >> 9) + 0.5) / 8388608.0;
+    return -log(-log1p(u - 1.0));
+}
+
+static int descending(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
 int32_t mcl_sample_logits(const float *logits, uint32_t vocab, const int32_t *history,
                           uint32_t history_length, const mcl_sampler_desc *desc, uint64_t draw,
                           float *work, int32_t *work_ids)
@@ -105,50 +141,103 @@ int32_t mcl_sample_logits(const float *logits, uint32_t vocab, const int32_t *hi
         window = history_length;
     penalize(l, vocab, history + (history_length - window), window, &d);
 
-    if (!(d.temperature > 0.0f)) {
-        int32_t best = 0;
-        for (int32_t t = 1; t < (int32_t)vocab; t++)
-            if (l[t] > l[best])
-                best = t;
+    int32_t best = 0;
+    for (int32_t t = 1; t < (int32_t)vocab; t++)
+        if (l[t] > l[best])
+            best = t;
+    if (!(d.temperature > 0.0f))
         return best;
+    float m = l[best];
+    double temp = (double)d.temperature;
+    float thr_k = -INFINITY;
+    if (d.top_k > 0 && d.top_k < vocab) {
+        uint32_t n = top_k_ids(l, vocab, d.top_k, work_ids);
+        thr_k = l[work_ids[n - 1]];
     }
-    uint32_t n = d.top_k > 0 && d.top_k < vocab ? d.top_k : vocab;
-    n = top_k_ids(l, vocab, n, work_ids);
-    /* Probabilities of the candidates at the temperature, best first. */
-    double sum = 0.0;
-    float *prob = work + vocab;
-    double top = (double)l[work_ids[0]];
-    for (uint32_t i = 0; i < n; i++) {
-        double e = exp(((double)l[work_ids[i]] - top) / (double)d.temperature);
-        prob[i] = (float)e;
-        sum += e;
+    float thr = thr_k;
+    if (d.min_p > 0.0f) {
+        float cut = m + d.temperature * logf(d.min_p);
+        cut = cut < m ? cut : m;
+        thr = cut > thr ? cut : thr;
     }
-    uint32_t keep = n;
     if (d.top_p > 0.0f && d.top_p < 1.0f) {
-        double acc = 0.0;
+        double z = 0.0;
+        float *kept = work + vocab;
+        uint32_t n = 0;
+        for (uint32_t t = 0; t < vocab; t++) {
+            if (l[t] >= thr_k)
+                z += exp(((double)l[t] - (double)m) / temp);
+            if (l[t] >= thr)
+                kept[n++] = l[t];
+        }
+        qsort(kept, n, sizeof *kept, descending);
+        double target = (double)d.top_p * z, acc = 0.0;
         for (uint32_t i = 0; i < n; i++) {
-            acc += (double)prob[i] / sum;
-            if (acc >= (double)d.top_p) {
-                keep = i + 1;
+            acc += exp(((double)kept[i] - (double)m) / temp);
+            if (acc >= target) {
+                thr = kept[i];
                 break;
             }
         }
     }
-    if (d.min_p > 0.0f) {
-        double floor_p = (double)d.min_p * (double)prob[0];
-        uint32_t i = 1;
-        while (i < keep && (double)prob[i] >= floor_p)
-            i++;
-        keep = i;
+    uint32_t key = mcl_sample_key(d.seed, draw);
+    int32_t chosen = best;
+    double top = -INFINITY;
+    for (uint32_t t = 0; t < vocab; t++) {
+        if (!(l[t] >= thr))
+            continue;
+        double score = ((double)l[t] - (double)m) / temp + mcl_sample_gumbel(key, t);
+        if (score > top) {
+            top = score;
+            chosen = (int32_t)t;
+        }
     }
-    double total = 0.0;
-    for (uint32_t i = 0; i < keep; i++)
-        total += (double)prob[i];
-    double u = (double)(mix64(d.seed ^ mix64(draw)) >> 11) * 0x1.0p-53 * total;
-    for (uint32_t i = 0; i < keep; i++) {
-        u -= (double)prob[i];
-        if (u < 0.0)
-            return work_ids[i];
+    return chosen;
+}
+
+static int by_token(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int mcl_sample_params(const mcl_sampler_desc *desc, const int32_t *history,
+                      uint32_t history_length, uint64_t draw, uint32_t logits_row,
+                      uint32_t cap, int32_t *scratch, uint32_t *row)
+{
+    mcl_sampler_desc d = {0};
+    if (desc)
+        memcpy(&d, desc, desc->size < sizeof d ? desc->size : sizeof d);
+    float repeat = d.repeat_penalty > 0.0f ? d.repeat_penalty : 1.0f;
+    float f[6] = {d.temperature, d.top_p, d.min_p, repeat, d.frequency_penalty,
+                  d.presence_penalty};
+    memset(row, 0, MCL_SAMPLE_HEADER * sizeof *row);
+    row[0] = logits_row;
+    row[1] = d.top_k;
+    memcpy(row + 2, f, sizeof f);
+    row[8] = mcl_sample_key(d.seed, draw);
+    uint32_t pairs = 0;
+    int any = repeat != 1.0f || d.frequency_penalty != 0.0f || d.presence_penalty != 0.0f;
+    uint32_t window = d.penalty_last_n ? d.penalty_last_n : 64;
+    if (window > history_length)
+        window = history_length;
+    if (any && window > 0) {
+        memcpy(scratch, history + (history_length - window), window * sizeof *scratch);
+        qsort(scratch, window, sizeof *scratch, by_token);
+        for (uint32_t i = 0; i < window;) {
+            uint32_t j = i;
+            while (j < window && scratch[j] == scratch[i])
+                j++;
+            if (scratch[i] >= 0) {
+                if (pairs == cap)
+                    return 0;
+                row[MCL_SAMPLE_HEADER + 2 * pairs] = (uint32_t)scratch[i];
+                row[MCL_SAMPLE_HEADER + 2 * pairs + 1] = j - i;
+                pairs++;
+            }
+            i = j;
+        }
     }
-    return work_ids[keep - 1];
+    row[9] = pairs;
+    return 1;
 }

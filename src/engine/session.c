@@ -131,7 +131,7 @@ static uint64_t activation_bytes(const mcl_session *s)
 {
     const mcl_model_info *m = &s->info;
     uint64_t per_row = 2ull * m->dim + 2ull * s->q_dim + 2ull * s->kv_dim + 2ull * m->hidden + 1;
-    uint64_t per_seq = m->dim + m->vocab + 2 +
+    uint64_t per_seq = m->dim + 3ull * m->vocab + 3 + ENGINE_DRAW_STRIDE +
                        MCL_ATTENTION_DECODE_MAX_SPLITS * ((uint64_t)s->q_dim + 2ull * m->heads);
     return 4 * ((uint64_t)s->rows * per_row + (uint64_t)s->sequences * (per_seq + m->dim) +
                 (uint64_t)act_words(s));
@@ -144,7 +144,7 @@ static mcl_status allocate(mcl_session *s)
     mcl_context *ctx = s->ctx;
     mcl_status st = MCL_SUCCESS;
     int64_t r = s->rows;
-    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, r + 3 * s->sequences, 0, &s->ids);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, r + 4 * s->sequences, 0, &s->ids);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, 2 * r, 0, &s->pos);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->dim, &s->x);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->dim, &s->h);
@@ -156,6 +156,14 @@ static mcl_status allocate(mcl_session *s)
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->hidden, &s->up);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, s->sequences, m->dim, &s->last);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, s->sequences, m->vocab, &s->logits);
+    if (st == MCL_SUCCESS)
+        st = make(ctx, MCL_DTYPE_F32, s->sequences, m->vocab, &s->seq_logits);
+    if (st == MCL_SUCCESS)
+        st = make(ctx, MCL_DTYPE_F32, s->sequences, m->vocab, &s->draw_work);
+    if (st == MCL_SUCCESS)
+        st = make(ctx, MCL_DTYPE_I32, (int64_t)s->sequences * ENGINE_DRAW_STRIDE, 0,
+                  &s->draw_params);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, s->sequences, 0, &s->draw_tokens);
     int64_t splits = MCL_ATTENTION_DECODE_MAX_SPLITS;
     if (st == MCL_SUCCESS)
         st = make(ctx, MCL_DTYPE_F32, s->sequences, splits * s->q_dim, &s->part_o);
@@ -199,14 +207,15 @@ static mcl_status host_state(mcl_session *s)
 {
     uint32_t vocab = s->info.vocab;
     s->seqs = calloc(s->sequences, sizeof *s->seqs);
+    size_t ids = vocab > s->context_length ? vocab : s->context_length;
     s->sample_work = malloc(2 * (size_t)vocab * sizeof *s->sample_work);
-    s->sample_ids = malloc((size_t)vocab * sizeof *s->sample_ids);
-    if (!s->seqs || !s->sample_work || !s->sample_ids)
+    s->sample_ids = malloc(ids * sizeof *s->sample_ids);
+    s->draw_rows = malloc((size_t)s->sequences * ENGINE_DRAW_STRIDE * sizeof *s->draw_rows);
+    if (!s->seqs || !s->sample_work || !s->sample_ids || !s->draw_rows)
         return fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     for (uint32_t q = 0; q < s->sequences; q++) {
         s->seqs[q].tokens = malloc((size_t)s->context_length * sizeof(int32_t));
-        s->seqs[q].logits = malloc((size_t)vocab * sizeof(float));
-        if (!s->seqs[q].tokens || !s->seqs[q].logits)
+        if (!s->seqs[q].tokens)
             return fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
     return MCL_SUCCESS;
@@ -302,6 +311,7 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
     if (st == MCL_SUCCESS)
         st = make_rope_table(s);
     s->eager = mcl_traits_of(s->ctx)->engine_eager;
+    s->draw_cap = ENGINE_DRAW_PENALTIES;
     if (st != MCL_SUCCESS) {
         mcl_session_destroy(s);
         return st;
@@ -317,7 +327,8 @@ void mcl_session_destroy(mcl_session *s)
     mcl_engine_steps_destroy(s);
     mcl_tensor *own[] = {s->ids, s->pos, s->x, s->h, s->q, s->k, s->v, s->att, s->gate, s->up,
                          s->last, s->logits, s->rope_table, s->part_o, s->part_ml,
-                         s->normed, s->act};
+                         s->normed, s->act, s->seq_logits, s->draw_params, s->draw_work,
+                         s->draw_tokens};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         mcl_tensor_destroy(own[i]);
     for (uint32_t l = 0; s->layers && l < s->info.layers; l++) {
@@ -332,14 +343,13 @@ void mcl_session_destroy(mcl_session *s)
         free(s->layers[l].k_cache);
         free(s->layers[l].v_cache);
     }
-    for (uint32_t q = 0; s->seqs && q < s->sequences; q++) {
+    for (uint32_t q = 0; s->seqs && q < s->sequences; q++)
         free(s->seqs[q].tokens);
-        free(s->seqs[q].logits);
-    }
     free(s->seqs);
     free(s->layers);
     free(s->sample_work);
     free(s->sample_ids);
+    free(s->draw_rows);
     free(s);
 }
 
@@ -406,7 +416,7 @@ mcl_status mcl_session_feed(mcl_session *s, uint32_t seq, const int32_t *tokens,
         }
         int last = done + n == count;
         uint32_t row = n - 1;
-        st = mcl_engine_forward(s, seqs, pos, tokens + done, n, &row, last ? 1 : 0, q->logits);
+        st = mcl_engine_forward(s, seqs, pos, tokens + done, n, &row, last ? 1 : 0, NULL);
         if (st == MCL_SUCCESS) {
             memcpy(q->tokens + q->length, tokens + done, (size_t)n * sizeof *tokens);
             q->length += n;
@@ -415,8 +425,9 @@ mcl_status mcl_session_feed(mcl_session *s, uint32_t seq, const int32_t *tokens,
         done += n;
     }
     free(seqs);
+    uint64_t row_bytes = (uint64_t)s->info.vocab * sizeof *logits;
     if (st == MCL_SUCCESS && logits)
-        memcpy(logits, q->logits, (size_t)s->info.vocab * sizeof *logits);
+        st = mcl_tensor_download(s->seq_logits, seq * row_bytes, logits, row_bytes);
     return st;
 }
 
@@ -443,28 +454,74 @@ mcl_status mcl_session_feed_batch(mcl_session *s, const uint32_t *seqs, const in
     if (st != MCL_SUCCESS)
         return st;
     uint32_t *pos = malloc((size_t)count * 2 * sizeof *pos);
-    float *all = malloc((size_t)count * s->info.vocab * sizeof *all);
-    if (!pos || !all) {
-        free(pos);
-        free(all);
+    if (!pos)
         return fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    }
     uint32_t *rows = pos + count;
     for (uint32_t i = 0; i < count; i++) {
         pos[i] = s->seqs[seqs[i]].length;
         rows[i] = i;
     }
-    st = mcl_engine_forward(s, seqs, pos, tokens, count, rows, count, all);
+    st = mcl_engine_forward(s, seqs, pos, tokens, count, rows, count, logits);
     for (uint32_t i = 0; st == MCL_SUCCESS && i < count; i++) {
         engine_seq *q = &s->seqs[seqs[i]];
         q->tokens[q->length++] = tokens[i];
-        memcpy(q->logits, all + (size_t)i * s->info.vocab, (size_t)s->info.vocab * sizeof(float));
         q->has_logits = 1;
     }
-    if (st == MCL_SUCCESS && logits)
-        memcpy(logits, all, (size_t)count * s->info.vocab * sizeof *logits);
     free(pos);
-    free(all);
+    return st;
+}
+
+/* Tokens for sequences seqs[0..count) under desc: their parameters into s->draw_params,
+ * the device's sampler over their rows of s->seq_logits, the tokens read back. A sequence
+ * whose penalty window holds more distinct tokens than the parameters do is sampled on the
+ * host from its downloaded logits instead (the same choice). */
+static mcl_status draw(mcl_session *s, const uint32_t *seqs, uint32_t count,
+                       const mcl_sampler_desc *desc, int32_t *tokens)
+{
+    uint32_t vocab = s->info.vocab, on_device = 0;
+    uint32_t *host = malloc((size_t)count * 2 * sizeof *host), *dev = host + count;
+    if (!host)
+        return fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    uint32_t hosted = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        engine_seq *q = &s->seqs[seqs[i]];
+        uint32_t *row = s->draw_rows + (size_t)on_device * ENGINE_DRAW_STRIDE;
+        if (mcl_sample_params(desc, q->tokens, q->length, q->draws, seqs[i],
+                              s->draw_cap, s->sample_ids, row))
+            dev[on_device++] = i;
+        else
+            host[hosted++] = i;
+    }
+    mcl_status st = MCL_SUCCESS;
+    if (on_device > 0) {
+        st = mcl_tensor_upload(s->draw_params, 0, s->draw_rows,
+                               4ull * ENGINE_DRAW_STRIDE * on_device);
+        if (st == MCL_SUCCESS)
+            st = mcl_sample_rows(s->ctx, s->seq_logits, s->draw_params, ENGINE_DRAW_STRIDE,
+                                 on_device, s->draw_work, s->draw_tokens);
+        int32_t got[64];
+        for (uint32_t j = 0; st == MCL_SUCCESS && j < on_device; j += 64) {
+            uint32_t n = on_device - j < 64 ? on_device - j : 64;
+            st = mcl_tensor_download(s->draw_tokens, 4ull * j, got, 4ull * n);
+            for (uint32_t i = 0; st == MCL_SUCCESS && i < n; i++)
+                tokens[dev[j + i]] = got[i];
+        }
+    }
+    uint64_t row_bytes = (uint64_t)vocab * sizeof(float);
+    for (uint32_t k = 0; st == MCL_SUCCESS && k < hosted; k++) {
+        uint32_t i = host[k];
+        engine_seq *q = &s->seqs[seqs[i]];
+        float *l = s->sample_work + vocab;
+        st = mcl_tensor_download(s->seq_logits, seqs[i] * row_bytes, l, row_bytes);
+        if (st == MCL_SUCCESS) {
+            /* mcl_sample_logits copies l to the front of its work first. */
+            tokens[i] = mcl_sample_logits(l, vocab, q->tokens, q->length, desc, q->draws,
+                                          s->sample_work, s->sample_ids);
+        }
+    }
+    for (uint32_t i = 0; st == MCL_SUCCESS && i < count; i++)
+        s->seqs[seqs[i]].draws++;
+    free(host);
     return st;
 }
 
@@ -473,13 +530,26 @@ mcl_status mcl_session_sample(mcl_session *s, uint32_t seq, const mcl_sampler_de
 {
     if (!s || !token)
         return MCL_ERROR_INVALID_ARGUMENT;
-    if (seq >= s->sequences || !s->seqs[seq].has_logits)
+    return mcl_session_sample_batch(s, &seq, 1, desc, token);
+}
+
+mcl_status mcl_session_sample_batch(mcl_session *s, const uint32_t *seqs, uint32_t count,
+                                    const mcl_sampler_desc *desc, int32_t *tokens)
+{
+    if (!s || !seqs || !tokens)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (count == 0 || count > s->sequences)
         return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT,
-                    "no such sequence, or nothing fed to it since it was emptied");
+                    "sampling 0 sequences, or more than the session holds");
+    for (uint32_t i = 0; i < count; i++) {
+        if (seqs[i] >= s->sequences || !s->seqs[seqs[i]].has_logits)
+            return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "no such sequence, or nothing fed to it since it was emptied");
+        for (uint32_t j = 0; j < i; j++)
+            if (seqs[j] == seqs[i])
+                return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT, "a sequence twice");
+    }
     if (desc && desc->size < offsetof(mcl_sampler_desc, reserved))
         return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_sampler_desc.size");
-    engine_seq *q = &s->seqs[seq];
-    *token = mcl_sample_logits(q->logits, s->info.vocab, q->tokens, q->length, desc, q->draws++,
-                               s->sample_work, s->sample_ids);
-    return MCL_SUCCESS;
+    return draw(s, seqs, count, desc, tokens);
 }

@@ -45,6 +45,22 @@ mcl_status mcl_norm_q8(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, floa
  * shape, rows a multiple of 32 long. */
 mcl_status mcl_swiglu_q8(mcl_context *ctx, mcl_tensor *gate, mcl_tensor *up, mcl_tensor *act);
 
+/* Words of a sampled row's parameters before its penalized tokens (sample_f32.comp): the
+ * row of logits, top_k, then as float bits temperature, top_p, min_p, repeat_penalty,
+ * frequency_penalty, presence_penalty; the draw's key; the count n of penalized tokens; at
+ * word MCL_SAMPLE_HEADER, n pairs (token, times seen). */
+#define MCL_SAMPLE_HEADER 16u
+/* A token for each of `count` rows of parameters (params i32, `stride` words a row) from the
+ * rows of logits f32 [rows, vocab] they name, as mcl_sample_logits chooses on the host
+ * (sample_f32.comp), into tokens (i32, count); work: f32 scratch of count x vocab. */
+mcl_status mcl_sample_rows(mcl_context *ctx, mcl_tensor *logits, mcl_tensor *params,
+                           uint32_t stride, uint32_t count, mcl_tensor *work,
+                           mcl_tensor *tokens);
+/* dst row idx[offset + r] = src row r for every row r of src [rows, width] (dst [*, width],
+ * one 4-byte dtype, idx i32 read when the work runs): scatter_rows_u32.comp. */
+mcl_status mcl_scatter_rows(mcl_context *ctx, mcl_tensor *src, mcl_tensor *idx,
+                            uint32_t offset, mcl_tensor *dst);
+
 /* The most key slices mcl_attention_decode cuts a cache into. */
 #define MCL_ATTENTION_DECODE_MAX_SPLITS 64u
 /* Attention of B tokens' queries q [B, 1, Hq, D], token b over the cache k, v [sequences, S,

@@ -1,0 +1,314 @@
+#version 450
+// sample_f32: one token chosen from a row of logits per workgroup, as src/engine/sampler.c
+// chooses it on the host (motifcl.h, mcl_sampler_desc):
+//
+//   1. the row copied to work, and the penalties of the listed tokens applied there;
+//   2. greedy (temperature <= 0): the largest logit, the lowest id of equals;
+//   3. a threshold on the logit that only the kept tokens reach: top-k's k-th largest logit
+//      (a radix select over order-preserving keys, 8 bits a round), min-p's
+//      max + T ln(min_p), and top-p's largest cut whose kept probability mass (over the top-k
+//      tokens) reaches top_p (a binary search over the keys). Tokens equal to a cut are kept;
+//   4. the draw: the largest (l - max) / T + G among the kept tokens, with G a Gumbel variate
+//      of the row's key and the token id (sampler.c's gumbel), the lowest id of equals.
+//
+// The top-p search runs over the candidates copied into shared memory where they fit,
+// else over the whole row. Every sum is folded in a fixed order: the same row, parameters
+// and key give the same token.
+//
+//   constant 0     : workgroup size, at most MCL_REDUCE_MAX_WG
+//   constant 1     : MCL_USE_SUBGROUP (reduce.glsl)
+//   set 0 binding 0: logits (readonly float[]) [rows, vocab]
+//   set 0 binding 1: params (readonly uint[]) [workgroups, stride]: per workgroup, the row
+//                    of logits, top_k, then as float bits temperature, top_p, min_p,
+//                    repeat_penalty, frequency_penalty, presence_penalty; the key; the count
+//                    n of penalized tokens; at word 16, n pairs (token, times seen)
+//   set 0 binding 2: work (float[]) [workgroups, vocab]: the penalized logits
+//   set 0 binding 3: tokens (writeonly int[]) [workgroups]
+//   push constants : { uint vocab; uint stride; }
+#extension GL_GOOGLE_include_directive : require
+
+layout(local_size_x_id = 0) in;
+
+layout(std430, set = 0, binding = 0) readonly buffer BufLogits { float logits[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufParams { uint params[]; };
+layout(std430, set = 0, binding = 2) coherent buffer BufWork { float work[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer BufTokens { int tokens[]; };
+
+layout(push_constant) uniform Push {
+    uint vocab;
+    uint stride;
+} pc;
+
+#include "reduce.glsl"
+#include "hash.glsl"
+
+// Candidates held in shared memory for the top-p search and the draw.
+#define CAND (4 * MCL_REDUCE_MAX_WG)
+
+shared uint s_u[MCL_REDUCE_MAX_WG];
+shared uint hist[256];
+shared uint pick[2];
+shared uint c_key[CAND];
+shared float c_w[CAND];
+shared uint c_id[CAND];
+
+// Order-preserving key of a float: a larger value, a larger key.
+uint okey(float f) {
+    const uint u = floatBitsToUint(f);
+    return (u & 0x80000000u) != 0u ? ~u : u | 0x80000000u;
+}
+
+uint wg_max_u(uint v) {
+    uint r = 0u;
+    if (MCL_USE_SUBGROUP) {
+        const uint part = subgroupMax(v);
+        if (subgroupElect()) {
+            s_u[gl_SubgroupID] = part;
+        }
+        barrier();
+        for (uint k = 0u; k < gl_NumSubgroups; k++) {
+            r = max(r, s_u[k]);
+        }
+    } else {
+        const uint i = gl_LocalInvocationID.x;
+        s_u[i] = v;
+        barrier();
+        for (uint s = mcl_tree_start(); s > 0u; s >>= 1) {
+            if (i < s && i + s < gl_WorkGroupSize.x) {
+                s_u[i] = max(s_u[i], s_u[i + s]);
+            }
+            barrier();
+        }
+        r = s_u[0];
+    }
+    barrier();
+    return r;
+}
+
+uint wg_min_u(uint v) {
+    return 0xffffffffu - wg_max_u(0xffffffffu - v);
+}
+
+// The exclusive prefix sum of v over the invocations in order, and the total.
+uint wg_scan(uint v, out uint total) {
+    const uint i = gl_LocalInvocationID.x;
+    s_u[i] = v;
+    barrier();
+    if (i == 0u) {
+        uint acc = 0u;
+        for (uint k = 0u; k < gl_WorkGroupSize.x; k++) {
+            const uint c = s_u[k];
+            s_u[k] = acc;
+            acc += c;
+        }
+        pick[0] = acc;
+    }
+    barrier();
+    const uint r = s_u[i];
+    total = pick[0];
+    barrier();
+    return r;
+}
+
+// The Gumbel variate of token t under key: -ln E, with E = -ln u the exponential variate of
+// u = (23 bits of the hash + 0.5) / 2^23, through a series where u is near 1 (sampler.c).
+float gumbel(uint key, uint t) {
+    const uint h = mcl_hash(mcl_hash(t) ^ key);
+    const float u = (float(h >> 9) + 0.5) * (1.0 / 8388608.0);
+    const float e = 1.0 - u;
+    float x;
+    if (e < 0.125) {
+        x = e * (1.0 + e * (1.0 / 2.0 + e * (1.0 / 3.0 + e * (1.0 / 4.0 + e * (1.0 / 5.0 +
+            e * (1.0 / 6.0 + e * (1.0 / 7.0 + e * (1.0 / 8.0))))))));
+    } else {
+        x = -log(u);
+    }
+    return -log(x);
+}
+
+void main() {
+    const uint lid = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x, V = pc.vocab;
+    const uint row = gl_WorkGroupID.x, P = row * pc.stride;
+    const uint src = params[P] * V, base = row * V;
+    const uint top_k = params[P + 1u];
+    const float temp = uintBitsToFloat(params[P + 2u]);
+    const float top_p = uintBitsToFloat(params[P + 3u]);
+    const float min_p = uintBitsToFloat(params[P + 4u]);
+    const float repeat = uintBitsToFloat(params[P + 5u]);
+    const float frequency = uintBitsToFloat(params[P + 6u]);
+    const float presence = uintBitsToFloat(params[P + 7u]);
+    const uint key = params[P + 8u], penalized = params[P + 9u];
+
+    for (uint t = lid; t < V; t += WG) {
+        work[base + t] = logits[src + t];
+    }
+    memoryBarrierBuffer();
+    barrier();
+    for (uint i = lid; i < penalized; i += WG) {
+        const uint t = params[P + 16u + 2u * i];
+        float l = work[base + t];
+        if (repeat != 1.0) {
+            l = l > 0.0 ? l / repeat : l * repeat;
+        }
+        l -= float(params[P + 17u + 2u * i]) * frequency + presence;
+        work[base + t] = l;
+    }
+    memoryBarrierBuffer();
+    barrier();
+
+    // The largest logit, the lowest id of equals (each invocation's ids rise).
+    uint bk = 0u, bi = 0xffffffffu;
+    for (uint t = lid; t < V; t += WG) {
+        const uint k = okey(work[base + t]);
+        if (k > bk || bi == 0xffffffffu) {
+            bk = k;
+            bi = t;
+        }
+    }
+    const uint maxk = wg_max_u(bk);
+    const uint best = wg_min_u(bk == maxk ? bi : 0xffffffffu);
+    if (!(temp > 0.0)) {
+        if (lid == 0u) {
+            tokens[row] = int(best);
+        }
+        return;
+    }
+    const float m = work[base + best];
+    const float inv_t = 1.0 / temp;
+
+    // top-k: the k-th largest key, 8 bits a round from the top.
+    uint thr_k = 0u;
+    if (top_k > 0u && top_k < V) {
+        uint prefix = 0u, mask = 0u, remaining = top_k;
+        for (int d = 3; d >= 0; d--) {
+            const uint shift = uint(d) * 8u;
+            for (uint i = lid; i < 256u; i += WG) {
+                hist[i] = 0u;
+            }
+            barrier();
+            for (uint t = lid; t < V; t += WG) {
+                const uint k = okey(work[base + t]);
+                if ((k & mask) == prefix) {
+                    atomicAdd(hist[(k >> shift) & 255u], 1u);
+                }
+            }
+            barrier();
+            if (lid == 0u) {
+                uint b = 255u;
+                for (;;) {
+                    const uint c = hist[b];
+                    if (remaining <= c || b == 0u) {
+                        break;
+                    }
+                    remaining -= c;
+                    b--;
+                }
+                pick[0] = b;
+                pick[1] = remaining;
+            }
+            barrier();
+            prefix |= pick[0] << shift;
+            mask |= 255u << shift;
+            remaining = pick[1];
+            barrier();
+        }
+        thr_k = prefix;
+    }
+    uint thr = thr_k;
+    if (min_p > 0.0) {
+        thr = max(thr, min(okey(m + temp * log(min_p)), maxk));
+    }
+
+    // The candidates (keys at or above thr) into shared memory where they fit, in the order
+    // of the invocations and their ids.
+    uint own = 0u;
+    for (uint t = lid; t < V; t += WG) {
+        own += okey(work[base + t]) >= thr ? 1u : 0u;
+    }
+    uint count;
+    uint at = wg_scan(own, count);
+    const bool held = count <= CAND;
+    if (held) {
+        for (uint t = lid; t < V; t += WG) {
+            const float l = work[base + t];
+            const uint k = okey(l);
+            if (k >= thr) {
+                c_key[at] = k;
+                c_w[at] = exp((l - m) * inv_t);
+                c_id[at] = t;
+                at++;
+            }
+        }
+        barrier();
+    }
+
+    if (top_p > 0.0 && top_p < 1.0) {
+        // The mass of the top-k tokens, then the largest cut whose mass reaches top_p of it.
+        float z = 0.0;
+        for (uint t = lid; t < V; t += WG) {
+            const float l = work[base + t];
+            z += okey(l) >= thr_k ? exp((l - m) * inv_t) : 0.0;
+        }
+        const float target = top_p * mcl_wg_sum(z);
+        uint lo = thr, hi = maxk;
+        bool first = true;
+        while (lo < hi || first) {
+            const uint mid = first ? lo : lo + (hi - lo + 1u) / 2u;
+            float s = 0.0;
+            if (held) {
+                for (uint j = lid; j < count; j += WG) {
+                    s += c_key[j] >= mid ? c_w[j] : 0.0;
+                }
+            } else {
+                for (uint t = lid; t < V; t += WG) {
+                    const float l = work[base + t];
+                    s += okey(l) >= mid ? exp((l - m) * inv_t) : 0.0;
+                }
+            }
+            const bool enough = mcl_wg_sum(s) >= target;
+            if (first) {
+                // Below target even at thr: the cut lies under thr, which then decides.
+                first = false;
+                if (!enough) {
+                    break;
+                }
+            } else if (enough) {
+                lo = mid;
+            } else {
+                hi = mid - 1u;
+            }
+        }
+        thr = lo;
+    }
+
+    // The draw: the best of (l - max) / T + G over the kept tokens.
+    uint sk = 0u, si = 0xffffffffu;
+    if (held) {
+        for (uint j = lid; j < count; j += WG) {
+            if (c_key[j] >= thr) {
+                const uint t = c_id[j];
+                const uint k = okey((work[base + t] - m) * inv_t + gumbel(key, t));
+                if (k > sk || (k == sk && t < si)) {
+                    sk = k;
+                    si = t;
+                }
+            }
+        }
+    } else {
+        for (uint t = lid; t < V; t += WG) {
+            const float l = work[base + t];
+            if (okey(l) >= thr) {
+                const uint k = okey((l - m) * inv_t + gumbel(key, t));
+                if (k > sk || si == 0xffffffffu) {
+                    sk = k;
+                    si = t;
+                }
+            }
+        }
+    }
+    const uint top = wg_max_u(sk);
+    const uint chosen = wg_min_u(sk == top ? si : 0xffffffffu);
+    if (lid == 0u) {
+        tokens[row] = int(chosen);
+    }
+}
