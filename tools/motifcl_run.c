@@ -261,8 +261,8 @@ static int template_fits(mcl_model *model, const chat_template *t)
 
 /* One turn: `text` tokenized with `flags` and fed, then up to o->n tokens generated and
  * streamed until EOS or `stop` (which is fed too, so that the cache holds the whole turn). */
-static int turn(mcl_model *model, mcl_session *s, const options *o, const char *text,
-                uint32_t flags, int32_t stop, int32_t eos, run *r)
+static int turn(mcl_context *ctx, mcl_model *model, mcl_session *s, const options *o,
+                const char *text, uint32_t flags, int32_t stop, int32_t eos, run *r)
 {
     uint32_t count = 0;
     int32_t *ids = NULL;
@@ -277,7 +277,8 @@ static int turn(mcl_model *model, mcl_session *s, const options *o, const char *
         goto done;
     }
     double t0 = now();
-    if (mcl_session_feed(s, 0, ids, count, NULL) != MCL_SUCCESS)
+    /* The pass runs on after feed returns: its time ends when it has finished. */
+    if (mcl_session_feed(s, 0, ids, count, NULL) != MCL_SUCCESS || mcl_finish(ctx) != MCL_SUCCESS)
         goto done;
     r->prompt_s += now() - t0;
     r->prompt_tokens += count;
@@ -314,8 +315,8 @@ done:
 
 /* -i: user turns read from stdin, a line each, under the template; the cache holds the whole
  * conversation. */
-static int chat(mcl_model *model, mcl_session *s, const options *o, const char *first_message,
-                int32_t eos, run *r)
+static int chat(mcl_context *ctx, mcl_model *model, mcl_session *s, const options *o,
+                const char *first_message, int32_t eos, run *r)
 {
     const chat_template *t = NULL;
     for (size_t i = 0; i < sizeof templates / sizeof templates[0]; i++) {
@@ -358,7 +359,7 @@ static int chat(mcl_model *model, mcl_session *s, const options *o, const char *
         int n = snprintf(text, size, "%s", first ? "" : t->between);
         snprintf(text + n, size - (size_t)n, t->turn, message);
         uint32_t flags = MCL_TOKENIZE_PARSE_SPECIAL | (first && !o->no_bos ? MCL_TOKENIZE_ADD_BOS : 0);
-        int rc = turn(model, s, o, text, flags, stop, eos, r);
+        int rc = turn(ctx, model, s, o, text, flags, stop, eos, r);
         free(text);
         if (rc != 0)
             return rc;
@@ -384,9 +385,9 @@ static int generate(mcl_context *ctx, const options *o, const char *prompt, run 
     if (mcl_session_create(model, &sd, &s) != MCL_SUCCESS)
         goto done;
     if (o->interactive)
-        rc = chat(model, s, o, prompt, mi.eos, r);
+        rc = chat(ctx, model, s, o, prompt, mi.eos, r);
     else
-        rc = turn(model, s, o, prompt,
+        rc = turn(ctx, model, s, o, prompt,
                   MCL_TOKENIZE_PARSE_SPECIAL | (o->no_bos ? 0 : MCL_TOKENIZE_ADD_BOS), -1, mi.eos,
                   r);
 done:

@@ -194,7 +194,8 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
         if (r > 0 && mcl_session_reset(s, 0) != MCL_SUCCESS)
             goto done;
         t0 = bench_now();
-        if (mcl_session_feed(s, 0, tokens, prompt, NULL) != MCL_SUCCESS)
+        if (mcl_session_feed(s, 0, tokens, prompt, NULL) != MCL_SUCCESS ||
+            mcl_finish(b->ctx) != MCL_SUCCESS)
             goto done;
         pre[r] = bench_now() - t0;
     }
@@ -206,7 +207,8 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
         rc = 0;
         goto done;
     }
-    /* The decode loop `repeat` times from the same prompt: the median run is the figure. */
+    /* The decode loop `repeat` times from the same prompt, each token chosen on the device
+     * (greedy) and fed back, as a generation runs: the median run is the figure. */
     double runs[BENCH_MAX_REPEAT], cpus[BENCH_MAX_REPEAT];
     for (uint32_t r = 0; r < repeat; r++) {
         if (r > 0 && (mcl_session_reset(s, 0) != MCL_SUCCESS ||
@@ -214,8 +216,10 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
             goto done;
         t0 = bench_now();
         double c0 = cpu_now();
+        int32_t next = tokens[0];
         for (uint32_t i = 0; i < steps; i++)
-            if (mcl_session_feed(s, 0, &tokens[i % prompt], 1, NULL) != MCL_SUCCESS)
+            if (mcl_session_feed(s, 0, &next, 1, NULL) != MCL_SUCCESS ||
+                mcl_session_sample(s, 0, NULL, &next) != MCL_SUCCESS)
                 goto done;
         runs[r] = (bench_now() - t0) / steps;
         cpus[r] = (cpu_now() - c0) / steps;
@@ -243,6 +247,29 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
     bench_figure(b, name, t * 1e3, "ms");
     snprintf(name, sizeof name, "%s: decode CPU time per token (all threads)", label);
     bench_figure(b, name, cpu * 1e3, "ms");
+    /* The sampler alone on the last logits, each call waited for: greedy, the common
+     * truncations, and top-p over the whole vocabulary (its search over the full row). */
+    static const struct {
+        const char *what;
+        mcl_sampler_desc d;
+    } samplers[3] = {
+        {"greedy", {.size = sizeof(mcl_sampler_desc)}},
+        {"temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, repeat penalty 1.1",
+         {.size = sizeof(mcl_sampler_desc), .temperature = 0.8f, .top_k = 40, .top_p = 0.95f,
+          .min_p = 0.05f, .repeat_penalty = 1.1f}},
+        {"temperature 1, top-p 0.95", {.size = sizeof(mcl_sampler_desc), .temperature = 1.0f,
+                                       .top_p = 0.95f}},
+    };
+    for (int k = 0; k < 3; k++) {
+        int32_t pick;
+        t0 = bench_now();
+        for (uint32_t i = 0; i < steps; i++)
+            if (mcl_session_sample(s, 0, &samplers[k].d, &pick) != MCL_SUCCESS)
+                goto done;
+        snprintf(name, sizeof name, "%s: a token sampled on the device (%s)", label,
+                 samplers[k].what);
+        bench_figure(b, name, (bench_now() - t0) / steps * 1e6, "us");
+    }
     snprintf(name, sizeof name, "%s: decode dispatches per token (0: recorded op by op)", label);
     bench_figure(b, name, mcl_engine_step_dispatches(s, 1), "dispatches");
     mcl_graph *step = mcl_engine_step_graph(s, 1);
@@ -306,9 +333,11 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
                 mcl_session_feed(s, q, tokens, 8, NULL) != MCL_SUCCESS)
                 goto done;
         }
+        /* Each step's tokens chosen on the device for all sequences at once, and fed back. */
         t0 = bench_now();
         for (uint32_t i = 0; i < steps; i++)
-            if (mcl_session_feed_batch(s, ids, tokens, seqs, NULL) != MCL_SUCCESS)
+            if (mcl_session_feed_batch(s, ids, tokens, seqs, NULL) != MCL_SUCCESS ||
+                mcl_session_sample_batch(s, ids, seqs, NULL, tokens) != MCL_SUCCESS)
                 goto done;
         t = (bench_now() - t0) / steps;
         snprintf(name, sizeof name, "%s: decode, %u sequences as one batch (all tokens)", label,
