@@ -11,6 +11,7 @@ uint split_batch;
 #define KV_BATCH(b) (pc.seq_slot == 0xFFFFFFFFu ? (b) : lens[pc.seq_slot + (b)])
 #define SPLIT_KEYS (((KV_LEN + pc.splits - 1u) / pc.splits + BK - 1u) / BK * BK)
 #define SPLIT_OUT_BINDING 4
+#define SPLIT_COMBINE
 #include "attention_split.glsl"
 
 #endif

@@ -1,7 +1,13 @@
 // attention_split.glsl: the body of attention_split_f32.comp and attention_decode_f32.comp:
 // one workgroup runs attention_tile.glsl's loop over one slice of the keys and writes the
 // slice's unnormalised output with each row's max and sum. A slice past the keys in use
-// (KV_LEN) writes max NEG and sum 0, which attention_combine_f32.comp skips.
+// (KV_LEN) writes max NEG and sum 0, which the combine skips.
+//
+// The combine is attention_combine_f32.comp, a second dispatch; or, with SPLIT_COMBINE
+// defined (the decode kernels), the slice that finishes last: each slice counts itself in
+// counters[(batch, kv head, row tile)] after its partials are visible, and the one that
+// brings the count to the number of slices merges them into out, as
+// attention_combine_f32.comp does, and sets the count back to 0 for the next dispatch.
 #ifndef ATTENTION_SPLIT_GLSL
 #define ATTENTION_SPLIT_GLSL
 
@@ -17,12 +23,27 @@
 #define SPLIT_OUT_BINDING 3
 #endif
 
-layout(std430, set = 0, binding = SPLIT_OUT_BINDING) writeonly buffer BufPartO {
+#ifdef SPLIT_COMBINE
+#define PART_ACCESS coherent
+#else
+#define PART_ACCESS writeonly
+#endif
+layout(std430, set = 0, binding = SPLIT_OUT_BINDING) PART_ACCESS buffer BufPartO {
     float part_o[];
 };
-layout(std430, set = 0, binding = SPLIT_OUT_BINDING + 1) writeonly buffer BufPartML {
+layout(std430, set = 0, binding = SPLIT_OUT_BINDING + 1) PART_ACCESS buffer BufPartML {
     float part_ml[];
 };
+#ifdef SPLIT_COMBINE
+// out [B, T, Hq, D]; the slices' count per (batch, kv head, row tile).
+layout(std430, set = 0, binding = SPLIT_OUT_BINDING + 2) writeonly buffer BufOut {
+    float dst[];
+};
+layout(std430, set = 0, binding = SPLIT_OUT_BINDING + 3) coherent buffer BufCounters {
+    uint counters[];
+};
+shared uint split_last;
+#endif
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -57,6 +78,49 @@ void main() {
         part_ml[at] = row_m[tid];
         part_ml[at + 1u] = row_l[tid];
     }
+#ifdef SPLIT_COMBINE
+    // This slice's partials visible to the device before it counts itself.
+    memoryBarrierBuffer();
+    barrier();
+    if (tid == 0u) {
+        const uint at = (b * pc.heads_kv + hkv) * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+        const uint done = atomicAdd(counters[at], 1u) + 1u;
+        split_last = done == pc.splits ? 1u : 0u;
+        if (done == pc.splits) {
+            counters[at] = 0u;
+        }
+    }
+    barrier();
+    if (split_last == 0u) {
+        return;
+    }
+    memoryBarrierBuffer();
+    for (uint e = tid; e < BQ * D; e += WG) {
+        const uint r = e / D, d = e - r * D, rho = row0 + r;
+        if (rho >= pc.rows) {
+            continue;
+        }
+        float m = -3.0e38;
+        for (uint s = 0u; s < pc.splits; s++) {
+            const uint at = ((b * pc.splits + s) * pc.heads_kv + hkv) * pc.rows + rho;
+            if (part_ml[at * 2u + 1u] > 0.0) {
+                m = max(m, part_ml[at * 2u]);
+            }
+        }
+        float o = 0.0, l = 0.0;
+        for (uint s = 0u; s < pc.splits; s++) {
+            const uint at = ((b * pc.splits + s) * pc.heads_kv + hkv) * pc.rows + rho;
+            const float ls = part_ml[at * 2u + 1u];
+            if (ls > 0.0) {
+                const float w = exp2(part_ml[at * 2u] - m);
+                l += w * ls;
+                o += w * part_o[at * D + d];
+            }
+        }
+        const uint t = rho / pc.group, hq = hkv * pc.group + (rho - t * pc.group);
+        dst[((b * pc.seq_q + t) * pc.heads_q + hq) * D + d] = l > 0.0 ? o / l : 0.0;
+    }
+#endif
 }
 
 #endif

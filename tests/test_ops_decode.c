@@ -18,7 +18,8 @@
  *  - mcl_attention_decode (two tokens of two of three sequences; lengths and sequences read
  *    from a buffer, slices planned for the whole cache) against mcl_attention of each token
  *    over its sequence's cache with kv_length, at lengths from 1 to 300 of 300: relative RMS
- *    <= 1e-5 (f32 sums in another order). Control: the lengths before.
+ *    <= 1e-5 (f32 sums in another order); the slices merged by the last of them, whose
+ *    counters are zero again after every dispatch. Control: the lengths before.
  */
 #include <math.h>
 #include <stdio.h>
@@ -293,6 +294,11 @@ static void attention_decode_matches_attention(void **state)
     mcl_tensor *lens = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ls, NULL);
     mcl_tensor *po = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, pos, NULL);
     mcl_tensor *pml = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, pms, NULL);
+    /* The slices' counters: zero before, and after every dispatch. */
+    int32_t counts[2 * AHQ] = {0}, counts_after[2 * AHQ];
+    int64_t cs[1] = {2 * AHQ}, cs_small[1] = {1};
+    mcl_tensor *cnt = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, cs, counts);
+    mcl_tensor *cnt_small = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, cs_small, counts);
     /* The references: each token alone over its sequence's cache. */
     const int seq[2] = {2, 0};
     mcl_tensor *qr[2], *kr[2], *vr[2], *ref[2];
@@ -307,7 +313,7 @@ static void attention_decode_matches_attention(void **state)
     for (int i = 0; i < 4; i++) {
         int32_t l[5] = {-1, lengths[i][0], lengths[i][1], seq[0], seq[1]};
         assert_mcl_ok(mcl_tensor_upload(lens, 0, l, sizeof l));
-        assert_mcl_ok(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, po, pml, out));
+        assert_mcl_ok(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, po, pml, cnt, out));
         download(out, got, qn * 4);
         for (int b = 0; b < 2; b++) {
             mcl_attention_desc d = {.size = sizeof d, .kv_length = lengths[i][b]};
@@ -329,15 +335,22 @@ static void attention_decode_matches_attention(void **state)
     snprintf(name, sizeof name, "mcl_attention_decode: control, the lengths before (%.3g) "
                                 "exceed the tolerance", control);
     assert_true(mcl_test_record_bool(name, control > 1e-5));
-    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 4, 3, po, pml, out), INVALID);
-    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, pml, pml, out), SHAPE);
+    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 4, 3, po, pml, cnt, out), INVALID);
+    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, pml, pml, cnt, out), SHAPE);
+    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, po, pml, cnt_small, out),
+                  SHAPE);
+    download(cnt, counts_after, sizeof counts_after);
+    assert_true(mcl_test_record("mcl_attention_decode: the slices' counters zero again after "
+                                "each dispatch",
+                                "nonzero counters",
+                                (double)word_mismatches(counts_after, counts, 2 * AHQ), 0));
     for (int b = 0; b < 2; b++) {
         mcl_tensor_destroy(kr[b]);
         mcl_tensor_destroy(vr[b]);
         mcl_tensor_destroy(qr[b]);
         mcl_tensor_destroy(ref[b]);
     }
-    mcl_tensor *all[] = {q, k, v, out, lens, po, pml};
+    mcl_tensor *all[] = {q, k, v, out, lens, po, pml, cnt, cnt_small};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         mcl_tensor_destroy(all[i]);
     free(q0), free(k0), free(v0), free(got), free(want), free(before);

@@ -32,6 +32,10 @@ typedef struct engine_seq {
 #define ENGINE_DRAW_PENALTIES 256u
 #define ENGINE_DRAW_STRIDE (MCL_SAMPLE_HEADER + 2u * ENGINE_DRAW_PENALTIES)
 
+/* i32 counters of the decode attention per sequence (mcl_attention_decode: at least one a
+ * query head), rounded up to 64 (256 bytes, a view's offset alignment on any device). */
+#define ENGINE_COUNTER_STRIDE(s) (((s)->q_dim / (s)->info.head_dim + 63u) / 64u * 64u)
+
 /* The decode steps kept recorded: one per set of sequences decoded together. */
 #define ENGINE_STEPS 8u
 
@@ -69,6 +73,7 @@ struct mcl_session {
      * [sequences, vocab], the tokens drawn. */
     mcl_tensor *draw_params, *draw_work, *draw_tokens;
     mcl_tensor *part_o, *part_ml; /* per sequence, the decode attention's slices */
+    mcl_tensor *att_counters;    /* i32 [sequences x ENGINE_COUNTER_STRIDE]: their counts */
     mcl_tensor *normed;          /* f32 [sequences, dim]: a decode step's normed rows */
     mcl_tensor *act;             /* i32: their quantization for the integer-dot path */
     engine_step steps[ENGINE_STEPS];

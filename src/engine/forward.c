@@ -151,7 +151,7 @@ static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *laye
                         seq_slot, 0, count, layer->k_all, layer->v_all));
         MARK(s, "rope, cache write");
         TRY(mcl_attention_decode(ctx, q4, layer->k_all, layer->v_all, s->ids, len_slot,
-                                 seq_slot, s->part_o, s->part_ml, att));
+                                 seq_slot, s->part_o, s->part_ml, s->att_counters, att));
         views_release(v, mark);
         return MCL_SUCCESS;
     }
@@ -172,10 +172,14 @@ static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *laye
                               (int64_t)(part_o_row / 4), 0, 0, 0);
         mcl_tensor *pml = view(v, s->part_ml, i * part_ml_row, MCL_DTYPE_F32, 1,
                                (int64_t)(part_ml_row / 4), 0, 0, 0);
+        /* Each row its own counters, so that the rows' dispatches need no barrier between
+         * them. */
+        mcl_tensor *cnt = view(v, s->att_counters, i * 4ull * ENGINE_COUNTER_STRIDE(s),
+                               MCL_DTYPE_I32, 1, ENGINE_COUNTER_STRIDE(s), 0, 0, 0);
         if (v->status != MCL_SUCCESS)
             return v->status;
         TRY(mcl_attention_decode(ctx, qi, layer->k_cache[seqs[i]], layer->v_cache[seqs[i]],
-                                 s->ids, len_slot + i, MCL_SLOT_NONE, po, pml, att));
+                                 s->ids, len_slot + i, MCL_SLOT_NONE, po, pml, cnt, att));
         views_release(v, inner);
     }
     views_release(v, mark);

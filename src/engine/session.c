@@ -132,11 +132,23 @@ static uint64_t activation_bytes(const mcl_session *s)
     const mcl_model_info *m = &s->info;
     uint64_t per_row = 2ull * m->dim + 2ull * s->q_dim + 2ull * s->kv_dim + 2ull * m->hidden + 1;
     uint64_t per_seq = m->dim + 3ull * m->vocab + 3 + ENGINE_DRAW_STRIDE +
+                       ENGINE_COUNTER_STRIDE(s) +
                        MCL_ATTENTION_DECODE_MAX_SPLITS * ((uint64_t)s->q_dim + 2ull * m->heads);
     return 4 * ((uint64_t)s->rows * per_row + (uint64_t)s->sequences * (per_seq + m->dim) +
                 (uint64_t)act_words(s));
 }
 
+
+/* t's bytes set to zero. */
+static mcl_status zero(mcl_tensor *t)
+{
+    void *z = calloc(1, t->nbytes);
+    if (!z)
+        return fail(t->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    mcl_status st = mcl_tensor_upload(t, 0, z, t->nbytes);
+    free(z);
+    return st;
+}
 
 static mcl_status allocate(mcl_session *s)
 {
@@ -169,6 +181,11 @@ static mcl_status allocate(mcl_session *s)
         st = make(ctx, MCL_DTYPE_F32, s->sequences, splits * s->q_dim, &s->part_o);
     if (st == MCL_SUCCESS)
         st = make(ctx, MCL_DTYPE_F32, s->sequences, splits * m->heads * 2, &s->part_ml);
+    if (st == MCL_SUCCESS)
+        st = make(ctx, MCL_DTYPE_I32, (int64_t)s->sequences * ENGINE_COUNTER_STRIDE(s), 0,
+                  &s->att_counters);
+    if (st == MCL_SUCCESS)
+        st = zero(s->att_counters);
     if (st == MCL_SUCCESS)
         st = make(ctx, MCL_DTYPE_F32, s->sequences, m->dim, &s->normed);
     if (st == MCL_SUCCESS)
@@ -328,7 +345,7 @@ void mcl_session_destroy(mcl_session *s)
     mcl_tensor *own[] = {s->ids, s->pos, s->x, s->h, s->q, s->k, s->v, s->att, s->gate, s->up,
                          s->last, s->logits, s->rope_table, s->part_o, s->part_ml,
                          s->normed, s->act, s->seq_logits, s->draw_params, s->draw_work,
-                         s->draw_tokens};
+                         s->draw_tokens, s->att_counters};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         mcl_tensor_destroy(own[i]);
     for (uint32_t l = 0; s->layers && l < s->info.layers; l++) {

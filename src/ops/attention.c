@@ -319,9 +319,10 @@ mcl_status mcl_attention(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor
 
 mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
                                 mcl_tensor *lens, uint32_t len_slot, uint32_t seq_slot,
-                                mcl_tensor *part_o, mcl_tensor *part_ml, mcl_tensor *out)
+                                mcl_tensor *part_o, mcl_tensor *part_ml, mcl_tensor *counters,
+                                mcl_tensor *out)
 {
-    if (!q || !k || !v || !lens || !out || !part_o || !part_ml)
+    if (!q || !k || !v || !lens || !out || !part_o || !part_ml || !counters)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_attention_decode: NULL tensor");
     if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || out->ndim != 4 || q->shape[1] != 1 ||
         !mcl_tensor_same_shape(k, v) || !mcl_tensor_same_shape(q, out) ||
@@ -376,10 +377,21 @@ mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, 
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
                         "mcl_attention_decode: the scratch holds fewer than B x %u x Hq x (D, 2) "
                         "floats", plan.splits);
+    if (counters->dtype != MCL_DTYPE_I32 ||
+        mcl_tensor_numel(counters) < batch * heads_kv * (int64_t)plan.row_tiles)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_attention_decode: counters holds fewer than B x Hkv x %u i32",
+                        plan.row_tiles);
+    /* One dispatch: the slice that finishes last merges them (attention_split.glsl). */
+    const mcl_kernel *kernel;
+    mcl_status status_k = tile_kernel(ctx, k->dtype == MCL_DTYPE_F16
+                                               ? MCL_KERNEL_ATTENTION_DECODE_F16KV
+                                               : MCL_KERNEL_ATTENTION_DECODE_F32,
+                                      8, &plan, d, &kernel);
+    if (status_k != MCL_SUCCESS)
+        return status_k;
     mcl_tensor *reads[4] = {q, k, v, lens};
-    mcl_tensor *scratch[2] = {part_o, part_ml};
-    return attend_split(ctx, k->dtype == MCL_DTYPE_F16 ? MCL_KERNEL_ATTENTION_DECODE_F16KV
-                                                      : MCL_KERNEL_ATTENTION_DECODE_F32,
-                        reads, 4, out, &plan, &push,
-                        (uint32_t)batch, d, scratch);
+    mcl_tensor *writes[4] = {part_o, part_ml, out, counters};
+    return mcl_dispatch(ctx, kernel, reads, 4, writes, 4, &push, plan.row_tiles, heads_kv,
+                        (uint32_t)batch * plan.splits);
 }

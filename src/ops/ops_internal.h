@@ -69,10 +69,13 @@ mcl_status mcl_scatter_rows(mcl_context *ctx, mcl_tensor *src, mcl_tensor *idx,
  * runs: a recorded decode step replays it at every length (the slices are planned for all
  * S). Scale 1 / sqrt(D). k and v are f32, or f16 where the device stores 16-bit values.
  * part_o and part_ml are f32 scratch of at least B x
- * MCL_ATTENTION_DECODE_MAX_SPLITS x Hq x D and x Hq x 2 elements. */
+ * MCL_ATTENTION_DECODE_MAX_SPLITS x Hq x D and x Hq x 2 elements. One dispatch: the slice
+ * that finishes last merges the slices, counting them in `counters` (i32, at least B x Hq
+ * elements, zero before the first call; each dispatch leaves them zero again). */
 mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
                                 mcl_tensor *lens, uint32_t len_slot, uint32_t seq_slot,
-                                mcl_tensor *part_o, mcl_tensor *part_ml, mcl_tensor *out);
+                                mcl_tensor *part_o, mcl_tensor *part_ml, mcl_tensor *counters,
+                                mcl_tensor *out);
 
 /* mcl_matmul with an f32 b (matmul.c). */
 mcl_status mcl_matmul_f32(mcl_context *ctx, const mcl_tensor *a, mcl_transpose ta,
