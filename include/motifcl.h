@@ -1399,7 +1399,8 @@ MCL_API uint32_t mcl_session_context_length(const mcl_session *session);
 MCL_API uint32_t mcl_session_sequences(const mcl_session *session);
 
 /** Append `count` tokens to sequence `seq` and run the model over them. `logits`, when not
- *  NULL, receives the vocab logits of the last token. MCL_ERROR_TOO_LARGE when the sequence
+ *  NULL, receives the vocab logits of the last token; without it the call may return while
+ *  the device still works (mcl_session_sample, a download or mcl_finish() waits for it). MCL_ERROR_TOO_LARGE when the sequence
  *  would pass the context length (nothing is appended), MCL_ERROR_INVALID_ARGUMENT for a
  *  token outside the vocabulary, count 0 or seq out of range.
  *  NULL: logits may be; session and tokens may not. */
