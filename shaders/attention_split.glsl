@@ -7,7 +7,9 @@
 // defined (the decode kernels), the slice that finishes last: each slice counts itself in
 // counters[(batch, kv head, row tile)] after its partials are visible, and the one that
 // brings the count to the number of slices merges them into out, as
-// attention_combine_f32.comp does, and sets the count back to 0 for the next dispatch.
+// attention_combine_f32.comp does, and sets the count back to 0 for the next dispatch. Where
+// pc.act_blocks is not 0 it also quantizes out for the integer-dot product that reads it
+// (q8_1.glsl: blocks of 32 along D, block pc.act_first + (out's element) / 32).
 #ifndef ATTENTION_SPLIT_GLSL
 #define ATTENTION_SPLIT_GLSL
 
@@ -42,6 +44,10 @@ layout(std430, set = 0, binding = SPLIT_OUT_BINDING + 2) writeonly buffer BufOut
 layout(std430, set = 0, binding = SPLIT_OUT_BINDING + 3) coherent buffer BufCounters {
     uint counters[];
 };
+layout(std430, set = 0, binding = SPLIT_OUT_BINDING + 4) writeonly buffer BufAct {
+    uint act[];
+};
+#include "q8_1.glsl"
 shared uint split_last;
 #endif
 
@@ -95,30 +101,49 @@ void main() {
         return;
     }
     memoryBarrierBuffer();
-    for (uint e = tid; e < BQ * D; e += WG) {
-        const uint r = e / D, d = e - r * D, rho = row0 + r;
-        if (rho >= pc.rows) {
-            continue;
-        }
-        float m = -3.0e38;
-        for (uint s = 0u; s < pc.splits; s++) {
-            const uint at = ((b * pc.splits + s) * pc.heads_kv + hkv) * pc.rows + rho;
-            if (part_ml[at * 2u + 1u] > 0.0) {
-                m = max(m, part_ml[at * 2u]);
+    // Four elements of one row an invocation a round; every invocation runs every round
+    // (q8_1_store's barriers), and D4 a multiple of 8 where out is quantized puts a block's
+    // eight vec4s on eight consecutive invocations.
+    for (uint e0 = 0u; e0 < BQ * D4; e0 += WG) {
+        const uint e = e0 + tid, r = e / D4, d = (e - r * D4) * 4u, rho = row0 + r;
+        const bool valid = e < BQ * D4 && rho < pc.rows;
+        vec4 y = vec4(0.0);
+        uint at_out = 0u;
+        if (valid) {
+            float m = -3.0e38;
+            for (uint s = 0u; s < pc.splits; s++) {
+                const uint at = ((b * pc.splits + s) * pc.heads_kv + hkv) * pc.rows + rho;
+                if (part_ml[at * 2u + 1u] > 0.0) {
+                    m = max(m, part_ml[at * 2u]);
+                }
+            }
+            vec4 o = vec4(0.0);
+            float l = 0.0;
+            for (uint s = 0u; s < pc.splits; s++) {
+                const uint at = ((b * pc.splits + s) * pc.heads_kv + hkv) * pc.rows + rho;
+                const float ls = part_ml[at * 2u + 1u];
+                if (ls > 0.0) {
+                    const float w = exp2(part_ml[at * 2u] - m);
+                    l += w * ls;
+                    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+                        if (d + i < D) {
+                            o[i] += w * part_o[at * D + d + i];
+                        }
+                    }
+                }
+            }
+            y = l > 0.0 ? o / l : vec4(0.0);
+            const uint t = rho / pc.group, hq = hkv * pc.group + (rho - t * pc.group);
+            at_out = ((b * pc.seq_q + t) * pc.heads_q + hq) * D + d;
+            [[unroll]] for (uint i = 0u; i < 4u; i++) {
+                if (d + i < D) {
+                    dst[at_out + i] = y[i];
+                }
             }
         }
-        float o = 0.0, l = 0.0;
-        for (uint s = 0u; s < pc.splits; s++) {
-            const uint at = ((b * pc.splits + s) * pc.heads_kv + hkv) * pc.rows + rho;
-            const float ls = part_ml[at * 2u + 1u];
-            if (ls > 0.0) {
-                const float w = exp2(part_ml[at * 2u] - m);
-                l += w * ls;
-                o += w * part_o[at * D + d];
-            }
+        if (pc.act_blocks != 0u) {
+            q8_1_store(y, pc.act_first + at_out / 32u, valid, pc.act_blocks);
         }
-        const uint t = rho / pc.group, hq = hkv * pc.group + (rho - t * pc.group);
-        dst[((b * pc.seq_q + t) * pc.heads_q + hq) * D + d] = l > 0.0 ? o / l : 0.0;
     }
 #endif
 }

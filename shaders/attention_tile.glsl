@@ -66,6 +66,8 @@ layout(push_constant) uniform Push {
     uint splits;
     uint len_slot;     // attention_decode_f32: lens[len_slot + b] is batch b's kv_len
     uint seq_slot;     // attention_decode_f32: lens[seq_slot + b] its k/v batch, ~0: b
+    uint act_blocks;   // attention_decode_f32: blocks of the quantized output, 0: none
+    uint act_first;    // attention_decode_f32: the block of out's first element
 } pc;
 
 shared vec4 q_tile[BQ * D4];

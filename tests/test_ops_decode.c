@@ -19,7 +19,9 @@
  *    from a buffer, slices planned for the whole cache) against mcl_attention of each token
  *    over its sequence's cache with kv_length, at lengths from 1 to 300 of 300: relative RMS
  *    <= 1e-5 (f32 sums in another order); the slices merged by the last of them, whose
- *    counters are zero again after every dispatch. Control: the lengths before.
+ *    counters are zero again after every dispatch; its quantized output, at an offset among
+ *    more blocks, the words mcl_quantize_activations makes of out (control: of q). Control:
+ *    the lengths before.
  */
 #include <math.h>
 #include <stdio.h>
@@ -270,6 +272,9 @@ static void rope_kv_matches_reference(void **state)
 #define AD 64
 #define AS 300
 #define ASEQ 3
+/* The quantized output's blocks: out's 32 from block 5 of 40. */
+#define ABLOCKS 40
+#define AFIRST 5
 
 static void attention_decode_matches_attention(void **state)
 {
@@ -299,6 +304,9 @@ static void attention_decode_matches_attention(void **state)
     int64_t cs[1] = {2 * AHQ}, cs_small[1] = {1};
     mcl_tensor *cnt = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, cs, counts);
     mcl_tensor *cnt_small = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, cs_small, counts);
+    int64_t as[1] = {10 * ABLOCKS}, ras[1] = {10 * 32};
+    mcl_tensor *act = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, as, NULL);
+    mcl_tensor *ract = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ras, NULL);
     /* The references: each token alone over its sequence's cache. */
     const int seq[2] = {2, 0};
     mcl_tensor *qr[2], *kr[2], *vr[2], *ref[2];
@@ -313,7 +321,8 @@ static void attention_decode_matches_attention(void **state)
     for (int i = 0; i < 4; i++) {
         int32_t l[5] = {-1, lengths[i][0], lengths[i][1], seq[0], seq[1]};
         assert_mcl_ok(mcl_tensor_upload(lens, 0, l, sizeof l));
-        assert_mcl_ok(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, po, pml, cnt, out));
+        assert_mcl_ok(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, po, pml, cnt,
+                                           i % 2 ? act : NULL, AFIRST, ABLOCKS, out));
         download(out, got, qn * 4);
         for (int b = 0; b < 2; b++) {
             mcl_attention_desc d = {.size = sizeof d, .kv_length = lengths[i][b]};
@@ -328,6 +337,27 @@ static void attention_decode_matches_attention(void **state)
         }
         memcpy(before, want, qn * 4);
     }
+    /* The last dispatch quantized its output: against mcl_quantize_activations of it, at
+     * blocks AFIRST.. of ABLOCKS (codes, then scales, then sums). */
+    uint32_t got_act[10 * ABLOCKS], want_act[10 * 32], mine[10 * 32];
+    download(act, got_act, sizeof got_act);
+    assert_mcl_ok(mcl_quantize_activations(ctx, out, 2, AHQ * AD, ract));
+    download(ract, want_act, sizeof want_act);
+    memcpy(mine, got_act + 8 * AFIRST, 8 * 32 * 4);
+    memcpy(mine + 8 * 32, got_act + 8 * ABLOCKS + AFIRST, 32 * 4);
+    memcpy(mine + 9 * 32, got_act + 9 * ABLOCKS + AFIRST, 32 * 4);
+    assert_true(mcl_test_record("mcl_attention_decode: its quantized output against "
+                                "mcl_quantize_activations of out", "mismatched words",
+                                (double)word_mismatches(mine, want_act, 10 * 32), 0));
+    assert_mcl_ok(mcl_quantize_activations(ctx, q, 2, AHQ * AD, ract));
+    download(ract, want_act, sizeof want_act);
+    size_t bad = word_mismatches(mine, want_act, 10 * 32);
+    char qname[160];
+    snprintf(qname, sizeof qname, "mcl_attention_decode: control, the quantization of q "
+                                  "differs in %zu words", bad);
+    assert_true(mcl_test_record_bool(qname, bad > 160));
+    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, po, pml, cnt, act, 9,
+                                       ABLOCKS, out), SHAPE);
     assert_true(mcl_test_record("mcl_attention_decode, two tokens of two sequences, against "
                                 "mcl_attention of each, lengths 1 to 300", "relative rms",
                                 worst, 1e-5));
@@ -335,9 +365,9 @@ static void attention_decode_matches_attention(void **state)
     snprintf(name, sizeof name, "mcl_attention_decode: control, the lengths before (%.3g) "
                                 "exceed the tolerance", control);
     assert_true(mcl_test_record_bool(name, control > 1e-5));
-    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 4, 3, po, pml, cnt, out), INVALID);
-    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, pml, pml, cnt, out), SHAPE);
-    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, po, pml, cnt_small, out),
+    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 4, 3, po, pml, cnt, NULL, 0, 0, out), INVALID);
+    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, pml, pml, cnt, NULL, 0, 0, out), SHAPE);
+    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, po, pml, cnt_small, NULL, 0, 0, out),
                   SHAPE);
     download(cnt, counts_after, sizeof counts_after);
     assert_true(mcl_test_record("mcl_attention_decode: the slices' counters zero again after "
@@ -350,7 +380,7 @@ static void attention_decode_matches_attention(void **state)
         mcl_tensor_destroy(qr[b]);
         mcl_tensor_destroy(ref[b]);
     }
-    mcl_tensor *all[] = {q, k, v, out, lens, po, pml, cnt, cnt_small};
+    mcl_tensor *all[] = {q, k, v, out, lens, po, pml, cnt, cnt_small, act, ract};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         mcl_tensor_destroy(all[i]);
     free(q0), free(k0), free(v0), free(got), free(want), free(before);

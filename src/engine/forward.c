@@ -130,7 +130,7 @@ static mcl_status attend(mcl_session *s, views *v, const engine_layer *layer, ui
  * cache write as one dispatch, then the split attention over the caches. With all sequences'
  * caches in one tensor, each is one dispatch for every row; otherwise one per row. */
 static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *layer,
-                              const uint32_t *seqs, uint32_t count)
+                              const uint32_t *seqs, uint32_t count, mcl_tensor *act)
 {
     mcl_context *ctx = s->ctx;
     const mcl_model_info *m = &s->info;
@@ -141,6 +141,7 @@ static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *laye
     if (v->status != MCL_SUCCESS)
         return v->status;
     uint32_t pos_slot = count, len_slot = 2 * count, seq_slot = 3 * count;
+    uint32_t act_blocks = count * (s->q_dim / 32); /* where act: the output's quantization */
     if (layer->k_all) {
         mcl_tensor *q4 = view(v, s->q, 0, MCL_DTYPE_F32, 4, count, 1, m->heads, m->head_dim);
         mcl_tensor *att = view(v, s->att, 0, MCL_DTYPE_F32, 4, count, 1, m->heads,
@@ -151,7 +152,8 @@ static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *laye
                         seq_slot, 0, count, layer->k_all, layer->v_all));
         MARK(s, "rope, cache write");
         TRY(mcl_attention_decode(ctx, q4, layer->k_all, layer->v_all, s->ids, len_slot,
-                                 seq_slot, s->part_o, s->part_ml, s->att_counters, att));
+                                 seq_slot, s->part_o, s->part_ml, s->att_counters, act, 0,
+                                 act_blocks, att));
         views_release(v, mark);
         return MCL_SUCCESS;
     }
@@ -179,7 +181,8 @@ static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *laye
         if (v->status != MCL_SUCCESS)
             return v->status;
         TRY(mcl_attention_decode(ctx, qi, layer->k_cache[seqs[i]], layer->v_cache[seqs[i]],
-                                 s->ids, len_slot + i, MCL_SLOT_NONE, po, pml, cnt, att));
+                                 s->ids, len_slot + i, MCL_SLOT_NONE, po, pml, cnt, act,
+                                 i * (s->q_dim / 32), act_blocks, att));
         views_release(v, inner);
     }
     views_release(v, mark);
@@ -345,9 +348,13 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         const mcl_tensor *qkv_b[3] = {L->bq, L->bk, L->bv};
         TRY(step_linears(ctx, n, act, 3, qkv_w, qkv_b, qkv));
         MARK(s, "q, k, v");
-        TRY(attend_step(s, v, L, seqs, count));
+        /* The attention quantizes its output for the output projection where that takes the
+         * integer-dot path. */
+        const mcl_tensor *wo[1] = {L->wo};
+        act = s->q_dim % 32 == 0 ? norm_act(s, att, 1, wo, &h) : NULL;
+        TRY(attend_step(s, v, L, seqs, count, act));
         MARK(s, "attention");
-        TRY(linear(ctx, att, L->wo, NULL, h));
+        TRY(step_linears(ctx, att, act, 1, wo, NULL, &h));
         MARK(s, "output");
         const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
         mcl_tensor *ffn[2] = {gate, up};

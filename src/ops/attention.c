@@ -42,6 +42,7 @@ typedef struct attention_push {
     float scale_log2;
     uint32_t keys_per_split, splits;
     uint32_t len_slot, seq_slot;
+    uint32_t act_blocks, act_first; /* the decode kernels' quantized output, 0 blocks: none */
 } attention_push;
 
 typedef struct combine_push {
@@ -65,8 +66,9 @@ static uint64_t div_up(uint64_t a, uint64_t b)
 static uint64_t tile_shared_bytes(uint32_t wg, uint32_t d, uint32_t bq, uint32_t bk)
 {
     uint64_t d4 = (d + 3) / 4;
+    /* ... and the decode kernels' quantization of their output and their count (8 WG + 4). */
     return 16u * ((uint64_t)bq * d4 + (uint64_t)bk * (d4 + 1)) +
-           4u * ((uint64_t)bq * bk + 2u * wg + 4u * bq);
+           4u * ((uint64_t)bq * bk + 2u * wg + 4u * bq) + 8u * wg + 4u;
 }
 
 static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_t kv_len,
@@ -320,6 +322,7 @@ mcl_status mcl_attention(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor
 mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
                                 mcl_tensor *lens, uint32_t len_slot, uint32_t seq_slot,
                                 mcl_tensor *part_o, mcl_tensor *part_ml, mcl_tensor *counters,
+                                mcl_tensor *act, uint32_t act_first, uint32_t act_blocks,
                                 mcl_tensor *out)
 {
     if (!q || !k || !v || !lens || !out || !part_o || !part_ml || !counters)
@@ -387,11 +390,23 @@ mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, 
     mcl_status status_k = tile_kernel(ctx, k->dtype == MCL_DTYPE_F16
                                                ? MCL_KERNEL_ATTENTION_DECODE_F16KV
                                                : MCL_KERNEL_ATTENTION_DECODE_F32,
-                                      8, &plan, d, &kernel);
+                                      9, &plan, d, &kernel);
     if (status_k != MCL_SUCCESS)
         return status_k;
+    if (act) {
+        uint64_t blocks = (uint64_t)mcl_tensor_numel(out) / 32;
+        if (act->dtype != MCL_DTYPE_I32 || d % 32 != 0 || act_blocks == 0 ||
+            (uint64_t)act_first + blocks > act_blocks ||
+            (uint64_t)mcl_tensor_numel(act) < 10ull * act_blocks)
+            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                            "mcl_attention_decode: act is i32 of 10 x act_blocks words, out's "
+                            "blocks from act_first among them, D a multiple of 32");
+        push.act_blocks = act_blocks;
+        push.act_first = act_first;
+    }
     mcl_tensor *reads[4] = {q, k, v, lens};
-    mcl_tensor *writes[4] = {part_o, part_ml, out, counters};
-    return mcl_dispatch(ctx, kernel, reads, 4, writes, 4, &push, plan.row_tiles, heads_kv,
+    /* Without act, a binding the kernel never touches: out's. */
+    mcl_tensor *writes[5] = {part_o, part_ml, out, counters, act ? act : out};
+    return mcl_dispatch(ctx, kernel, reads, 4, writes, 5, &push, plan.row_tiles, heads_kv,
                         (uint32_t)batch * plan.splits);
 }

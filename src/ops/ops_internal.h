@@ -71,10 +71,14 @@ mcl_status mcl_scatter_rows(mcl_context *ctx, mcl_tensor *src, mcl_tensor *idx,
  * part_o and part_ml are f32 scratch of at least B x
  * MCL_ATTENTION_DECODE_MAX_SPLITS x Hq x D and x Hq x 2 elements. One dispatch: the slice
  * that finishes last merges the slices, counting them in `counters` (i32, at least B x Hq
- * elements, zero before the first call; each dispatch leaves them zero again). */
+ * elements, zero before the first call; each dispatch leaves them zero again). Where act is
+ * not NULL, out is also quantized into it for the integer-dot path, as
+ * mcl_quantize_activations would quantize it: act holds act_blocks blocks (10 x act_blocks
+ * i32), out's from block act_first on (D a multiple of 32). */
 mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
                                 mcl_tensor *lens, uint32_t len_slot, uint32_t seq_slot,
                                 mcl_tensor *part_o, mcl_tensor *part_ml, mcl_tensor *counters,
+                                mcl_tensor *act, uint32_t act_first, uint32_t act_blocks,
                                 mcl_tensor *out);
 
 /* mcl_matmul with an f32 b (matmul.c). */

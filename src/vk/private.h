@@ -25,8 +25,9 @@
 
 /* Descriptor sets a pool of the stream holds before another pool is chained. */
 #define MCL_DESCRIPTOR_POOL_SETS 256
-/* Storage buffers one kernel binds at most. */
-#define MCL_MAX_BINDINGS 8
+/* Storage buffers one kernel binds at most (the decode attention binds 9; every device the
+ * library runs on allows far more a stage). */
+#define MCL_MAX_BINDINGS 12
 
 /* A pipeline for one (kernel, specialization) pair, created on first use and kept for the
  * context's lifetime, so that no call pays for pipeline creation twice. */
