@@ -15,8 +15,13 @@
  *
  * --min-drop X: exit 1 unless the final validation loss is at least X nats below the first
  * one (the demo uses it so that a model that does not learn fails loudly).
- * Exit status: 0 success, 1 failure, 2 no Vulkan device. */
+ * Every value is read whole and range-checked; a malformed one, a missing value or an unknown
+ * option is named on stderr, before the usage, with exit status 1.
+ * Exit status: 0 success, 1 failure (a bad option included), 2 no Vulkan device. */
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,46 +66,132 @@ static uint64_t rng_next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* An option's value read whole: digits (after an optional minus) for an integer, a finite
+ * number for a real, within [lo, hi]; else the option is named with what it takes. */
+static int int_option(const char *opt, const char *v, long lo, long hi, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long x = (isdigit((unsigned char)v[0]) || (v[0] == '-' && isdigit((unsigned char)v[1])))
+                 ? strtol(v, &end, 10)
+                 : 0;
+    if (!end || *end != '\0' || errno || x < lo || x > hi) {
+        fprintf(stderr, "train_chars: %s %s: expected a whole number in %ld..%ld\n", opt, v,
+                lo, hi);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+static int real_option(const char *opt, const char *v, double lo, double hi, int lo_open,
+                       double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || *end != '\0' || errno || !isfinite(x) || x < lo || x > hi ||
+        (lo_open && x == lo)) {
+        fprintf(stderr, "train_chars: %s %s: expected a number in %s%g, %g]\n", opt, v,
+                lo_open ? "(" : "[", lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int seed_option(const char *v, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = isdigit((unsigned char)v[0]) ? strtoull(v, &end, 10) : 0;
+    if (!end || *end != '\0' || errno) {
+        fprintf(stderr, "train_chars: --seed %s: expected a whole number in 0..%llu\n", v,
+                (unsigned long long)UINT64_MAX);
+        return -1;
+    }
+    *out = (uint64_t)x;
+    return 0;
+}
+
+/* Bounds of the integer options: at least what the model and the batch need, at most what a
+ * run could use (the library refuses larger models by itself). */
+#define MAX_STEPS 1000000000L
+#define MAX_SIDE 65536L
+
 static int parse(int argc, char **argv, options *o)
 {
     *o = (options){.data = TRAIN_CHARS_DATA, .steps = 300, .batch = 8, .seq = 64, .dim = 128,
                    .layers = 4, .heads = 4, .hidden = 0, .log_every = 25, .sample = 300,
                    .replay = 1, .lr = 3e-3, .temperature = 0.8, .seed = 1337,
                    .witness = "train_chars.json", .min_drop = -1.0};
+    static const struct {
+        const char *name;
+        long lo, hi;
+        size_t field; /* offsetof(options, ...) of an int */
+    } ints[] = {
+        {"--steps", 0, MAX_STEPS, offsetof(options, steps)},
+        {"--batch", 1, MAX_SIDE, offsetof(options, batch)},
+        {"--seq", 2, MAX_SIDE, offsetof(options, seq)},
+        {"--dim", 2, MAX_SIDE, offsetof(options, dim)},
+        {"--layers", 1, 2048, offsetof(options, layers)},
+        {"--heads", 1, MAX_SIDE, offsetof(options, heads)},
+        {"--kv-heads", 0, MAX_SIDE, offsetof(options, kv_heads)},
+        {"--hidden", 0, MAX_SIDE * 16, offsetof(options, hidden)},
+        {"--log", 1, MAX_STEPS, offsetof(options, log_every)},
+        {"--sample", 0, 1000000, offsetof(options, sample)},
+    };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int used = 1;
         if (strcmp(a, "--no-replay") == 0) {
             o->replay = 0;
-            used = 0;
-        } else if (!v) {
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            fprintf(stderr, "train_chars: %s: not an option\n", a);
             return -1;
-        } else if (strcmp(a, "--data") == 0) o->data = v;
-        else if (strcmp(a, "--save") == 0) o->save = v;
-        else if (strcmp(a, "--load") == 0) o->load = v;
-        else if (strcmp(a, "--witness") == 0) o->witness = v;
-        else if (strcmp(a, "--steps") == 0) o->steps = atoi(v);
-        else if (strcmp(a, "--batch") == 0) o->batch = atoi(v);
-        else if (strcmp(a, "--seq") == 0) o->seq = atoi(v);
-        else if (strcmp(a, "--dim") == 0) o->dim = atoi(v);
-        else if (strcmp(a, "--layers") == 0) o->layers = atoi(v);
-        else if (strcmp(a, "--heads") == 0) o->heads = atoi(v);
-        else if (strcmp(a, "--kv-heads") == 0) o->kv_heads = atoi(v);
-        else if (strcmp(a, "--hidden") == 0) o->hidden = atoi(v);
-        else if (strcmp(a, "--log") == 0) o->log_every = atoi(v);
-        else if (strcmp(a, "--sample") == 0) o->sample = atoi(v);
-        else if (strcmp(a, "--lr") == 0) o->lr = atof(v);
-        else if (strcmp(a, "--temperature") == 0) o->temperature = atof(v);
-        else if (strcmp(a, "--min-drop") == 0) o->min_drop = atof(v);
-        else if (strcmp(a, "--seed") == 0) o->seed = strtoull(v, NULL, 10);
-        else return -1;
-        i += used;
+        }
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int known = 0, bad = 0;
+        for (size_t k = 0; k < sizeof ints / sizeof ints[0] && !known; k++) {
+            if (strcmp(a, ints[k].name) == 0) {
+                known = 1;
+                bad = v && int_option(a, v, ints[k].lo, ints[k].hi,
+                                      (int *)(void *)((char *)o + ints[k].field));
+            }
+        }
+        if (known) {
+        } else if (strcmp(a, "--data") == 0) {
+            known = 1, o->data = v;
+        } else if (strcmp(a, "--save") == 0) {
+            known = 1, o->save = v;
+        } else if (strcmp(a, "--load") == 0) {
+            known = 1, o->load = v;
+        } else if (strcmp(a, "--witness") == 0) {
+            known = 1, o->witness = v;
+        } else if (strcmp(a, "--lr") == 0) {
+            known = 1, bad = v && real_option(a, v, 0.0, 10.0, 0, &o->lr);
+        } else if (strcmp(a, "--temperature") == 0) {
+            known = 1, bad = v && real_option(a, v, 0.0, 100.0, 1, &o->temperature);
+        } else if (strcmp(a, "--min-drop") == 0) {
+            known = 1, bad = v && real_option(a, v, -1e6, 1e6, 0, &o->min_drop);
+        } else if (strcmp(a, "--seed") == 0) {
+            known = 1, bad = v && seed_option(v, &o->seed);
+        }
+        if (!known) {
+            fprintf(stderr, "train_chars: %s: unknown option\n", a);
+            return -1;
+        }
+        if (!v) {
+            fprintf(stderr, "train_chars: %s: needs a value\n", a);
+            return -1;
+        }
+        if (bad)
+            return -1;
+        i++;
     }
     if (o->hidden == 0)
         o->hidden = o->dim * 8 / 3 / 32 * 32 > 0 ? o->dim * 8 / 3 / 32 * 32 : 32;
-    if (o->steps < 0 || o->batch < 1 || o->seq < 2 || o->log_every < 1 || o->sample < 0)
-        return -1;
     return 0;
 }
 
@@ -187,7 +278,8 @@ int main(int argc, char **argv)
     mcl_context *ctx = NULL;
     mcl_status status = mcl_context_create(NULL, &ctx);
     if (status != MCL_SUCCESS) {
-        fprintf(stderr, "no Vulkan compute device: %s\n", mcl_status_string(status));
+        fprintf(stderr, "no Vulkan compute device: %s (MOTIFCL_LOG=info says more)\n",
+                mcl_status_string(status));
         return 2;
     }
     mcl_device_info info = {.size = sizeof info};

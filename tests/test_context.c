@@ -257,6 +257,92 @@ static void device_choice(void **state)
     assert_null(create_with(&desc, MCL_ERROR_NO_DEVICE));
 }
 
+/* Messages a context creation logs, captured through the public log callback. */
+static char captured[4096];
+static void capture_log(void *user, mcl_log_level level, const char *message)
+{
+    (void)user;
+    size_t used = strlen(captured);
+    snprintf(captured + used, sizeof captured - used, "%s: %s\n",
+             level == MCL_LOG_ERROR ? "error" : "warning", message);
+}
+
+static mcl_status create_capturing(mcl_context **out)
+{
+    captured[0] = '\0';
+    mcl_context_desc desc = {.size = sizeof desc, .device_index = -1, .log_fn = capture_log,
+                             .log_level = MCL_LOG_WARNING};
+    *out = NULL;
+    return mcl_context_create(&desc, out);
+}
+
+static int captured_has(const char *what)
+{
+    if (strstr(captured, what))
+        return 1;
+    print_error("the log does not say \"%s\":\n%s", what, captured);
+    return 0;
+}
+
+/* MOTIFCL_DEVICE read whole: an index past 32 bits is refused, not truncated to device 0 (it
+ * was, and indexed past the device array); a device that matches nothing is refused with the
+ * devices that exist and the log switch named; a malformed value warns and keeps the
+ * default. The other variables warn by name through the log callback and keep their
+ * defaults: validation stays off for "off". */
+static void environment_is_read_strictly(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"MOTIFCL_DEVICE", "MOTIFCL_VALIDATION",
+                                        "MOTIFCL_QUANT_PATH", "MOTIFCL_MAX_BINDING",
+                                        "MOTIFCL_QUANT_GEMM_TILE"};
+    char *saved[5];
+    for (size_t i = 0; i < 5; i++) {
+        const char *v = getenv(names[i]);
+        saved[i] = v ? strdup(v) : NULL;
+        unsetenv(names[i]);
+    }
+    mcl_device_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_context_device_info(ctx, &info));
+    mcl_context *c = NULL;
+    int ok = 1;
+
+    setenv("MOTIFCL_DEVICE", "4294967296", 1);
+    ok &= create_capturing(&c) == MCL_ERROR_NO_DEVICE && c == NULL;
+    ok &= captured_has("4294967296") && captured_has(info.name);
+
+    setenv("MOTIFCL_DEVICE", "no such device anywhere", 1);
+    ok &= create_capturing(&c) == MCL_ERROR_NO_DEVICE && c == NULL;
+    ok &= captured_has(info.name) && captured_has("MOTIFCL_LOG");
+
+    setenv("MOTIFCL_DEVICE", "-1", 1);
+    setenv("MOTIFCL_VALIDATION", "off", 1);
+    setenv("MOTIFCL_QUANT_PATH", "bogus", 1);
+    setenv("MOTIFCL_MAX_BINDING", "-5", 1);
+    setenv("MOTIFCL_QUANT_GEMM_TILE", "bogus", 1);
+    mcl_status s = create_capturing(&c);
+    ok &= s == MCL_SUCCESS;
+    if (s == MCL_SUCCESS) {
+        mcl_device_info got = {.size = sizeof got};
+        assert_mcl_ok(mcl_context_device_info(c, &got));
+        ok &= got.validation == 0;
+        ok &= captured_has("warning: ") && captured_has("MOTIFCL_DEVICE=-1") &&
+              captured_has("MOTIFCL_QUANT_PATH=bogus") && captured_has("MOTIFCL_MAX_BINDING=-5") &&
+              captured_has("MOTIFCL_QUANT_GEMM_TILE=bogus");
+        ok &= !strstr(captured, "MOTIFCL_VALIDATION");
+        mcl_context_destroy(c);
+    }
+    for (size_t i = 0; i < 5; i++) {
+        if (saved[i])
+            setenv(names[i], saved[i], 1);
+        else
+            unsetenv(names[i]);
+        free(saved[i]);
+    }
+    mcl_test_record_bool("environment: MOTIFCL_DEVICE read whole, bad values warned by name, "
+                         "defaults kept", ok);
+    assert_true(ok);
+}
+
 static int count_messages;
 static void count_log(void *user, mcl_log_level level, const char *message)
 {
@@ -302,6 +388,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(environment_disables_and_forces),
         cmocka_unit_test(ignoring_the_environment_takes_the_defaults),
         cmocka_unit_test(device_choice),
+        cmocka_unit_test(environment_is_read_strictly),
         cmocka_unit_test(validation_errors_are_counted),
     };
     return mcl_test_finish(cmocka_run_group_tests(tests, NULL, NULL));

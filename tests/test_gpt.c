@@ -1,7 +1,7 @@
 /* The GPT model: a whole training step against the double-precision CPU reference
  * (tests/ref/ref_gpt.c), learning on a fixed batch with a zero-learning-rate control, a
- * captured step replayed against eager steps, checkpoints (round trip and damaged files), and
- * bad arguments.
+ * captured step replayed against eager steps, checkpoints (round trip and damaged files), bad
+ * arguments, and crafted checkpoints and configurations (refused cheaply with a status).
  *
  * Tolerances (justified where they are defined below):
  *  - loss: relative error <= 1e-5;
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 
 #include "harness.h"
 #include "ref/ref_gpt.h"
@@ -439,6 +440,128 @@ static void checkpoint_round_trip(void **state)
     assert_true(passed);
 }
 
+/* --- Hostile checkpoints and configurations ------------------------------------------- */
+
+/* A checkpoint header (docs/gpt-checkpoint.md) with the given configuration and layout
+ * fields, followed by `payload` zero bytes and no valid checksum: what an attacker or a
+ * damaged disk hands the loader. */
+static void write_crafted(const char *path, const int32_t fields[9], uint64_t flat,
+                          uint64_t count, size_t payload)
+{
+    unsigned char h[96] = {0};
+    memcpy(h, "MCLGPT\r\n", 8);
+    const uint32_t version = 1, header_bytes = 96, moments = 1;
+    const float theta = 10000.0f, eps = 1e-5f;
+    memcpy(h + 8, &version, 4);
+    memcpy(h + 12, &header_bytes, 4);
+    memcpy(h + 16, fields, 36);
+    memcpy(h + 52, &theta, 4);
+    memcpy(h + 56, &eps, 4);
+    memcpy(h + 60, &moments, 4);
+    memcpy(h + 72, &flat, 8);
+    memcpy(h + 80, &count, 8);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(h, 1, sizeof h, f), sizeof h);
+    for (size_t i = 0; i < payload; i++)
+        assert_int_equal(fputc(0, f), 0);
+    fclose(f);
+}
+
+/* The process's peak resident memory in KiB (Linux: ru_maxrss). */
+static long peak_rss_kib(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_maxrss;
+}
+
+static uint64_t device_peak(void)
+{
+    mcl_memory_stats stats = {.size = sizeof stats};
+    assert_mcl_ok(mcl_context_memory_stats(ctx, &stats));
+    return stats.bytes_allocated_peak;
+}
+
+/* Refusals cost memory in proportion to the file, not to what its header claims: at most
+ * this much more resident host memory (the claims below are gigabytes) and no device memory. */
+#define HOSTILE_RSS_KIB (64 * 1024)
+
+static void hostile_checkpoints(void **state)
+{
+    (void)state;
+    char path[64];
+    snprintf(path, sizeof path, "test_gpt_hostile.%ld.bin", (long)getpid());
+    mcl_gpt *none = NULL;
+    long rss0 = peak_rss_kib();
+    uint64_t device0 = device_peak();
+
+    /* 96 + 23 bytes whose layer count wraps the 32-bit parameter count (9 * 477218589 + 2
+     * = 2^32 + 3): the loader wrote past its parameter array. */
+    const int32_t wrap[9] = {1, 2, 477218589, 1, 1, 1, 1, 1, 0};
+    write_crafted(path, wrap, 0, 0, 23);
+    EXPECT_STATUS(mcl_gpt_load(ctx, path, &none), INVALID);
+
+    /* 119 bytes claiming two million layers: gigabytes of host memory before the refusal. */
+    const int32_t deep[9] = {1, 2, 2000000, 1, 1, 1, 1, 1, 0};
+    write_crafted(path, deep, UINT64_C(2000000) * 576 + 64, 0, 23);
+    EXPECT_STATUS(mcl_gpt_load(ctx, path, &none), INVALID);
+
+    /* 160 bytes claiming a consistent 56 MiB model (vocab 4096, dim 1024, hidden 2048, one
+     * layer, tied head: 14,683,136 floats, every parameter a multiple of 64): the loader
+     * allocated and zero-filled four such buffers on the device before reading the file. */
+    const int32_t big[9] = {4096, 1024, 1, 8, 8, 2048, 16, 1, 0};
+    write_crafted(path, big, 14683136, 14683136, 64);
+    EXPECT_STATUS(mcl_gpt_load(ctx, path, &none), INVALID);
+
+    /* Dimensions near 2^31: their products overflowed a signed running offset. */
+    const int32_t wide[9] = {INT32_MAX, 2147483520, 1, 16777215, 16777215, INT32_MAX, 1, 1, 0};
+    write_crafted(path, wide, 0, 0, 64);
+    EXPECT_STATUS(mcl_gpt_load(ctx, path, &none), INVALID);
+    remove(path);
+
+    long rss_growth = peak_rss_kib() - rss0;
+    uint64_t device_growth = device_peak() - device0;
+    int passed = mcl_test_record("checkpoint: crafted headers refused with the documented "
+                                 "status", "wrong statuses", mcl_test_wrong_statuses, 0);
+    passed &= mcl_test_record_bool("checkpoint: crafted headers refused without allocating "
+                                   "what they claim (host)", rss_growth < HOSTILE_RSS_KIB);
+    passed &= mcl_test_record_bool("checkpoint: crafted headers refused without allocating "
+                                   "what they claim (device)", device_growth == 0);
+    passed &= mcl_test_record_bool("checkpoint: nothing loaded", none == NULL);
+    if (rss_growth >= HOSTILE_RSS_KIB || device_growth)
+        print_message("peak resident memory grew by %ld KiB, device peak by %llu bytes\n",
+                      rss_growth, (unsigned long long)device_growth);
+    assert_true(passed);
+}
+
+static void hostile_configs(void **state)
+{
+    (void)state;
+    mcl_gpt *gpt = NULL;
+    /* The configuration of the wrapping checkpoint above, handed to mcl_gpt_create. */
+    mcl_gpt_desc deep = {.size = sizeof deep, .vocab = 1, .dim = 2, .layers = 477218589,
+                         .heads = 1, .hidden = 1, .max_seq = 1, .tied_head = 1};
+    EXPECT_STATUS(mcl_gpt_create(ctx, &deep, 1, &gpt), INVALID);
+    deep.layers = INT32_MAX;
+    EXPECT_STATUS(mcl_gpt_create(ctx, &deep, 1, &gpt), INVALID);
+    /* Each product of two dimensions fits 64 bits; their sum does not. */
+    mcl_gpt_desc wide = {.size = sizeof wide, .vocab = INT32_MAX, .dim = 2147483520,
+                         .layers = 1, .heads = 16777215, .hidden = INT32_MAX, .max_seq = 1,
+                         .tied_head = 1};
+    EXPECT_STATUS(mcl_gpt_create(ctx, &wide, 1, &gpt), MCL_ERROR_TOO_LARGE);
+    const char *why = mcl_context_last_error(ctx);
+    int passed = mcl_test_record("gpt: huge configurations give the documented statuses",
+                                 "wrong statuses", mcl_test_wrong_statuses, 0);
+    /* The message reported a negative parameter count from the wrapped sum. */
+    passed &= mcl_test_record_bool("gpt: a huge configuration's message counts no negative "
+                                   "parameters", why && !strstr(why, ": -"));
+    passed &= mcl_test_record_bool("gpt: nothing created", gpt == NULL);
+    if (why)
+        print_message("%s\n", why);
+    assert_true(passed);
+}
+
 /* --- Bad arguments -------------------------------------------------------------------- */
 
 static void bad_arguments(void **state)
@@ -520,6 +643,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(replay_matches_eager),
         cmocka_unit_test(checkpoint_round_trip),
         cmocka_unit_test(bad_arguments),
+        cmocka_unit_test(hostile_checkpoints),
+        cmocka_unit_test(hostile_configs),
     };
     return mcl_test_finish(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -2,6 +2,7 @@
  * variable (and refuses what it cannot take), and mcl_traits_decide turns made-up devices
  * (an RX 580, AMDVLK, an H200, Lavapipe) with a profile and settings into the traits the ops
  * read. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,6 +174,92 @@ static void bad_values_are_refused_by_name(void **state)
     clear_environment();
 }
 
+/* Every value parsed whole: a value with a sign, a space, trailing text or past its type's
+ * range is named in a warning with what is accepted, and changes nothing. */
+static void malformed_values_keep_the_defaults(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *value, *accepted;
+    } bad[] = {
+        {"MOTIFCL_DEVICE", "-1", "index"},
+        {"MOTIFCL_DEVICE", "+0", "index"},
+        {"MOTIFCL_PIPELINE_STATS", "maybe", "off"},
+        {"MOTIFCL_ENGINE_EAGER", "bogus", "off"},
+        {"MOTIFCL_QUANT_PATH", "bogus", "float"},
+        {"MOTIFCL_QUANT_GEMM_TILE", "bogus", "64"},
+        {"MOTIFCL_QUANT_GEMM_TILE", " 64x64", "64"},
+        {"MOTIFCL_QUANT_GEMM_TILE", "+64x64", "64"},
+        {"MOTIFCL_QUANT_GEMM_FLOAT_TILE", "64x64 ", "64"},
+        {"MOTIFCL_QUANT_GEMV_PLAN", "t=-1", "nr"},
+        {"MOTIFCL_QUANT_GEMV_PLAN", "t=4294967360", "nr"},
+        {"MOTIFCL_QUANT_GEMV_PLAN", "t=64,", "nr"},
+        {"MOTIFCL_MAX_BINDING", "-5", "byte"},
+        {"MOTIFCL_MAX_BINDING", "99999999999999999999", "byte"},
+        {"MOTIFCL_QUANT_GEMM_SLICES", " 3", "16"},
+    };
+    mcl_env_settings defaults;
+    mcl_env_defaults(&defaults);
+    int failures = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        clear_environment();
+        setenv(bad[i].name, bad[i].value, 1);
+        mcl_env_settings s;
+        mcl_env_read(&s);
+        char named[96];
+        snprintf(named, sizeof named, "%s=%s", bad[i].name, bad[i].value);
+        if (!strstr(s.problems, named) || !strstr(s.problems, bad[i].accepted)) {
+            print_error("%s: the warning \"%s\" does not name it and what is accepted (%s)\n",
+                        named, s.problems, bad[i].accepted);
+            failures++;
+        }
+        memset(s.problems, 0, sizeof s.problems);
+        if (memcmp(&s, &defaults, sizeof s) != 0) {
+            print_error("%s changed a default\n", named);
+            failures++;
+        }
+    }
+    assert_int_equal(failures, 0);
+    /* One unknown name in a list is named; the known ones are taken. */
+    clear_environment();
+    setenv("MOTIFCL_DISABLE", "subgroup-arithmetic,warp-drive", 1);
+    mcl_env_settings s;
+    mcl_env_read(&s);
+    assert_non_null(strstr(s.problems, "warp-drive"));
+    assert_int_equal(s.disable, MCL_FEATURE_SUBGROUP_ARITHMETIC);
+    /* Controls: the off words are values, not problems; an index past 32 bits is an index
+     * (the device choice refuses it), a name is a name. */
+    static const char *const off[] = {"MOTIFCL_PIPELINE_STATS", "MOTIFCL_ENGINE_EAGER",
+                                      "MOTIFCL_VALIDATION", "MOTIFCL_LOG"};
+    static const char *const off_words[] = {"0", "off", "false", "no", "OFF"};
+    for (size_t i = 0; i < 4; i++) {
+        for (size_t w = 0; w < 5; w++) {
+            clear_environment();
+            setenv(off[i], off_words[w], 1);
+            mcl_env_read(&s);
+            if (s.problems[0] || s.pipeline_stats || s.engine_eager || s.validation ||
+                s.log_level != -1)
+                fail_msg("%s=%s is not read as off", off[i], off_words[w]);
+        }
+    }
+    clear_environment();
+    setenv("MOTIFCL_DEVICE", "4294967296", 1);
+    mcl_env_read(&s);
+    assert_string_equal(s.problems, "");
+    assert_true(s.device_by_index);
+    assert_true(s.device_index == UINT64_C(4294967296));
+    setenv("MOTIFCL_DEVICE", "99999999999999999999999", 1);
+    mcl_env_read(&s);
+    assert_string_equal(s.problems, "");
+    assert_true(s.device_by_index);
+    assert_true(s.device_index == UINT64_MAX);
+    setenv("MOTIFCL_DEVICE", "llvmpipe", 1);
+    mcl_env_read(&s);
+    assert_false(s.device_by_index);
+    assert_string_equal(s.device, "llvmpipe");
+    clear_environment();
+}
+
 static void rx580_gets_the_gcn_plans(void **state)
 {
     (void)state;
@@ -304,6 +391,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(nothing_set_reads_as_defaults),
         cmocka_unit_test(every_variable_is_parsed),
         cmocka_unit_test(bad_values_are_refused_by_name),
+        cmocka_unit_test(malformed_values_keep_the_defaults),
         cmocka_unit_test(rx580_gets_the_gcn_plans),
         cmocka_unit_test(quirk_table_and_force),
         cmocka_unit_test(h200_and_its_polaris_profile),

@@ -82,16 +82,34 @@ int mcl_contains_nocase(const char *haystack, const char *needle)
     return 0;
 }
 
-/* The features named in a comma-separated list (case-insensitive); 0 when none is known. */
-static uint64_t features_in_list(const char *list)
+/* The feature called `word` (len bytes, case-insensitive), or 0. */
+static uint64_t feature_named(const char *word, size_t len)
 {
-    uint64_t features = 0;
     for (uint32_t bit = 0; bit < 64; bit++) {
         const char *name = mcl_feature_name(UINT64_C(1) << bit);
-        if (name && mcl_list_contains(list, name))
-            features |= UINT64_C(1) << bit;
+        if (name && strlen(name) == len) {
+            size_t i = 0;
+            while (i < len && tolower((unsigned char)name[i]) == tolower((unsigned char)word[i]))
+                i++;
+            if (i == len)
+                return UINT64_C(1) << bit;
+        }
     }
-    return features;
+    return 0;
+}
+
+/* The known feature names, comma-separated, for a warning. */
+static void feature_names(char *out, size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (uint32_t bit = 0; bit < 64 && used < size; bit++) {
+        const char *name = mcl_feature_name(UINT64_C(1) << bit);
+        if (name) {
+            int n = snprintf(out + used, size - used, "%s%s", used ? ", " : "", name);
+            used += n > 0 ? (size_t)n : 0;
+        }
+    }
 }
 
 void mcl_env_defaults(mcl_env_settings *s)
@@ -116,7 +134,44 @@ static void problem(mcl_env_settings *s, const char *fmt, ...)
     va_end(args);
 }
 
-/* A whole decimal number in [lo, hi], else -1. */
+static void copy_text(char *dst, const char *src)
+{
+    snprintf(dst, MCL_ENV_TEXT, "%s", src ? src : "");
+}
+
+/* The features of a comma-separated list (case-insensitive); every word that names none is
+ * a problem, and the known words are still taken. */
+static uint64_t features_in_list(mcl_env_settings *s, const char *variable, const char *list)
+{
+    uint64_t features = 0;
+    char unknown[256] = "";
+    for (const char *p = list; *p;) {
+        while (*p == ',' || *p == ' ')
+            p++;
+        size_t len = strcspn(p, ", ");
+        if (len == 0)
+            break;
+        uint64_t f = feature_named(p, len);
+        if (f)
+            features |= f;
+        else {
+            size_t used = strlen(unknown);
+            snprintf(unknown + used, sizeof unknown - used, "%s%.*s", used ? ", " : "",
+                     (int)len, p);
+        }
+        p += len;
+    }
+    if (unknown[0]) {
+        char known[512];
+        feature_names(known, sizeof known);
+        problem(s, "%s=\"%s\": %s %s no feature (known: %s)", variable, list, unknown,
+                strchr(unknown, ',') ? "name" : "names", known);
+    }
+    return features;
+}
+
+/* A whole decimal number in [lo, hi]: digits only (no sign, space or trailing text), in
+ * range; else -1. */
 static long long whole_number(const char *text, long long lo, long long hi)
 {
     if (!isdigit((unsigned char)text[0]))
@@ -129,42 +184,54 @@ static long long whole_number(const char *text, long long lo, long long hi)
     return (long long)v;
 }
 
-/* <BM>x<BN>, each side 64, 128 or 256 up to max_side, below 256 x 256. */
+/* <BM>x<BN>, each side 64, 128 or 256 up to max_side, below 256 x 256; nothing else. */
 static int parse_tile(const char *text, uint32_t max_side, uint32_t tile[2])
 {
-    unsigned tm = 0, tn = 0;
-    char end = 0;
-    if (sscanf(text, "%ux%u%c", &tm, &tn, &end) != 2)
+    char side[2][8];
+    size_t m = strcspn(text, "x");
+    if (text[m] == '\0' || m == 0 || m >= sizeof side[0] || strlen(text + m + 1) >= sizeof side[1])
         return 0;
+    memcpy(side[0], text, m);
+    side[0][m] = '\0';
+    strcpy(side[1], text + m + 1);
+    long long tm = whole_number(side[0], 64, 256), tn = whole_number(side[1], 64, 256);
     int ok = (tm == 64 || tm == 128 || tm == 256) && (tn == 64 || tn == 128 || tn == 256) &&
-             tm <= max_side && tn <= max_side && tm * tn < 256u * 256u;
+             tm <= max_side && tn <= max_side && tm * tn < 256 * 256;
     if (ok) {
-        tile[0] = tm;
-        tile[1] = tn;
+        tile[0] = (uint32_t)tm;
+        tile[1] = (uint32_t)tn;
     }
     return ok;
 }
 
-/* "key=value,..." with the keys of mcl_gemv_override. */
+/* "key=value,..." with the keys of mcl_gemv_override, each value a whole number; no empty
+ * item. */
 static int parse_gemv(const char *text, mcl_gemv_override *out)
 {
     static const char *const keys[] = {"t", "g", "nr", "u", "pb", "st", "cvt"};
     mcl_gemv_override o = {0};
     uint32_t *fields[] = {&o.t, &o.g, &o.nr, &o.u, &o.pb, &o.st, &o.cvt};
-    for (const char *c = text; *c;) {
-        char key[8] = {0};
-        unsigned value = 0;
-        int used = 0;
-        if (sscanf(c, "%7[a-z]=%u%n", key, &value, &used) != 2)
+    for (const char *c = text;;) {
+        size_t item = strcspn(c, ",");
+        size_t key_len = strcspn(c, "=,");
+        char key[8], value[16];
+        if (key_len == 0 || key_len >= sizeof key || c[key_len] != '=' ||
+            item - key_len - 1 >= sizeof value)
             return 0;
-        c += used;
-        if (*c == ',')
-            c++;
+        memcpy(key, c, key_len);
+        key[key_len] = '\0';
+        memcpy(value, c + key_len + 1, item - key_len - 1);
+        value[item - key_len - 1] = '\0';
         int i = word_index(key, keys, 7);
-        if (i < 0)
+        long long v = whole_number(value, 0, UINT32_MAX);
+        if (i < 0 || v < 0)
             return 0;
-        *fields[i] = value;
+        *fields[i] = (uint32_t)v;
         o.set |= 1u << i;
+        c += item;
+        if (*c == '\0')
+            break;
+        c++; /* the comma; an item must follow */
     }
     o.st = o.st != 0;
     o.cvt = o.cvt != 0;
@@ -172,9 +239,40 @@ static int parse_gemv(const char *text, mcl_gemv_override *out)
     return 1;
 }
 
-static void copy_text(char *dst, const char *src)
+/* An on/off switch: 1, true, on, yes or 0, false, off, no; anything else is a problem and
+ * leaves it off. */
+static int switch_value(mcl_env_settings *s, const char *variable)
 {
-    snprintf(dst, MCL_ENV_TEXT, "%s", src ? src : "");
+    const char *v = mcl_env(variable);
+    if (!v || word_index(v, falsy, 4) >= 0)
+        return 0;
+    if (word_index(v, truthy, 4) >= 0)
+        return 1;
+    problem(s, "%s=%s is not 1, true, on, yes or 0, false, off, no (off taken)", variable, v);
+    return 0;
+}
+
+/* MOTIFCL_DEVICE: digits only is an index (kept whole: one past 32 bits is refused as an
+ * index that does not exist, not taken as another); a sign followed by digits is a problem;
+ * anything else is part of a device name. */
+static void read_device(mcl_env_settings *s)
+{
+    const char *v = mcl_env("MOTIFCL_DEVICE");
+    if (!v)
+        return;
+    const char *digits = v + (*v == '-' || *v == '+');
+    if (isdigit((unsigned char)*digits) && digits[strspn(digits, "0123456789")] == '\0') {
+        if (digits != v) {
+            problem(s, "MOTIFCL_DEVICE=%s is not a device index (0, 1, ...) or part of a "
+                    "device's name; ignored", v);
+            return;
+        }
+        errno = 0;
+        unsigned long long index = strtoull(v, NULL, 10);
+        s->device_by_index = 1;
+        s->device_index = errno == ERANGE ? UINT64_MAX : (uint64_t)index;
+    }
+    copy_text(s->device, v);
 }
 
 void mcl_env_read(mcl_env_settings *s)
@@ -185,14 +283,16 @@ void mcl_env_read(mcl_env_settings *s)
     const char *v;
     mcl_env_defaults(s);
 
-    if ((v = mcl_env("MOTIFCL_LOG")) && strcmp(v, "0") != 0) {
+    /* An unknown MOTIFCL_LOG takes warning, so that its own warning is seen. */
+    if ((v = mcl_env("MOTIFCL_LOG")) && word_index(v, falsy, 4) < 0) {
         s->log_level = word_index(v, log_levels, 4);
         if (s->log_level < 0) {
             s->log_level = 1;
-            problem(s, "MOTIFCL_LOG=%s is not error, warning, info or debug (warning taken)", v);
+            problem(s, "MOTIFCL_LOG=%s is not error, warning, info, debug or 0, off (warning "
+                    "taken)", v);
         }
     }
-    copy_text(s->device, mcl_env("MOTIFCL_DEVICE"));
+    read_device(s);
     copy_text(s->profile, mcl_env("MOTIFCL_DEVICE_PROFILE"));
 
     if ((v = mcl_env("MOTIFCL_VALIDATION"))) {
@@ -204,13 +304,14 @@ void mcl_env_read(mcl_env_settings *s)
         else if (word_index(v, truthy, 4) >= 0)
             s->validation = MCL_CONTEXT_VALIDATION;
         else if (word_index(v, falsy, 4) < 0)
-            problem(s, "MOTIFCL_VALIDATION=%s is not 0, 1, sync or gpu (off taken)", v);
+            problem(s, "MOTIFCL_VALIDATION=%s is not 1, on, sync, gpu or 0, off (off taken)",
+                    v);
     }
 
-    if ((v = mcl_env("MOTIFCL_DISABLE")) && !(s->disable = features_in_list(v)))
-        problem(s, "MOTIFCL_DISABLE=\"%s\" names no known feature", v);
-    if ((v = mcl_env("MOTIFCL_FORCE")) && !(s->force = features_in_list(v)))
-        problem(s, "MOTIFCL_FORCE=\"%s\" names no known feature", v);
+    if ((v = mcl_env("MOTIFCL_DISABLE")))
+        s->disable = features_in_list(s, "MOTIFCL_DISABLE", v);
+    if ((v = mcl_env("MOTIFCL_FORCE")))
+        s->force = features_in_list(s, "MOTIFCL_FORCE", v);
 
     if ((v = mcl_env("MOTIFCL_TRANSFER"))) {
         int i = word_index(v, transfers, 3);
@@ -226,7 +327,7 @@ void mcl_env_read(mcl_env_settings *s)
     }
     if ((v = mcl_env("MOTIFCL_QUANT_GEMV_PLAN")) && !parse_gemv(v, &s->gemv))
         problem(s, "MOTIFCL_QUANT_GEMV_PLAN=%s is not key=value,... with keys t, g, nr, u, "
-                "pb, st, cvt; ignored", v);
+                "pb, st, cvt and whole numbers; ignored", v);
     if ((v = mcl_env("MOTIFCL_QUANT_GEMM_SLICES"))) {
         long long n = whole_number(v, 1, 16);
         if (n < 0)
@@ -246,12 +347,12 @@ void mcl_env_read(mcl_env_settings *s)
                 "of two, not 256x256; ignored", v);
     if ((v = mcl_env("MOTIFCL_QUANT_GEMM_TILE")) && !parse_tile(v, 128, s->gemm_matrix_tile))
         problem(s, "MOTIFCL_QUANT_GEMM_TILE=%s is not <BM>x<BN>, sides 64 or 128; ignored", v);
-    s->pipeline_stats = mcl_env_truthy("MOTIFCL_PIPELINE_STATS");
-    s->engine_eager = mcl_env_truthy("MOTIFCL_ENGINE_EAGER");
+    s->pipeline_stats = switch_value(s, "MOTIFCL_PIPELINE_STATS");
+    s->engine_eager = switch_value(s, "MOTIFCL_ENGINE_EAGER");
     if ((v = mcl_env("MOTIFCL_MAX_BINDING"))) {
         long long n = whole_number(v, 1, INT64_MAX);
         if (n < 0)
-            problem(s, "MOTIFCL_MAX_BINDING=%s is not a positive byte count; ignored", v);
+            problem(s, "MOTIFCL_MAX_BINDING=%s is not a byte count in 1..2^63-1; ignored", v);
         else
             s->max_binding = (uint64_t)n;
     }

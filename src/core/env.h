@@ -3,9 +3,9 @@
  * MCL_CONTEXT_IGNORE_ENVIRONMENT). What it read becomes the context's device traits
  * (src/vk/traits.c); nothing else in the library calls getenv. The variables:
  *   MOTIFCL_LOG                 error|warning|info|debug|0: print the log to stderr
- *   MOTIFCL_DEVICE              device index or name substring
+ *   MOTIFCL_DEVICE              device index (digits only) or name substring
  *   MOTIFCL_DEVICE_PROFILE      none|polaris
- *   MOTIFCL_VALIDATION          0|1|sync|gpu (also off/on)
+ *   MOTIFCL_VALIDATION          0|1|sync|gpu
  *   MOTIFCL_DISABLE             comma-separated feature names to switch off
  *   MOTIFCL_FORCE               comma-separated feature names to keep on despite quirks
  *   MOTIFCL_TRANSFER            auto|staging|import: how uploads and downloads move bytes
@@ -18,6 +18,12 @@
  *   MOTIFCL_PIPELINE_STATS      1: log the driver's statistics of each compiled kernel (info)
  *   MOTIFCL_MAX_BINDING         bytes: split quantized weights as if one binding held no more
  *   MOTIFCL_ENGINE_EAGER        1: sessions record each decode step op by op (no replay)
+ * Every value is read whole (no sign, space or trailing text unless the syntax has one).
+ * Switches take 1, true, on, yes and 0, false, off, no, in any case. A value that cannot be
+ * taken leaves its setting at the default and is named, with what is accepted, in one
+ * warning when the context is created; MOTIFCL_TRANSFER and MOTIFCL_DEVICE_PROFILE are the
+ * exceptions: the context refuses an unknown one. An unknown MOTIFCL_LOG takes warning, so
+ * that its warning is seen.
  * The test harness and the tools read their own (MOTIFCL_REQUIRE_VULKAN_COMPUTE,
  * MOTIFCL_WITNESS_DIR, MOTIFCL_TEST_FILTER) with the helpers at the end. */
 #ifndef MCL_CORE_ENV_H
@@ -63,6 +69,8 @@ typedef enum mcl_env_transfer {
 typedef struct mcl_env_settings {
     int log_level;                 /* MOTIFCL_LOG: 0..3 (error..debug), -1 none */
     char device[MCL_ENV_TEXT];     /* MOTIFCL_DEVICE, "" unset */
+    int device_by_index;           /* 1: MOTIFCL_DEVICE is an index (digits only) */
+    uint64_t device_index;         /* that index, UINT64_MAX past 64 bits */
     char profile[MCL_ENV_TEXT];    /* MOTIFCL_DEVICE_PROFILE, "" unset */
     uint32_t validation;           /* MOTIFCL_VALIDATION: MCL_CONTEXT_VALIDATION* flags */
     uint64_t disable, force;       /* MOTIFCL_DISABLE, MOTIFCL_FORCE: feature bits */
@@ -85,8 +93,8 @@ typedef struct mcl_env_settings {
 void mcl_env_defaults(mcl_env_settings *s);
 
 /* Read every variable above into s. A value that cannot be taken is left at its default and
- * named in s->problems (MOTIFCL_TRANSFER's is kept as MCL_ENV_TRANSFER_INVALID: a context
- * refuses it). */
+ * named in s->problems with the values accepted (MOTIFCL_TRANSFER's is kept as
+ * MCL_ENV_TRANSFER_INVALID: a context refuses it). */
 void mcl_env_read(mcl_env_settings *s);
 
 /* The value of an environment variable, or NULL when unset or empty. */

@@ -27,8 +27,28 @@ static const char *const layer_param_names[GPT_LAYER_PARAMS] = {
 
 /* --- Shapes and parameters ------------------------------------------------------------ */
 
-static mcl_status check_config(mcl_context *ctx, mcl_gpt_desc *c)
+/* x floats rounded up to whole alignment units; x is at most 2^62 here. */
+static uint64_t padded(uint64_t x)
 {
+    return (x + GPT_ALIGN_FLOATS - 1) / GPT_ALIGN_FLOATS * GPT_ALIGN_FLOATS;
+}
+
+/* *sum += x * times unless the sum would pass GPT_MAX_FLAT_FLOATS (then 0). x is below 2^63
+ * and times below 2^32, *sum at most GPT_MAX_FLAT_FLOATS: nothing here wraps. */
+static int add_floats(uint64_t *sum, uint64_t x, uint64_t times)
+{
+    if (times && x > (GPT_MAX_FLAT_FLOATS - *sum) / times)
+        return 0;
+    *sum += x * times;
+    return 1;
+}
+
+/* Field checks and hard bounds, then the layout's sizes in unsigned 64-bit arithmetic that
+ * stops at the flat buffers' limit: every field is at most 2^31 - 1, so a product of two fits,
+ * and each sum is checked before it is made. Nothing is allocated. */
+mcl_status mcl_gpt_plan(mcl_context *ctx, mcl_gpt_desc *c, gpt_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
     if (c->kv_heads == 0)
         c->kv_heads = c->heads;
     if (c->rope_theta == 0.0f)
@@ -40,8 +60,8 @@ static mcl_status check_config(mcl_context *ctx, mcl_gpt_desc *c)
         bad = "vocab must be >= 1";
     else if (c->dim < 2)
         bad = "dim must be >= 2";
-    else if (c->layers < 1)
-        bad = "layers must be >= 1";
+    else if (c->layers < 1 || c->layers > GPT_MAX_LAYERS)
+        bad = "layers must be in 1.." GPT_MAX_LAYERS_TEXT;
     else if (c->heads < 1 || c->dim % c->heads != 0)
         bad = "heads must divide dim";
     else if ((c->dim / c->heads) % 2 != 0 || c->dim / c->heads > 256)
@@ -62,6 +82,31 @@ static mcl_status check_config(mcl_context *ctx, mcl_gpt_desc *c)
         bad = "norm_eps must be positive and finite";
     if (bad)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_gpt: %s", bad);
+
+    const uint64_t d = (uint64_t)c->dim, f = (uint64_t)c->hidden, v = (uint64_t)c->vocab;
+    const uint64_t layers = (uint64_t)c->layers, heads = (uint64_t)c->heads;
+    const uint64_t kvd = (uint64_t)c->kv_heads * (d / heads);
+    const uint64_t tables = c->tied_head ? 1 : 2; /* the embedding, and the head if untied */
+    /* Per layer, 2-D: wq and wo [d, d], wk and wv [kvd, d], w_gate, w_up, w_down [f, d]. */
+    uint64_t per_layer = 0, flat = 0;
+    int fits = add_floats(&per_layer, padded(d * d), 2) &&
+               add_floats(&per_layer, padded(kvd * d), 2) &&
+               add_floats(&per_layer, padded(f * d), 3) &&
+               add_floats(&flat, padded(v * d), tables) && add_floats(&flat, per_layer, layers);
+    const uint64_t decay_end = flat;
+    /* 1-D: two norms a layer and the final norm, [d] each. */
+    fits = fits && add_floats(&flat, padded(d), 2 * layers + 1);
+    if (!fits)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
+                        "mcl_gpt: the parameters need more than %llu floats, the limit of one "
+                        "flat buffer", (unsigned long long)GPT_MAX_FLAT_FLOATS);
+    plan->flat_floats = (int64_t)flat;
+    plan->decay_end = (int64_t)decay_end;
+    /* Each term is at most flat now. */
+    const uint64_t per_layer_counts = 2 * d * d + 2 * kvd * d + 3 * f * d;
+    plan->total_params =
+        (int64_t)(tables * v * d + layers * per_layer_counts + (2 * layers + 1) * d);
+    plan->param_count = (uint32_t)(1 + layers * GPT_LAYER_PARAMS + 1 + (tables - 1));
     return MCL_SUCCESS;
 }
 
@@ -75,13 +120,13 @@ static void add_param(mcl_gpt *gpt, const char *name, int64_t rows, int64_t cols
     p->count = cols ? rows * cols : rows;
 }
 
-/* Lay the parameters out: the index order of mcl_gpt_param(), placed 2-D first. */
-static mcl_status build_params(mcl_gpt *gpt)
+/* Lay the parameters out: the index order of mcl_gpt_param(), placed 2-D first. The plan has
+ * bounded every size: nothing here overflows. */
+static mcl_status build_params(mcl_gpt *gpt, const gpt_plan *plan)
 {
     const mcl_gpt_desc *c = &gpt->cfg;
     int64_t d = c->dim, hd = gpt->head_dim;
-    uint32_t n = 1 + (uint32_t)c->layers * GPT_LAYER_PARAMS + 1 + (c->tied_head ? 0 : 1);
-    gpt->params = calloc(n, sizeof *gpt->params);
+    gpt->params = calloc(plan->param_count, sizeof *gpt->params);
     if (!gpt->params)
         return mcl_fail(gpt->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     add_param(gpt, "tok_embedding", c->vocab, d);
@@ -114,8 +159,11 @@ static mcl_status build_params(mcl_gpt *gpt)
             gpt->decay_end = offset;
     }
     gpt->flat_floats = offset;
-    if ((uint64_t)offset > UINT32_MAX ||
-        (uint64_t)offset * 4 > mcl_traits_of(gpt->ctx)->max_binding_bytes)
+    if (gpt->param_count != plan->param_count || offset != plan->flat_floats ||
+        gpt->decay_end != plan->decay_end || gpt->total_params != plan->total_params)
+        return mcl_fail(gpt->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_gpt: internal error: the layout disagrees with its plan");
+    if ((uint64_t)offset * 4 > mcl_traits_of(gpt->ctx)->max_binding_bytes)
         return mcl_fail(gpt->ctx, MCL_ERROR_TOO_LARGE,
                         "mcl_gpt: %lld parameters exceed one storage buffer",
                         (long long)gpt->total_params);
@@ -224,10 +272,11 @@ mcl_status mcl_gpt_alloc(mcl_context *ctx, const mcl_gpt_desc *config, mcl_gpt *
     gpt->ctx = ctx;
     memcpy(&gpt->cfg, config, offsetof(mcl_gpt_desc, reserved));
     gpt->cfg.size = sizeof gpt->cfg;
-    mcl_status status = check_config(ctx, &gpt->cfg);
+    gpt_plan plan;
+    mcl_status status = mcl_gpt_plan(ctx, &gpt->cfg, &plan);
     if (status == MCL_SUCCESS) {
         gpt->head_dim = gpt->cfg.dim / gpt->cfg.heads;
-        status = build_params(gpt);
+        status = build_params(gpt, &plan);
     }
     if (status == MCL_SUCCESS)
         status = make_f32(ctx, gpt->flat_floats, &gpt->flat_p);

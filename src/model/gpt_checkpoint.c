@@ -8,6 +8,7 @@
 #define GPT_MAGIC "MCLGPT\r\n"
 #define GPT_VERSION 1u
 #define GPT_HEADER_BYTES 96u
+#define GPT_TRAILER_BYTES 8u
 
 static void put_u32(unsigned char *p, uint32_t v)
 {
@@ -130,6 +131,91 @@ mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path)
     return MCL_SUCCESS;
 }
 
+/* The checkpoint's bytes after the header, as its configuration lays them out. */
+static uint64_t payload_bytes(const gpt_plan *plan)
+{
+    return (uint64_t)plan->flat_floats * 3 * sizeof(float) + GPT_TRAILER_BYTES;
+}
+
+/* The file's length, or -1 when it cannot be told. */
+static int64_t file_length(FILE *f)
+{
+    if (fseek(f, 0, SEEK_END) != 0)
+        return -1;
+    long n = ftell(f);
+    if (n < 0 || fseek(f, GPT_HEADER_BYTES, SEEK_SET) != 0)
+        return -1;
+    return (int64_t)n;
+}
+
+/* Read and check everything outside the device: the header's configuration (by the rules of
+ * mcl_gpt_create), the file's length against what that configuration needs, then the
+ * payload and its checksum. Memory and time stay proportional to the file: nothing is
+ * allocated before its length matches, and no device memory before the checksum does. On
+ * success *buf holds the parameters and both moments (3 * plan->flat_floats floats). */
+static mcl_status read_checked(mcl_context *ctx, const char *path, FILE *f, mcl_gpt_desc *cfg,
+                               gpt_plan *plan, float **buf, uint64_t *step)
+{
+    *buf = NULL;
+    unsigned char h[GPT_HEADER_BYTES];
+    if (fread(h, sizeof h, 1, f) != 1 || memcmp(h, GPT_MAGIC, 8) != 0)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_gpt_load: %s is not a MotifCL GPT checkpoint", path);
+    if (get_u32(h + 8) != GPT_VERSION || get_u32(h + 12) != GPT_HEADER_BYTES)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_gpt_load: %s has checkpoint version %u; this library reads %u",
+                        path, get_u32(h + 8), GPT_VERSION);
+    int32_t *fields[8] = {&cfg->vocab, &cfg->dim, &cfg->layers, &cfg->heads, &cfg->kv_heads,
+                          &cfg->hidden, &cfg->max_seq, &cfg->tied_head};
+    for (int i = 0; i < 8; i++)
+        *fields[i] = (int32_t)get_u32(h + 16 + 4 * i);
+    cfg->rope_layout = (mcl_rope_layout)get_u32(h + 48);
+    cfg->rope_theta = bits_f32(get_u32(h + 52));
+    cfg->norm_eps = bits_f32(get_u32(h + 56));
+    /* mcl_gpt_save writes only configurations that pass these checks: any failure is a
+     * damaged or foreign file. */
+    if (mcl_gpt_plan(ctx, cfg, plan) != MCL_SUCCESS)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_gpt_load: %s: its configuration is invalid (%s)", path,
+                        mcl_context_last_error(ctx));
+    if (get_u32(h + 60) != 1 || get_u64(h + 72) != (uint64_t)plan->flat_floats ||
+        get_u64(h + 80) != (uint64_t)plan->total_params)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_gpt_load: %s: the parameter layout does not match its "
+                        "configuration", path);
+    int64_t length = file_length(f);
+    if (length < 0)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_gpt_load: cannot tell the length of %s", path);
+    if ((uint64_t)length - GPT_HEADER_BYTES != payload_bytes(plan))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_gpt_load: %s is truncated or has bytes past its end: %lld bytes "
+                        "where its configuration needs %llu",
+                        path, (long long)length,
+                        (unsigned long long)(payload_bytes(plan) + GPT_HEADER_BYTES));
+
+    size_t floats = (size_t)plan->flat_floats * 3;
+    float *data = malloc(floats * sizeof *data);
+    if (!data)
+        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    unsigned char trailer[GPT_TRAILER_BYTES];
+    int ok = fread(data, sizeof *data, floats, f) == floats &&
+             fread(trailer, sizeof trailer, 1, f) == 1 && fgetc(f) == EOF;
+    if (ok) {
+        uint64_t sum = fnv1a(0xCBF29CE484222325ull, h, sizeof h);
+        sum = fnv1a(sum, data, floats * sizeof *data);
+        ok = sum == get_u64(trailer);
+    }
+    if (!ok) {
+        free(data);
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_gpt_load: %s is truncated or corrupt (checksum)", path);
+    }
+    *step = get_u64(h + 64);
+    *buf = data;
+    return MCL_SUCCESS;
+}
+
 mcl_status mcl_gpt_load(mcl_context *ctx, const char *path, mcl_gpt **out)
 {
     if (!ctx || !out)
@@ -140,57 +226,20 @@ mcl_status mcl_gpt_load(mcl_context *ctx, const char *path, mcl_gpt **out)
     FILE *f = fopen(path, "rb");
     if (!f)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_gpt_load: cannot open %s", path);
-    unsigned char h[GPT_HEADER_BYTES];
-    if (fread(h, sizeof h, 1, f) != 1 || memcmp(h, GPT_MAGIC, 8) != 0) {
-        fclose(f);
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_gpt_load: %s is not a MotifCL GPT checkpoint", path);
-    }
-    if (get_u32(h + 8) != GPT_VERSION || get_u32(h + 12) != GPT_HEADER_BYTES) {
-        fclose(f);
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_gpt_load: %s has checkpoint version %u; this library reads %u",
-                        path, get_u32(h + 8), GPT_VERSION);
-    }
     mcl_gpt_desc cfg = {.size = sizeof cfg};
-    int32_t *fields[8] = {&cfg.vocab, &cfg.dim, &cfg.layers, &cfg.heads, &cfg.kv_heads,
-                          &cfg.hidden, &cfg.max_seq, &cfg.tied_head};
-    for (int i = 0; i < 8; i++)
-        *fields[i] = (int32_t)get_u32(h + 16 + 4 * i);
-    cfg.rope_layout = (mcl_rope_layout)get_u32(h + 48);
-    cfg.rope_theta = bits_f32(get_u32(h + 52));
-    cfg.norm_eps = bits_f32(get_u32(h + 56));
+    gpt_plan plan;
+    float *buf;
+    uint64_t step = 0;
+    mcl_status s = read_checked(ctx, path, f, &cfg, &plan, &buf, &step);
+    fclose(f);
+    if (s != MCL_SUCCESS)
+        return s;
     mcl_gpt *gpt;
-    mcl_status s = mcl_gpt_alloc(ctx, &cfg, &gpt);
-    if (s != MCL_SUCCESS) {
-        fclose(f);
+    if ((s = mcl_gpt_alloc(ctx, &cfg, &gpt)) != MCL_SUCCESS) {
+        free(buf);
         return s;
     }
-    size_t floats = (size_t)gpt->flat_floats;
-    if (get_u32(h + 60) != 1 || get_u64(h + 72) != (uint64_t)floats ||
-        get_u64(h + 80) != (uint64_t)gpt->total_params) {
-        fclose(f);
-        mcl_gpt_destroy(gpt);
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_gpt_load: %s: the parameter layout does not match its "
-                        "configuration", path);
-    }
-    float *buf = malloc(floats * 3 * sizeof *buf);
-    unsigned char trailer[8];
-    int ok = buf && fread(buf, sizeof *buf, floats * 3, f) == floats * 3 &&
-             fread(trailer, sizeof trailer, 1, f) == 1 && fgetc(f) == EOF;
-    fclose(f);
-    if (ok) {
-        uint64_t sum = fnv1a(0xCBF29CE484222325ull, h, sizeof h);
-        sum = fnv1a(sum, buf, floats * 3 * sizeof *buf);
-        ok = sum == get_u64(trailer);
-    }
-    if (!ok) {
-        mcl_status why = buf ? MCL_ERROR_INVALID_ARGUMENT : MCL_ERROR_OUT_OF_HOST_MEMORY;
-        free(buf);
-        mcl_gpt_destroy(gpt);
-        return mcl_fail(ctx, why, "mcl_gpt_load: %s is truncated or corrupt (checksum)", path);
-    }
+    size_t floats = (size_t)plan.flat_floats;
     s = mcl_tensor_upload(gpt->flat_p, 0, buf, floats * 4);
     if (s == MCL_SUCCESS)
         s = mcl_tensor_upload(gpt->flat_m, 0, buf + floats, floats * 4);
@@ -201,7 +250,7 @@ mcl_status mcl_gpt_load(mcl_context *ctx, const char *path, mcl_gpt **out)
         mcl_gpt_destroy(gpt);
         return s;
     }
-    gpt->step = (int64_t)get_u64(h + 64);
+    gpt->step = (int64_t)step;
     *out = gpt;
     return MCL_SUCCESS;
 }

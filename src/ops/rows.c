@@ -66,6 +66,10 @@ static uint32_t row_groups(uint32_t rows)
 static mcl_status check_rows(mcl_context *ctx, const char *op, const mcl_tensor *x,
                              const mcl_tensor *out, uint32_t *d, uint32_t *rows)
 {
+    /* Defined on every path: at -O3 GCC cannot see that mcl_fail never returns MCL_SUCCESS
+     * (-Wmaybe-uninitialized in the callers). */
+    *d = 0;
+    *rows = 0;
     if (!ctx)
         return MCL_ERROR_INVALID_ARGUMENT;
     if (!x || !out)

@@ -59,6 +59,27 @@ static int device_usable(VkPhysicalDevice physical)
     return props.apiVersion >= MCL_MIN_DEVICE_API && compute_family(physical) != UINT32_MAX;
 }
 
+#define MCL_DEVICE_LIST_BYTES 384
+
+/* The devices that exist, as "0 \"name\", 1 \"name\"" and where to read more, for the error
+ * that no device matched. */
+static const char *device_list(VkPhysicalDevice *devices, uint32_t count, char *out,
+                               size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (uint32_t i = 0; i < count && used < size; i++) {
+        VkPhysicalDeviceProperties props;
+        vkGetPhysicalDeviceProperties(devices[i], &props);
+        int n = snprintf(out + used, size - used, "%s%u \"%s\"", i ? ", " : "", i,
+                         props.deviceName);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    if (used < size)
+        snprintf(out + used, size - used, " (MOTIFCL_LOG=info says why a device is skipped)");
+    return out;
+}
+
 mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc)
 {
     uint32_t count = 0;
@@ -76,30 +97,34 @@ mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc)
         return mcl_vk_fail(ctx, result, "vkEnumeratePhysicalDevices");
     }
 
-    const char *by_env = ctx->env.device[0] ? ctx->env.device : NULL;
+    /* The descriptor first, then MOTIFCL_DEVICE (an index only when it is all digits). */
     const char *by_name = desc->device_name;
-    long by_index = desc->device_index;
-    if (by_index < 0 && !by_name && by_env) {
-        char *end = NULL;
-        long value = strtol(by_env, &end, 10);
-        if (end && *end == '\0')
-            by_index = value;
-        else
-            by_name = by_env;
+    int have_index = desc->device_index >= 0;
+    uint64_t by_index = have_index ? (uint64_t)desc->device_index : 0;
+    if (!have_index && !by_name && ctx->env.device[0]) {
+        if (ctx->env.device_by_index) {
+            have_index = 1;
+            by_index = ctx->env.device_index;
+        } else {
+            by_name = ctx->env.device;
+        }
     }
 
     mcl_status status = MCL_SUCCESS;
     long chosen = -1;
-    if (by_index >= 0) {
-        if ((uint32_t)by_index >= count)
+    if (have_index) {
+        char names[MCL_DEVICE_LIST_BYTES];
+        if (by_index >= count)
             status = mcl_fail(ctx, MCL_ERROR_NO_DEVICE,
-                              "device index %ld requested but only %u device(s) exist",
-                              by_index, count);
+                              "device index %llu requested but only %u device(s) exist: %s",
+                              (unsigned long long)by_index, count,
+                              device_list(devices, count, names, sizeof names));
         else if (!device_usable(devices[by_index]))
             status = mcl_fail(ctx, MCL_ERROR_NO_DEVICE,
-                              "device %ld lacks Vulkan 1.2 or a compute queue", by_index);
+                              "device %llu lacks Vulkan 1.2 or a compute queue",
+                              (unsigned long long)by_index);
         else
-            chosen = by_index;
+            chosen = (long)by_index;
     } else {
         int best_rank = -1;
         for (uint32_t i = 0; i < count; i++) {
@@ -117,12 +142,16 @@ mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc)
                 chosen = i;
             }
         }
+        char names[MCL_DEVICE_LIST_BYTES];
         if (chosen < 0)
             status = by_name ? mcl_fail(ctx, MCL_ERROR_NO_DEVICE,
-                                        "no usable device's name contains \"%s\"", by_name)
+                                        "no usable device's name contains \"%s\"; the devices: "
+                                        "%s", by_name,
+                                        device_list(devices, count, names, sizeof names))
                              : mcl_fail(ctx, MCL_ERROR_NO_DEVICE,
-                                        "none of %u device(s) has Vulkan 1.2 and a compute queue",
-                                        count);
+                                        "none of %u device(s) has Vulkan 1.2 and a compute "
+                                        "queue: %s", count,
+                                        device_list(devices, count, names, sizeof names));
     }
     if (chosen >= 0) {
         ctx->physical = devices[chosen];
