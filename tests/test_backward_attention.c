@@ -214,7 +214,9 @@ static int check_cases(const bwd_case *cases, size_t count, const char *tag, uin
         failed += !mcl_test_record(full, "nmse vs reference", e_dk, REF_TOLERANCE);
         snprintf(full, sizeof full, "%s%s dv", name, tag);
         failed += !mcl_test_record(full, "nmse vs reference", e_dv, REF_TOLERANCE);
-        snprintf(full, sizeof full, "%s%s: exact zeros where no gradient flows", name, tag);
+        int n = snprintf(full, sizeof full, "%s%s: exact zeros where no gradient flows", name,
+                         tag);
+        failed += n < 0 || (size_t)n >= sizeof full; /* a name cut short */
         failed += !mcl_test_record_bool(full, zeros_where_nothing_flows(&d, c));
         teardown(&d);
     }

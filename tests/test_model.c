@@ -344,7 +344,8 @@ static void write_checkpoint_with(const model_def *m, const char *dir, const cha
         uint64_t size = 0;
         assert_mcl_ok(mcl_safetensors_writer_finish(w[s], &file, &size));
         mcl_safetensors_writer_destroy(w[s]);
-        snprintf(path, sizeof path, "%s/%s", dir, shard_name[s]);
+        int n = snprintf(path, sizeof path, "%s/%s", dir, shard_name[s]);
+        assert_true(n > 0 && (size_t)n < sizeof path);
         write_file(path, file, (size_t)size);
         free(file);
     }

@@ -121,7 +121,7 @@ static const char *g2(const char *raw, char *out)
 static void bpe_vocab(vocab *v, const char *const *pieces, const char *const *merges)
 {
     memset(v, 0, sizeof *v);
-    static char merge_text[64][40];
+    static char merge_text[64][80];
     for (unsigned b = 0; b < 256; b++) {
         char raw[2] = {(char)(b ? b : 1), 0};
         if (b == 0) { /* NUL is not a C string: write its character by hand */

@@ -586,7 +586,7 @@ mcl_status mcl_gguf_parse(const void *data, uint64_t size, mcl_gguf **out, char 
     g->size = size;
     p.g = g;
 
-    uint64_t n_tensors, n_kv;
+    uint64_t n_tensors = 0, n_kv = 0;
     mcl_status st = read_header(&p, &n_tensors, &n_kv);
     if (st == MCL_SUCCESS)
         st = allocate(&p, n_tensors, n_kv);
