@@ -47,8 +47,19 @@ layout(std430, set = 0, binding = SPLIT_OUT_BINDING + 3) coherent buffer BufCoun
 layout(std430, set = 0, binding = SPLIT_OUT_BINDING + 4) writeonly buffer BufAct {
     uint act[];
 };
+// The partials again, as vec2 (max, sum) and vec4: the combine's loads.
+layout(std430, set = 0, binding = SPLIT_OUT_BINDING) coherent buffer BufPartO4 {
+    vec4 part_o4[];
+};
+layout(std430, set = 0, binding = SPLIT_OUT_BINDING + 1) coherent buffer BufPartML2 {
+    vec2 part_ml2[];
+};
 #include "q8_1.glsl"
+// The most slices (the host's MCL_ATTENTION_DECODE_MAX_SPLITS).
+#define COMBINE_MAX_SPLITS 64u
 shared uint split_last;
+shared float comb_w[COMBINE_MAX_SPLITS * BQ];  // each slice's max, then its weight
+shared float comb_l[COMBINE_MAX_SPLITS * BQ];  // each slice's sum
 #endif
 
 void main() {
@@ -101,42 +112,70 @@ void main() {
         return;
     }
     memoryBarrierBuffer();
-    // Four elements of one row an invocation a round; every invocation runs every round
-    // (q8_1_store's barriers), and D4 a multiple of 8 where out is quantized puts a block's
-    // eight vec4s on eight consecutive invocations.
+    // Loads from coherent buffers are not reordered or merged: none may wait on another's
+    // value, or each costs a round trip to L2. So each (slice, row)'s max and sum first, one
+    // independent load each, into shared memory.
+    for (uint i = tid; i < pc.splits * BQ; i += WG) {
+        const uint s = i / BQ, rho = row0 + (i - s * BQ);
+        vec2 ml = vec2(NEG, 0.0);
+        if (rho < pc.rows) {
+            ml = part_ml2[((b * pc.splits + s) * pc.heads_kv + hkv) * pc.rows + rho];
+        }
+        comb_w[i] = ml.x;
+        comb_l[i] = ml.y;
+    }
+    barrier();
+    // Per row: the max over the slices that saw keys, each slice's weight, the total sum.
+    if (tid < BQ) {
+        float m = NEG;
+        for (uint s = 0u; s < pc.splits; s++) {
+            if (comb_l[s * BQ + tid] > 0.0) {
+                m = max(m, comb_w[s * BQ + tid]);
+            }
+        }
+        float l = 0.0;
+        for (uint s = 0u; s < pc.splits; s++) {
+            const float ls = comb_l[s * BQ + tid];
+            const float w = ls > 0.0 ? exp2(comb_w[s * BQ + tid] - m) : 0.0;
+            comb_w[s * BQ + tid] = w;
+            l += w * ls;
+        }
+        row_l[tid] = l;
+    }
+    barrier();
+    // Four elements of one row an invocation a round, the slices' vec4s loaded eight at a
+    // time; every invocation runs every round (q8_1_store's barriers), and D4 a multiple of 8
+    // where out is quantized puts a block's eight vec4s on eight consecutive invocations.
     for (uint e0 = 0u; e0 < BQ * D4; e0 += WG) {
-        const uint e = e0 + tid, r = e / D4, d = (e - r * D4) * 4u, rho = row0 + r;
+        const uint e = e0 + tid, r = e / D4, d4 = e - r * D4, rho = row0 + r;
         const bool valid = e < BQ * D4 && rho < pc.rows;
         vec4 y = vec4(0.0);
         uint at_out = 0u;
         if (valid) {
-            float m = -3.0e38;
-            for (uint s = 0u; s < pc.splits; s++) {
-                const uint at = ((b * pc.splits + s) * pc.heads_kv + hkv) * pc.rows + rho;
-                if (part_ml[at * 2u + 1u] > 0.0) {
-                    m = max(m, part_ml[at * 2u]);
-                }
-            }
+            const uint stride = pc.heads_kv * pc.rows * D4;
+            uint at = ((b * pc.splits) * pc.heads_kv + hkv) * pc.rows * D4 + rho * D4 + d4;
             vec4 o = vec4(0.0);
-            float l = 0.0;
-            for (uint s = 0u; s < pc.splits; s++) {
-                const uint at = ((b * pc.splits + s) * pc.heads_kv + hkv) * pc.rows + rho;
-                const float ls = part_ml[at * 2u + 1u];
-                if (ls > 0.0) {
-                    const float w = exp2(part_ml[at * 2u] - m);
-                    l += w * ls;
-                    [[unroll]] for (uint i = 0u; i < 4u; i++) {
-                        if (d + i < D) {
-                            o[i] += w * part_o[at * D + d + i];
-                        }
-                    }
+            uint s = 0u;
+            for (; s + 8u <= pc.splits; s += 8u) {
+                vec4 a[8];
+                [[unroll]] for (uint j = 0u; j < 8u; j++) {
+                    a[j] = part_o4[at + j * stride];
                 }
+                [[unroll]] for (uint j = 0u; j < 8u; j++) {
+                    o += comb_w[(s + j) * BQ + r] * a[j];
+                }
+                at += 8u * stride;
             }
+            for (; s < pc.splits; s++) {
+                o += comb_w[s * BQ + r] * part_o4[at];
+                at += stride;
+            }
+            const float l = row_l[r];
             y = l > 0.0 ? o / l : vec4(0.0);
             const uint t = rho / pc.group, hq = hkv * pc.group + (rho - t * pc.group);
-            at_out = ((b * pc.seq_q + t) * pc.heads_q + hq) * D + d;
+            at_out = ((b * pc.seq_q + t) * pc.heads_q + hq) * D + d4 * 4u;
             [[unroll]] for (uint i = 0u; i < 4u; i++) {
-                if (d + i < D) {
+                if (d4 * 4u + i < D) {
                     dst[at_out + i] = y[i];
                 }
             }

@@ -63,8 +63,8 @@ static const char *unsupported(const mcl_session *s, const mcl_device_info *dev)
     const mcl_model_info *m = &s->info;
     if (m->rope_scaling != MCL_ROPE_SCALING_NONE && m->rope_scaling != MCL_ROPE_SCALING_LLAMA3)
         return "a RoPE scaling other than llama 3.1's";
-    if (m->head_dim % 2 != 0 || m->head_dim > 256)
-        return "a head dimension that is odd or above 256";
+    if (m->head_dim % 4 != 0 || m->head_dim > 256)
+        return "a head dimension that is not a multiple of 4, or above 256";
     uint64_t align = dev->min_storage_buffer_offset_alignment ? dev->min_storage_buffer_offset_alignment : 1;
     if (((uint64_t)s->kv_dim * 4) % align != 0 || ((uint64_t)s->q_dim * 4) % align != 0 ||
         ((uint64_t)m->dim * 4) % align != 0)

@@ -66,9 +66,11 @@ static uint64_t div_up(uint64_t a, uint64_t b)
 static uint64_t tile_shared_bytes(uint32_t wg, uint32_t d, uint32_t bq, uint32_t bk)
 {
     uint64_t d4 = (d + 3) / 4;
-    /* ... and the decode kernels' quantization of their output and their count (8 WG + 4). */
+    /* ... and the decode kernels' combine: its quantization (8 WG), its count, and each
+     * slice's max and sum per row (2 x 64 x BQ floats). */
     return 16u * ((uint64_t)bq * d4 + (uint64_t)bk * (d4 + 1)) +
-           4u * ((uint64_t)bq * bk + 2u * wg + 4u * bq) + 8u * wg + 4u;
+           4u * ((uint64_t)bq * bk + 2u * wg + 4u * bq) + 8u * wg + 4u +
+           8u * MCL_ATTN_MAX_SPLITS * (uint64_t)bq;
 }
 
 static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_t kv_len,
@@ -330,10 +332,11 @@ mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, 
     if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || out->ndim != 4 || q->shape[1] != 1 ||
         !mcl_tensor_same_shape(k, v) || !mcl_tensor_same_shape(q, out) ||
         k->shape[3] != q->shape[3] || q->shape[2] % k->shape[2] != 0 ||
-        q->shape[3] > (int64_t)MCL_ATTN_MAX_HEAD_DIM ||
+        q->shape[3] > (int64_t)MCL_ATTN_MAX_HEAD_DIM || q->shape[3] % 4 != 0 ||
         (seq_slot == MCL_SLOT_NONE && q->shape[0] > k->shape[0]))
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                        "mcl_attention_decode: q, out [B, 1, Hq, D], k, v [sequences, S, Hkv, D]");
+                        "mcl_attention_decode: q, out [B, 1, Hq, D], k, v [sequences, S, Hkv, D], "
+                        "D a multiple of 4");
     mcl_status checked = kv_check(ctx, "mcl_attention_decode", q, k, v, out);
     if (checked != MCL_SUCCESS)
         return checked;
