@@ -2,7 +2,8 @@
 // sample_f32: one token chosen from a row of logits per workgroup, as src/engine/sampler.c
 // chooses it on the host (motifcl.h, mcl_sampler_desc):
 //
-//   1. the row copied to work, and the penalties of the listed tokens applied there;
+//   1. the penalized tokens into a hash table in shared memory, whose entries each read of a
+//      logit applies (the row itself is only read);
 //   2. greedy (temperature <= 0): the largest logit, the lowest id of equals;
 //   3. a threshold on the logit that only the kept tokens reach: top-k's k-th largest logit
 //      (a radix select over order-preserving keys, 8 bits a round), min-p's
@@ -13,7 +14,9 @@
 //
 // The top-p search runs over the candidates copied into shared memory where they fit,
 // else over the whole row. Every sum is folded in a fixed order: the same row, parameters
-// and key give the same token.
+// and key give the same token. The histograms of the radix select count each bin once per
+// subgroup round (lanes with equal bins agree on one atomic): the top bits of a row's keys
+// fall in a few bins, where one atomic per token would queue.
 //
 //   constant 0     : workgroup size, at most MCL_REDUCE_MAX_WG
 //   constant 1     : MCL_USE_SUBGROUP (reduce.glsl)
@@ -22,8 +25,7 @@
 //                    of logits, top_k, then as float bits temperature, top_p, min_p,
 //                    repeat_penalty, frequency_penalty, presence_penalty; the key; the count
 //                    n of penalized tokens; at word 16, n pairs (token, times seen)
-//   set 0 binding 2: work (float[]) [workgroups, vocab]: the penalized logits
-//   set 0 binding 3: tokens (writeonly int[]) [workgroups]
+//   set 0 binding 2: tokens (writeonly int[]) [workgroups]
 //   push constants : { uint vocab; uint stride; }
 #extension GL_GOOGLE_include_directive : require
 
@@ -31,13 +33,14 @@ layout(local_size_x_id = 0) in;
 
 layout(std430, set = 0, binding = 0) readonly buffer BufLogits { float logits[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufParams { uint params[]; };
-layout(std430, set = 0, binding = 2) coherent buffer BufWork { float work[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer BufTokens { int tokens[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer BufTokens { int tokens[]; };
 
 layout(push_constant) uniform Push {
     uint vocab;
     uint stride;
 } pc;
+
+#extension GL_KHR_shader_subgroup_ballot : require
 
 #include "reduce.glsl"
 #include "hash.glsl"
@@ -51,6 +54,14 @@ shared uint pick[2];
 shared uint c_key[CAND];
 shared float c_w[CAND];
 shared uint c_id[CAND];
+// The penalized tokens: open addressing, token + 1 as the key (0: empty), with its count.
+#define PEN_SLOTS 512u
+shared uint pen_key[PEN_SLOTS];
+shared uint pen_count[PEN_SLOTS];
+
+uint pen_slot(uint t) {
+    return (t * 0x9E3779B1u) >> 23;
+}
 
 // Order-preserving key of a float: a larger value, a larger key.
 uint okey(float f) {
@@ -126,10 +137,54 @@ float gumbel(uint key, uint t) {
     return -log(x);
 }
 
+// Token t's logit of the row at `src`, penalized where the table holds it.
+float logit(uint src, uint t, uint penalized, float repeat, float frequency, float presence) {
+    float l = logits[src + t];
+    if (penalized != 0u) {
+        for (uint h = pen_slot(t);; h = (h + 1u) & (PEN_SLOTS - 1u)) {
+            const uint k = pen_key[h];
+            if (k == 0u) {
+                break;
+            }
+            if (k == t + 1u) {
+                if (repeat != 1.0) {
+                    l = l > 0.0 ? l / repeat : l * repeat;
+                }
+                l -= float(pen_count[h]) * frequency + presence;
+                break;
+            }
+        }
+    }
+    return l;
+}
+
+// hist[bin] += 1 for each invocation where `counted`: within a subgroup, the invocations of
+// one bin agree on a single atomic.
+void hist_add(uint bin, bool counted) {
+    if (MCL_USE_SUBGROUP) {
+        bool pending = counted;
+        for (;;) {
+            const uvec4 todo = subgroupBallot(pending);
+            if (todo == uvec4(0u)) {
+                break;
+            }
+            const uint lead = subgroupMin(pending ? bin : 0xffffffffu);
+            const bool mine = pending && bin == lead;
+            const uvec4 same = subgroupBallot(mine);
+            if (gl_SubgroupInvocationID == subgroupBallotFindLSB(same)) {
+                atomicAdd(hist[lead], subgroupBallotBitCount(same));
+            }
+            pending = pending && !mine;
+        }
+    } else if (counted) {
+        atomicAdd(hist[bin], 1u);
+    }
+}
+
 void main() {
     const uint lid = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x, V = pc.vocab;
     const uint row = gl_WorkGroupID.x, P = row * pc.stride;
-    const uint src = params[P] * V, base = row * V;
+    const uint src = params[P] * V;
     const uint top_k = params[P + 1u];
     const float temp = uintBitsToFloat(params[P + 2u]);
     const float top_p = uintBitsToFloat(params[P + 3u]);
@@ -138,28 +193,26 @@ void main() {
     const float frequency = uintBitsToFloat(params[P + 6u]);
     const float presence = uintBitsToFloat(params[P + 7u]);
     const uint key = params[P + 8u], penalized = params[P + 9u];
+#define LOGIT(t) logit(src, t, penalized, repeat, frequency, presence)
 
-    for (uint t = lid; t < V; t += WG) {
-        work[base + t] = logits[src + t];
+    for (uint i = lid; i < PEN_SLOTS; i += WG) {
+        pen_key[i] = 0u;
     }
-    memoryBarrierBuffer();
     barrier();
     for (uint i = lid; i < penalized; i += WG) {
         const uint t = params[P + 16u + 2u * i];
-        float l = work[base + t];
-        if (repeat != 1.0) {
-            l = l > 0.0 ? l / repeat : l * repeat;
+        for (uint h = pen_slot(t);; h = (h + 1u) & (PEN_SLOTS - 1u)) {
+            if (atomicCompSwap(pen_key[h], 0u, t + 1u) == 0u) {
+                pen_count[h] = params[P + 17u + 2u * i];
+                break;
+            }
         }
-        l -= float(params[P + 17u + 2u * i]) * frequency + presence;
-        work[base + t] = l;
     }
-    memoryBarrierBuffer();
     barrier();
-
     // The largest logit, the lowest id of equals (each invocation's ids rise).
     uint bk = 0u, bi = 0xffffffffu;
     for (uint t = lid; t < V; t += WG) {
-        const uint k = okey(work[base + t]);
+        const uint k = okey(LOGIT(t));
         if (k > bk || bi == 0xffffffffu) {
             bk = k;
             bi = t;
@@ -173,7 +226,7 @@ void main() {
         }
         return;
     }
-    const float m = work[base + best];
+    const float m = LOGIT(best);
     const float inv_t = 1.0 / temp;
 
     // top-k: the k-th largest key, 8 bits a round from the top.
@@ -186,11 +239,12 @@ void main() {
                 hist[i] = 0u;
             }
             barrier();
-            for (uint t = lid; t < V; t += WG) {
-                const uint k = okey(work[base + t]);
-                if ((k & mask) == prefix) {
-                    atomicAdd(hist[(k >> shift) & 255u], 1u);
-                }
+            // Rounds of the whole workgroup, so that a subgroup's invocations meet in
+            // hist_add together.
+            for (uint t0 = 0u; t0 < V; t0 += WG) {
+                const uint t = t0 + lid;
+                const uint k = t < V ? okey(LOGIT(t)) : 0u;
+                hist_add((k >> shift) & 255u, t < V && (k & mask) == prefix);
             }
             barrier();
             if (lid == 0u) {
@@ -223,14 +277,14 @@ void main() {
     // of the invocations and their ids.
     uint own = 0u;
     for (uint t = lid; t < V; t += WG) {
-        own += okey(work[base + t]) >= thr ? 1u : 0u;
+        own += okey(LOGIT(t)) >= thr ? 1u : 0u;
     }
     uint count;
     uint at = wg_scan(own, count);
     const bool held = count <= CAND;
     if (held) {
         for (uint t = lid; t < V; t += WG) {
-            const float l = work[base + t];
+            const float l = LOGIT(t);
             const uint k = okey(l);
             if (k >= thr) {
                 c_key[at] = k;
@@ -246,7 +300,7 @@ void main() {
         // The mass of the top-k tokens, then the largest cut whose mass reaches top_p of it.
         float z = 0.0;
         for (uint t = lid; t < V; t += WG) {
-            const float l = work[base + t];
+            const float l = LOGIT(t);
             z += okey(l) >= thr_k ? exp((l - m) * inv_t) : 0.0;
         }
         const float target = top_p * mcl_wg_sum(z);
@@ -261,7 +315,7 @@ void main() {
                 }
             } else {
                 for (uint t = lid; t < V; t += WG) {
-                    const float l = work[base + t];
+                    const float l = LOGIT(t);
                     s += okey(l) >= mid ? exp((l - m) * inv_t) : 0.0;
                 }
             }
@@ -287,7 +341,7 @@ void main() {
         for (uint j = lid; j < count; j += WG) {
             if (c_key[j] >= thr) {
                 const uint t = c_id[j];
-                const uint k = okey((work[base + t] - m) * inv_t + gumbel(key, t));
+                const uint k = okey((LOGIT(t) - m) * inv_t + gumbel(key, t));
                 if (k > sk || (k == sk && t < si)) {
                     sk = k;
                     si = t;
@@ -296,7 +350,7 @@ void main() {
         }
     } else {
         for (uint t = lid; t < V; t += WG) {
-            const float l = work[base + t];
+            const float l = LOGIT(t);
             if (okey(l) >= thr) {
                 const uint k = okey((l - m) * inv_t + gumbel(key, t));
                 if (k > sk || si == 0xffffffffu) {

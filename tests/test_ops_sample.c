@@ -62,7 +62,6 @@ static uint32_t compare(mcl_context *c, const float *host_l, uint32_t vocab,
     static const int32_t history[12] = {3, 7, 3, 11, 500, 3, 7, 42, 999, 0, 1, 3};
     mcl_tensor *logits = tensor(c, MCL_DTYPE_F32, LOGIT_ROWS, vocab);
     mcl_tensor *params = tensor(c, MCL_DTYPE_I32, (int64_t)draws * STRIDE, 0);
-    mcl_tensor *work = tensor(c, MCL_DTYPE_F32, draws, vocab);
     mcl_tensor *tokens = tensor(c, MCL_DTYPE_I32, draws, 0);
     assert_mcl_ok(mcl_tensor_upload(logits, 0, host_l, 4ull * LOGIT_ROWS * vocab));
     uint32_t *rows = calloc((size_t)draws * STRIDE, sizeof *rows);
@@ -75,7 +74,7 @@ static uint32_t compare(mcl_context *c, const float *host_l, uint32_t vocab,
         rows[(size_t)i * STRIDE + 8] ^= key_xor;
     }
     assert_mcl_ok(mcl_tensor_upload(params, 0, rows, 4ull * draws * STRIDE));
-    assert_mcl_ok(mcl_sample_rows(c, logits, params, STRIDE, draws, work, tokens));
+    assert_mcl_ok(mcl_sample_rows(c, logits, params, STRIDE, draws, tokens));
     assert_mcl_ok(mcl_tensor_download(tokens, 0, got, 4ull * draws));
     uint32_t differ = 0;
     for (uint32_t i = 0; i < draws; i++) {
@@ -85,7 +84,7 @@ static uint32_t compare(mcl_context *c, const float *host_l, uint32_t vocab,
     }
     if (tokens_out)
         memcpy(tokens_out, got, draws * sizeof *got);
-    mcl_tensor *all[] = {logits, params, work, tokens};
+    mcl_tensor *all[] = {logits, params, tokens};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         mcl_tensor_destroy(all[i]);
     free(rows), free(scratch), free(got), free(hw);
@@ -194,9 +193,9 @@ static void scatter(void **state)
                                      ok));
     EXPECT_STATUS(mcl_scatter_rows(ctx, s, idx, 4, d), SHAPE);
     EXPECT_STATUS(mcl_scatter_rows(ctx, s, s, 0, d), DTYPE);
-    EXPECT_STATUS(mcl_sample_rows(ctx, s, idx, MCL_SAMPLE_HEADER - 1, 1, s, idx), SHAPE);
-    EXPECT_STATUS(mcl_sample_rows(ctx, s, idx, MCL_SAMPLE_HEADER, 1, s, s), DTYPE);
-    EXPECT_STATUS(mcl_sample_rows(ctx, s, NULL, MCL_SAMPLE_HEADER, 1, s, idx), INVALID);
+    EXPECT_STATUS(mcl_sample_rows(ctx, s, idx, MCL_SAMPLE_HEADER - 1, 1, idx), SHAPE);
+    EXPECT_STATUS(mcl_sample_rows(ctx, s, idx, MCL_SAMPLE_HEADER, 1, s), DTYPE);
+    EXPECT_STATUS(mcl_sample_rows(ctx, s, NULL, MCL_SAMPLE_HEADER, 1, idx), INVALID);
     assert_true(mcl_test_record("sampler and scatter: refused arguments with the expected "
                                 "status",
                                 "wrong statuses", mcl_test_wrong_statuses, 0));

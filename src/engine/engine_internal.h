@@ -69,9 +69,9 @@ struct mcl_session {
     mcl_tensor *x, *h, *q, *k, *v, *att, *gate, *up;
     mcl_tensor *last, *logits;   /* [sequences, dim], [sequences, vocab]: a pass's rows */
     mcl_tensor *seq_logits;      /* f32 [sequences, vocab]: each sequence's last logits */
-    /* The device sampler's: parameters (ENGINE_DRAW_STRIDE words a row), penalized logits
-     * [sequences, vocab], the tokens drawn. */
-    mcl_tensor *draw_params, *draw_work, *draw_tokens;
+    /* The device sampler's: parameters (ENGINE_DRAW_STRIDE words a row), the tokens
+     * drawn. */
+    mcl_tensor *draw_params, *draw_tokens;
     mcl_tensor *part_o, *part_ml; /* per sequence, the decode attention's slices */
     mcl_tensor *att_counters;    /* i32 [sequences x ENGINE_COUNTER_STRIDE]: their counts */
     mcl_tensor *normed;          /* f32 [sequences, dim]: a decode step's normed rows */

@@ -131,7 +131,7 @@ static uint64_t activation_bytes(const mcl_session *s)
 {
     const mcl_model_info *m = &s->info;
     uint64_t per_row = 2ull * m->dim + 2ull * s->q_dim + 2ull * s->kv_dim + 2ull * m->hidden + 1;
-    uint64_t per_seq = m->dim + 3ull * m->vocab + 3 + ENGINE_DRAW_STRIDE +
+    uint64_t per_seq = m->dim + 2ull * m->vocab + 3 + ENGINE_DRAW_STRIDE +
                        ENGINE_COUNTER_STRIDE(s) +
                        MCL_ATTENTION_DECODE_MAX_SPLITS * ((uint64_t)s->q_dim + 2ull * m->heads);
     return 4 * ((uint64_t)s->rows * per_row + (uint64_t)s->sequences * (per_seq + m->dim) +
@@ -170,8 +170,6 @@ static mcl_status allocate(mcl_session *s)
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, s->sequences, m->vocab, &s->logits);
     if (st == MCL_SUCCESS)
         st = make(ctx, MCL_DTYPE_F32, s->sequences, m->vocab, &s->seq_logits);
-    if (st == MCL_SUCCESS)
-        st = make(ctx, MCL_DTYPE_F32, s->sequences, m->vocab, &s->draw_work);
     if (st == MCL_SUCCESS)
         st = make(ctx, MCL_DTYPE_I32, (int64_t)s->sequences * ENGINE_DRAW_STRIDE, 0,
                   &s->draw_params);
@@ -344,8 +342,8 @@ void mcl_session_destroy(mcl_session *s)
     mcl_engine_steps_destroy(s);
     mcl_tensor *own[] = {s->ids, s->pos, s->x, s->h, s->q, s->k, s->v, s->att, s->gate, s->up,
                          s->last, s->logits, s->rope_table, s->part_o, s->part_ml,
-                         s->normed, s->act, s->seq_logits, s->draw_params, s->draw_work,
-                         s->draw_tokens, s->att_counters};
+                         s->normed, s->act, s->seq_logits, s->draw_params, s->draw_tokens,
+                         s->att_counters};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
         mcl_tensor_destroy(own[i]);
     for (uint32_t l = 0; s->layers && l < s->info.layers; l++) {
@@ -515,7 +513,7 @@ static mcl_status draw(mcl_session *s, const uint32_t *seqs, uint32_t count,
                                4ull * ENGINE_DRAW_STRIDE * on_device);
         if (st == MCL_SUCCESS)
             st = mcl_sample_rows(s->ctx, s->seq_logits, s->draw_params, ENGINE_DRAW_STRIDE,
-                                 on_device, s->draw_work, s->draw_tokens);
+                                 on_device, s->draw_tokens);
         int32_t got[64];
         for (uint32_t j = 0; st == MCL_SUCCESS && j < on_device; j += 64) {
             uint32_t n = on_device - j < 64 ? on_device - j : 64;

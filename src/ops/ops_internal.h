@@ -50,12 +50,11 @@ mcl_status mcl_swiglu_q8(mcl_context *ctx, mcl_tensor *gate, mcl_tensor *up, mcl
  * frequency_penalty, presence_penalty; the draw's key; the count n of penalized tokens; at
  * word MCL_SAMPLE_HEADER, n pairs (token, times seen). */
 #define MCL_SAMPLE_HEADER 16u
-/* A token for each of `count` rows of parameters (params i32, `stride` words a row) from the
- * rows of logits f32 [rows, vocab] they name, as mcl_sample_logits chooses on the host
- * (sample_f32.comp), into tokens (i32, count); work: f32 scratch of count x vocab. */
+/* A token for each of `count` rows of parameters (params i32, `stride` words a row, at most
+ * 256 penalized tokens a row) from the rows of logits f32 [rows, vocab] they name, as
+ * mcl_sample_logits chooses on the host (sample_f32.comp), into tokens (i32, count). */
 mcl_status mcl_sample_rows(mcl_context *ctx, mcl_tensor *logits, mcl_tensor *params,
-                           uint32_t stride, uint32_t count, mcl_tensor *work,
-                           mcl_tensor *tokens);
+                           uint32_t stride, uint32_t count, mcl_tensor *tokens);
 /* dst row idx[offset + r] = src row r for every row r of src [rows, width] (dst [*, width],
  * one 4-byte dtype, idx i32 read when the work runs): scatter_rows_u32.comp. */
 mcl_status mcl_scatter_rows(mcl_context *ctx, mcl_tensor *src, mcl_tensor *idx,

@@ -14,33 +14,32 @@ static int ours(const mcl_context *ctx, const mcl_tensor *t)
 }
 
 mcl_status mcl_sample_rows(mcl_context *ctx, mcl_tensor *logits, mcl_tensor *params,
-                           uint32_t stride, uint32_t count, mcl_tensor *work,
-                           mcl_tensor *tokens)
+                           uint32_t stride, uint32_t count, mcl_tensor *tokens)
 {
     if (!ctx)
         return MCL_ERROR_INVALID_ARGUMENT;
-    if (!ours(ctx, logits) || !ours(ctx, params) || !ours(ctx, work) || !ours(ctx, tokens))
+    if (!ours(ctx, logits) || !ours(ctx, params) || !ours(ctx, tokens))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "mcl_sample_rows: a tensor is NULL or of another context");
-    if (logits->dtype != MCL_DTYPE_F32 || work->dtype != MCL_DTYPE_F32 ||
-        params->dtype != MCL_DTYPE_I32 || tokens->dtype != MCL_DTYPE_I32)
+    if (logits->dtype != MCL_DTYPE_F32 || params->dtype != MCL_DTYPE_I32 ||
+        tokens->dtype != MCL_DTYPE_I32)
         return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
-                        "mcl_sample_rows: logits and work f32, params and tokens i32");
+                        "mcl_sample_rows: logits f32, params and tokens i32");
     if (logits->ndim != 2)
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_sample_rows: logits [rows, vocab]");
     uint64_t vocab = (uint64_t)logits->shape[1];
     if (count == 0 || stride < MCL_SAMPLE_HEADER || vocab == 0 || vocab > UINT32_MAX ||
-        params->nbytes < 4ull * stride * count || work->nbytes < 4ull * vocab * count ||
-        tokens->nbytes < 4ull * count || count > 65535)
+        params->nbytes < 4ull * stride * count || tokens->nbytes < 4ull * count ||
+        count > 65535)
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                        "mcl_sample_rows: %u rows need params of %u words each, work of "
-                        "vocab floats each and a token each", count, stride);
+                        "mcl_sample_rows: %u rows need params of %u words each and a token "
+                        "each", count, stride);
     struct {
         uint32_t vocab, stride;
     } push = {(uint32_t)vocab, stride};
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_SAMPLE_F32,
-        .binding_count = 4,
+        .binding_count = 3,
         .push_size = sizeof push,
         .local_size_x = SAMPLE_WG <= mcl_traits_of(ctx)->max_invocations
                             ? SAMPLE_WG
@@ -53,8 +52,7 @@ mcl_status mcl_sample_rows(mcl_context *ctx, mcl_tensor *logits, mcl_tensor *par
     if (status != MCL_SUCCESS)
         return status;
     mcl_tensor *reads[2] = {logits, params};
-    mcl_tensor *writes[2] = {work, tokens};
-    return mcl_dispatch(ctx, kernel, reads, 2, writes, 2, &push, count, 1, 1);
+    return mcl_dispatch(ctx, kernel, reads, 2, &tokens, 1, &push, count, 1, 1);
 }
 
 mcl_status mcl_scatter_rows(mcl_context *ctx, mcl_tensor *src, mcl_tensor *idx,
