@@ -404,6 +404,10 @@ done:
 int main(int argc, char **argv)
 {
     options o;
+    if (argc == 2 && strcmp(argv[1], "--help") == 0) {
+        usage(argv[0]);
+        return 0;
+    }
     if (parse(argc, argv, &o) != 0) {
         usage(argv[0]);
         return 1;

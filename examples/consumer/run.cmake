@@ -4,7 +4,9 @@
 #  1. `cmake --install` of the build tree into an empty prefix gives a complete tree: the
 #     shared library with SONAME libmotifcl.so.<major> (and its links), the static library,
 #     include/motifcl.h (identical to the source), MotifCLConfig.cmake,
-#     MotifCLConfigVersion.cmake, MotifCLTargets.cmake and pkgconfig/motifcl.pc;
+#     MotifCLConfigVersion.cmake, MotifCLTargets.cmake and pkgconfig/motifcl.pc; the
+#     installed tools (motifcl-info, motifcl-run) start from the prefix without
+#     LD_LIBRARY_PATH;
 #  2. the shared library exports exactly the functions the header marks MCL_API, all named
 #     mcl_* (no volk / vk* / internal symbol leaks);
 #  3. motifcl.pc describes the prefix it was installed to (include and lib directories,
@@ -124,6 +126,13 @@ require_file("${config_dir}/MotifCLConfig.cmake" "the package configuration")
 require_file("${config_dir}/MotifCLConfigVersion.cmake" "the package version file")
 require_file("${config_dir}/MotifCLTargets.cmake" "the exported targets")
 require_file("${libdir}/pkgconfig/motifcl.pc" "the pkg-config file")
+# The installed tools start from this prefix with nothing in the environment: their runpath
+# finds the library from where they are ($ORIGIN-relative), wherever the prefix is.
+file(GLOB tools "${prefix}/*/motifcl-info" "${prefix}/*/motifcl-run")
+foreach(tool IN LISTS tools)
+  run_step("${tool} --help, from the prefix, without LD_LIBRARY_PATH"
+    "${CMAKE_COMMAND}" -E env --unset=LD_LIBRARY_PATH "${tool}" --help)
+endforeach()
 file(SHA256 "${includedir}/motifcl.h" installed_hash)
 file(SHA256 "${SOURCE_DIR}/include/motifcl.h" source_hash)
 if(NOT installed_hash STREQUAL source_hash)
