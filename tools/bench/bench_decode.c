@@ -245,6 +245,38 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
     bench_figure(b, name, 1.0 / t, "tokens/s");
     snprintf(name, sizeof name, "%s: decode time per token", label);
     bench_figure(b, name, t * 1e3, "ms");
+    /* The same loop with the logits read back instead of a token sampled, and with each
+     * step only waited for: what the sampler's round trip costs in the loop. */
+    for (int variant = 0; variant < 2; variant++) {
+        float *back = variant == 0 ? malloc((size_t)shape->vocab * sizeof *back) : NULL;
+        if (variant == 0 && !back)
+            goto done;
+        double v[BENCH_MAX_REPEAT];
+        for (uint32_t r = 0; r < repeat; r++) {
+            if (mcl_session_reset(s, 0) != MCL_SUCCESS ||
+                mcl_session_feed(s, 0, tokens, prompt, NULL) != MCL_SUCCESS ||
+                mcl_finish(b->ctx) != MCL_SUCCESS) {
+                free(back);
+                goto done;
+            }
+            t0 = bench_now();
+            for (uint32_t i = 0; i < steps; i++) {
+                mcl_status st = mcl_session_feed(s, 0, &tokens[i % prompt], 1, back);
+                if (st == MCL_SUCCESS && !back)
+                    st = mcl_finish(b->ctx);
+                if (st != MCL_SUCCESS) {
+                    free(back);
+                    goto done;
+                }
+            }
+            v[r] = (bench_now() - t0) / steps;
+        }
+        free(back);
+        snprintf(name, sizeof name, "%s: decode, one sequence, %s (the median run)", label,
+                 variant == 0 ? "the logits read back instead" : "each step waited for, no "
+                                                                 "sampling");
+        bench_figure(b, name, 1.0 / v[median_index(v, repeat)], "tokens/s");
+    }
     snprintf(name, sizeof name, "%s: decode CPU time per token (all threads)", label);
     bench_figure(b, name, cpu * 1e3, "ms");
     /* The sampler alone on the last logits, each call waited for: greedy, the common
@@ -252,15 +284,21 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
     static const struct {
         const char *what;
         mcl_sampler_desc d;
-    } samplers[3] = {
+    } samplers[6] = {
         {"greedy", {.size = sizeof(mcl_sampler_desc)}},
+        {"greedy, repeat penalty 1.1",
+         {.size = sizeof(mcl_sampler_desc), .repeat_penalty = 1.1f}},
+        {"temperature 1, top-k 40", {.size = sizeof(mcl_sampler_desc), .temperature = 1.0f,
+                                     .top_k = 40}},
+        {"temperature 1, min-p 0.05", {.size = sizeof(mcl_sampler_desc), .temperature = 1.0f,
+                                       .min_p = 0.05f}},
         {"temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, repeat penalty 1.1",
          {.size = sizeof(mcl_sampler_desc), .temperature = 0.8f, .top_k = 40, .top_p = 0.95f,
           .min_p = 0.05f, .repeat_penalty = 1.1f}},
         {"temperature 1, top-p 0.95", {.size = sizeof(mcl_sampler_desc), .temperature = 1.0f,
                                        .top_p = 0.95f}},
     };
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 6; k++) {
         int32_t pick;
         t0 = bench_now();
         for (uint32_t i = 0; i < steps; i++)
