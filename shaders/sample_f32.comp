@@ -14,9 +14,7 @@
 //
 // The top-p search runs over the candidates copied into shared memory where they fit,
 // else over the whole row. Every sum is folded in a fixed order: the same row, parameters
-// and key give the same token. The histograms of the radix select count each bin once per
-// subgroup round (lanes with equal bins agree on one atomic): the top bits of a row's keys
-// fall in a few bins, where one atomic per token would queue.
+// and key give the same token.
 //
 //   constant 0     : workgroup size, at most MCL_REDUCE_MAX_WG
 //   constant 1     : MCL_USE_SUBGROUP (reduce.glsl)
@@ -39,8 +37,6 @@ layout(push_constant) uniform Push {
     uint vocab;
     uint stride;
 } pc;
-
-#extension GL_KHR_shader_subgroup_ballot : require
 
 #include "reduce.glsl"
 #include "hash.glsl"
@@ -158,29 +154,6 @@ float logit(uint src, uint t, uint penalized, float repeat, float frequency, flo
     return l;
 }
 
-// hist[bin] += 1 for each invocation where `counted`: within a subgroup, the invocations of
-// one bin agree on a single atomic.
-void hist_add(uint bin, bool counted) {
-    if (MCL_USE_SUBGROUP) {
-        bool pending = counted;
-        for (;;) {
-            const uvec4 todo = subgroupBallot(pending);
-            if (todo == uvec4(0u)) {
-                break;
-            }
-            const uint lead = subgroupMin(pending ? bin : 0xffffffffu);
-            const bool mine = pending && bin == lead;
-            const uvec4 same = subgroupBallot(mine);
-            if (gl_SubgroupInvocationID == subgroupBallotFindLSB(same)) {
-                atomicAdd(hist[lead], subgroupBallotBitCount(same));
-            }
-            pending = pending && !mine;
-        }
-    } else if (counted) {
-        atomicAdd(hist[bin], 1u);
-    }
-}
-
 void main() {
     const uint lid = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x, V = pc.vocab;
     const uint row = gl_WorkGroupID.x, P = row * pc.stride;
@@ -239,12 +212,11 @@ void main() {
                 hist[i] = 0u;
             }
             barrier();
-            // Rounds of the whole workgroup, so that a subgroup's invocations meet in
-            // hist_add together.
-            for (uint t0 = 0u; t0 < V; t0 += WG) {
-                const uint t = t0 + lid;
-                const uint k = t < V ? okey(LOGIT(t)) : 0u;
-                hist_add((k >> shift) & 255u, t < V && (k & mask) == prefix);
+            for (uint t = lid; t < V; t += WG) {
+                const uint k = okey(LOGIT(t));
+                if ((k & mask) == prefix) {
+                    atomicAdd(hist[(k >> shift) & 255u], 1u);
+                }
             }
             barrier();
             if (lid == 0u) {

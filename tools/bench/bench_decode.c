@@ -247,7 +247,7 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
     bench_figure(b, name, t * 1e3, "ms");
     /* The same loop with the logits read back instead of a token sampled, and with each
      * step only waited for: what the sampler's round trip costs in the loop. */
-    for (int variant = 0; variant < 2; variant++) {
+    for (int variant = 0; variant < 3; variant++) {
         float *back = variant == 0 ? malloc((size_t)shape->vocab * sizeof *back) : NULL;
         if (variant == 0 && !back)
             goto done;
@@ -264,6 +264,9 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
                 mcl_status st = mcl_session_feed(s, 0, &tokens[i % prompt], 1, back);
                 if (st == MCL_SUCCESS && !back)
                     st = mcl_finish(b->ctx);
+                int32_t pick;
+                if (st == MCL_SUCCESS && variant == 2)
+                    st = mcl_session_sample(s, 0, NULL, &pick);
                 if (st != MCL_SUCCESS) {
                     free(back);
                     goto done;
@@ -273,8 +276,9 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
         }
         free(back);
         snprintf(name, sizeof name, "%s: decode, one sequence, %s (the median run)", label,
-                 variant == 0 ? "the logits read back instead" : "each step waited for, no "
-                                                                 "sampling");
+                 variant == 0   ? "the logits read back instead"
+                 : variant == 1 ? "each step waited for, no sampling"
+                                : "each step waited for, then a token sampled");
         bench_figure(b, name, 1.0 / v[median_index(v, repeat)], "tokens/s");
     }
     snprintf(name, sizeof name, "%s: decode CPU time per token (all threads)", label);
