@@ -8,7 +8,8 @@
 //   3. a threshold on the logit that only the kept tokens reach: top-k's k-th largest logit
 //      (a radix select over order-preserving keys, 8 bits a round), min-p's
 //      max + T ln(min_p), and top-p's largest cut whose kept probability mass (over the top-k
-//      tokens) reaches top_p (a binary search over the keys). Tokens equal to a cut are kept;
+//      tokens) reaches top_p (a search over the keys, seven cuts weighed a pass). Tokens equal
+//      to a cut are kept;
 //   4. the draw: the largest (l - max) / T + G among the kept tokens, with G a Gumbel variate
 //      of the row's key and the token id (sampler.c's gumbel), the lowest id of equals.
 //
@@ -26,6 +27,7 @@
 //   set 0 binding 2: tokens (writeonly int[]) [workgroups]
 //   push constants : { uint vocab; uint stride; }
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : enable
 
 layout(local_size_x_id = 0) in;
 
@@ -41,8 +43,9 @@ layout(push_constant) uniform Push {
 #include "reduce.glsl"
 #include "hash.glsl"
 
-// Candidates held in shared memory for the top-p search and the draw.
-#define CAND (4 * MCL_REDUCE_MAX_WG)
+// Candidates held in shared memory for the top-p search and the draw. The kernel's shared
+// memory stays under the 16 KiB every device has.
+#define CAND (2 * MCL_REDUCE_MAX_WG)
 
 shared uint s_u[MCL_REDUCE_MAX_WG];
 shared uint hist[256];
@@ -94,6 +97,36 @@ uint wg_max_u(uint v) {
 
 uint wg_min_u(uint v) {
     return 0xffffffffu - wg_max_u(0xffffffffu - v);
+}
+
+// Seven sums over the workgroup at once, in every invocation (mcl_wg_sum's order), through
+// each subgroup's partial (subgroups of 4 invocations or more).
+#define RED7_SUBGROUPS (MCL_REDUCE_MAX_WG / 4)
+shared float red7[7u * RED7_SUBGROUPS];
+void wg_sum7(inout float v[7]) {
+    if (MCL_USE_SUBGROUP && gl_NumSubgroups <= RED7_SUBGROUPS) {
+        [[unroll]] for (uint c = 0u; c < 7u; c++) {
+            v[c] = subgroupAdd(v[c]);
+        }
+        if (subgroupElect()) {
+            [[unroll]] for (uint c = 0u; c < 7u; c++) {
+                red7[c * RED7_SUBGROUPS + gl_SubgroupID] = v[c];
+            }
+        }
+        barrier();
+        [[unroll]] for (uint c = 0u; c < 7u; c++) {
+            float total = 0.0;
+            for (uint k = 0u; k < gl_NumSubgroups; k++) {
+                total += red7[c * RED7_SUBGROUPS + k];
+            }
+            v[c] = total;
+        }
+        barrier();
+    } else {
+        [[unroll]] for (uint c = 0u; c < 7u; c++) {
+            v[c] = mcl_wg_sum(v[c]);
+        }
+    }
 }
 
 // The exclusive prefix sum of v over the invocations in order, and the total.
@@ -276,33 +309,69 @@ void main() {
             z += okey(l) >= thr_k ? exp((l - m) * inv_t) : 0.0;
         }
         const float target = top_p * mcl_wg_sum(z);
+        // Invariant: the mass at or above lo reaches target, above hi it does not. Each round
+        // weighs seven cuts between them in one pass and keeps the eighth of the range where
+        // the mass crosses target: eleven passes for 32-bit keys.
         uint lo = thr, hi = maxk;
-        bool first = true;
-        while (lo < hi || first) {
-            const uint mid = first ? lo : lo + (hi - lo + 1u) / 2u;
+        bool reach = false;
+        {
             float s = 0.0;
             if (held) {
                 for (uint j = lid; j < count; j += WG) {
-                    s += c_key[j] >= mid ? c_w[j] : 0.0;
+                    s += c_w[j];
                 }
             } else {
                 for (uint t = lid; t < V; t += WG) {
                     const float l = LOGIT(t);
-                    s += okey(l) >= mid ? exp((l - m) * inv_t) : 0.0;
+                    s += okey(l) >= lo ? exp((l - m) * inv_t) : 0.0;
                 }
             }
-            const bool enough = mcl_wg_sum(s) >= target;
-            if (first) {
-                // Below target even at thr: the cut lies under thr, which then decides.
-                first = false;
-                if (!enough) {
+            // Below target even at thr: the cut lies under thr, which then decides.
+            reach = mcl_wg_sum(s) >= target;
+        }
+        while (reach && lo < hi) {
+            const uint span = hi - lo, step = span / 8u + 1u;
+            float part[7];
+            [[unroll]] for (uint c = 0u; c < 7u; c++) {
+                part[c] = 0.0;
+            }
+            if (held) {
+                for (uint j = lid; j < count; j += WG) {
+                    if (c_key[j] >= lo) {
+                        const uint above = c_key[j] - lo;
+                        [[unroll]] for (uint c = 0u; c < 7u; c++) {
+                            part[c] += above >= (c + 1u) * step ? c_w[j] : 0.0;
+                        }
+                    }
+                }
+            } else {
+                for (uint t = lid; t < V; t += WG) {
+                    const float l = LOGIT(t);
+                    const uint k = okey(l);
+                    if (k >= lo) {
+                        const float w = exp((l - m) * inv_t);
+                        [[unroll]] for (uint c = 0u; c < 7u; c++) {
+                            part[c] += k - lo >= (c + 1u) * step ? w : 0.0;
+                        }
+                    }
+                }
+            }
+            wg_sum7(part);
+            uint next_lo = lo, next_hi = hi;
+            for (uint c = 0u; c < 7u; c++) {
+                const uint off = (c + 1u) * step;
+                if (off > span) {
                     break;
                 }
-            } else if (enough) {
-                lo = mid;
-            } else {
-                hi = mid - 1u;
+                if (part[c] >= target) {
+                    next_lo = lo + off;
+                } else {
+                    next_hi = lo + off - 1u;
+                    break;
+                }
             }
+            lo = next_lo;
+            hi = next_hi;
         }
         thr = lo;
     }

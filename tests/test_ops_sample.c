@@ -3,8 +3,9 @@
  *
  *  - Rows of random logits (with runs of equal values, so that cuts fall on ties) at vocab
  *    1000 and 32003, each draw a row of parameters with its own key: greedy, greedy with
- *    penalties, temperature alone, top-k, top-p alone (over 1024 candidates: the whole-row
- *    search), top-k + top-p + min-p, min-p, top-k 1 and vocab - 1, and penalties with a
+ *    penalties, temperature alone, top-k, top-p alone (over 512 candidates: the whole-row
+ *    search) and after top-k 400 (held candidates), top-k + top-p + min-p, min-p, top-k 1 and
+ *    vocab - 1, and penalties with a
  *    draw. The device's token must equal the host's in all but 1 + 1 in 500 draws (the host
  *    computes in double: a draw whose two best scores lie within about 1e-6 may differ).
  *    Control: the device at other keys agrees in far fewer.
@@ -100,6 +101,9 @@ static const config configs[] = {
                                    .top_k = 40, .seed = 2}},
     {"temperature 1.5, top-p 0.9", {.size = sizeof(mcl_sampler_desc), .temperature = 1.5f,
                                     .top_p = 0.9f, .seed = 3}},
+    {"temperature 1, top-k 400, top-p 0.9", {.size = sizeof(mcl_sampler_desc),
+                                             .temperature = 1.0f, .top_k = 400, .top_p = 0.9f,
+                                             .seed = 9}},
     {"temperature 0.8, top-k 40, top-p 0.95, min-p 0.05",
      {.size = sizeof(mcl_sampler_desc), .temperature = 0.8f, .top_k = 40, .top_p = 0.95f,
       .min_p = 0.05f, .seed = 4}},
@@ -159,7 +163,7 @@ static void repeatable_and_portable(void **state)
     uint32_t differ = compare(tree, l, vocab, &configs[4], draws, 0, NULL);
     differ += compare(tree, l, vocab, cf, draws, 0, NULL);
     assert_true(mcl_test_record("without subgroup arithmetic: device tokens unlike the host's "
-                                "(top-p 0.9; top-k, top-p, min-p; 64 draws each)",
+                                "(top-p 0.9 over the row; top-k 400 and top-p over held candidates; 64 draws each)",
                                 "draws", differ, 0));
     assert_int_equal(mcl_context_validation_errors(tree), 0);
     mcl_context_destroy(tree);
