@@ -139,17 +139,6 @@ static uint64_t activation_bytes(const mcl_session *s)
 }
 
 
-/* t's bytes set to zero. */
-static mcl_status zero(mcl_tensor *t)
-{
-    void *z = calloc(1, t->nbytes);
-    if (!z)
-        return fail(t->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    mcl_status st = mcl_tensor_upload(t, 0, z, t->nbytes);
-    free(z);
-    return st;
-}
-
 static mcl_status allocate(mcl_session *s)
 {
     const mcl_model_info *m = &s->info;
@@ -183,7 +172,7 @@ static mcl_status allocate(mcl_session *s)
         st = make(ctx, MCL_DTYPE_I32, (int64_t)s->sequences * ENGINE_COUNTER_STRIDE(s), 0,
                   &s->att_counters);
     if (st == MCL_SUCCESS)
-        st = zero(s->att_counters);
+        st = mcl_tensor_zero(s->att_counters);
     if (st == MCL_SUCCESS)
         st = make(ctx, MCL_DTYPE_F32, s->sequences, m->dim, &s->normed);
     if (st == MCL_SUCCESS)

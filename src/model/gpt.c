@@ -246,16 +246,6 @@ static mcl_status make_f32(mcl_context *ctx, int64_t n, mcl_tensor **out)
     return mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &n, out);
 }
 
-static mcl_status zero_fill(mcl_tensor *t)
-{
-    void *zeros = calloc(1, t->nbytes);
-    if (!zeros)
-        return mcl_fail(t->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    mcl_status status = mcl_tensor_upload(t, 0, zeros, t->nbytes);
-    free(zeros);
-    return status;
-}
-
 /* Everything but the parameter values: shapes, flat tensors (moments and gradients zeroed),
  * views. */
 mcl_status mcl_gpt_alloc(mcl_context *ctx, const mcl_gpt_desc *config, mcl_gpt **out)
@@ -292,10 +282,10 @@ mcl_status mcl_gpt_alloc(mcl_context *ctx, const mcl_gpt_desc *config, mcl_gpt *
         status = make_f32(ctx, 1, &gpt->norm);
     if (status == MCL_SUCCESS)
         status = param_views(gpt);
-    if (status == MCL_SUCCESS && (status = zero_fill(gpt->flat_g)) == MCL_SUCCESS &&
-        (status = zero_fill(gpt->flat_m)) == MCL_SUCCESS &&
-        (status = zero_fill(gpt->flat_v)) == MCL_SUCCESS)
-        status = zero_fill(gpt->norm);
+    if (status == MCL_SUCCESS && (status = mcl_tensor_zero(gpt->flat_g)) == MCL_SUCCESS &&
+        (status = mcl_tensor_zero(gpt->flat_m)) == MCL_SUCCESS &&
+        (status = mcl_tensor_zero(gpt->flat_v)) == MCL_SUCCESS)
+        status = mcl_tensor_zero(gpt->norm);
     if (status != MCL_SUCCESS) {
         mcl_gpt_destroy(gpt);
         return status;

@@ -102,6 +102,9 @@ mcl_status mcl_tensor_view(mcl_tensor *owner, uint64_t offset, mcl_dtype dtype, 
 mcl_status mcl_tensor_bytes_view(mcl_tensor *owner, uint64_t offset, uint64_t bytes,
                                  mcl_tensor **out);
 
+/* t's bytes set to zero (an upload of zeros). */
+mcl_status mcl_tensor_zero(mcl_tensor *t);
+
 /* Whether two tensors have the same dimensions. */
 int mcl_tensor_same_shape(const mcl_tensor *a, const mcl_tensor *b);
 

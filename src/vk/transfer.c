@@ -435,6 +435,16 @@ static mcl_status split_download(mcl_tensor *t, const mcl_quant_layout *l, uint6
     return status;
 }
 
+mcl_status mcl_tensor_zero(mcl_tensor *t)
+{
+    void *zeros = calloc(1, t->nbytes);
+    if (!zeros)
+        return mcl_fail(t->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    mcl_status status = mcl_tensor_upload(t, 0, zeros, t->nbytes);
+    free(zeros);
+    return status;
+}
+
 mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, uint64_t bytes)
 {
     if (!t)
