@@ -625,7 +625,7 @@ static void bpe_words_and_bytes(void **state)
     for (int i = 0; i < 256; i++)
         all[i] = (char)(255 - i);
     assert_true(round_trips(t, all, sizeof all, 0));
-    const char *texts[] = {"hello world", " \n\n x", "a\xFF\xFE" "b", "\xF0\x9F\xA6\x99!!",
+    const char *texts[] = {"hello world", " \n\n x", ("a\xFF\xFE" "b"), "\xF0\x9F\xA6\x99!!",
                            "it's 12345", "\t\t \r\n"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
         assert_true(round_trips(t, texts[i], strlen(texts[i]), 0));
@@ -941,7 +941,7 @@ static mcl_status tiny_tokenizer(const tiny_file *o, mcl_tokenizer **t, char *wh
     mcl_gguf_writer *w = mcl_gguf_writer_create(3, 32);
     assert_non_null(w);
     int spm = o->model && strcmp(o->model, "llama") == 0;
-    static const char *const spm_tokens[] = {"<unk>", "<s>", "</s>", "a", "\xE2\x96\x81" "a"};
+    static const char *const spm_tokens[] = {"<unk>", "<s>", "</s>", "a", ("\xE2\x96\x81" "a")};
     static const char *const bpe_tokens[] = {"a", "b", "c", "ab", "abc", "<|endoftext|>"};
     static const float scores[] = {0, 0, 0, -2, -1, 0};
     static const int32_t spm_types[] = {2, 3, 3, 1, 1};
@@ -1418,7 +1418,7 @@ static void spm_model_written_by_sentencepiece(void **state)
 static void small_model(tf_buffer *b, int model_type, int last_type, int64_t bos_id,
                         size_t ends[8], size_t *n_ends)
 {
-    static const char *const pieces[5] = {"<unk>", "<s>", "</s>", "a", "\xE2\x96\x81" "a"};
+    static const char *const pieces[5] = {"<unk>", "<s>", "</s>", "a", ("\xE2\x96\x81" "a")};
     const int types[5] = {2, 3, 3, 1, last_type};
     *n_ends = 0;
     for (int i = 0; i < 5; i++) {

@@ -139,7 +139,8 @@ int32_t mcl_sample_logits(const float *logits, uint32_t vocab, const int32_t *hi
     uint32_t window = d.penalty_last_n ? d.penalty_last_n : 64;
     if (window > history_length)
         window = history_length;
-    penalize(l, vocab, history + (history_length - window), window, &d);
+    if (window > 0)
+        penalize(l, vocab, history + (history_length - window), window, &d);
 
     int32_t best = 0;
     for (int32_t t = 1; t < (int32_t)vocab; t++)

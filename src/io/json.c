@@ -205,7 +205,7 @@ static int close_container(mcl_json_parser *ps)
     v.count = n;
     v.u.link.first = first;
     v.u.link.sorted = NO_INDEX;
-    if (f->kind == MCL_JSON_OBJECT && !index_object(ps, &v, nv->data + first, n))
+    if (f->kind == MCL_JSON_OBJECT && n > 0 && !index_object(ps, &v, nv->data + first, n))
         return 0;
     return push_pending(ps, &v);
 }

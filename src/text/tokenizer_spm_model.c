@@ -308,7 +308,7 @@ mcl_status mcl_tokenizer_from_spm_model(const unsigned char *data, size_t len,
     m.eos = 2;
     m.pad = -1;
     m.add_dummy_prefix = 1;
-    pb_reader r = {data, data + len};
+    pb_reader r = {data, len ? data + len : data}; /* NULL + 0 is undefined */
     mcl_status s = read_model(&m, r, why, why_size);
     if (s == MCL_SUCCESS)
         s = check_model(&m, why, why_size);
