@@ -2,7 +2,8 @@
 # The test command: installs what is needed, builds with warnings as errors, and runs the
 # whole suite in strict mode (a device test that no Vulkan device executed fails) under the
 # Vulkan validation layer with synchronization validation. Then the host code is rebuilt
-# under AddressSanitizer + UndefinedBehaviorSanitizer and the unit tests run again.
+# under AddressSanitizer + UndefinedBehaviorSanitizer, by GCC and by clang, and the unit tests
+# run again; and the libFuzzer harnesses run for a bounded time.
 #   BUILD_DIR (default build-ci), WITNESS_DIR (default $BUILD_DIR/witness)
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,4 +55,25 @@ cmake -S . -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMOTIFCL_WERROR=ON \
   -DMOTIFCL_SANITIZE=ON -DMOTIFCL_BUILD_TOOLS=OFF -DMOTIFCL_BUILD_EXAMPLES=OFF
 cmake --build "$asan" -j "$jobs"
 MOTIFCL_WITNESS_DIR= ctest --test-dir "$asan" -L unit --output-on-failure --no-tests=error
+
+# The unit suites again built by clang under its sanitizers (they check what GCC's do not:
+# NULL + 0, among others), then each libFuzzer harness of tests/fuzz for FUZZ_SECONDS
+# (default 30) from its seeds; a crash fails here, and libFuzzer names the input it saved.
+clang_build="$build-clang"
+CC=clang cmake -S . -B "$clang_build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMOTIFCL_WERROR=ON \
+  -DMOTIFCL_SANITIZE=ON -DMOTIFCL_FUZZ=ON -DMOTIFCL_BUILD_TOOLS=OFF -DMOTIFCL_BUILD_EXAMPLES=OFF
+cmake --build "$clang_build" -j "$jobs"
+MOTIFCL_WITNESS_DIR= ctest --test-dir "$clang_build" -L unit --output-on-failure --no-tests=error
+for corpus in gguf safetensors tokenizer; do
+  harness=fuzz_$corpus
+  [ "$corpus" = tokenizer ] && harness=fuzz_tokenizer_files
+  found="$clang_build/fuzz-found/$corpus"
+  mkdir -p "$found"
+  "$clang_build/tests/fuzz/$harness" -max_total_time="${FUZZ_SECONDS:-30}" -print_final_stats=1 \
+    -artifact_prefix="$clang_build/fuzz-found/" "$found" "tests/fuzz/corpus/$corpus" \
+    > "$clang_build/$harness.log" 2>&1 ||
+    { tail -n 40 "$clang_build/$harness.log"; echo "test.sh: $harness failed"; exit 1; }
+  echo "test.sh: $harness: $(sed -n 's/stat::number_of_executed_units: *//p' \
+    "$clang_build/$harness.log") executions, no crash"
+done
 echo "test.sh: all passed"
