@@ -27,86 +27,12 @@ static const char *const layer_param_names[GPT_LAYER_PARAMS] = {
 
 /* --- Shapes and parameters ------------------------------------------------------------ */
 
-/* x floats rounded up to whole alignment units; x is at most 2^62 here. */
-static uint64_t padded(uint64_t x)
-{
-    return (x + GPT_ALIGN_FLOATS - 1) / GPT_ALIGN_FLOATS * GPT_ALIGN_FLOATS;
-}
-
-/* *sum += x * times unless the sum would pass GPT_MAX_FLAT_FLOATS (then 0). x is below 2^63
- * and times below 2^32, *sum at most GPT_MAX_FLAT_FLOATS: nothing here wraps. */
-static int add_floats(uint64_t *sum, uint64_t x, uint64_t times)
-{
-    if (times && x > (GPT_MAX_FLAT_FLOATS - *sum) / times)
-        return 0;
-    *sum += x * times;
-    return 1;
-}
-
-/* Field checks and hard bounds, then the layout's sizes in unsigned 64-bit arithmetic that
- * stops at the flat buffers' limit: every field is at most 2^31 - 1, so a product of two fits,
- * and each sum is checked before it is made. Nothing is allocated. */
 mcl_status mcl_gpt_plan(mcl_context *ctx, mcl_gpt_desc *c, gpt_plan *plan)
 {
-    memset(plan, 0, sizeof *plan);
-    if (c->kv_heads == 0)
-        c->kv_heads = c->heads;
-    if (c->rope_theta == 0.0f)
-        c->rope_theta = 10000.0f;
-    if (c->norm_eps == 0.0f)
-        c->norm_eps = 1e-5f;
-    const char *bad = NULL;
-    if (c->vocab < 1)
-        bad = "vocab must be >= 1";
-    else if (c->dim < 2)
-        bad = "dim must be >= 2";
-    else if (c->layers < 1 || c->layers > GPT_MAX_LAYERS)
-        bad = "layers must be in 1.." GPT_MAX_LAYERS_TEXT;
-    else if (c->heads < 1 || c->dim % c->heads != 0)
-        bad = "heads must divide dim";
-    else if ((c->dim / c->heads) % 2 != 0 || c->dim / c->heads > 256)
-        bad = "dim / heads must be even and at most 256";
-    else if (c->kv_heads < 1 || c->heads % c->kv_heads != 0)
-        bad = "kv_heads must divide heads";
-    else if (c->hidden < 1)
-        bad = "hidden must be >= 1";
-    else if (c->max_seq < 1)
-        bad = "max_seq must be >= 1";
-    else if (c->tied_head != 0 && c->tied_head != 1)
-        bad = "tied_head must be 0 or 1";
-    else if (c->rope_layout != MCL_ROPE_INTERLEAVED && c->rope_layout != MCL_ROPE_SPLIT_HALF)
-        bad = "rope_layout is unknown";
-    else if (!(c->rope_theta > 0.0f) || !isfinite(c->rope_theta))
-        bad = "rope_theta must be positive and finite";
-    else if (!(c->norm_eps > 0.0f) || !isfinite(c->norm_eps))
-        bad = "norm_eps must be positive and finite";
-    if (bad)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_gpt: %s", bad);
-
-    const uint64_t d = (uint64_t)c->dim, f = (uint64_t)c->hidden, v = (uint64_t)c->vocab;
-    const uint64_t layers = (uint64_t)c->layers, heads = (uint64_t)c->heads;
-    const uint64_t kvd = (uint64_t)c->kv_heads * (d / heads);
-    const uint64_t tables = c->tied_head ? 1 : 2; /* the embedding, and the head if untied */
-    /* Per layer, 2-D: wq and wo [d, d], wk and wv [kvd, d], w_gate, w_up, w_down [f, d]. */
-    uint64_t per_layer = 0, flat = 0;
-    int fits = add_floats(&per_layer, padded(d * d), 2) &&
-               add_floats(&per_layer, padded(kvd * d), 2) &&
-               add_floats(&per_layer, padded(f * d), 3) &&
-               add_floats(&flat, padded(v * d), tables) && add_floats(&flat, per_layer, layers);
-    const uint64_t decay_end = flat;
-    /* 1-D: two norms a layer and the final norm, [d] each. */
-    fits = fits && add_floats(&flat, padded(d), 2 * layers + 1);
-    if (!fits)
-        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
-                        "mcl_gpt: the parameters need more than %llu floats, the limit of one "
-                        "flat buffer", (unsigned long long)GPT_MAX_FLAT_FLOATS);
-    plan->flat_floats = (int64_t)flat;
-    plan->decay_end = (int64_t)decay_end;
-    /* Each term is at most flat now. */
-    const uint64_t per_layer_counts = 2 * d * d + 2 * kvd * d + 3 * f * d;
-    plan->total_params =
-        (int64_t)(tables * v * d + layers * per_layer_counts + (2 * layers + 1) * d);
-    plan->param_count = (uint32_t)(1 + layers * GPT_LAYER_PARAMS + 1 + (tables - 1));
+    char why[160];
+    mcl_status status = mcl_gpt_plan_check(c, plan, why, sizeof why);
+    if (status != MCL_SUCCESS)
+        return mcl_fail(ctx, status, "mcl_gpt: %s", why);
     return MCL_SUCCESS;
 }
 

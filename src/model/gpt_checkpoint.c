@@ -5,10 +5,6 @@
 
 #include "gpt_internal.h"
 
-#define GPT_MAGIC "MCLGPT\r\n"
-#define GPT_VERSION 1u
-#define GPT_HEADER_BYTES 96u
-#define GPT_TRAILER_BYTES 8u
 
 static void put_u32(unsigned char *p, uint32_t v)
 {
@@ -22,45 +18,11 @@ static void put_u64(unsigned char *p, uint64_t v)
         p[i] = (unsigned char)(v >> (8 * i));
 }
 
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 static uint32_t f32_bits(float f)
 {
     uint32_t u;
     memcpy(&u, &f, 4);
     return u;
-}
-
-static float bits_f32(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* FNV-1a over the payload: catches truncation and corruption. */
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001B3ull;
-    }
-    return h;
 }
 
 static void encode_header(const mcl_gpt *gpt, unsigned char *h)
@@ -111,8 +73,8 @@ mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path)
     }
     unsigned char header[GPT_HEADER_BYTES], trailer[8];
     encode_header(gpt, header);
-    uint64_t sum = fnv1a(0xCBF29CE484222325ull, header, sizeof header);
-    sum = fnv1a(sum, buf, floats * 3 * sizeof *buf);
+    uint64_t sum = mcl_gpt_checksum(GPT_CHECKSUM_SEED, header, sizeof header);
+    sum = mcl_gpt_checksum(sum, buf, floats * 3 * sizeof *buf);
     put_u64(trailer, sum);
     sprintf(tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "wb");
@@ -129,12 +91,6 @@ mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path)
     }
     free(tmp);
     return MCL_SUCCESS;
-}
-
-/* The checkpoint's bytes after the header, as its configuration lays them out. */
-static uint64_t payload_bytes(const gpt_plan *plan)
-{
-    return (uint64_t)plan->flat_floats * 3 * sizeof(float) + GPT_TRAILER_BYTES;
 }
 
 /* The file's length, or -1 when it cannot be told. */
@@ -158,41 +114,22 @@ static mcl_status read_checked(mcl_context *ctx, const char *path, FILE *f, mcl_
 {
     *buf = NULL;
     unsigned char h[GPT_HEADER_BYTES];
-    if (fread(h, sizeof h, 1, f) != 1 || memcmp(h, GPT_MAGIC, 8) != 0)
+    if (fread(h, sizeof h, 1, f) != 1)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "mcl_gpt_load: %s is not a MotifCL GPT checkpoint", path);
-    if (get_u32(h + 8) != GPT_VERSION || get_u32(h + 12) != GPT_HEADER_BYTES)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_gpt_load: %s has checkpoint version %u; this library reads %u",
-                        path, get_u32(h + 8), GPT_VERSION);
-    int32_t *fields[8] = {&cfg->vocab, &cfg->dim, &cfg->layers, &cfg->heads, &cfg->kv_heads,
-                          &cfg->hidden, &cfg->max_seq, &cfg->tied_head};
-    for (int i = 0; i < 8; i++)
-        *fields[i] = (int32_t)get_u32(h + 16 + 4 * i);
-    cfg->rope_layout = (mcl_rope_layout)get_u32(h + 48);
-    cfg->rope_theta = bits_f32(get_u32(h + 52));
-    cfg->norm_eps = bits_f32(get_u32(h + 56));
-    /* mcl_gpt_save writes only configurations that pass these checks: any failure is a
-     * damaged or foreign file. */
-    if (mcl_gpt_plan(ctx, cfg, plan) != MCL_SUCCESS)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_gpt_load: %s: its configuration is invalid (%s)", path,
-                        mcl_context_last_error(ctx));
-    if (get_u32(h + 60) != 1 || get_u64(h + 72) != (uint64_t)plan->flat_floats ||
-        get_u64(h + 80) != (uint64_t)plan->total_params)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_gpt_load: %s: the parameter layout does not match its "
-                        "configuration", path);
+    char why[200];
+    uint64_t need = 0;
+    if (mcl_gpt_checkpoint_header(h, cfg, plan, step, &need, why, sizeof why) != MCL_SUCCESS)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_gpt_load: %s: %s", path, why);
     int64_t length = file_length(f);
     if (length < 0)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "mcl_gpt_load: cannot tell the length of %s", path);
-    if ((uint64_t)length - GPT_HEADER_BYTES != payload_bytes(plan))
+    if ((uint64_t)length != need)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "mcl_gpt_load: %s is truncated or has bytes past its end: %lld bytes "
                         "where its configuration needs %llu",
-                        path, (long long)length,
-                        (unsigned long long)(payload_bytes(plan) + GPT_HEADER_BYTES));
+                        path, (long long)length, (unsigned long long)need);
 
     size_t floats = (size_t)plan->flat_floats * 3;
     float *data = malloc(floats * sizeof *data);
@@ -202,16 +139,15 @@ static mcl_status read_checked(mcl_context *ctx, const char *path, FILE *f, mcl_
     int ok = fread(data, sizeof *data, floats, f) == floats &&
              fread(trailer, sizeof trailer, 1, f) == 1 && fgetc(f) == EOF;
     if (ok) {
-        uint64_t sum = fnv1a(0xCBF29CE484222325ull, h, sizeof h);
-        sum = fnv1a(sum, data, floats * sizeof *data);
-        ok = sum == get_u64(trailer);
+        uint64_t sum = mcl_gpt_checksum(GPT_CHECKSUM_SEED, h, sizeof h);
+        sum = mcl_gpt_checksum(sum, data, floats * sizeof *data);
+        ok = sum == mcl_gpt_get_u64(trailer);
     }
     if (!ok) {
         free(data);
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "mcl_gpt_load: %s is truncated or corrupt (checksum)", path);
     }
-    *step = get_u64(h + 64);
     *buf = data;
     return MCL_SUCCESS;
 }

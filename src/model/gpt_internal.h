@@ -7,16 +7,9 @@
 
 #include "motifcl.h"
 #include "../vk/runtime.h"
+#include "gpt_layout.h"
 
-#define GPT_ALIGN_FLOATS 64
-#define GPT_LAYER_PARAMS 9
 #define GPT_NAME_MAX 32
-/* The deepest model accepted: sixteen times the deepest published decoders (~128 layers);
- * it bounds the host memory of the parameter table before a configuration is trusted. */
-#define GPT_MAX_LAYERS 2048
-#define GPT_MAX_LAYERS_TEXT "2048"
-/* The flat tensors hold at most this many floats: the ops count elements in 32 bits. */
-#define GPT_MAX_FLAT_FLOATS UINT64_C(4294967295)
 
 enum { P_ATTN_NORM, P_WQ, P_WK, P_WV, P_WO, P_MLP_NORM, P_W_GATE, P_W_UP, P_W_DOWN };
 
@@ -71,15 +64,8 @@ gpt_param *mcl_gpt_layer_param(mcl_gpt *gpt, int32_t l, int which);
 gpt_param *mcl_gpt_final_norm_param(mcl_gpt *gpt);
 gpt_param *mcl_gpt_head_param(mcl_gpt *gpt);
 
-/* What a configuration implies, computed before anything is allocated. */
-typedef struct gpt_plan {
-    uint32_t param_count;
-    int64_t flat_floats, decay_end, total_params; /* as in mcl_gpt */
-} gpt_plan;
-
-/* Check a configuration (filling in its defaults: kv_heads, rope_theta, norm_eps) against
- * its rules and hard bounds, and plan its layout with overflow-checked arithmetic. Used by
- * mcl_gpt_create and the checkpoint loader before either allocates. Errors:
+/* mcl_gpt_plan_check with its message through ctx: used by mcl_gpt_create and the
+ * checkpoint loader before either allocates. Errors:
  * MCL_ERROR_INVALID_ARGUMENT (a field, named in the message), MCL_ERROR_TOO_LARGE (more than
  * GPT_MAX_FLAT_FLOATS). The device's own limit is checked when the model is allocated. */
 mcl_status mcl_gpt_plan(mcl_context *ctx, mcl_gpt_desc *config, gpt_plan *plan);
