@@ -28,7 +28,7 @@ export MOTIFCL_WITNESS_DIR="$witness"
 log="$build/ctest-strict.log"
 # Each test's line as it finishes, on the terminal and in the log. POSIX sh has no pipefail:
 # ctest's own status goes through a file, not the pipe's (which would be tee's).
-echo "test.sh: the strict suite (about 8 minutes on 2 cores), a line as each test finishes:"
+echo "test.sh: the strict suite (4 to 8 minutes on 2 cores), a line as each test finishes:"
 rm -f "$build/ctest.status"
 { ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$jobs" 2>&1
   echo $? > "$build/ctest.status"; } | tee "$log"
