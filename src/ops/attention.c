@@ -63,19 +63,22 @@ static uint64_t div_up(uint64_t a, uint64_t b)
 
 /* Bytes of shared memory attention_tile.glsl declares: Q and K/V tiles of vec4s (head
  * vectors padded to whole vec4s, K/V rows by one more), scores, reductions, row state. */
-static uint64_t tile_shared_bytes(uint32_t wg, uint32_t d, uint32_t bq, uint32_t bk)
+static uint64_t tile_shared_bytes(uint32_t wg, uint32_t d, uint32_t bq, uint32_t bk,
+                                  int combine)
 {
     uint64_t d4 = (d + 3) / 4;
-    /* ... and the decode kernels' combine: its quantization (8 WG), its count, and each
-     * slice's max and sum per row (2 x 64 x BQ floats). */
-    return 16u * ((uint64_t)bq * d4 + (uint64_t)bk * (d4 + 1)) +
-           4u * ((uint64_t)bq * bk + 2u * wg + 4u * bq) + 8u * wg + 4u +
-           8u * MCL_ATTN_MAX_SPLITS * (uint64_t)bq;
+    uint64_t bytes = 16u * ((uint64_t)bq * d4 + (uint64_t)bk * (d4 + 1)) +
+                     4u * ((uint64_t)bq * bk + 2u * wg + 4u * bq);
+    /* The decode kernels' combine (attention_split.glsl, SPLIT_COMBINE): its quantization
+     * (8 WG), its count, and each slice's max and sum per row (2 x 64 x BQ floats). */
+    if (combine)
+        bytes += 8u * wg + 4u + 8u * MCL_ATTN_MAX_SPLITS * (uint64_t)bq;
+    return bytes;
 }
 
 static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_t kv_len,
                             uint32_t heads_kv, uint32_t batch, uint32_t force_splits,
-                            attention_plan *plan)
+                            int combine, attention_plan *plan)
 {
     uint32_t bq = 1;
     while (bq < rows && bq < MCL_ATTN_MAX_ROWS)
@@ -84,7 +87,7 @@ static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_
     uint32_t bk = MCL_ATTN_KEYS;
     /* Vulkan guarantees only 16 KiB of shared memory; large head dims shrink the key tile
      * first (it costs more barriers, not more loads), then the query tile. */
-    while (tile_shared_bytes(wg, d, bq, bk) > mcl_traits_of(ctx)->max_shared_bytes) {
+    while (tile_shared_bytes(wg, d, bq, bk, combine) > mcl_traits_of(ctx)->max_shared_bytes) {
         if (bk > MCL_ATTN_MIN_KEYS)
             bk /= 2;
         else if (bq > 1)
@@ -293,7 +296,7 @@ mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_ten
     };
     attention_plan plan;
     status = make_plan(ctx, push.rows, (uint32_t)d, push.kv_len, push.heads_kv,
-                       (uint32_t)batch, force_splits, &plan);
+                       (uint32_t)batch, force_splits, 0, &plan);
     if (status != MCL_SUCCESS)
         return status;
     push.keys_per_split = plan.keys_per_split;
@@ -372,7 +375,7 @@ mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, 
         splits = MCL_ATTN_MAX_SPLITS;
     attention_plan plan;
     mcl_status status = make_plan(ctx, push.rows, d, seq_kv, heads_kv, (uint32_t)batch,
-                                  (uint32_t)splits, &plan);
+                                  (uint32_t)splits, 1, &plan);
     if (status != MCL_SUCCESS)
         return status;
     push.keys_per_split = plan.keys_per_split;
