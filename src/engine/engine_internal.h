@@ -34,7 +34,7 @@ typedef struct engine_seq {
 
 /* i32 counters of the decode attention per sequence (mcl_attention_decode: at least one a
  * query head), rounded up to 64 (256 bytes, a view's offset alignment on any device). */
-#define ENGINE_COUNTER_STRIDE(s) (((s)->q_dim / (s)->info.head_dim + 63u) / 64u * 64u)
+#define ENGINE_COUNTER_STRIDE(s) (((s)->info.heads + 63u) / 64u * 64u)
 
 /* The decode steps kept recorded: one per set of sequences decoded together. */
 #define ENGINE_STEPS 8u
