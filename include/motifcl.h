@@ -23,8 +23,14 @@
  *    meaningful value, a flag of the descriptor says that the value is meant as given.
  *  - Sizes and byte offsets are 64-bit.
  *  - Threads: a context and everything created from it are externally synchronised: calls on
- *    one context must not overlap. Different contexts may be used from different threads
- *    at once. mcl_version*(), mcl_git_commit(), mcl_status_string(), the *_name() functions,
+ *    one context must not overlap (a context may move between threads between calls).
+ *    Where an overlap is seen, the later call returns MCL_ERROR_CONTEXT_BUSY; it is not
+ *    seen everywhere, so the rule stands. Different contexts may be used from different
+ *    threads at once.
+ *  - Lifetimes: mcl_context_destroy() destroys the tensors and graphs made on the context
+ *    and frees the device memory of its models, sessions and GPTs. Those three stay valid
+ *    as handles: their destroy function must still be called, and any call that needs the
+ *    device returns MCL_ERROR_CONTEXT_DESTROYED. mcl_version*(), mcl_git_commit(), mcl_status_string(), the *_name() functions,
  *    mcl_dtype_*(), mcl_quantize() and mcl_dequantize() may be called from any thread at any
  *    time.
  *  - Execution model: operations are recorded when called and run on the GPU at the next
@@ -130,7 +136,14 @@ typedef enum mcl_status {
     MCL_ERROR_IO = 14,
     /** A file's contents are malformed (a count, length or offset past its end, an
      *  inconsistent field); the message names the field. Nothing was read out of bounds. */
-    MCL_ERROR_BAD_FILE = 15
+    MCL_ERROR_BAD_FILE = 15,
+    /** Another thread is inside a call on the same context (calls on one context must not
+     *  overlap). Nothing was done; the other call is unaffected. Detected where a call
+     *  records, submits, waits or creates device objects, not everywhere. */
+    MCL_ERROR_CONTEXT_BUSY = 16,
+    /** The object's context was destroyed: the object now only accepts its destroy function
+     *  (and the queries that need no device). */
+    MCL_ERROR_CONTEXT_DESTROYED = 17
 } mcl_status;
 
 /** A short English name of the status, e.g. "invalid argument". Never NULL: an unknown value
@@ -411,7 +424,8 @@ MCL_API mcl_status mcl_dequantize(mcl_dtype dtype, const void *blocks, float *y,
  *  maxStorageBufferRange; a block-quantised tensor may be larger, see mcl_matmul and
  *  mcl_embedding),
  *  MCL_ERROR_OUT_OF_DEVICE_MEMORY. On failure `*out` is set to NULL. The caller owns the
- *  tensor: it is destroyed with mcl_tensor_destroy() before its context, or with it.
+ *  tensor: it is destroyed with mcl_tensor_destroy() before its context, or with it (the
+ *  handle is then gone: it must not be used or destroyed again).
  *  NULL: none of ctx, shape and out may be. */
 MCL_API mcl_status mcl_tensor_create(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
                                      const int64_t *shape, mcl_tensor **out);

@@ -42,6 +42,8 @@ const char *mcl_status_string(mcl_status status)
     case MCL_ERROR_LAYER_UNAVAILABLE: return "required layer or extension unavailable";
     case MCL_ERROR_IO: return "file could not be opened or read";
     case MCL_ERROR_BAD_FILE: return "malformed file";
+    case MCL_ERROR_CONTEXT_BUSY: return "context in use by another thread";
+    case MCL_ERROR_CONTEXT_DESTROYED: return "context destroyed";
     }
     return "unknown status";
 }

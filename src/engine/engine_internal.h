@@ -47,8 +47,12 @@ typedef struct engine_step {
     uint64_t used;               /* the clock at its last replay: the oldest goes first */
 } engine_step;
 
+/* MCL_SUCCESS while the model's context lives (model.c). */
+mcl_status mcl_model_context_check(const mcl_model *model);
+
 struct mcl_session {
     mcl_context *ctx;
+    mcl_child child;               /* on the context's list: released with it */
     mcl_model *model;
     mcl_model_info info;
     uint32_t context_length, sequences, batch_tokens;

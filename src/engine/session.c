@@ -256,6 +256,8 @@ static mcl_status decide_context(mcl_session *s, const mcl_session_desc *d)
     return MCL_SUCCESS;
 }
 
+static void session_release_child(mcl_child *child);
+
 mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
                               mcl_session **out)
 {
@@ -264,6 +266,8 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
     *out = NULL;
     if (!model)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (mcl_model_context_check(model) != MCL_SUCCESS)
+        return MCL_ERROR_CONTEXT_DESTROYED;
     mcl_session_desc d = {.size = sizeof d};
     if (desc) {
         if (desc->size < offsetof(mcl_session_desc, reserved))
@@ -282,6 +286,7 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
         return MCL_ERROR_INVALID_ARGUMENT;
     }
     s->ctx = any->ctx;
+    mcl_context_adopt(s->ctx, &s->child, session_release_child);
     const mcl_model_info *m = &s->info;
     s->q_dim = m->heads * m->head_dim;
     s->kv_type = d.kv_type == MCL_DTYPE_F16 ? MCL_DTYPE_F16 : MCL_DTYPE_F32;
@@ -324,26 +329,47 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
     return MCL_SUCCESS;
 }
 
+/* The session's device part: its recorded steps and tensors (with its context, or first in
+ * its own destruction). Leaves the pointers null, so that it can run twice. */
+static void session_release(mcl_session *s)
+{
+    mcl_engine_steps_destroy(s);
+    mcl_tensor **own[] = {&s->ids, &s->pos, &s->x, &s->h, &s->q, &s->k, &s->v, &s->att,
+                          &s->gate, &s->up, &s->last, &s->logits, &s->rope_table, &s->part_o,
+                          &s->part_ml, &s->normed, &s->act, &s->seq_logits, &s->draw_params,
+                          &s->draw_tokens, &s->att_counters};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        mcl_tensor_destroy(*own[i]);
+        *own[i] = NULL;
+    }
+    for (uint32_t l = 0; s->layers && l < s->info.layers; l++) {
+        mcl_tensor_destroy(s->layers[l].k_all);
+        mcl_tensor_destroy(s->layers[l].v_all);
+        s->layers[l].k_all = s->layers[l].v_all = NULL;
+        for (uint32_t q = 0; q < s->sequences; q++) {
+            if (s->layers[l].k_cache) {
+                mcl_tensor_destroy(s->layers[l].k_cache[q]);
+                s->layers[l].k_cache[q] = NULL;
+            }
+            if (s->layers[l].v_cache) {
+                mcl_tensor_destroy(s->layers[l].v_cache[q]);
+                s->layers[l].v_cache[q] = NULL;
+            }
+        }
+    }
+}
+
+static void session_release_child(mcl_child *child)
+{
+    session_release((mcl_session *)((char *)child - offsetof(mcl_session, child)));
+}
+
 void mcl_session_destroy(mcl_session *s)
 {
     if (!s)
         return;
-    mcl_engine_steps_destroy(s);
-    mcl_tensor *own[] = {s->ids, s->pos, s->x, s->h, s->q, s->k, s->v, s->att, s->gate, s->up,
-                         s->last, s->logits, s->rope_table, s->part_o, s->part_ml,
-                         s->normed, s->act, s->seq_logits, s->draw_params, s->draw_tokens,
-                         s->att_counters};
-    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
-        mcl_tensor_destroy(own[i]);
+    session_release(s);
     for (uint32_t l = 0; s->layers && l < s->info.layers; l++) {
-        mcl_tensor_destroy(s->layers[l].k_all);
-        mcl_tensor_destroy(s->layers[l].v_all);
-        for (uint32_t q = 0; q < s->sequences; q++) {
-            if (s->layers[l].k_cache)
-                mcl_tensor_destroy(s->layers[l].k_cache[q]);
-            if (s->layers[l].v_cache)
-                mcl_tensor_destroy(s->layers[l].v_cache[q]);
-        }
         free(s->layers[l].k_cache);
         free(s->layers[l].v_cache);
     }
@@ -354,6 +380,7 @@ void mcl_session_destroy(mcl_session *s)
     free(s->sample_work);
     free(s->sample_ids);
     free(s->draw_rows);
+    mcl_context_disown(s->ctx, &s->child);
     free(s);
 }
 
@@ -376,6 +403,8 @@ mcl_status mcl_session_reset(mcl_session *s, uint32_t seq)
 {
     if (!s)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (mcl_context_check(s->ctx) != MCL_SUCCESS)
+        return MCL_ERROR_CONTEXT_DESTROYED;
     if (seq >= s->sequences)
         return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT, "no such sequence");
     s->seqs[seq].length = 0;
@@ -400,6 +429,8 @@ mcl_status mcl_session_feed(mcl_session *s, uint32_t seq, const int32_t *tokens,
 {
     if (!s || !tokens)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (mcl_context_check(s->ctx) != MCL_SUCCESS)
+        return MCL_ERROR_CONTEXT_DESTROYED;
     if (seq >= s->sequences || count == 0)
         return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT, "no such sequence, or no tokens");
     engine_seq *q = &s->seqs[seq];
@@ -440,6 +471,8 @@ mcl_status mcl_session_feed_batch(mcl_session *s, const uint32_t *seqs, const in
 {
     if (!s || !seqs || !tokens)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (mcl_context_check(s->ctx) != MCL_SUCCESS)
+        return MCL_ERROR_CONTEXT_DESTROYED;
     if (count == 0 || count > s->sequences)
         return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT, "a batch of 0 or of more sequences "
                                                         "than the session holds");
@@ -545,6 +578,8 @@ mcl_status mcl_session_sample_batch(mcl_session *s, const uint32_t *seqs, uint32
 {
     if (!s || !seqs || !tokens)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (mcl_context_check(s->ctx) != MCL_SUCCESS)
+        return MCL_ERROR_CONTEXT_DESTROYED;
     if (count == 0 || count > s->sequences)
         return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT,
                     "sampling 0 sequences, or more than the session holds");

@@ -174,6 +174,8 @@ static mcl_status make_f32(mcl_context *ctx, int64_t n, mcl_tensor **out)
 
 /* Everything but the parameter values: shapes, flat tensors (moments and gradients zeroed),
  * views. */
+static void gpt_release_child(mcl_child *child);
+
 mcl_status mcl_gpt_alloc(mcl_context *ctx, const mcl_gpt_desc *config, mcl_gpt **out)
 {
     *out = NULL;
@@ -186,6 +188,7 @@ mcl_status mcl_gpt_alloc(mcl_context *ctx, const mcl_gpt_desc *config, mcl_gpt *
     if (!gpt)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     gpt->ctx = ctx;
+    mcl_context_adopt(ctx, &gpt->child, gpt_release_child);
     memcpy(&gpt->cfg, config, offsetof(mcl_gpt_desc, reserved));
     gpt->cfg.size = sizeof gpt->cfg;
     gpt_plan plan;
@@ -276,22 +279,36 @@ static void acts_free(gpt_acts *a, int32_t layers)
     memset(a, 0, sizeof *a);
 }
 
+/* The GPT's device part: its activations, parameters and flat buffers (with its context, or
+ * first in mcl_gpt_destroy). */
+static void gpt_release(mcl_gpt *gpt)
+{
+    acts_free(&gpt->acts, gpt->cfg.layers);
+    for (uint32_t i = 0; gpt->params && i < gpt->param_count; i++) {
+        mcl_tensor_destroy(gpt->params[i].p);
+        mcl_tensor_destroy(gpt->params[i].g);
+        gpt->params[i].p = gpt->params[i].g = NULL;
+    }
+    mcl_tensor **t[] = {&gpt->flat_p, &gpt->flat_g, &gpt->flat_m, &gpt->flat_v, &gpt->hyper,
+                        &gpt->norm};
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        mcl_tensor_destroy(*t[i]);
+        *t[i] = NULL;
+    }
+}
+
+static void gpt_release_child(mcl_child *child)
+{
+    gpt_release((mcl_gpt *)((char *)child - offsetof(mcl_gpt, child)));
+}
+
 void mcl_gpt_destroy(mcl_gpt *gpt)
 {
     if (!gpt)
         return;
-    acts_free(&gpt->acts, gpt->cfg.layers);
-    if (gpt->params) {
-        for (uint32_t i = 0; i < gpt->param_count; i++) {
-            mcl_tensor_destroy(gpt->params[i].p);
-            mcl_tensor_destroy(gpt->params[i].g);
-        }
-        free(gpt->params);
-    }
-    mcl_tensor *t[] = {gpt->flat_p, gpt->flat_g, gpt->flat_m, gpt->flat_v, gpt->hyper,
-                       gpt->norm};
-    for (size_t i = 0; i < sizeof t / sizeof *t; i++)
-        mcl_tensor_destroy(t[i]);
+    gpt_release(gpt);
+    free(gpt->params);
+    mcl_context_disown(gpt->ctx, &gpt->child);
     free(gpt);
 }
 

@@ -50,6 +50,8 @@ mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path)
 {
     if (!gpt)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (mcl_context_check(gpt->ctx) != MCL_SUCCESS)
+        return MCL_ERROR_CONTEXT_DESTROYED;
     mcl_context *ctx = gpt->ctx;
     if (!path)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_gpt_save: path is NULL");

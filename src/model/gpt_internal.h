@@ -41,6 +41,7 @@ typedef struct gpt_acts {
 
 struct mcl_gpt {
     mcl_context *ctx;
+    mcl_child child;      /* on the context's list: released with it */
     mcl_gpt_desc cfg;
     int32_t head_dim;
     uint32_t param_count;

@@ -38,6 +38,8 @@ mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens, const mcl_ten
 {
     if (!gpt)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (mcl_context_check(gpt->ctx) != MCL_SUCCESS)
+        return MCL_ERROR_CONTEXT_DESTROYED;
     mcl_context *ctx = gpt->ctx;
     const mcl_gpt_desc *c = &gpt->cfg;
     if (!tokens)
@@ -116,6 +118,8 @@ mcl_status mcl_gpt_backward(mcl_gpt *gpt)
 {
     if (!gpt)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (mcl_context_check(gpt->ctx) != MCL_SUCCESS)
+        return MCL_ERROR_CONTEXT_DESTROYED;
     mcl_context *ctx = gpt->ctx;
     const mcl_gpt_desc *c = &gpt->cfg;
     gpt_acts *a = &gpt->acts;
@@ -179,6 +183,8 @@ mcl_status mcl_gpt_set_optimizer(mcl_gpt *gpt, const mcl_adamw_desc *desc, float
 {
     if (!gpt)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (mcl_context_check(gpt->ctx) != MCL_SUCCESS)
+        return MCL_ERROR_CONTEXT_DESTROYED;
     mcl_context *ctx = gpt->ctx;
     static const char op[] = "mcl_gpt_set_optimizer";
     if (mcl_capturing(ctx))
@@ -198,6 +204,8 @@ mcl_status mcl_gpt_step(mcl_gpt *gpt)
 {
     if (!gpt)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (mcl_context_check(gpt->ctx) != MCL_SUCCESS)
+        return MCL_ERROR_CONTEXT_DESTROYED;
     if (!gpt->hyper_set)
         return mcl_fail(gpt->ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "mcl_gpt_step: call mcl_gpt_set_optimizer() first");

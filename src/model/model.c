@@ -8,6 +8,8 @@
 
 #include "model_internal.h"
 
+static void model_release_child(mcl_child *child);
+
 static double seconds_now(void)
 {
     struct timespec ts;
@@ -107,6 +109,7 @@ mcl_status mcl_model_open(mcl_context *ctx, const char *path, const mcl_model_de
     if (!m)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     m->ctx = ctx;
+    mcl_context_adopt(ctx, &m->child, model_release_child);
     m->info.size = sizeof m->info;
     m->info.bos = m->info.eos = -1;
     mcl_status status = ends_with(path, ".gguf") || !mcl_model_checkpoint_path(path)
@@ -146,14 +149,32 @@ mcl_status mcl_model_open(mcl_context *ctx, const char *path, const mcl_model_de
     return MCL_SUCCESS;
 }
 
+/* The model's device part: its weights (with its context, or first in mcl_model_close). */
+static void model_release(mcl_model *m)
+{
+    for (uint32_t i = 0; m->tensors && i < m->tensor_count; i++) {
+        mcl_tensor_destroy(m->tensors[i].tensor);
+        m->tensors[i].tensor = NULL;
+    }
+}
+
+static void model_release_child(mcl_child *child)
+{
+    model_release((mcl_model *)((char *)child - offsetof(mcl_model, child)));
+}
+
+mcl_status mcl_model_context_check(const mcl_model *m)
+{
+    return mcl_context_check(m->ctx);
+}
+
 void mcl_model_close(mcl_model *m)
 {
     if (!m)
         return;
-    for (uint32_t i = 0; i < m->tensor_count; i++) {
-        mcl_tensor_destroy(m->tensors[i].tensor);
+    model_release(m);
+    for (uint32_t i = 0; m->tensors && i < m->tensor_count; i++)
         free(m->tensors[i].name);
-    }
     free(m->tensors);
     mcl_tokenizer_free(m->tokenizer);
     mcl_gguf_free(m->gguf);
@@ -161,6 +182,7 @@ void mcl_model_close(mcl_model *m)
     for (uint32_t i = 0; i < m->file_count; i++)
         mcl_mapped_close(&m->files[i]);
     free(m->files);
+    mcl_context_disown(m->ctx, &m->child);
     free(m);
 }
 

@@ -26,8 +26,12 @@ typedef struct model_tensor {
     mcl_tensor *tensor;        /* on the device; NULL without weights */
 } model_tensor;
 
+/* MCL_SUCCESS while the model's context lives (the engine asks before a session). */
+mcl_status mcl_model_context_check(const mcl_model *model);
+
 struct mcl_model {
     mcl_context *ctx;
+    mcl_child child;           /* on the context's list: released with it */
     mcl_model_info info;
     mcl_mapped *files;         /* the mapped files (one, or a checkpoint's shards) */
     uint32_t file_count;

@@ -96,12 +96,75 @@ fail:
     return status;
 }
 
+/* A token per thread: the address of a thread-local byte. */
+static _Thread_local char thread_token;
+
+mcl_status mcl_context_enter(mcl_context *ctx)
+{
+    uintptr_t self = (uintptr_t)&thread_token;
+    uintptr_t inside = atomic_load_explicit(&ctx->caller, memory_order_relaxed);
+    if (inside == self) {
+        ctx->depth++;
+        return MCL_SUCCESS;
+    }
+    uintptr_t none = 0;
+    if (!atomic_compare_exchange_strong_explicit(&ctx->caller, &none, self,
+                                                 memory_order_acquire, memory_order_relaxed))
+        return MCL_ERROR_CONTEXT_BUSY; /* the other thread owns the diagnostics too */
+    if (ctx->destroyed) {
+        atomic_store_explicit(&ctx->caller, 0, memory_order_release);
+        return MCL_ERROR_CONTEXT_DESTROYED;
+    }
+    ctx->depth = 1;
+    return MCL_SUCCESS;
+}
+
+void mcl_context_leave(mcl_context *ctx)
+{
+    if (--ctx->depth == 0)
+        atomic_store_explicit(&ctx->caller, 0, memory_order_release);
+}
+
+void mcl_context_adopt(mcl_context *ctx, mcl_child *child, void (*release)(mcl_child *child))
+{
+    child->release = release;
+    child->next = ctx->children;
+    ctx->children = child;
+    ctx->child_count++;
+}
+
+void mcl_context_disown(mcl_context *ctx, mcl_child *child)
+{
+    for (mcl_child **link = &ctx->children; *link; link = &(*link)->next) {
+        if (*link == child) {
+            *link = child->next;
+            break;
+        }
+    }
+    child->next = NULL;
+    if (--ctx->child_count == 0 && ctx->destroyed)
+        free(ctx);
+}
+
+mcl_status mcl_context_check(const mcl_context *ctx)
+{
+    return ctx->destroyed ? MCL_ERROR_CONTEXT_DESTROYED : MCL_SUCCESS;
+}
+
 void mcl_context_destroy(mcl_context *ctx)
 {
-    if (!ctx)
+    if (!ctx || ctx->destroyed)
         return;
     if (ctx->device) {
         ctx->vk.vkDeviceWaitIdle(ctx->device);
+        /* Newest first: a session goes before the model it reads. A released object leaves
+         * the list but keeps the context's memory alive until it is destroyed. */
+        while (ctx->children) {
+            mcl_child *child = ctx->children;
+            ctx->children = child->next;
+            child->next = NULL;
+            child->release(child);
+        }
         mcl_graphs_destroy_all(ctx);
         while (ctx->tensors)
             mcl_tensor_destroy(&ctx->tensors->t);
@@ -113,19 +176,34 @@ void mcl_context_destroy(mcl_context *ctx)
         ctx->vk.vkDestroyDevice(ctx->device, NULL);
     }
     if (ctx->messenger)
-        vkDestroyDebugUtilsMessengerEXT(ctx->instance, ctx->messenger, NULL);
+        ctx->vki.vkDestroyDebugUtilsMessengerEXT(ctx->instance, ctx->messenger, NULL);
     if (ctx->instance)
-        vkDestroyInstance(ctx->instance, NULL);
-    free(ctx);
+        ctx->vki.vkDestroyInstance(ctx->instance, NULL);
+    if (ctx->child_count == 0) {
+        free(ctx);
+        return;
+    }
+    /* What is left is read by the children's destroy functions: the flag, the count, the
+     * list, and the handles (now null). */
+    ctx->destroyed = 1;
+    ctx->device = VK_NULL_HANDLE;
+    ctx->instance = VK_NULL_HANDLE;
+    ctx->messenger = VK_NULL_HANDLE;
 }
 
 mcl_status mcl_finish(mcl_context *ctx)
 {
     if (!ctx)
         return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = mcl_context_enter(ctx);
+    if (status != MCL_SUCCESS)
+        return status;
     if (ctx->stream.capture)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_finish during a graph capture");
-    return mcl_stream_finish(ctx);
+        status = mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_finish during a graph capture");
+    else
+        status = mcl_stream_finish(ctx);
+    mcl_context_leave(ctx);
+    return status;
 }
 
 uint64_t mcl_context_validation_errors(const mcl_context *ctx)
@@ -151,7 +229,7 @@ mcl_status mcl_context_device_info(const mcl_context *ctx, mcl_device_info *info
             .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
             .pNext = &budget,
         };
-        vkGetPhysicalDeviceMemoryProperties2(ctx->physical, &props);
+        ctx->vki.vkGetPhysicalDeviceMemoryProperties2(ctx->physical, &props);
         for (uint32_t i = 0; i < current.memory_heap_count; i++) {
             current.memory_heaps[i].budget = budget.heapBudget[i];
             current.memory_heaps[i].usage = budget.heapUsage[i];

@@ -33,14 +33,14 @@ static int type_rank(VkPhysicalDeviceType type)
 }
 
 /* The compute queue family of a device, preferring one with timestamps; UINT32_MAX if none. */
-static uint32_t compute_family(VkPhysicalDevice physical)
+static uint32_t compute_family(const mcl_instance_fns *vki, VkPhysicalDevice physical)
 {
     uint32_t count = 0, best = UINT32_MAX;
-    vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, NULL);
+    vki->vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, NULL);
     VkQueueFamilyProperties *families = calloc(count ? count : 1, sizeof *families);
     if (!families)
         return UINT32_MAX;
-    vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, families);
+    vki->vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, families);
     for (uint32_t i = 0; i < count; i++) {
         if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) || families[i].queueCount == 0)
             continue;
@@ -52,25 +52,25 @@ static uint32_t compute_family(VkPhysicalDevice physical)
     return best;
 }
 
-static int device_usable(VkPhysicalDevice physical)
+static int device_usable(const mcl_instance_fns *vki, VkPhysicalDevice physical)
 {
     VkPhysicalDeviceProperties props;
-    vkGetPhysicalDeviceProperties(physical, &props);
-    return props.apiVersion >= MCL_MIN_DEVICE_API && compute_family(physical) != UINT32_MAX;
+    vki->vkGetPhysicalDeviceProperties(physical, &props);
+    return props.apiVersion >= MCL_MIN_DEVICE_API && compute_family(vki, physical) != UINT32_MAX;
 }
 
 #define MCL_DEVICE_LIST_BYTES 384
 
 /* The devices that exist, as "0 \"name\", 1 \"name\"" and where to read more, for the error
  * that no device matched. */
-static const char *device_list(VkPhysicalDevice *devices, uint32_t count, char *out,
-                               size_t size)
+static const char *device_list(const mcl_instance_fns *vki, VkPhysicalDevice *devices,
+                               uint32_t count, char *out, size_t size)
 {
     size_t used = 0;
     out[0] = '\0';
     for (uint32_t i = 0; i < count && used < size; i++) {
         VkPhysicalDeviceProperties props;
-        vkGetPhysicalDeviceProperties(devices[i], &props);
+        vki->vkGetPhysicalDeviceProperties(devices[i], &props);
         int n = snprintf(out + used, size - used, "%s%u \"%s\"", i ? ", " : "", i,
                          props.deviceName);
         used += n > 0 ? (size_t)n : 0;
@@ -82,8 +82,9 @@ static const char *device_list(VkPhysicalDevice *devices, uint32_t count, char *
 
 mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc)
 {
+    const mcl_instance_fns *vki = &ctx->vki;
     uint32_t count = 0;
-    VkResult result = vkEnumeratePhysicalDevices(ctx->instance, &count, NULL);
+    VkResult result = vki->vkEnumeratePhysicalDevices(ctx->instance, &count, NULL);
     if (result != VK_SUCCESS)
         return mcl_vk_fail(ctx, result, "vkEnumeratePhysicalDevices");
     if (count == 0)
@@ -91,7 +92,7 @@ mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc)
     VkPhysicalDevice *devices = calloc(count, sizeof *devices);
     if (!devices)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    result = vkEnumeratePhysicalDevices(ctx->instance, &count, devices);
+    result = vki->vkEnumeratePhysicalDevices(ctx->instance, &count, devices);
     if (result != VK_SUCCESS && result != VK_INCOMPLETE) {
         free(devices);
         return mcl_vk_fail(ctx, result, "vkEnumeratePhysicalDevices");
@@ -118,8 +119,8 @@ mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc)
             status = mcl_fail(ctx, MCL_ERROR_NO_DEVICE,
                               "device index %llu requested but only %u device(s) exist: %s",
                               (unsigned long long)by_index, count,
-                              device_list(devices, count, names, sizeof names));
-        else if (!device_usable(devices[by_index]))
+                              device_list(vki, devices, count, names, sizeof names));
+        else if (!device_usable(vki, devices[by_index]))
             status = mcl_fail(ctx, MCL_ERROR_NO_DEVICE,
                               "device %llu lacks Vulkan 1.2 or a compute queue",
                               (unsigned long long)by_index);
@@ -129,10 +130,10 @@ mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc)
         int best_rank = -1;
         for (uint32_t i = 0; i < count; i++) {
             VkPhysicalDeviceProperties props;
-            vkGetPhysicalDeviceProperties(devices[i], &props);
+            vki->vkGetPhysicalDeviceProperties(devices[i], &props);
             if (by_name && !mcl_contains_nocase(props.deviceName, by_name))
                 continue;
-            if (!device_usable(devices[i])) {
+            if (!device_usable(vki, devices[i])) {
                 mcl_log(MCL_LOG(ctx), MCL_LOG_INFO, "skipping %s: no Vulkan 1.2 or compute queue",
                         props.deviceName);
                 continue;
@@ -147,16 +148,16 @@ mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc)
             status = by_name ? mcl_fail(ctx, MCL_ERROR_NO_DEVICE,
                                         "no usable device's name contains \"%s\"; the devices: "
                                         "%s", by_name,
-                                        device_list(devices, count, names, sizeof names))
+                                        device_list(vki, devices, count, names, sizeof names))
                              : mcl_fail(ctx, MCL_ERROR_NO_DEVICE,
                                         "none of %u device(s) has Vulkan 1.2 and a compute "
                                         "queue: %s", count,
-                                        device_list(devices, count, names, sizeof names));
+                                        device_list(vki, devices, count, names, sizeof names));
     }
     if (chosen >= 0) {
         ctx->physical = devices[chosen];
         ctx->info.device_index = (uint32_t)chosen;
-        ctx->queue_family = compute_family(ctx->physical);
+        ctx->queue_family = compute_family(vki, ctx->physical);
     }
     free(devices);
     return status;
@@ -184,12 +185,12 @@ typedef struct device_caps {
 
 /* Whether the device lists the cooperative-matrix shape the matrix kernels use: subgroup
  * scope, 16 x 16 x 16, f16 A and B, f32 C and D. */
-static int coop_f16_listed(VkPhysicalDevice physical)
+static int coop_f16_listed(const mcl_instance_fns *vki, VkPhysicalDevice physical)
 {
     uint32_t count = 0;
-    if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV == NULL ||
-        vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(physical, &count, NULL) != VK_SUCCESS ||
-        count == 0)
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV list_fn =
+        vki->vkGetPhysicalDeviceCooperativeMatrixPropertiesNV;
+    if (!list_fn || list_fn(physical, &count, NULL) != VK_SUCCESS || count == 0)
         return 0;
     VkCooperativeMatrixPropertiesNV *list = calloc(count, sizeof *list);
     if (!list)
@@ -197,7 +198,7 @@ static int coop_f16_listed(VkPhysicalDevice physical)
     for (uint32_t i = 0; i < count; i++)
         list[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
     int found = 0;
-    if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(physical, &count, list) >= 0) {
+    if (list_fn(physical, &count, list) >= 0) {
         for (uint32_t i = 0; i < count && !found; i++) {
             const VkCooperativeMatrixPropertiesNV *p = &list[i];
             found = p->MSize == 16 && p->NSize == 16 && p->KSize == 16 &&
@@ -214,8 +215,9 @@ static int coop_f16_listed(VkPhysicalDevice physical)
 static mcl_status query_caps(mcl_context *ctx, device_caps *caps, VkExtensionProperties *exts,
                              uint32_t ext_count)
 {
+    const mcl_instance_fns *vki = &ctx->vki;
     VkPhysicalDeviceProperties base;
-    vkGetPhysicalDeviceProperties(ctx->physical, &base);
+    vki->vkGetPhysicalDeviceProperties(ctx->physical, &base);
     int api13 = base.apiVersion >= VK_API_VERSION_1_3;
     caps->has_size_control = api13 || has_extension(exts, ext_count,
                                                     VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
@@ -253,7 +255,7 @@ static mcl_status query_caps(mcl_context *ctx, device_caps *caps, VkExtensionPro
         *tail = &caps->coop;
         tail = &caps->coop.pNext;
     }
-    vkGetPhysicalDeviceFeatures2(ctx->physical, &caps->features);
+    vki->vkGetPhysicalDeviceFeatures2(ctx->physical, &caps->features);
 
     caps->props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
     caps->p11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES;
@@ -284,8 +286,8 @@ static mcl_status query_caps(mcl_context *ctx, device_caps *caps, VkExtensionPro
         *tail = &caps->coop_props;
         tail = &caps->coop_props.pNext;
     }
-    vkGetPhysicalDeviceProperties2(ctx->physical, &caps->props);
-    caps->coop_f16 = caps->has_coop && coop_f16_listed(ctx->physical);
+    vki->vkGetPhysicalDeviceProperties2(ctx->physical, &caps->props);
+    caps->coop_f16 = caps->has_coop && coop_f16_listed(&ctx->vki, ctx->physical);
     return MCL_SUCCESS;
 }
 
@@ -339,6 +341,7 @@ static uint64_t available_features(const device_caps *caps, uint32_t timestamp_b
 
 static void record_info(mcl_context *ctx, const device_caps *caps)
 {
+    const mcl_instance_fns *vki = &ctx->vki;
     const VkPhysicalDeviceProperties *p = &caps->props.properties;
     mcl_device_info *info = &ctx->info;
     snprintf(info->name, sizeof info->name, "%s", p->deviceName);
@@ -373,7 +376,7 @@ static void record_info(mcl_context *ctx, const device_caps *caps)
     }
     info->timestamp_period_ns = p->limits.timestampPeriod;
 
-    vkGetPhysicalDeviceMemoryProperties(ctx->physical, &ctx->memory_properties);
+    vki->vkGetPhysicalDeviceMemoryProperties(ctx->physical, &ctx->memory_properties);
     uint32_t heaps = ctx->memory_properties.memoryHeapCount;
     if (heaps > MCL_MAX_MEMORY_HEAPS)
         heaps = MCL_MAX_MEMORY_HEAPS;
@@ -388,14 +391,16 @@ static void record_info(mcl_context *ctx, const device_caps *caps)
 
 mcl_status mcl_device_create(mcl_context *ctx)
 {
+    const mcl_instance_fns *vki = &ctx->vki;
     uint32_t ext_count = 0;
-    VkResult result = vkEnumerateDeviceExtensionProperties(ctx->physical, NULL, &ext_count, NULL);
+    VkResult result =
+        vki->vkEnumerateDeviceExtensionProperties(ctx->physical, NULL, &ext_count, NULL);
     if (result != VK_SUCCESS)
         return mcl_vk_fail(ctx, result, "vkEnumerateDeviceExtensionProperties");
     VkExtensionProperties *exts = calloc(ext_count ? ext_count : 1, sizeof *exts);
     if (!exts)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    result = vkEnumerateDeviceExtensionProperties(ctx->physical, NULL, &ext_count, exts);
+    result = vki->vkEnumerateDeviceExtensionProperties(ctx->physical, NULL, &ext_count, exts);
     if (result != VK_SUCCESS) {
         free(exts);
         return mcl_vk_fail(ctx, result, "vkEnumerateDeviceExtensionProperties");
@@ -406,11 +411,11 @@ mcl_status mcl_device_create(mcl_context *ctx)
     query_caps(ctx, &caps, exts, ext_count);
 
     uint32_t family_count = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &family_count, NULL);
+    vki->vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &family_count, NULL);
     VkQueueFamilyProperties families[32];
     if (family_count > 32)
         family_count = 32;
-    vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &family_count, families);
+    vki->vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical, &family_count, families);
     ctx->info.timestamp_valid_bits = families[ctx->queue_family].timestampValidBits;
 
     record_info(ctx, &caps);
@@ -521,7 +526,7 @@ mcl_status mcl_device_create(mcl_context *ctx)
         .enabledExtensionCount = enabled_ext_count,
         .ppEnabledExtensionNames = enabled_exts,
     };
-    result = vkCreateDevice(ctx->physical, &device_info, NULL, &ctx->device);
+    result = vki->vkCreateDevice(ctx->physical, &device_info, NULL, &ctx->device);
     if (result != VK_SUCCESS)
         return mcl_vk_fail(ctx, result, "vkCreateDevice");
     volkLoadDeviceTable(&ctx->vk, ctx->device);

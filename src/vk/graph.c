@@ -18,7 +18,7 @@ struct mcl_graph {
     uint64_t last_serial;          /* batch of the latest replay */
 };
 
-mcl_status mcl_graph_begin(mcl_context *ctx)
+static mcl_status graph_begin_entered(mcl_context *ctx)
 {
     if (!ctx)
         return MCL_ERROR_INVALID_ARGUMENT;
@@ -58,6 +58,18 @@ mcl_status mcl_graph_begin(mcl_context *ctx)
     return MCL_SUCCESS;
 }
 
+mcl_status mcl_graph_begin(mcl_context *ctx)
+{
+    if (!ctx)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = mcl_context_enter(ctx);
+    if (status != MCL_SUCCESS)
+        return status;
+    status = graph_begin_entered(ctx);
+    mcl_context_leave(ctx);
+    return status;
+}
+
 /* The graph whose capture is running, or NULL. */
 static mcl_graph *capturing_graph(const mcl_context *ctx)
 {
@@ -68,7 +80,7 @@ static mcl_graph *capturing_graph(const mcl_context *ctx)
     return NULL;
 }
 
-mcl_status mcl_graph_end(mcl_context *ctx, mcl_graph **out)
+static mcl_status graph_end_entered(mcl_context *ctx, mcl_graph **out)
 {
     if (!out)
         return MCL_ERROR_INVALID_ARGUMENT;
@@ -90,7 +102,22 @@ mcl_status mcl_graph_end(mcl_context *ctx, mcl_graph **out)
     return MCL_SUCCESS;
 }
 
-mcl_status mcl_graph_replay(mcl_context *ctx, mcl_graph *g)
+mcl_status mcl_graph_end(mcl_context *ctx, mcl_graph **out)
+{
+    if (!out)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!ctx)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = mcl_context_enter(ctx);
+    if (status != MCL_SUCCESS)
+        return status;
+    status = graph_end_entered(ctx, out);
+    mcl_context_leave(ctx);
+    return status;
+}
+
+static mcl_status graph_replay_entered(mcl_context *ctx, mcl_graph *g)
 {
     if (!ctx || !g)
         return MCL_ERROR_INVALID_ARGUMENT;
@@ -106,6 +133,18 @@ mcl_status mcl_graph_replay(mcl_context *ctx, mcl_graph *g)
     for (uint32_t i = 0; i < g->cap.tensor_count; i++)
         g->cap.tensors[i]->last_batch = serial;
     return MCL_SUCCESS;
+}
+
+mcl_status mcl_graph_replay(mcl_context *ctx, mcl_graph *g)
+{
+    if (!ctx || !g)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = mcl_context_enter(ctx);
+    if (status != MCL_SUCCESS)
+        return status;
+    status = graph_replay_entered(ctx, g);
+    mcl_context_leave(ctx);
+    return status;
 }
 
 uint32_t mcl_graph_dispatch_count(const mcl_graph *g)

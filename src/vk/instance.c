@@ -24,8 +24,8 @@ VkResult mcl_volk_init(void)
 }
 #else
 #include <pthread.h>
-/* volk's global loader table is the library's one piece of process-wide state: it is
- * filled once, and every context takes its device functions into its own table. */
+/* volk's loader functions are the library's one piece of process-wide state: they are
+ * loaded once; every context loads its instance and device functions into its own tables. */
 static pthread_once_t volk_once = PTHREAD_ONCE_INIT;
 static VkResult volk_result = VK_ERROR_INITIALIZATION_FAILED;
 static void volk_init_once(void)
@@ -106,8 +106,60 @@ static int layer_available(const char *name)
     return found;
 }
 
+/* volk's device-table loader calls the global vkGetDeviceProcAddr: it is set once, by the
+ * first instance, under a lock, and never written again. The loader's vkGetDeviceProcAddr is
+ * its own export, valid for every device whatever instance it was asked through. */
+#if defined(_WIN32)
+static SRWLOCK device_proc_lock = SRWLOCK_INIT;
+#define device_proc_acquire() AcquireSRWLockExclusive(&device_proc_lock)
+#define device_proc_release() ReleaseSRWLockExclusive(&device_proc_lock)
+#else
+static pthread_mutex_t device_proc_lock = PTHREAD_MUTEX_INITIALIZER;
+#define device_proc_acquire() pthread_mutex_lock(&device_proc_lock)
+#define device_proc_release() pthread_mutex_unlock(&device_proc_lock)
+#endif
+
+static mcl_status load_instance_fns(mcl_context *ctx)
+{
+    mcl_instance_fns *f = &ctx->vki;
+#define MCL_LOAD(name) f->name = (PFN_##name)vkGetInstanceProcAddr(ctx->instance, #name)
+    MCL_LOAD(vkDestroyInstance);
+    MCL_LOAD(vkEnumeratePhysicalDevices);
+    MCL_LOAD(vkGetPhysicalDeviceProperties);
+    MCL_LOAD(vkGetPhysicalDeviceProperties2);
+    MCL_LOAD(vkGetPhysicalDeviceFeatures2);
+    MCL_LOAD(vkGetPhysicalDeviceQueueFamilyProperties);
+    MCL_LOAD(vkGetPhysicalDeviceMemoryProperties);
+    MCL_LOAD(vkGetPhysicalDeviceMemoryProperties2);
+    MCL_LOAD(vkEnumerateDeviceExtensionProperties);
+    MCL_LOAD(vkCreateDevice);
+    MCL_LOAD(vkCreateDebugUtilsMessengerEXT);
+    MCL_LOAD(vkDestroyDebugUtilsMessengerEXT);
+    MCL_LOAD(vkGetPhysicalDeviceCooperativeMatrixPropertiesNV);
+#undef MCL_LOAD
+    PFN_vkGetDeviceProcAddr device_proc =
+        (PFN_vkGetDeviceProcAddr)vkGetInstanceProcAddr(ctx->instance, "vkGetDeviceProcAddr");
+    if (!f->vkDestroyInstance || !f->vkEnumeratePhysicalDevices ||
+        !f->vkGetPhysicalDeviceProperties || !f->vkGetPhysicalDeviceProperties2 ||
+        !f->vkGetPhysicalDeviceFeatures2 || !f->vkGetPhysicalDeviceQueueFamilyProperties ||
+        !f->vkGetPhysicalDeviceMemoryProperties || !f->vkGetPhysicalDeviceMemoryProperties2 ||
+        !f->vkEnumerateDeviceExtensionProperties || !f->vkCreateDevice || !device_proc) {
+        if (f->vkDestroyInstance)
+            f->vkDestroyInstance(ctx->instance, NULL);
+        ctx->instance = VK_NULL_HANDLE;
+        return mcl_fail(ctx, MCL_ERROR_VULKAN_UNAVAILABLE,
+                        "the Vulkan loader lacks a core 1.1 instance function");
+    }
+    device_proc_acquire();
+    if (!vkGetDeviceProcAddr)
+        vkGetDeviceProcAddr = device_proc;
+    device_proc_release();
+    return MCL_SUCCESS;
+}
+
 mcl_status mcl_instance_create(mcl_context *ctx, uint32_t validation)
 {
+    mcl_status status;
     uint32_t loader_version = VK_API_VERSION_1_0;
     if (vkEnumerateInstanceVersion)
         vkEnumerateInstanceVersion(&loader_version);
@@ -173,12 +225,17 @@ mcl_status mcl_instance_create(mcl_context *ctx, uint32_t validation)
                         "vkCreateInstance failed (%d): no usable Vulkan driver", (int)result);
     if (result != VK_SUCCESS)
         return mcl_vk_fail(ctx, result, "vkCreateInstance");
-    volkLoadInstanceOnly(ctx->instance);
+    if ((status = load_instance_fns(ctx)) != MCL_SUCCESS)
+        return status;
 
     if (validation & MCL_CONTEXT_VALIDATION) {
+        if (!ctx->vki.vkCreateDebugUtilsMessengerEXT || !ctx->vki.vkDestroyDebugUtilsMessengerEXT)
+            return mcl_fail(ctx, MCL_ERROR_LAYER_UNAVAILABLE,
+                            "validation was requested but %s is unavailable",
+                            VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
         messenger_info.pNext = NULL;
-        result = vkCreateDebugUtilsMessengerEXT(ctx->instance, &messenger_info, NULL,
-                                                &ctx->messenger);
+        result = ctx->vki.vkCreateDebugUtilsMessengerEXT(ctx->instance, &messenger_info, NULL,
+                                                          &ctx->messenger);
         if (result != VK_SUCCESS)
             return mcl_vk_fail(ctx, result, "vkCreateDebugUtilsMessengerEXT");
     }

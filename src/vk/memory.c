@@ -141,7 +141,7 @@ static int within_budget(mcl_context *ctx, uint32_t type, uint64_t size)
             .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2,
             .pNext = &budget,
         };
-        vkGetPhysicalDeviceMemoryProperties2(ctx->physical, &props);
+        ctx->vki.vkGetPhysicalDeviceMemoryProperties2(ctx->physical, &props);
         if (budget.heapBudget[heap] > 0)
             return budget.heapUsage[heap] + size <= budget.heapBudget[heap];
     }

@@ -107,7 +107,8 @@ static void log_statistics(mcl_context *ctx, VkPipeline pipeline, const mcl_kern
     }
 }
 
-mcl_status mcl_kernel_get(mcl_context *ctx, const mcl_kernel_desc *request, const mcl_kernel **out)
+static mcl_status kernel_get_entered(mcl_context *ctx, const mcl_kernel_desc *request,
+                                     const mcl_kernel **out)
 {
     mcl_kernel_desc want = *request;
     if (want.local_size_x == 0)
@@ -240,6 +241,16 @@ mcl_status mcl_kernel_get(mcl_context *ctx, const mcl_kernel_desc *request, cons
 
 fail:
     kernel_free(ctx, k);
+    return status;
+}
+
+mcl_status mcl_kernel_get(mcl_context *ctx, const mcl_kernel_desc *request, const mcl_kernel **out)
+{
+    mcl_status status = mcl_context_enter(ctx);
+    if (status != MCL_SUCCESS)
+        return status;
+    status = kernel_get_entered(ctx, request, out);
+    mcl_context_leave(ctx);
     return status;
 }
 

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdatomic.h>
 #include <volk.h>
 
 #include "runtime.h"
@@ -175,10 +176,32 @@ typedef struct mcl_stream {
     int barrier_pending;           /* the next batch starts with a full barrier */
 } mcl_stream;
 
+/* The instance-level functions a context calls, loaded from its own instance. volk's global
+ * instance table is never filled: filling it per instance is a write every other context's
+ * thread may be reading (the header lets contexts live on different threads), and functions of
+ * an extension that one instance enabled are not valid on another. */
+typedef struct mcl_instance_fns {
+    PFN_vkDestroyInstance vkDestroyInstance;
+    PFN_vkEnumeratePhysicalDevices vkEnumeratePhysicalDevices;
+    PFN_vkGetPhysicalDeviceProperties vkGetPhysicalDeviceProperties;
+    PFN_vkGetPhysicalDeviceProperties2 vkGetPhysicalDeviceProperties2;
+    PFN_vkGetPhysicalDeviceFeatures2 vkGetPhysicalDeviceFeatures2;
+    PFN_vkGetPhysicalDeviceQueueFamilyProperties vkGetPhysicalDeviceQueueFamilyProperties;
+    PFN_vkGetPhysicalDeviceMemoryProperties vkGetPhysicalDeviceMemoryProperties;
+    PFN_vkGetPhysicalDeviceMemoryProperties2 vkGetPhysicalDeviceMemoryProperties2;
+    PFN_vkEnumerateDeviceExtensionProperties vkEnumerateDeviceExtensionProperties;
+    PFN_vkCreateDevice vkCreateDevice;
+    PFN_vkCreateDebugUtilsMessengerEXT vkCreateDebugUtilsMessengerEXT;          /* validation */
+    PFN_vkDestroyDebugUtilsMessengerEXT vkDestroyDebugUtilsMessengerEXT;        /* validation */
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV
+        vkGetPhysicalDeviceCooperativeMatrixPropertiesNV;                      /* may be NULL */
+} mcl_instance_fns;
+
 struct mcl_context {
     mcl_context_head head;         /* first: the ops' view (runtime.h) */
     mcl_env_settings env;          /* what the environment asked for (nothing, if ignored) */
     VkInstance instance;
+    mcl_instance_fns vki;          /* its functions */
     VkDebugUtilsMessengerEXT messenger;
     VkPhysicalDevice physical;
     VkDevice device;
@@ -199,6 +222,11 @@ struct mcl_context {
     VkPipelineCache pipeline_cache;
     mcl_tensor_rt *tensors;        /* live tensors, destroyed with the context */
     struct mcl_graph *graphs;      /* live graphs, destroyed with the context */
+    mcl_child *children;           /* models, sessions, GPTs: released with the context */
+    uint32_t child_count;          /* adopted and not yet disowned (released ones too) */
+    int destroyed;                 /* mcl_context_destroy ran; kept for the children */
+    _Atomic(uintptr_t) caller;     /* the thread inside a guarded call (mcl_context_enter) */
+    uint32_t depth;                /* its nesting, touched by that thread only */
 };
 
 /* mcl_traits_of and mcl_diag_of read the head of a context (runtime.h). */
@@ -206,6 +234,14 @@ _Static_assert(offsetof(struct mcl_context, head) == 0, "mcl_context_head heads 
 
 /* The context's logger. */
 #define MCL_LOG(ctx) (&(ctx)->head.diag.log)
+
+/* context.c: calls on one context must not overlap (motifcl.h). The calls that record,
+ * submit, wait or create device objects enter the context first: a second thread that
+ * arrives while another is inside is refused with MCL_ERROR_CONTEXT_BUSY (nothing else of
+ * the context is touched), and every call after the context was destroyed with
+ * MCL_ERROR_CONTEXT_DESTROYED. Nested entries from the same thread are counted. */
+mcl_status mcl_context_enter(mcl_context *ctx);
+void mcl_context_leave(mcl_context *ctx);
 
 /* instance.c */
 VkResult mcl_volk_init(void);

@@ -82,6 +82,22 @@ mcl_status mcl_dispatch(mcl_context *ctx, const mcl_kernel *kernel, mcl_tensor *
                         const void *push, uint32_t groups_x, uint32_t groups_y,
                         uint32_t groups_z);
 
+/* An object made on a context that holds device resources of its own (a model, a session, a
+ * trainable GPT): the context releases them when it is destroyed first, newest first, and
+ * keeps its own memory until the last such object is destroyed, so that destroying one after
+ * its context is safe. `release` frees the object's tensors and graphs and clears its
+ * pointers to them; the object's destroy function must then free only its host memory. */
+typedef struct mcl_child {
+    struct mcl_child *next;
+    void (*release)(struct mcl_child *child);
+} mcl_child;
+void mcl_context_adopt(mcl_context *ctx, mcl_child *child, void (*release)(mcl_child *child));
+/* At the end of the object's destroy function (ctx may be freed by it). */
+void mcl_context_disown(mcl_context *ctx, mcl_child *child);
+/* MCL_SUCCESS while ctx has not been destroyed; else MCL_ERROR_CONTEXT_DESTROYED (for the
+ * entry points of the objects above, which outlive it as handles only). */
+mcl_status mcl_context_check(const mcl_context *ctx);
+
 /* The device-local memory left: the largest device-local heap's budget less its use (the
  * largest heap's where none is device-local); the default budget of a model's weights and a
  * session's cache. */

@@ -318,10 +318,11 @@ void mcl_stream_track(mcl_context *ctx, mcl_tensor *const *reads, uint32_t read_
     }
 }
 
-mcl_status mcl_dispatch(mcl_context *ctx, const mcl_kernel *kernel, mcl_tensor *const *reads,
-                        uint32_t read_count, mcl_tensor *const *writes, uint32_t write_count,
-                        const void *push, uint32_t groups_x, uint32_t groups_y,
-                        uint32_t groups_z)
+static mcl_status dispatch_entered(mcl_context *ctx, const mcl_kernel *kernel,
+                                   mcl_tensor *const *reads, uint32_t read_count,
+                                   mcl_tensor *const *writes, uint32_t write_count,
+                                   const void *push, uint32_t groups_x, uint32_t groups_y,
+                                   uint32_t groups_z)
 {
     mcl_stream *s = &ctx->stream;
     mcl_status status;
@@ -379,6 +380,20 @@ mcl_status mcl_dispatch(mcl_context *ctx, const mcl_kernel *kernel, mcl_tensor *
     if (s->capture)
         s->capture->dispatches++;
     return MCL_SUCCESS;
+}
+
+mcl_status mcl_dispatch(mcl_context *ctx, const mcl_kernel *kernel, mcl_tensor *const *reads,
+                        uint32_t read_count, mcl_tensor *const *writes, uint32_t write_count,
+                        const void *push, uint32_t groups_x, uint32_t groups_y,
+                        uint32_t groups_z)
+{
+    mcl_status status = mcl_context_enter(ctx);
+    if (status != MCL_SUCCESS)
+        return status;
+    status = dispatch_entered(ctx, kernel, reads, read_count, writes, write_count, push,
+                              groups_x, groups_y, groups_z);
+    mcl_context_leave(ctx);
+    return status;
 }
 
 int mcl_stream_pending(const mcl_context *ctx, const mcl_tensor *t)

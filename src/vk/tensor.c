@@ -22,7 +22,7 @@ mcl_status mcl_tensor_create(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
     return mcl_tensor_create_ex(ctx, &desc, out);
 }
 
-mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, mcl_tensor **out)
+static mcl_status create_entered(mcl_context *ctx, const mcl_tensor_desc *desc, mcl_tensor **out)
 {
     if (!out)
         return MCL_ERROR_INVALID_ARGUMENT;
@@ -97,6 +97,21 @@ mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, m
     ctx->tensors = t;
     *out = &t->t;
     return MCL_SUCCESS;
+}
+
+mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, mcl_tensor **out)
+{
+    if (!ctx)
+        return out ? (*out = NULL, MCL_ERROR_INVALID_ARGUMENT) : MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = mcl_context_enter(ctx);
+    if (status != MCL_SUCCESS) {
+        if (out)
+            *out = NULL;
+        return status;
+    }
+    status = create_entered(ctx, desc, out);
+    mcl_context_leave(ctx);
+    return status;
 }
 
 /* A view of `bytes` at `offset` of owner's memory with the given type and shape (checked by the

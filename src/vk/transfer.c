@@ -445,10 +445,8 @@ mcl_status mcl_tensor_zero(mcl_tensor *t)
     return status;
 }
 
-mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, uint64_t bytes)
+static mcl_status upload_entered(mcl_tensor *t, uint64_t offset, const void *src, uint64_t bytes)
 {
-    if (!t)
-        return MCL_ERROR_INVALID_ARGUMENT;
     if (t->ctx->stream.capture)
         return refuse_while_capturing(t, "upload");
     mcl_status status = check_range(t, offset, src, bytes);
@@ -460,10 +458,20 @@ mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, ui
     return mcl_transfer_upload(t->ctx, t, offset, src, bytes);
 }
 
-mcl_status mcl_tensor_download(mcl_tensor *t, uint64_t offset, void *dst, uint64_t bytes)
+mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, uint64_t bytes)
 {
     if (!t)
         return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = mcl_context_enter(t->ctx);
+    if (status != MCL_SUCCESS)
+        return status;
+    status = upload_entered(t, offset, src, bytes);
+    mcl_context_leave(t->ctx);
+    return status;
+}
+
+static mcl_status download_entered(mcl_tensor *t, uint64_t offset, void *dst, uint64_t bytes)
+{
     if (t->ctx->stream.capture)
         return refuse_while_capturing(t, "download");
     mcl_status status = check_range(t, offset, dst, bytes);
@@ -473,6 +481,18 @@ mcl_status mcl_tensor_download(mcl_tensor *t, uint64_t offset, void *dst, uint64
     if (mcl_quant_layout_of(t->dtype, &layout) && layout.split)
         return split_download(t, &layout, offset, dst, bytes);
     return mcl_transfer_download(t->ctx, t, offset, dst, bytes);
+}
+
+mcl_status mcl_tensor_download(mcl_tensor *t, uint64_t offset, void *dst, uint64_t bytes)
+{
+    if (!t)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = mcl_context_enter(t->ctx);
+    if (status != MCL_SUCCESS)
+        return status;
+    status = download_entered(t, offset, dst, bytes);
+    mcl_context_leave(t->ctx);
+    return status;
 }
 
 mcl_status mcl_host_alloc(mcl_context *ctx, uint64_t bytes, void **out)
