@@ -182,8 +182,20 @@ enum {
      *  shaders). Slow. */
     MCL_CONTEXT_VALIDATION_GPU_ASSISTED = 1u << 2,
     /** Ignore the MOTIFCL_VALIDATION, MOTIFCL_DEVICE and MOTIFCL_DEVICE_PROFILE environment
-     *  variables: use only what the descriptor says. */
-    MCL_CONTEXT_IGNORE_ENVIRONMENT = 1u << 3
+     *  variables: use only what the descriptor says. (MOTIFCL_PIPELINE_CACHE is ignored too;
+     *  the pipeline cache still lives in the user's cache folder unless
+     *  MCL_CONTEXT_NO_PIPELINE_CACHE says otherwise.) */
+    MCL_CONTEXT_IGNORE_ENVIRONMENT = 1u << 3,
+    /** Keep no persistent pipeline cache: read no cache file at creation, write none at
+     *  destruction. Without this flag, the pipelines the driver compiled are kept in a file
+     *  per device (vendor, device, pipelineCacheUUID) in $MOTIFCL_PIPELINE_CACHE, else
+     *  $XDG_CACHE_HOME/motifcl, else $HOME/.cache/motifcl (folders created with mode 0700;
+     *  no cache when neither variable is set). A file that is truncated, corrupt or from
+     *  another device or driver version is ignored with a warning; failing to read or write
+     *  one is a warning, never an error. Contexts in several processes may share the folder:
+     *  each writes its file whole under a temporary name and renames it into place, so the
+     *  last writer wins and no reader sees half a file. */
+    MCL_CONTEXT_NO_PIPELINE_CACHE = 1u << 4
 };
 
 /** How to create a context. Zero-initialise, set `size = sizeof(mcl_context_desc)`, then set

@@ -118,6 +118,89 @@ static void env_switches(void **state)
     assert_null(mcl_env("MOTIFCL_TEST_SWITCH"));
 }
 
+static char *saved_variable(const char *name)
+{
+    const char *v = getenv(name);
+    return v ? strdup(v) : NULL;
+}
+
+static void restore_variable(const char *name, char *value)
+{
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+    free(value);
+}
+
+/* MOTIFCL_PIPELINE_CACHE: the switch words, an absolute folder, and what is refused with a
+ * problem (set but empty, relative, too long) leaving the default. */
+static void pipeline_cache_variable(void **state)
+{
+    (void)state;
+    char *saved = saved_variable("MOTIFCL_PIPELINE_CACHE");
+    mcl_env_settings s;
+    unsetenv("MOTIFCL_PIPELINE_CACHE");
+    mcl_env_read(&s);
+    assert_int_equal(s.pipeline_cache, MCL_ENV_PIPELINE_CACHE_DEFAULT);
+    static const char *const off[] = {"0", "off", "FALSE", "no"};
+    for (int i = 0; i < 4; i++) {
+        setenv("MOTIFCL_PIPELINE_CACHE", off[i], 1);
+        mcl_env_read(&s);
+        assert_int_equal(s.pipeline_cache, MCL_ENV_PIPELINE_CACHE_OFF);
+        assert_string_equal(s.problems, "");
+    }
+    setenv("MOTIFCL_PIPELINE_CACHE", "on", 1);
+    mcl_env_read(&s);
+    assert_int_equal(s.pipeline_cache, MCL_ENV_PIPELINE_CACHE_DEFAULT);
+    assert_string_equal(s.problems, "");
+    setenv("MOTIFCL_PIPELINE_CACHE", "/var/cache/some app", 1);
+    mcl_env_read(&s);
+    assert_int_equal(s.pipeline_cache, MCL_ENV_PIPELINE_CACHE_DIR);
+    assert_string_equal(s.pipeline_cache_dir, "/var/cache/some app");
+    assert_string_equal(s.problems, "");
+    char longer[MCL_ENV_PATH + 8];
+    memset(longer, 'a', sizeof longer - 1);
+    longer[0] = '/';
+    longer[sizeof longer - 1] = '\0';
+    static const char *const bad[] = {"", "relative/folder", "offf"};
+    for (int i = 0; i < 4; i++) {
+        setenv("MOTIFCL_PIPELINE_CACHE", i < 3 ? bad[i] : longer, 1);
+        mcl_env_read(&s);
+        assert_int_equal(s.pipeline_cache, MCL_ENV_PIPELINE_CACHE_DEFAULT);
+        assert_non_null(strstr(s.problems, "MOTIFCL_PIPELINE_CACHE"));
+    }
+    restore_variable("MOTIFCL_PIPELINE_CACHE", saved);
+}
+
+/* The user's cache folder: an absolute XDG_CACHE_HOME, else HOME's .cache (a relative
+ * XDG_CACHE_HOME is invalid by the XDG specification), else none; a path that does not fit
+ * is none rather than cut. */
+static void user_cache_folder(void **state)
+{
+    (void)state;
+    char *xdg = saved_variable("XDG_CACHE_HOME"), *home = saved_variable("HOME");
+    char dir[64];
+    setenv("XDG_CACHE_HOME", "/x/cache", 1);
+    setenv("HOME", "/home/u", 1);
+    assert_true(mcl_env_user_cache_dir(dir, sizeof dir));
+    assert_string_equal(dir, "/x/cache/motifcl");
+    setenv("XDG_CACHE_HOME", "relative", 1);
+    assert_true(mcl_env_user_cache_dir(dir, sizeof dir));
+    assert_string_equal(dir, "/home/u/.cache/motifcl");
+    unsetenv("XDG_CACHE_HOME");
+    assert_true(mcl_env_user_cache_dir(dir, sizeof dir));
+    assert_string_equal(dir, "/home/u/.cache/motifcl");
+    assert_false(mcl_env_user_cache_dir(dir, 10));
+    assert_string_equal(dir, "");
+    setenv("HOME", "", 1);
+    assert_false(mcl_env_user_cache_dir(dir, sizeof dir));
+    unsetenv("HOME");
+    assert_false(mcl_env_user_cache_dir(dir, sizeof dir));
+    restore_variable("XDG_CACHE_HOME", xdg);
+    restore_variable("HOME", home);
+}
+
 static void context_rejects_bad_descriptors(void **state)
 {
     (void)state;
@@ -190,6 +273,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(feature_and_quirk_names),
         cmocka_unit_test(list_parsing),
         cmocka_unit_test(env_switches),
+        cmocka_unit_test(pipeline_cache_variable),
+        cmocka_unit_test(user_cache_folder),
         cmocka_unit_test(context_rejects_bad_descriptors),
         cmocka_unit_test(nmse_can_fail),
         cmocka_unit_test(witness_is_written),

@@ -275,6 +275,48 @@ static void read_device(mcl_env_settings *s)
     copy_text(s->device, v);
 }
 
+/* MOTIFCL_PIPELINE_CACHE: a switch word or an absolute folder. Set but empty is a problem
+ * too (mcl_env would take it for unset): a script that meant to name a folder should hear that
+ * it did not. A relative path is refused: a mistyped word would otherwise become a folder in
+ * whatever the working directory happens to be. */
+static void read_pipeline_cache(mcl_env_settings *s)
+{
+    const char *v = getenv("MOTIFCL_PIPELINE_CACHE");
+    if (!v)
+        return;
+    if (word_index(v, falsy, 4) >= 0)
+        s->pipeline_cache = MCL_ENV_PIPELINE_CACHE_OFF;
+    else if (word_index(v, truthy, 4) >= 0)
+        s->pipeline_cache = MCL_ENV_PIPELINE_CACHE_DEFAULT;
+    else if (v[0] != '/')
+        problem(s, "MOTIFCL_PIPELINE_CACHE=\"%s\" is not an absolute folder path or 0, false, "
+                "off, no or 1, true, on, yes (the default folder taken)", v);
+    else if (strlen(v) >= sizeof s->pipeline_cache_dir)
+        problem(s, "MOTIFCL_PIPELINE_CACHE: a path of %zu bytes is longer than the %zu taken "
+                "(the default folder taken)", strlen(v), sizeof s->pipeline_cache_dir - 1);
+    else {
+        s->pipeline_cache = MCL_ENV_PIPELINE_CACHE_DIR;
+        snprintf(s->pipeline_cache_dir, sizeof s->pipeline_cache_dir, "%s", v);
+    }
+}
+
+int mcl_env_user_cache_dir(char *out, size_t size)
+{
+    const char *xdg = mcl_env("XDG_CACHE_HOME");
+    const char *home = mcl_env("HOME");
+    int n = -1;
+    if (xdg && xdg[0] == '/')
+        n = snprintf(out, size, "%s/motifcl", xdg);
+    else if (home)
+        n = snprintf(out, size, "%s/.cache/motifcl", home);
+    if (n < 0 || (size_t)n >= size) {
+        if (size)
+            out[0] = '\0';
+        return 0;
+    }
+    return 1;
+}
+
 void mcl_env_read(mcl_env_settings *s)
 {
     static const char *const log_levels[] = {"error", "warning", "info", "debug"};
@@ -349,6 +391,7 @@ void mcl_env_read(mcl_env_settings *s)
         problem(s, "MOTIFCL_QUANT_GEMM_TILE=%s is not <BM>x<BN>, sides 64 or 128; ignored", v);
     s->pipeline_stats = switch_value(s, "MOTIFCL_PIPELINE_STATS");
     s->engine_eager = switch_value(s, "MOTIFCL_ENGINE_EAGER");
+    read_pipeline_cache(s);
     if ((v = mcl_env("MOTIFCL_MAX_BINDING"))) {
         long long n = whole_number(v, 1, INT64_MAX);
         if (n < 0)

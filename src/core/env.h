@@ -18,17 +18,24 @@
  *   MOTIFCL_PIPELINE_STATS      1: log the driver's statistics of each compiled kernel (info)
  *   MOTIFCL_MAX_BINDING         bytes: split quantized weights as if one binding held no more
  *   MOTIFCL_ENGINE_EAGER        1: sessions record each decode step op by op (no replay)
+ *   MOTIFCL_PIPELINE_CACHE      an absolute folder path: keep the pipeline cache files there;
+ *                               0|false|off|no: no persistent pipeline cache; 1|true|on|yes:
+ *                               the default folder (mcl_env_user_cache_dir)
  * Every value is read whole (no sign, space or trailing text unless the syntax has one).
  * Switches take 1, true, on, yes and 0, false, off, no, in any case. A value that cannot be
  * taken leaves its setting at the default and is named, with what is accepted, in one
  * warning when the context is created; MOTIFCL_TRANSFER and MOTIFCL_DEVICE_PROFILE are the
  * exceptions: the context refuses an unknown one. An unknown MOTIFCL_LOG takes warning, so
  * that its warning is seen.
+ * One exception to "read once, and not at all when ignored": the user's cache folder
+ * (XDG_CACHE_HOME, HOME) is where the platform keeps a user's caches, not a MotifCL switch, so
+ * mcl_env_user_cache_dir reads it for every context that keeps a pipeline cache there.
  * The test harness and the tools read their own (MOTIFCL_REQUIRE_VULKAN_COMPUTE,
  * MOTIFCL_WITNESS_DIR, MOTIFCL_TEST_FILTER) with the helpers at the end. */
 #ifndef MCL_CORE_ENV_H
 #define MCL_CORE_ENV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* MOTIFCL_QUANT_GEMV_PLAN's keys, as bits of mcl_gemv_override.set. */
@@ -62,7 +69,15 @@ typedef enum mcl_env_transfer {
     MCL_ENV_TRANSFER_INVALID,
 } mcl_env_transfer;
 
+typedef enum mcl_env_pipeline_cache {
+    MCL_ENV_PIPELINE_CACHE_DEFAULT = 0, /* the user's cache folder */
+    MCL_ENV_PIPELINE_CACHE_OFF,
+    MCL_ENV_PIPELINE_CACHE_DIR,         /* the folder in pipeline_cache_dir */
+} mcl_env_pipeline_cache;
+
 #define MCL_ENV_TEXT 256
+/* Folder paths: longer ones are refused with a warning rather than cut. */
+#define MCL_ENV_PATH 1024
 
 /* What the environment asks for. All zero (and empty strings) is "nothing asked": the
  * defaults, and what a context that ignores the environment gets. */
@@ -85,6 +100,8 @@ typedef struct mcl_env_settings {
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS */
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER */
     uint64_t max_binding;          /* MOTIFCL_MAX_BINDING, 0 unset */
+    mcl_env_pipeline_cache pipeline_cache;   /* MOTIFCL_PIPELINE_CACHE */
+    char pipeline_cache_dir[MCL_ENV_PATH];   /* its folder, for MCL_ENV_PIPELINE_CACHE_DIR */
     /* What could not be taken, "; "-separated, for one warning (empty when all was taken). */
     char problems[1024];
 } mcl_env_settings;
@@ -96,6 +113,12 @@ void mcl_env_defaults(mcl_env_settings *s);
  * named in s->problems with the values accepted (MOTIFCL_TRANSFER's is kept as
  * MCL_ENV_TRANSFER_INVALID: a context refuses it). */
 void mcl_env_read(mcl_env_settings *s);
+
+/* The folder for MotifCL's caches in the user's cache folder: $XDG_CACHE_HOME/motifcl
+ * (XDG_CACHE_HOME taken only when absolute, as the XDG base directory specification says),
+ * else $HOME/.cache/motifcl. Returns 0 (out "") when neither is set or the path does not fit
+ * `size`. Reads the environment whether or not the context ignores it (see above). */
+int mcl_env_user_cache_dir(char *out, size_t size);
 
 /* The value of an environment variable, or NULL when unset or empty. */
 const char *mcl_env(const char *name);

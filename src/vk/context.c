@@ -72,13 +72,9 @@ mcl_status mcl_context_create(const mcl_context_desc *desc, mcl_context **out)
         goto fail;
     if ((status = mcl_device_create(ctx)) != MCL_SUCCESS)
         goto fail;
-    VkPipelineCacheCreateInfo cache_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-    VkResult result = ctx->vk.vkCreatePipelineCache(ctx->device, &cache_info, NULL,
-                                                    &ctx->pipeline_cache);
-    if (result != VK_SUCCESS) {
-        status = mcl_vk_fail(ctx, result, "vkCreatePipelineCache");
+    status = mcl_pipeline_cache_create(ctx, !(desc->flags & MCL_CONTEXT_NO_PIPELINE_CACHE));
+    if (status != MCL_SUCCESS)
         goto fail;
-    }
     if ((status = mcl_memory_init(ctx)) != MCL_SUCCESS)
         goto fail;
     if ((status = mcl_stream_init(ctx)) != MCL_SUCCESS)
@@ -171,8 +167,7 @@ void mcl_context_destroy(mcl_context *ctx)
         mcl_stream_destroy(ctx);
         mcl_memory_destroy(ctx);
         mcl_kernels_destroy(ctx);
-        if (ctx->pipeline_cache)
-            ctx->vk.vkDestroyPipelineCache(ctx->device, ctx->pipeline_cache, NULL);
+        mcl_pipeline_cache_destroy(ctx);
         ctx->vk.vkDestroyDevice(ctx->device, NULL);
     }
     if (ctx->messenger)

@@ -6,6 +6,7 @@
  *   traits.c       device traits (pure: no device, no environment)
  *   device.c       device choice, feature queries, device creation
  *   tlsf.c, memory.c, memory_stats.c    blocks, pools, the staging ring, statistics
+ *   pipeline_cache.c   the pipeline cache and its file per device
  *   pipeline.c     embedded SPIR-V -> pipelines
  *   stream.c       recording, barriers, submission, captures, deferred frees
  *   tensor.c       tensor objects and views
@@ -220,6 +221,9 @@ struct mcl_context {
     mcl_kernel *kernels[MCL_KERNEL_COUNT];     /* variants, per module */
     VkShaderModule modules[MCL_KERNEL_COUNT];  /* created on first use */
     VkPipelineCache pipeline_cache;
+    char *pipeline_cache_path;     /* its file (pipeline_cache.c), NULL when not persistent */
+    uint64_t pipeline_cache_loaded_bytes;  /* driver data given to it from the file, 0 if none */
+    uint64_t pipeline_cache_loaded_sum;    /* that data's checksum: unchanged data is not saved */
     mcl_tensor_rt *tensors;        /* live tensors, destroyed with the context */
     struct mcl_graph *graphs;      /* live graphs, destroyed with the context */
     mcl_child *children;           /* models, sessions, GPTs: released with the context */
@@ -273,6 +277,33 @@ void mcl_host_memory_free(mcl_context *ctx, void *ptr);
 mcl_block *mcl_host_block_find(const mcl_context *ctx, const void *ptr, uint64_t bytes,
                                uint64_t *offset);
 void mcl_memory_stats_fill(const mcl_context *ctx, mcl_memory_stats *stats);
+
+/* pipeline_cache.c */
+/* Bytes of MotifCL's header in front of the driver's data in a cache file. */
+#define MCL_PIPELINE_CACHE_HEADER 32
+/* What a cache file must have been written for: this device's VkPhysicalDeviceProperties. */
+typedef struct mcl_pipeline_cache_expect {
+    uint32_t vendor_id, device_id, driver_version;
+    uint8_t uuid[VK_UUID_SIZE];    /* pipelineCacheUUID */
+} mcl_pipeline_cache_expect;
+/* Why the bytes of a cache file (`size` of them) may not be given to the driver, or NULL when
+ * they may: then *data and *data_size are the driver's part. Checks MotifCL's header (magic,
+ * format version, driver version, data size, FNV-1a 64 checksum of the data) and the Vulkan
+ * header at the front of the data (headerSize, headerVersion, vendorID, deviceID,
+ * pipelineCacheUUID). Pure: no device, no file; reads nothing outside [file, file + size). */
+const char *mcl_pipeline_cache_check(const void *file, size_t size,
+                                     const mcl_pipeline_cache_expect *want, const void **data,
+                                     size_t *data_size);
+/* MotifCL's header for `data_size` bytes of driver data at `data`, into `out`. */
+void mcl_pipeline_cache_header(uint8_t out[MCL_PIPELINE_CACHE_HEADER], uint32_t driver_version,
+                               const void *data, size_t data_size);
+/* Create ctx->pipeline_cache, from the device's cache file unless `persistent` is 0, the
+ * environment says off, or there is no cache folder. A file that cannot be used is a
+ * warning; only vkCreatePipelineCache failing without data fails. */
+mcl_status mcl_pipeline_cache_create(mcl_context *ctx, int persistent);
+/* Save the cache to its file if pipelines were created since it was loaded and its data
+ * changed (failures are warnings), then destroy it. */
+void mcl_pipeline_cache_destroy(mcl_context *ctx);
 
 /* pipeline.c */
 void mcl_kernels_destroy(mcl_context *ctx);
