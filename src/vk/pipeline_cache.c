@@ -124,7 +124,7 @@ const char *mcl_pipeline_cache_check(const void *file, size_t size,
 static void expect_of(const mcl_context *ctx, mcl_pipeline_cache_expect *want)
 {
     VkPhysicalDeviceProperties props;
-    vkGetPhysicalDeviceProperties(ctx->physical, &props);
+    ctx->vki.vkGetPhysicalDeviceProperties(ctx->physical, &props);
     want->vendor_id = props.vendorID;
     want->device_id = props.deviceID;
     want->driver_version = props.driverVersion;
