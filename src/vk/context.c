@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "private.h"
+#include "core/alloc.h"
 
 mcl_status mcl_context_create(const mcl_context_desc *desc, mcl_context **out)
 {
@@ -21,7 +22,7 @@ mcl_status mcl_context_create(const mcl_context_desc *desc, mcl_context **out)
     }
     desc = &defaults;
 
-    mcl_context *ctx = calloc(1, sizeof *ctx);
+    mcl_context *ctx = mcl_mem_calloc(1, sizeof *ctx);
     if (!ctx)
         return MCL_ERROR_OUT_OF_HOST_MEMORY;
     /* The environment is read here and nowhere else; its settings become the traits. */
@@ -116,7 +117,7 @@ void mcl_context_destroy(mcl_context *ctx)
         vkDestroyDebugUtilsMessengerEXT(ctx->instance, ctx->messenger, NULL);
     if (ctx->instance)
         vkDestroyInstance(ctx->instance, NULL);
-    free(ctx);
+    mcl_mem_free(ctx);
 }
 
 mcl_status mcl_finish(mcl_context *ctx)

@@ -7,6 +7,7 @@
 
 #include "private.h"
 #include "../core/env.h"
+#include "core/alloc.h"
 
 /* Vulkan 1.2 is the floor: it brings driver properties, 8/16-bit storage and
  * shaderFloat16/Int8 as core features, which every supported GPU driver offers. */
@@ -37,7 +38,7 @@ static uint32_t compute_family(VkPhysicalDevice physical)
 {
     uint32_t count = 0, best = UINT32_MAX;
     vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, NULL);
-    VkQueueFamilyProperties *families = calloc(count ? count : 1, sizeof *families);
+    VkQueueFamilyProperties *families = mcl_mem_calloc(count ? count : 1, sizeof *families);
     if (!families)
         return UINT32_MAX;
     vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, families);
@@ -48,7 +49,7 @@ static uint32_t compute_family(VkPhysicalDevice physical)
             (families[best].timestampValidBits == 0 && families[i].timestampValidBits > 0))
             best = i;
     }
-    free(families);
+    mcl_mem_free(families);
     return best;
 }
 
@@ -88,12 +89,12 @@ mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc)
         return mcl_vk_fail(ctx, result, "vkEnumeratePhysicalDevices");
     if (count == 0)
         return mcl_fail(ctx, MCL_ERROR_NO_DEVICE, "the Vulkan loader reports no device");
-    VkPhysicalDevice *devices = calloc(count, sizeof *devices);
+    VkPhysicalDevice *devices = mcl_mem_calloc(count, sizeof *devices);
     if (!devices)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     result = vkEnumeratePhysicalDevices(ctx->instance, &count, devices);
     if (result != VK_SUCCESS && result != VK_INCOMPLETE) {
-        free(devices);
+        mcl_mem_free(devices);
         return mcl_vk_fail(ctx, result, "vkEnumeratePhysicalDevices");
     }
 
@@ -158,7 +159,7 @@ mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc)
         ctx->info.device_index = (uint32_t)chosen;
         ctx->queue_family = compute_family(ctx->physical);
     }
-    free(devices);
+    mcl_mem_free(devices);
     return status;
 }
 
@@ -191,7 +192,7 @@ static int coop_f16_listed(VkPhysicalDevice physical)
         vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(physical, &count, NULL) != VK_SUCCESS ||
         count == 0)
         return 0;
-    VkCooperativeMatrixPropertiesNV *list = calloc(count, sizeof *list);
+    VkCooperativeMatrixPropertiesNV *list = mcl_mem_calloc(count, sizeof *list);
     if (!list)
         return 0;
     for (uint32_t i = 0; i < count; i++)
@@ -207,7 +208,7 @@ static int coop_f16_listed(VkPhysicalDevice physical)
                     p->DType == VK_COMPONENT_TYPE_FLOAT32_NV && p->scope == VK_SCOPE_SUBGROUP_NV;
         }
     }
-    free(list);
+    mcl_mem_free(list);
     return found;
 }
 
@@ -392,12 +393,12 @@ mcl_status mcl_device_create(mcl_context *ctx)
     VkResult result = vkEnumerateDeviceExtensionProperties(ctx->physical, NULL, &ext_count, NULL);
     if (result != VK_SUCCESS)
         return mcl_vk_fail(ctx, result, "vkEnumerateDeviceExtensionProperties");
-    VkExtensionProperties *exts = calloc(ext_count ? ext_count : 1, sizeof *exts);
+    VkExtensionProperties *exts = mcl_mem_calloc(ext_count ? ext_count : 1, sizeof *exts);
     if (!exts)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     result = vkEnumerateDeviceExtensionProperties(ctx->physical, NULL, &ext_count, exts);
     if (result != VK_SUCCESS) {
-        free(exts);
+        mcl_mem_free(exts);
         return mcl_vk_fail(ctx, result, "vkEnumerateDeviceExtensionProperties");
     }
 
@@ -504,7 +505,7 @@ mcl_status mcl_device_create(mcl_context *ctx)
                     "VK_KHR_pipeline_executable_properties");
         }
     }
-    free(exts);
+    mcl_mem_free(exts);
 
     float queue_priority = 1.0f;
     VkDeviceQueueCreateInfo queue_info = {

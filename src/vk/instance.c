@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "private.h"
+#include "core/alloc.h"
 
 #if defined(_WIN32)
 #include <windows.h>
@@ -94,7 +95,7 @@ static int layer_available(const char *name)
     uint32_t count = 0;
     if (vkEnumerateInstanceLayerProperties(&count, NULL) != VK_SUCCESS || count == 0)
         return 0;
-    VkLayerProperties *layers = calloc(count, sizeof *layers);
+    VkLayerProperties *layers = mcl_mem_calloc(count, sizeof *layers);
     if (!layers)
         return 0;
     int found = 0;
@@ -102,7 +103,7 @@ static int layer_available(const char *name)
         for (uint32_t i = 0; i < count && !found; i++)
             found = strcmp(layers[i].layerName, name) == 0;
     }
-    free(layers);
+    mcl_mem_free(layers);
     return found;
 }
 

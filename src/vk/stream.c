@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "private.h"
+#include "core/alloc.h"
 
 #define MCL_STAGES (VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT)
 #define MCL_ACCESS_ALL                                                                     \
@@ -65,7 +66,7 @@ void mcl_desc_pools_destroy(mcl_context *ctx, mcl_desc_pools *p)
 {
     for (uint32_t i = 0; i < p->count; i++)
         ctx->vk.vkDestroyDescriptorPool(ctx->device, p->pools[i], NULL);
-    free(p->pools);
+    mcl_mem_free(p->pools);
     memset(p, 0, sizeof *p);
 }
 
@@ -79,7 +80,7 @@ static mcl_status desc_allocate(mcl_context *ctx, mcl_desc_pools *p,
         if (p->current >= p->count) {
             if (p->count == p->capacity) {
                 uint32_t capacity = p->capacity ? 2 * p->capacity : 4;
-                VkDescriptorPool *pools = realloc(p->pools, capacity * sizeof *pools);
+                VkDescriptorPool *pools = mcl_mem_realloc(p->pools, capacity * sizeof *pools);
                 if (!pools)
                     return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
                 p->pools = pools;
@@ -125,7 +126,7 @@ static void collect(mcl_context *ctx)
         if (d->batch <= s->completed) {
             *link = d->next;
             mcl_free(ctx, &d->alloc);
-            free(d);
+            mcl_mem_free(d);
         } else {
             link = &d->next;
         }
@@ -233,7 +234,7 @@ static void capture_use(mcl_capture *c, mcl_tensor_rt *t)
     }
     if (c->tensor_count == c->tensor_capacity) {
         uint32_t capacity = c->tensor_capacity ? 2 * c->tensor_capacity : 16;
-        mcl_tensor_rt **grown = realloc(c->tensors, capacity * sizeof *grown);
+        mcl_tensor_rt **grown = mcl_mem_realloc(c->tensors, capacity * sizeof *grown);
         if (!grown) {
             c->failed = 1;
             return;
@@ -445,7 +446,7 @@ void mcl_stream_release(mcl_context *ctx, mcl_allocation *alloc, uint64_t last_b
     mcl_stream *s = &ctx->stream;
     mcl_deferred *d = NULL;
     if (last_batch > s->completed)
-        d = malloc(sizeof *d);
+        d = mcl_mem_malloc(sizeof *d);
     if (!d) {
         /* Either nothing pending uses it, or no memory to defer: then wait for the GPU. */
         if (last_batch > s->completed)
