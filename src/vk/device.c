@@ -33,14 +33,13 @@ static int type_rank(VkPhysicalDeviceType type)
     }
 }
 
-/* The compute queue family of a device, preferring one with timestamps; UINT32_MAX if none. */
+/* The compute queue family of a device, preferring one with timestamps; UINT32_MAX if none.
+ * The first 32 families are looked at, as mcl_device_create does: no allocation, so that
+ * running out of memory cannot pass for a device without a compute queue. */
 static uint32_t compute_family(VkPhysicalDevice physical)
 {
-    uint32_t count = 0, best = UINT32_MAX;
-    vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, NULL);
-    VkQueueFamilyProperties *families = mcl_mem_calloc(count ? count : 1, sizeof *families);
-    if (!families)
-        return UINT32_MAX;
+    uint32_t count = 32, best = UINT32_MAX;
+    VkQueueFamilyProperties families[32];
     vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, families);
     for (uint32_t i = 0; i < count; i++) {
         if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) || families[i].queueCount == 0)
@@ -49,7 +48,6 @@ static uint32_t compute_family(VkPhysicalDevice physical)
             (families[best].timestampValidBits == 0 && families[i].timestampValidBits > 0))
             best = i;
     }
-    mcl_mem_free(families);
     return best;
 }
 
