@@ -9,7 +9,12 @@
  * suite. The host-only scenarios parse the fixtures' formats (GGUF, safetensors, JSON,
  * tokenizer files) and write GGUF and safetensors; the device ones create a context, run a
  * few ops on tensors, open a tiny model (GGUF and checkpoint), decode a few tokens and load a
- * GPT checkpoint. Allocations of the Vulkan driver are not the library's and not counted. */
+ * GPT checkpoint. Allocations of the Vulkan driver are not the library's and not counted.
+ *
+ * Device loss: MOTIFCL_FAULT=device_lost@N or timeout@N makes a context's N-th fence wait
+ * report that fault (after waiting for real); a 1 ms MOTIFCL_FENCE_TIMEOUT_MS makes a long
+ * batch time out for real. The context must then report itself lost, refuse work with
+ * MCL_ERROR_DEVICE_LOST, be destroyed without hanging or leaking, and a new context work. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +25,7 @@
 #include "harness.h"
 #include "model_fixtures.h"
 #include "core/alloc.h"
+#include "core/env.h"
 #include "io/gguf.h"
 #include "io/json.h"
 #include "io/safetensors.h"
@@ -443,7 +449,8 @@ static const int32_t prompt[PROMPT] = {1, 17, 42, 99, 5, 63};
 static const int32_t steps[STEPS] = {7, 120, 3};
 
 /* The tiny model opened (arg: a GGUF file or a checkpoint folder), its tokenizer run (the
- * GGUF file has one, the checkpoint none), a session fed a prompt and a few single tokens, a token sampled; everything closed. */
+ * GGUF file has one, the checkpoint none), a session fed a prompt and a few single tokens,
+ * a token sampled; everything closed. */
 static outcome model_decode(const void *arg)
 {
     mcl_context *ctx = NULL;
@@ -499,6 +506,190 @@ static outcome gpt_checkpoint(const void *arg)
     mcl_gpt_destroy(gpt);
     mcl_context_destroy(ctx);
     return o;
+}
+
+
+/* --- Device loss and fence timeouts -------------------------------------------------- */
+
+/* What a lost context must do: report itself lost, refuse submissions, waits and transfers
+ * with MCL_ERROR_DEVICE_LOST, and be destroyed without hanging; the next context works. */
+static void check_lost_context(mcl_context *c, mcl_tensor *a, mcl_tensor *b, const char *why)
+{
+    float x[4] = {0};
+    assert_true(mcl_context_is_lost(c));
+    assert_non_null(strstr(mcl_context_last_error(c), why));
+    assert_int_equal(mcl_add(c, a, a, b), MCL_ERROR_DEVICE_LOST);
+    assert_int_equal(mcl_finish(c), MCL_ERROR_DEVICE_LOST);
+    assert_int_equal(mcl_tensor_upload(a, 0, x, sizeof x), MCL_ERROR_DEVICE_LOST);
+    assert_int_equal(mcl_tensor_download(b, 0, x, sizeof x), MCL_ERROR_DEVICE_LOST);
+    assert_non_null(strstr(mcl_context_last_error(c), "lost earlier"));
+}
+
+/* A fresh context after a lost one: an add, checked. */
+static void check_new_context(void)
+{
+    mcl_context *c = NULL;
+    assert_mcl_ok(new_context(&c));
+    assert_false(mcl_context_is_lost(c));
+    int64_t shape[1] = {4};
+    float x[4] = {1, 2, 3, 4}, y[4] = {0};
+    mcl_tensor *a = mcl_test_tensor(c, MCL_DTYPE_F32, 1, shape, x);
+    mcl_tensor *b = mcl_test_tensor(c, MCL_DTYPE_F32, 1, shape, NULL);
+    assert_mcl_ok(mcl_add(c, a, a, b));
+    assert_mcl_ok(mcl_tensor_download(b, 0, y, sizeof y));
+    for (int i = 0; i < 4; i++)
+        assert_true(y[i] == 2 * x[i]);
+    mcl_context_destroy(c);
+}
+
+/* MOTIFCL_FAULT=<kind>@2: the first mcl_finish works, the second reports the fault. */
+static void injected(const char *fault, const char *why)
+{
+    int64_t live = mcl_mem_live();
+    setenv("MOTIFCL_FAULT", fault, 1);
+    mcl_context *c = NULL;
+    mcl_status created = new_context(&c);
+    unsetenv("MOTIFCL_FAULT");
+    assert_mcl_ok(created);
+    int64_t shape[1] = {4};
+    float x[4] = {1, 2, 3, 4};
+    mcl_tensor *a = mcl_test_tensor(c, MCL_DTYPE_F32, 1, shape, x);
+    mcl_tensor *b = mcl_test_tensor(c, MCL_DTYPE_F32, 1, shape, NULL);
+    assert_mcl_ok(mcl_add(c, a, a, b));
+    assert_mcl_ok(mcl_finish(c));
+    assert_false(mcl_context_is_lost(c));
+    assert_mcl_ok(mcl_add(c, b, b, a));
+    assert_int_equal(mcl_finish(c), MCL_ERROR_DEVICE_LOST);
+    check_lost_context(c, a, b, why);
+    clock_t start = clock();
+    mcl_context_destroy(c);
+    double seconds = (double)(clock() - start) / CLOCKS_PER_SEC;
+    printf("%s: lost at the 2nd fence wait, destroyed in %.3f s CPU\n", fault, seconds);
+    assert_int_equal(mcl_mem_live(), live);
+    check_new_context();
+    char label[96];
+    snprintf(label, sizeof label, "MOTIFCL_FAULT=%s: status, lost context, new context", fault);
+    mcl_test_record_bool(label, 1);
+}
+
+static void device_lost(void **state)
+{
+    (void)state;
+    if (!have_device)
+        skip();
+    injected("device_lost@2", "VK_ERROR_DEVICE_LOST");
+}
+
+static void fence_timeout(void **state)
+{
+    (void)state;
+    if (!have_device)
+        skip();
+    injected("timeout@2", "timed out");
+}
+
+/* A real timeout: a matmul of 2048^3 multiply-adds (seconds on a CPU device, milliseconds on
+ * a GPU) waited for with a 1 ms fence timeout. Where it finishes within 1 ms, nothing is
+ * lost and the check says so. */
+static void real_timeout(void **state)
+{
+    (void)state;
+    if (!have_device)
+        skip();
+    enum { S = 2048 };
+    setenv("MOTIFCL_FENCE_TIMEOUT_MS", "1", 1);
+    mcl_context *c = NULL;
+    mcl_status created = new_context(&c);
+    unsetenv("MOTIFCL_FENCE_TIMEOUT_MS");
+    assert_mcl_ok(created);
+    int64_t shape[2] = {S, S};
+    float *x = mcl_test_random_floats((size_t)S * S, 3, -1.0f, 1.0f);
+    mcl_tensor *a = mcl_test_tensor(c, MCL_DTYPE_F32, 2, shape, x);
+    mcl_tensor *b = mcl_test_tensor(c, MCL_DTYPE_F32, 2, shape, NULL);
+    free(x);
+    assert_mcl_ok(mcl_matmul(c, a, MCL_NO_TRANSPOSE, a, MCL_TRANSPOSE, NULL, b));
+    mcl_status s = mcl_finish(c);
+    if (s == MCL_SUCCESS) {
+        printf("the matmul finished within 1 ms: no timeout to observe\n");
+        assert_false(mcl_context_is_lost(c));
+    } else {
+        assert_int_equal(s, MCL_ERROR_DEVICE_LOST);
+        assert_non_null(strstr(mcl_context_last_error(c), "MOTIFCL_FENCE_TIMEOUT_MS"));
+        check_lost_context(c, a, b, "timed out");
+    }
+    mcl_context_destroy(c);
+    check_new_context();
+    mcl_test_record_bool("MOTIFCL_FENCE_TIMEOUT_MS=1: a long batch loses the context", s != 0);
+}
+
+/* The decode scenario with MOTIFCL_FAULT=<kind>@N for N = 1, 2, ... until a run meets no
+ * fault: each fails with MCL_ERROR_DEVICE_LOST, tears down, and leaks nothing. */
+static void lost_during_decode(void **state)
+{
+    (void)state;
+    if (!have_device)
+        skip();
+    static const char *const kinds[] = {"device_lost", "timeout"};
+    for (int k = 0; k < 2; k++) {
+        int wrong = 0, n = 1;
+        for (;; n++) {
+            char value[32];
+            snprintf(value, sizeof value, "%s@%d", kinds[k], n);
+            setenv("MOTIFCL_FAULT", value, 1);
+            int64_t live = mcl_mem_live();
+            outcome o = model_decode(gguf_path);
+            unsetenv("MOTIFCL_FAULT");
+            if (mcl_mem_live() != live) {
+                fprintf(stderr, "MOTIFCL_FAULT=%s: %lld allocations leaked\n", value,
+                        (long long)(mcl_mem_live() - live));
+                wrong++;
+            }
+            if (o.status == MCL_SUCCESS)
+                break;
+            if (o.status != MCL_ERROR_DEVICE_LOST) {
+                fprintf(stderr, "MOTIFCL_FAULT=%s: %s\n", value, mcl_status_string(o.status));
+                wrong++;
+            }
+        }
+        printf("decode, %s at each of %d fence waits: %d wrong\n", kinds[k], n - 1, wrong);
+        char label[96];
+        snprintf(label, sizeof label, "decode: %s at every fence wait is a status, no leak",
+                 kinds[k]);
+        assert_true(mcl_test_record_bool(label, wrong == 0 && n > 1));
+    }
+}
+
+/* The two variables are read strictly: a value that cannot be taken is named and ignored. */
+static void fault_settings(void **state)
+{
+    (void)state;
+    static const char *const bad_timeouts[] = {"0", "-5", "10ms", " 10", "1000000000001"};
+    static const char *const bad_faults[] = {"device_lost", "device_lost@0", "lost@3",
+                                             "timeout@", "timeout@2x", "@2"};
+    mcl_env_settings s;
+    for (size_t i = 0; i < sizeof bad_timeouts / sizeof *bad_timeouts; i++) {
+        setenv("MOTIFCL_FENCE_TIMEOUT_MS", bad_timeouts[i], 1);
+        mcl_env_read(&s);
+        assert_int_equal(s.fence_timeout_ms, 0);
+        assert_non_null(strstr(s.problems, "MOTIFCL_FENCE_TIMEOUT_MS"));
+    }
+    setenv("MOTIFCL_FENCE_TIMEOUT_MS", "2500", 1);
+    mcl_env_read(&s);
+    assert_int_equal(s.fence_timeout_ms, 2500);
+    assert_string_equal(s.problems, "");
+    unsetenv("MOTIFCL_FENCE_TIMEOUT_MS");
+    for (size_t i = 0; i < sizeof bad_faults / sizeof *bad_faults; i++) {
+        setenv("MOTIFCL_FAULT", bad_faults[i], 1);
+        mcl_env_read(&s);
+        assert_int_equal(s.fault, MCL_ENV_FAULT_NONE);
+        assert_non_null(strstr(s.problems, "MOTIFCL_FAULT"));
+    }
+    setenv("MOTIFCL_FAULT", "TIMEOUT@7", 1);
+    mcl_env_read(&s);
+    assert_int_equal(s.fault, MCL_ENV_FAULT_TIMEOUT);
+    assert_int_equal(s.fault_at, 7);
+    unsetenv("MOTIFCL_FAULT");
+    mcl_test_record_bool("MOTIFCL_FENCE_TIMEOUT_MS and MOTIFCL_FAULT parsed strictly", 1);
 }
 
 /* --- Tests --------------------------------------------------------------------------- */
@@ -560,6 +751,12 @@ int main(int argc, char **argv)
         cmocka_unit_test(negative_controls),
         cmocka_unit_test(host_allocations),
         cmocka_unit_test(device_allocations),
+        cmocka_unit_test(fault_settings),
+        cmocka_unit_test(device_lost),
+        cmocka_unit_test(fence_timeout),
+        cmocka_unit_test(real_timeout),
+        cmocka_unit_test(lost_during_decode),
     };
-    return mcl_test_finish(cmocka_run_group_tests(tests, fixtures_setup, mcl_test_scratch_teardown));
+    return mcl_test_finish(
+        cmocka_run_group_tests(tests, fixtures_setup, mcl_test_scratch_teardown));
 }

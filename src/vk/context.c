@@ -139,6 +139,11 @@ const char *mcl_context_last_error(const mcl_context *ctx)
     return ctx ? ctx->head.diag.last_error : "";
 }
 
+int mcl_context_is_lost(const mcl_context *ctx)
+{
+    return ctx && ctx->lost != MCL_LOST_NO;
+}
+
 mcl_status mcl_context_device_info(const mcl_context *ctx, mcl_device_info *info)
 {
     if (!ctx || !info || info->size < offsetof(mcl_device_info, reserved))

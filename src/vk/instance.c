@@ -68,8 +68,10 @@ mcl_status mcl_vk_fail(mcl_context *ctx, VkResult result, const char *what)
         status = MCL_ERROR_OUT_OF_HOST_MEMORY;
     else if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY)
         status = MCL_ERROR_OUT_OF_DEVICE_MEMORY;
-    else if (result == VK_ERROR_DEVICE_LOST)
+    else if (result == VK_ERROR_DEVICE_LOST) {
         status = MCL_ERROR_DEVICE_LOST;
+        ctx->lost = MCL_LOST_DEVICE;
+    }
     return mcl_fail(ctx, status, "%s failed: %s (%d)", what, vk_result_name(result),
                     (int)result);
 }

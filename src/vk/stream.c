@@ -133,13 +133,45 @@ static void collect(mcl_context *ctx)
     }
 }
 
-/* Wait for a slot's batch and recycle what it held. */
+mcl_status mcl_stream_lost(mcl_context *ctx)
+{
+    return mcl_fail(ctx, MCL_ERROR_DEVICE_LOST, "the context's device was lost earlier (%s); "
+                    "the context can only be destroyed",
+                    ctx->lost == MCL_LOST_TIMEOUT ? "a wait for the GPU timed out"
+                                                  : "VK_ERROR_DEVICE_LOST");
+}
+
+/* The fence timeout in nanoseconds (MOTIFCL_FENCE_TIMEOUT_MS, else the default). */
+static uint64_t fence_timeout_ns(const mcl_context *ctx)
+{
+    uint64_t ms = ctx->env.fence_timeout_ms ? ctx->env.fence_timeout_ms
+                                            : MCL_FENCE_TIMEOUT_MS_DEFAULT;
+    return ms * UINT64_C(1000000);
+}
+
+/* Wait for a slot's batch and recycle what it held. A batch that does not finish within the
+ * fence timeout, or a lost device, loses the context: the slot stays in flight (its memory is
+ * released only when the context is destroyed, after vkDeviceWaitIdle). MOTIFCL_FAULT makes
+ * one wait report a loss after waiting for real, so that what it held is recycled safely. */
 static mcl_status slot_wait(mcl_context *ctx, mcl_slot *slot)
 {
     mcl_stream *s = &ctx->stream;
+    if (ctx->lost)
+        return mcl_stream_lost(ctx);
     if (!slot->in_flight)
         return MCL_SUCCESS;
-    VkResult result = ctx->vk.vkWaitForFences(ctx->device, 1, &slot->fence, VK_TRUE, UINT64_MAX);
+    uint64_t timeout_ns = fence_timeout_ns(ctx);
+    VkResult result =
+        ctx->vk.vkWaitForFences(ctx->device, 1, &slot->fence, VK_TRUE, timeout_ns);
+    mcl_env_fault fault = ++ctx->fence_waits == ctx->env.fault_at ? ctx->env.fault
+                                                                   : MCL_ENV_FAULT_NONE;
+    if (result == VK_TIMEOUT) {
+        ctx->lost = MCL_LOST_TIMEOUT;
+        return mcl_fail(ctx, MCL_ERROR_DEVICE_LOST,
+                        "vkWaitForFences timed out: the GPU did not finish a batch within %llu ms "
+                        "(MOTIFCL_FENCE_TIMEOUT_MS); the context is lost",
+                        (unsigned long long)(timeout_ns / 1000000));
+    }
     if (result != VK_SUCCESS)
         return mcl_vk_fail(ctx, result, "vkWaitForFences");
     ctx->vk.vkResetFences(ctx->device, 1, &slot->fence);
@@ -149,6 +181,15 @@ static mcl_status slot_wait(mcl_context *ctx, mcl_slot *slot)
         s->completed = slot->serial;
     desc_pools_reset(ctx, &slot->desc);
     collect(ctx);
+    if (fault == MCL_ENV_FAULT_TIMEOUT) {
+        ctx->lost = MCL_LOST_TIMEOUT;
+        return mcl_fail(ctx, MCL_ERROR_DEVICE_LOST,
+                        "vkWaitForFences: timed out (MOTIFCL_FAULT=timeout@%llu); the context "
+                        "is lost", (unsigned long long)ctx->env.fault_at);
+    }
+    if (fault == MCL_ENV_FAULT_DEVICE_LOST)
+        return mcl_vk_fail(ctx, VK_ERROR_DEVICE_LOST,
+                           "vkWaitForFences (MOTIFCL_FAULT=device_lost)");
     return MCL_SUCCESS;
 }
 
@@ -170,6 +211,8 @@ void mcl_stream_destroy(mcl_context *ctx)
 mcl_status mcl_stream_begin(mcl_context *ctx)
 {
     mcl_stream *s = &ctx->stream;
+    if (ctx->lost)
+        return mcl_stream_lost(ctx);
     if (s->capture || s->recording)
         return MCL_SUCCESS;
     mcl_slot *slot = &s->slots[s->current];
@@ -394,6 +437,8 @@ mcl_status mcl_stream_flush(mcl_context *ctx, VkCommandBuffer extra, uint64_t *s
     VkCommandBuffer cmds[2];
     uint32_t count = 0;
     VkResult result;
+    if (ctx->lost)
+        return mcl_stream_lost(ctx);
     if (!s->recording && !extra)
         return MCL_SUCCESS;
     if (s->recording) {

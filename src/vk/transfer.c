@@ -218,6 +218,8 @@ mcl_status mcl_transfer_upload(mcl_context *ctx, mcl_tensor *dst, uint64_t offse
 {
     mcl_status status;
     uint64_t lo, hi;
+    if (ctx->lost)
+        return mcl_stream_lost(ctx);
     if (zero_copy(ctx, dst) && !mcl_stream_pending(ctx, dst)) {
         /* Host writes before the next submit are visible to it (coherent memory). */
         memcpy((char *)mcl_rt(dst)->alloc.block->mapped + mcl_rt(dst)->alloc.offset + offset, src, (size_t)bytes);
@@ -277,6 +279,8 @@ mcl_status mcl_transfer_download(mcl_context *ctx, mcl_tensor *src, uint64_t off
 {
     mcl_status status;
     uint64_t lo, hi;
+    if (ctx->lost)
+        return mcl_stream_lost(ctx);
     if (zero_copy(ctx, src)) {
         /* Wait for whatever may still write it; coherent memory needs no invalidation. */
         if (mcl_stream_pending(ctx, src) && (status = mcl_stream_finish(ctx)) != MCL_SUCCESS)
