@@ -261,6 +261,17 @@ MCL_API uint64_t mcl_context_validation_errors(const mcl_context *ctx);
  *  NULL: ctx may not be (a NULL ctx gives ""). */
 MCL_API const char *mcl_context_last_error(const mcl_context *ctx);
 
+/** 1 when the context has lost its device, else 0. A context is lost when Vulkan reports
+ *  VK_ERROR_DEVICE_LOST (a driver reset, a hang the driver caught) or when a wait for the
+ *  GPU takes longer than the fence timeout: 60 s, or MOTIFCL_FENCE_TIMEOUT_MS milliseconds
+ *  (1 to 10^12) when the environment sets it. From then on every call that submits work or
+ *  waits for it (ops, transfers, mcl_finish, replays) fails with MCL_ERROR_DEVICE_LOST, whose
+ *  message says which of the two happened; the context can only be destroyed, which waits
+ *  for the device to be idle (after a timeout that is as long as the GPU still runs: a
+ *  driver that resets a hung GPU ends it), and a new context can be created.
+ *  NULL: ctx may not be (a NULL ctx gives 0). */
+MCL_API int mcl_context_is_lost(const mcl_context *ctx);
+
 /* ---------------------------------------------------------------------------------------
  * Device information
  * ------------------------------------------------------------------------------------- */

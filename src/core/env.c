@@ -317,6 +317,25 @@ int mcl_env_user_cache_dir(char *out, size_t size)
     return 1;
 }
 
+/* MOTIFCL_FAULT: device_lost@N or timeout@N, N a whole number from 1. */
+static int parse_fault(const char *text, mcl_env_fault *fault, uint64_t *at)
+{
+    static const char *const kinds[] = {"device_lost", "timeout"};
+    size_t len = strcspn(text, "@");
+    char kind[16];
+    if (text[len] != '@' || len == 0 || len >= sizeof kind)
+        return 0;
+    memcpy(kind, text, len);
+    kind[len] = '\0';
+    int k = word_index(kind, kinds, 2);
+    long long n = whole_number(text + len + 1, 1, INT64_MAX);
+    if (k < 0 || n < 0)
+        return 0;
+    *fault = k == 0 ? MCL_ENV_FAULT_DEVICE_LOST : MCL_ENV_FAULT_TIMEOUT;
+    *at = (uint64_t)n;
+    return 1;
+}
+
 void mcl_env_read(mcl_env_settings *s)
 {
     static const char *const log_levels[] = {"error", "warning", "info", "debug"};
@@ -399,4 +418,15 @@ void mcl_env_read(mcl_env_settings *s)
         else
             s->max_binding = (uint64_t)n;
     }
+    if ((v = mcl_env("MOTIFCL_FENCE_TIMEOUT_MS"))) {
+        long long n = whole_number(v, 1, 1000000000000LL);
+        if (n < 0)
+            problem(s, "MOTIFCL_FENCE_TIMEOUT_MS=%s is not milliseconds in 1..10^12 (%d taken)",
+                    v, MCL_FENCE_TIMEOUT_MS_DEFAULT);
+        else
+            s->fence_timeout_ms = (uint64_t)n;
+    }
+    if ((v = mcl_env("MOTIFCL_FAULT")) && !parse_fault(v, &s->fault, &s->fault_at))
+        problem(s, "MOTIFCL_FAULT=%s is not device_lost@N or timeout@N with N from 1; ignored",
+                v);
 }

@@ -21,6 +21,10 @@
  *   MOTIFCL_PIPELINE_CACHE      an absolute folder path: keep the pipeline cache files there;
  *                               0|false|off|no: no persistent pipeline cache; 1|true|on|yes:
  *                               the default folder (mcl_env_user_cache_dir)
+ *   MOTIFCL_FENCE_TIMEOUT_MS    1..10^12: how long a wait for the GPU may take before the
+ *                               context counts its device as lost (default 60000)
+ *   MOTIFCL_FAULT               device_lost@N|timeout@N: testing, the context's N-th fence wait
+ *                               (N >= 1) waits, then reports that instead of its result
  * Every value is read whole (no sign, space or trailing text unless the syntax has one).
  * Switches take 1, true, on, yes and 0, false, off, no, in any case. A value that cannot be
  * taken leaves its setting at the default and is named, with what is accepted, in one
@@ -62,6 +66,18 @@ typedef enum mcl_env_quant_path {
     MCL_ENV_QUANT_DOT,
 } mcl_env_quant_path;
 
+/* MOTIFCL_FAULT's faults. */
+typedef enum mcl_env_fault {
+    MCL_ENV_FAULT_NONE = 0,
+    MCL_ENV_FAULT_DEVICE_LOST,
+    MCL_ENV_FAULT_TIMEOUT,
+} mcl_env_fault;
+
+/* How long a fence wait may take unless MOTIFCL_FENCE_TIMEOUT_MS says otherwise: far longer
+ * than any batch the library submits should run (a decode step, a training step), short
+ * enough that a hang becomes a status within a minute. */
+#define MCL_FENCE_TIMEOUT_MS_DEFAULT 60000
+
 typedef enum mcl_env_transfer {
     MCL_ENV_TRANSFER_AUTO = 0,
     MCL_ENV_TRANSFER_STAGING,
@@ -102,6 +118,9 @@ typedef struct mcl_env_settings {
     uint64_t max_binding;          /* MOTIFCL_MAX_BINDING, 0 unset */
     mcl_env_pipeline_cache pipeline_cache;   /* MOTIFCL_PIPELINE_CACHE */
     char pipeline_cache_dir[MCL_ENV_PATH];   /* its folder, for MCL_ENV_PIPELINE_CACHE_DIR */
+    uint64_t fence_timeout_ms;     /* MOTIFCL_FENCE_TIMEOUT_MS, 0 unset (the default) */
+    mcl_env_fault fault;           /* MOTIFCL_FAULT */
+    uint64_t fault_at;             /* its N: the fence wait it replaces, counted from 1 */
     /* What could not be taken, "; "-separated, for one warning (empty when all was taken). */
     char problems[1024];
 } mcl_env_settings;

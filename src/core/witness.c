@@ -1,5 +1,6 @@
 /* Witness files: what ran, where, and with what result, as JSON. */
 #include "witness.h"
+#include "alloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -47,7 +48,7 @@ static void utc_now(char *out, size_t size)
 mcl_witness *mcl_witness_create(const char *kind, const char *name, int argc,
                                 char *const *argv)
 {
-    mcl_witness *w = calloc(1, sizeof *w);
+    mcl_witness *w = mcl_mem_calloc(1, sizeof *w);
     if (!w)
         return NULL;
     snprintf(w->kind, sizeof w->kind, "%s", kind);
@@ -70,9 +71,9 @@ void mcl_witness_destroy(mcl_witness *w)
 {
     if (!w)
         return;
-    free(w->entries);
-    free(w->traits);
-    free(w);
+    mcl_mem_free(w->entries);
+    mcl_mem_free(w->traits);
+    mcl_mem_free(w);
 }
 
 void mcl_witness_set_device(mcl_witness *w, const mcl_device_info *info,
@@ -86,11 +87,11 @@ void mcl_witness_set_device(mcl_witness *w, const mcl_device_info *info,
     w->device.size = sizeof w->device;
     w->has_device = 1;
     w->validation_errors = validation_errors;
-    free(w->traits);
+    mcl_mem_free(w->traits);
     w->traits = NULL;
     if (traits_json && traits_json[0] == '{') {
         size_t n = strlen(traits_json) + 1;
-        w->traits = malloc(n);
+        w->traits = mcl_mem_malloc(n);
         if (w->traits)
             memcpy(w->traits, traits_json, n);
     }
@@ -100,7 +101,7 @@ static witness_entry *push(mcl_witness *w)
 {
     if (w->count == w->capacity) {
         size_t capacity = w->capacity ? 2 * w->capacity : 32;
-        witness_entry *entries = realloc(w->entries, capacity * sizeof *entries);
+        witness_entry *entries = mcl_mem_realloc(w->entries, capacity * sizeof *entries);
         if (!entries)
             return NULL;
         w->entries = entries;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine_internal.h"
+#include "core/alloc.h"
 
 /* The most rows a recorded decode step takes; a larger batch is recorded op by op. */
 #define ENGINE_MAX_STEP_ROWS 64u
@@ -383,7 +384,7 @@ void mcl_engine_steps_destroy(mcl_session *s)
     for (uint32_t i = 0; i < ENGINE_STEPS; i++) {
         mcl_graph_destroy(s->steps[i].graph);
         s->steps[i].graph = NULL;
-        free(s->steps[i].seqs);
+        mcl_mem_free(s->steps[i].seqs);
         s->steps[i].seqs = NULL;
     }
 }
@@ -425,7 +426,7 @@ static mcl_status find_step(mcl_session *s, const uint32_t *seqs, uint32_t count
     }
     mcl_graph_destroy(slot->graph);
     slot->graph = NULL;
-    if (!slot->seqs && !(slot->seqs = malloc(s->sequences * sizeof *slot->seqs)))
+    if (!slot->seqs && !(slot->seqs = mcl_mem_malloc(s->sequences * sizeof *slot->seqs)))
         return mcl_fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "session: out of host memory");
     mcl_status status = mcl_graph_begin(s->ctx);
     if (status != MCL_SUCCESS)
@@ -485,7 +486,7 @@ mcl_status mcl_engine_forward(mcl_session *s, const uint32_t *seqs, const uint32
         status = decode_step(s, seqs, pos, tokens, count);
     } else {
         /* Each row's position, and from s->rows on its sequence, for mcl_rope_kv. */
-        int32_t *where = malloc((size_t)s->rows * 2 * sizeof *where);
+        int32_t *where = mcl_mem_malloc((size_t)s->rows * 2 * sizeof *where);
         status = where ? MCL_SUCCESS
                        : mcl_fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
         for (uint32_t i = 0; where && i < count; i++) {
@@ -494,7 +495,7 @@ mcl_status mcl_engine_forward(mcl_session *s, const uint32_t *seqs, const uint32
         }
         if (status == MCL_SUCCESS)
             status = mcl_tensor_upload(s->pos, 0, where, (uint64_t)s->rows * 2 * sizeof *where);
-        free(where);
+        mcl_mem_free(where);
         if (status == MCL_SUCCESS)
             status = mcl_tensor_upload(s->ids, 0, tokens, (uint64_t)count * sizeof *tokens);
         /* The sequence of each row of logits, for their scatter into s->seq_logits. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine_internal.h"
+#include "core/alloc.h"
 
 #define ENGINE_DEFAULT_CONTEXT 4096u
 #define ENGINE_DEFAULT_BATCH 512u
@@ -99,7 +100,7 @@ static mcl_status make_rope_table(mcl_session *s)
             return fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "llama 3.1's RoPE scaling without rope_freqs.weight of head_dim / 2 f32");
     }
-    float *host = malloc((size_t)half * 3 * sizeof *host);
+    float *host = mcl_mem_malloc((size_t)half * 3 * sizeof *host);
     if (!host)
         return fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     float *table = host + half;
@@ -113,7 +114,7 @@ static mcl_status make_rope_table(mcl_session *s)
         st = make(s->ctx, MCL_DTYPE_F32, half, 2, &s->rope_table);
     if (st == MCL_SUCCESS)
         st = mcl_tensor_upload(s->rope_table, 0, table, (uint64_t)half * 2 * sizeof *table);
-    free(host);
+    mcl_mem_free(host);
     return st;
 }
 
@@ -194,8 +195,8 @@ static mcl_status allocate(mcl_session *s)
     }
     for (uint32_t l = 0; l < m->layers && st == MCL_SUCCESS && !one; l++) {
         engine_layer *L = &s->layers[l];
-        L->k_cache = calloc(s->sequences, sizeof *L->k_cache);
-        L->v_cache = calloc(s->sequences, sizeof *L->v_cache);
+        L->k_cache = mcl_mem_calloc(s->sequences, sizeof *L->k_cache);
+        L->v_cache = mcl_mem_calloc(s->sequences, sizeof *L->v_cache);
         if (!L->k_cache || !L->v_cache)
             return fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
         for (uint32_t q = 0; q < s->sequences && st == MCL_SUCCESS; q++) {
@@ -210,15 +211,15 @@ static mcl_status allocate(mcl_session *s)
 static mcl_status host_state(mcl_session *s)
 {
     uint32_t vocab = s->info.vocab;
-    s->seqs = calloc(s->sequences, sizeof *s->seqs);
+    s->seqs = mcl_mem_calloc(s->sequences, sizeof *s->seqs);
     size_t ids = vocab > s->context_length ? vocab : s->context_length;
-    s->sample_work = malloc(2 * (size_t)vocab * sizeof *s->sample_work);
-    s->sample_ids = malloc(ids * sizeof *s->sample_ids);
-    s->draw_rows = malloc((size_t)s->sequences * ENGINE_DRAW_STRIDE * sizeof *s->draw_rows);
+    s->sample_work = mcl_mem_malloc(2 * (size_t)vocab * sizeof *s->sample_work);
+    s->sample_ids = mcl_mem_malloc(ids * sizeof *s->sample_ids);
+    s->draw_rows = mcl_mem_malloc((size_t)s->sequences * ENGINE_DRAW_STRIDE * sizeof *s->draw_rows);
     if (!s->seqs || !s->sample_work || !s->sample_ids || !s->draw_rows)
         return fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     for (uint32_t q = 0; q < s->sequences; q++) {
-        s->seqs[q].tokens = malloc((size_t)s->context_length * sizeof(int32_t));
+        s->seqs[q].tokens = mcl_mem_malloc((size_t)s->context_length * sizeof(int32_t));
         if (!s->seqs[q].tokens)
             return fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
@@ -274,7 +275,7 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
             return MCL_ERROR_INVALID_ARGUMENT;
         memcpy(&d, desc, desc->size < sizeof d ? desc->size : sizeof d);
     }
-    mcl_session *s = calloc(1, sizeof *s);
+    mcl_session *s = mcl_mem_calloc(1, sizeof *s);
     if (!s)
         return MCL_ERROR_OUT_OF_HOST_MEMORY;
     s->model = model;
@@ -282,7 +283,7 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
     mcl_status st = mcl_model_file_info(model, &s->info);
     mcl_tensor *any = mcl_model_find_tensor(model, "token_embd.weight");
     if (st != MCL_SUCCESS || !any) {
-        free(s);
+        mcl_mem_free(s);
         return MCL_ERROR_INVALID_ARGUMENT;
     }
     s->ctx = any->ctx;
@@ -294,7 +295,7 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
     s->sequences = d.sequences ? d.sequences : 1;
     s->batch_tokens = d.batch_tokens ? d.batch_tokens : ENGINE_DEFAULT_BATCH;
     s->rows = s->batch_tokens > s->sequences ? s->batch_tokens : s->sequences;
-    s->layers = calloc(m->layers, sizeof *s->layers);
+    s->layers = mcl_mem_calloc(m->layers, sizeof *s->layers);
     mcl_device_info dev = {.size = sizeof dev};
     const char *why;
     if (!s->layers)
@@ -370,18 +371,18 @@ void mcl_session_destroy(mcl_session *s)
         return;
     session_release(s);
     for (uint32_t l = 0; s->layers && l < s->info.layers; l++) {
-        free(s->layers[l].k_cache);
-        free(s->layers[l].v_cache);
+        mcl_mem_free(s->layers[l].k_cache);
+        mcl_mem_free(s->layers[l].v_cache);
     }
     for (uint32_t q = 0; s->seqs && q < s->sequences; q++)
-        free(s->seqs[q].tokens);
-    free(s->seqs);
-    free(s->layers);
-    free(s->sample_work);
-    free(s->sample_ids);
-    free(s->draw_rows);
+        mcl_mem_free(s->seqs[q].tokens);
+    mcl_mem_free(s->seqs);
+    mcl_mem_free(s->layers);
+    mcl_mem_free(s->sample_work);
+    mcl_mem_free(s->sample_ids);
+    mcl_mem_free(s->draw_rows);
     mcl_context_disown(s->ctx, &s->child);
-    free(s);
+    mcl_mem_free(s);
 }
 
 uint32_t mcl_session_context_length(const mcl_session *s)
@@ -439,7 +440,7 @@ mcl_status mcl_session_feed(mcl_session *s, uint32_t seq, const int32_t *tokens,
                         "session: %u more tokens would pass the context of %u (the sequence "
                         "holds %u)", count, s->context_length, q->length);
     mcl_status st = check_tokens(s, tokens, count);
-    uint32_t *seqs = malloc((size_t)s->batch_tokens * 2 * sizeof *seqs);
+    uint32_t *seqs = mcl_mem_malloc((size_t)s->batch_tokens * 2 * sizeof *seqs);
     if (!seqs)
         st = fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     for (uint32_t done = 0; st == MCL_SUCCESS && done < count;) {
@@ -459,7 +460,7 @@ mcl_status mcl_session_feed(mcl_session *s, uint32_t seq, const int32_t *tokens,
         }
         done += n;
     }
-    free(seqs);
+    mcl_mem_free(seqs);
     uint64_t row_bytes = (uint64_t)s->info.vocab * sizeof *logits;
     if (st == MCL_SUCCESS && logits)
         st = mcl_tensor_download(s->seq_logits, seq * row_bytes, logits, row_bytes);
@@ -490,7 +491,7 @@ mcl_status mcl_session_feed_batch(mcl_session *s, const uint32_t *seqs, const in
     mcl_status st = check_tokens(s, tokens, count);
     if (st != MCL_SUCCESS)
         return st;
-    uint32_t *pos = malloc((size_t)count * 2 * sizeof *pos);
+    uint32_t *pos = mcl_mem_malloc((size_t)count * 2 * sizeof *pos);
     if (!pos)
         return fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     uint32_t *rows = pos + count;
@@ -504,7 +505,7 @@ mcl_status mcl_session_feed_batch(mcl_session *s, const uint32_t *seqs, const in
         q->tokens[q->length++] = tokens[i];
         q->has_logits = 1;
     }
-    free(pos);
+    mcl_mem_free(pos);
     return st;
 }
 
@@ -516,7 +517,7 @@ static mcl_status draw(mcl_session *s, const uint32_t *seqs, uint32_t count,
                        const mcl_sampler_desc *desc, int32_t *tokens)
 {
     uint32_t vocab = s->info.vocab, on_device = 0;
-    uint32_t *host = malloc((size_t)count * 2 * sizeof *host), *dev = host + count;
+    uint32_t *host = mcl_mem_malloc((size_t)count * 2 * sizeof *host), *dev = host + count;
     if (!host)
         return fail(s->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     uint32_t hosted = 0;
@@ -561,7 +562,7 @@ static mcl_status draw(mcl_session *s, const uint32_t *seqs, uint32_t count,
     }
     for (uint32_t i = 0; st == MCL_SUCCESS && i < count; i++)
         s->seqs[seqs[i]].draws++;
-    free(host);
+    mcl_mem_free(host);
     return st;
 }
 

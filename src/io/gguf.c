@@ -12,6 +12,7 @@
 
 #include "core/dtype.h"
 #include "gguf_internal.h"
+#include "core/alloc.h"
 
 /* gguf.md: "GGUF" read as bytes, then version, tensor_count and metadata_kv_count. */
 static const unsigned char gguf_magic[4] = {0x47, 0x47, 0x55, 0x46};
@@ -55,7 +56,7 @@ static int index_init(name_index *ix, uint64_t n, const void *items, size_t stri
         cap *= 2;
     if (cap > SIZE_MAX / sizeof *ix->slots)
         return 0;
-    ix->slots = calloc((size_t)cap, sizeof *ix->slots);
+    ix->slots = mcl_mem_calloc((size_t)cap, sizeof *ix->slots);
     ix->mask = cap - 1;
     ix->items = items;
     ix->stride = stride;
@@ -236,14 +237,14 @@ static mcl_status read_string_array(parser *p, uint64_t count, uint64_t **at_out
         return MCL_SUCCESS;
     if (count > SIZE_MAX / sizeof(uint64_t))
         return fail(p, MCL_ERROR_OUT_OF_HOST_MEMORY, "array of %" PRIu64 " strings", count);
-    uint64_t *at = malloc((size_t)count * sizeof *at);
+    uint64_t *at = mcl_mem_malloc((size_t)count * sizeof *at);
     if (!at)
         return fail(p, MCL_ERROR_OUT_OF_HOST_MEMORY, "no memory to index %" PRIu64 " strings",
                     count);
     /* read_str's checks, inline: a vocabulary has 10^5 strings. */
     for (uint64_t j = 0; j < count; j++) {
         if (left(p) < 8) {
-            free(at);
+            mcl_mem_free(at);
             return fail(p, MCL_ERROR_INVALID_ARGUMENT,
                         "string %" PRIu64 " of the array: 8 bytes needed at offset %" PRIu64
                         ", but the file ends at %" PRIu64,
@@ -251,7 +252,7 @@ static mcl_status read_string_array(parser *p, uint64_t count, uint64_t **at_out
         }
         uint64_t len = mcl_le64(p->base + p->pos);
         if (len > left(p) - 8) {
-            free(at);
+            mcl_mem_free(at);
             return fail(p, MCL_ERROR_INVALID_ARGUMENT,
                         "string %" PRIu64 " of the array: string length %" PRIu64
                         " at offset %" PRIu64 " past the end of the file (%" PRIu64
@@ -460,7 +461,7 @@ static mcl_status place_tensors(parser *p)
     }
     if (known < 2)
         return MCL_SUCCESS;
-    extent *e = malloc((size_t)known * sizeof *e);
+    extent *e = mcl_mem_malloc((size_t)known * sizeof *e);
     if (!e) {
         snprintf(p->where, sizeof p->where, "tensor infos");
         return fail(p, MCL_ERROR_OUT_OF_HOST_MEMORY, "no memory to sort %" PRIu64 " tensors",
@@ -486,7 +487,7 @@ static mcl_status place_tensors(parser *p)
             break;
         }
     }
-    free(e);
+    mcl_mem_free(e);
     return st;
 }
 
@@ -554,9 +555,9 @@ static mcl_status allocate(parser *p, uint64_t n_tensors, uint64_t n_kv)
         return fail(p, MCL_ERROR_OUT_OF_HOST_MEMORY,
                     "%" PRIu64 " keys and %" PRIu64 " tensors do not fit in memory", n_kv,
                     n_tensors);
-    g->kvs = calloc((size_t)n_kv + 1, sizeof *g->kvs);
-    g->str_at = calloc((size_t)n_kv + 1, sizeof *g->str_at);
-    g->tensors = calloc((size_t)n_tensors + 1, sizeof *g->tensors);
+    g->kvs = mcl_mem_calloc((size_t)n_kv + 1, sizeof *g->kvs);
+    g->str_at = mcl_mem_calloc((size_t)n_kv + 1, sizeof *g->str_at);
+    g->tensors = mcl_mem_calloc((size_t)n_tensors + 1, sizeof *g->tensors);
     if (!g->kvs || !g->str_at || !g->tensors ||
         !index_init(&g->keys, n_kv, g->kvs, sizeof *g->kvs, offsetof(mcl_gguf_kv, key)) ||
         !index_init(&g->names, n_tensors, g->tensors, sizeof *g->tensors,
@@ -579,7 +580,7 @@ mcl_status mcl_gguf_parse(const void *data, uint64_t size, mcl_gguf **out, char 
     snprintf(p.where, sizeof p.where, "arguments");
     if (!out || (!data && size))
         return fail(&p, MCL_ERROR_INVALID_ARGUMENT, "out is NULL, or data is NULL with a size");
-    mcl_gguf *g = calloc(1, sizeof *g);
+    mcl_gguf *g = mcl_mem_calloc(1, sizeof *g);
     if (!g)
         return fail(&p, MCL_ERROR_OUT_OF_HOST_MEMORY, "no memory for the parser");
     g->base = data;
@@ -628,14 +629,14 @@ void mcl_gguf_free(mcl_gguf *g)
         return;
     if (g->str_at) {
         for (uint64_t i = 0; i < g->n_kv; i++)
-            free(g->str_at[i]);
+            mcl_mem_free(g->str_at[i]);
     }
-    free(g->str_at);
-    free(g->kvs);
-    free(g->tensors);
-    free(g->keys.slots);
-    free(g->names.slots);
-    free(g);
+    mcl_mem_free(g->str_at);
+    mcl_mem_free(g->kvs);
+    mcl_mem_free(g->tensors);
+    mcl_mem_free(g->keys.slots);
+    mcl_mem_free(g->names.slots);
+    mcl_mem_free(g);
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gguf_internal.h"
+#include "core/alloc.h"
 
 /* A growing byte buffer. */
 typedef struct buffer {
@@ -42,7 +43,7 @@ static int reserve(buffer *b, size_t more)
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + more)
         cap = cap > SIZE_MAX / 2 ? b->len + more : cap * 2;
-    unsigned char *p = realloc(b->p, cap);
+    unsigned char *p = mcl_mem_realloc(b->p, cap);
     if (!p)
         return 0;
     b->p = p;
@@ -83,14 +84,14 @@ static int name_add(name_list *l, const char *name)
 {
     if (l->count == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 16;
-        char **items = realloc(l->items, cap * sizeof *items);
+        char **items = mcl_mem_realloc(l->items, cap * sizeof *items);
         if (!items)
             return 0;
         l->items = items;
         l->cap = cap;
     }
     size_t n = strlen(name) + 1;
-    char *copy = malloc(n);
+    char *copy = mcl_mem_malloc(n);
     if (!copy)
         return 0;
     memcpy(copy, name, n);
@@ -101,15 +102,15 @@ static int name_add(name_list *l, const char *name)
 static void names_free(name_list *l)
 {
     for (size_t i = 0; i < l->count; i++)
-        free(l->items[i]);
-    free(l->items);
+        mcl_mem_free(l->items[i]);
+    mcl_mem_free(l->items);
 }
 
 mcl_gguf_writer *mcl_gguf_writer_create(uint32_t version, uint32_t alignment)
 {
     if ((version != 2 && version != 3) || alignment == 0 || (alignment & (alignment - 1)))
         return NULL;
-    mcl_gguf_writer *w = calloc(1, sizeof *w);
+    mcl_gguf_writer *w = mcl_mem_calloc(1, sizeof *w);
     if (!w)
         return NULL;
     w->version = version;
@@ -121,12 +122,12 @@ void mcl_gguf_writer_destroy(mcl_gguf_writer *w)
 {
     if (!w)
         return;
-    free(w->meta.p);
-    free(w->infos.p);
-    free(w->data.p);
+    mcl_mem_free(w->meta.p);
+    mcl_mem_free(w->infos.p);
+    mcl_mem_free(w->data.p);
     names_free(&w->keys);
     names_free(&w->names);
-    free(w);
+    mcl_mem_free(w);
 }
 
 /* Bytes the encoding of one value takes (0: a type this cannot encode). */

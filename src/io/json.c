@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "io/json_internal.h"
+#include "core/alloc.h"
 
 /* Objects up to this many members are searched (and checked for duplicates) linearly. */
 #define SMALL_OBJECT 8u
@@ -38,7 +39,7 @@ static int reserve(void **data, uint32_t *cap, uint32_t len, uint32_t extra, siz
         next = UINT32_MAX;
     if (next < need || next > SIZE_MAX / elem)
         return 0;
-    void *grown = realloc(*data, (size_t)next * elem);
+    void *grown = mcl_mem_realloc(*data, (size_t)next * elem);
     if (!grown)
         return 0;
     *data = grown;
@@ -356,15 +357,15 @@ mcl_status mcl_json_parse(const void *data, uint64_t size, mcl_json **out, char 
                      size);
         return MCL_ERROR_TOO_LARGE;
     }
-    mcl_json_parser *ps = calloc(1, sizeof *ps);
-    mcl_json *doc = calloc(1, sizeof *doc);
+    mcl_json_parser *ps = mcl_mem_calloc(1, sizeof *ps);
+    mcl_json *doc = mcl_mem_calloc(1, sizeof *doc);
     if (ps)
-        ps->pool = malloc((size_t)size + 1);
+        ps->pool = mcl_mem_malloc((size_t)size + 1);
     if (!ps || !doc || !ps->pool) {
         if (ps)
-            free(ps->pool);
-        free(ps);
-        free(doc);
+            mcl_mem_free(ps->pool);
+        mcl_mem_free(ps);
+        mcl_mem_free(doc);
         if (why && why_size)
             snprintf(why, why_size, "out of host memory");
         return MCL_ERROR_OUT_OF_HOST_MEMORY;
@@ -393,20 +394,20 @@ mcl_status mcl_json_parse(const void *data, uint64_t size, mcl_json **out, char 
     doc->pool = ps->pool;
     link_nodes(doc, nv->len);
     doc->root = &doc->nodes[nv->len - 1];
-    free(ps->pending.data);
-    free(ps->scratch);
-    free(ps);
+    mcl_mem_free(ps->pending.data);
+    mcl_mem_free(ps->scratch);
+    mcl_mem_free(ps);
     *out = doc;
     return MCL_SUCCESS;
 
 fail:
-    free(ps->pending.data);
-    free(ps->scratch);
-    free(ps->nodes.data);
-    free(ps->sorted);
-    free(ps->pool);
-    free(ps);
-    free(doc);
+    mcl_mem_free(ps->pending.data);
+    mcl_mem_free(ps->scratch);
+    mcl_mem_free(ps->nodes.data);
+    mcl_mem_free(ps->sorted);
+    mcl_mem_free(ps->pool);
+    mcl_mem_free(ps);
+    mcl_mem_free(doc);
     return status;
 }
 
@@ -414,10 +415,10 @@ void mcl_json_free(mcl_json *doc)
 {
     if (!doc)
         return;
-    free(doc->nodes);
-    free(doc->sorted);
-    free(doc->pool);
-    free(doc);
+    mcl_mem_free(doc->nodes);
+    mcl_mem_free(doc->sorted);
+    mcl_mem_free(doc->pool);
+    mcl_mem_free(doc);
 }
 
 /* --- Reading ----------------------------------------------------------------------------- */

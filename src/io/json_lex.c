@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "io/json_internal.h"
+#include "core/alloc.h"
 
 /* Exponents beyond this are saturated while reading the exact integer (any such number is
  * either 0 or far outside int64, and the double comes from strtod). */
@@ -394,7 +395,7 @@ static int to_double(mcl_json_parser *ps, const number_text *t, double *out)
         return mcl_json_out_of_memory(ps);
     size_t need = (size_t)text_len + point_len + 1;
     char stack[NUMBER_STACK_BYTES];
-    char *buf = need <= sizeof stack ? stack : malloc(need);
+    char *buf = need <= sizeof stack ? stack : mcl_mem_malloc(need);
     if (!buf)
         return mcl_json_out_of_memory(ps);
     size_t o = 0;
@@ -409,7 +410,7 @@ static int to_double(mcl_json_parser *ps, const number_text *t, double *out)
     buf[o] = '\0';
     double d = strtod(buf, NULL);
     if (buf != stack)
-        free(buf);
+        mcl_mem_free(buf);
     if (isinf(d))
         return mcl_json_fail_at(ps, t->start, "number out of the range of a double");
     *out = d;

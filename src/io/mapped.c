@@ -1,6 +1,7 @@
 /* A file's bytes (mapped.h): mapped read-only and private on POSIX systems, read whole into
  * host memory elsewhere or where the mapping fails. */
 #include "mapped.h"
+#include "core/alloc.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -29,7 +30,7 @@ static mcl_status refuse(char *why, size_t why_size, mcl_status status, const ch
 static mcl_status read_whole_fd(int fd, uint64_t size, mcl_mapped *out, const char *path,
                                 char *why, size_t why_size)
 {
-    unsigned char *data = malloc((size_t)size);
+    unsigned char *data = mcl_mem_malloc((size_t)size);
     if (!data)
         return refuse(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, path,
                       "no memory to read the file");
@@ -39,7 +40,7 @@ static mcl_status read_whole_fd(int fd, uint64_t size, mcl_mapped *out, const ch
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            free(data);
+            mcl_mem_free(data);
             return refuse(why, why_size, MCL_ERROR_IO, path,
                           n < 0 ? strerror(errno) : "the file shrank while it was read");
         }
@@ -108,7 +109,7 @@ void mcl_mapped_close(mcl_mapped *m)
     if (m->data && m->is_mapped)
         munmap((void *)m->data, (size_t)m->size);
     else
-        free((void *)m->data);
+        mcl_mem_free((void *)m->data);
     memset(m, 0, sizeof *m);
 }
 
@@ -132,7 +133,7 @@ mcl_status mcl_mapped_open(const char *path, mcl_mapped *out, char *why, size_t 
     for (;;) {
         if (len == cap) {
             size_t grow = cap ? cap : 1 << 16;
-            unsigned char *p = grow > SIZE_MAX - cap ? NULL : realloc(data, cap + grow);
+            unsigned char *p = grow > SIZE_MAX - cap ? NULL : mcl_mem_realloc(data, cap + grow);
             if (!p) {
                 status = refuse(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, path,
                                 "no memory to read the file");
@@ -152,7 +153,7 @@ mcl_status mcl_mapped_open(const char *path, mcl_mapped *out, char *why, size_t 
     }
     fclose(f);
     if (status != MCL_SUCCESS || len == 0) {
-        free(data);
+        mcl_mem_free(data);
         return status;
     }
     out->data = data;
@@ -165,7 +166,7 @@ void mcl_mapped_close(mcl_mapped *m)
 {
     if (!m)
         return;
-    free((void *)m->data);
+    mcl_mem_free((void *)m->data);
     memset(m, 0, sizeof *m);
 }
 

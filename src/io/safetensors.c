@@ -13,6 +13,7 @@
 #include "core/text.h"
 #include "io/convert.h"
 #include "io/json.h"
+#include "core/alloc.h"
 
 /* Bytes of the header length that opens the file. */
 #define HEADER_LENGTH_BYTES 8
@@ -239,9 +240,9 @@ static mcl_status read_tensors(mcl_safetensors *st, const mcl_json_value *root, 
         if (e != st->metadata)
             total_dims += mcl_json_count(mcl_json_find(e, "shape"));
     }
-    st->tensors = calloc(n ? n : 1, sizeof *st->tensors);
-    st->by_name = calloc(n ? n : 1, sizeof *st->by_name);
-    st->dims = calloc(total_dims ? total_dims : 1, sizeof *st->dims);
+    st->tensors = mcl_mem_calloc(n ? n : 1, sizeof *st->tensors);
+    st->by_name = mcl_mem_calloc(n ? n : 1, sizeof *st->by_name);
+    st->dims = mcl_mem_calloc(total_dims ? total_dims : 1, sizeof *st->dims);
     if (!st->tensors || !st->by_name || !st->dims)
         return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory for "
                        "%" PRIu64 " tensors", n);
@@ -316,7 +317,7 @@ mcl_status mcl_safetensors_parse(const void *data, uint64_t size, mcl_safetensor
         return mcl_text_fail(why, why_size, MCL_ERROR_TOO_LARGE, "header length %" PRIu64 " above "
                        "the limit of %u bytes", n, MCL_SAFETENSORS_MAX_HEADER);
 
-    mcl_safetensors *st = calloc(1, sizeof *st);
+    mcl_safetensors *st = mcl_mem_calloc(1, sizeof *st);
     if (!st)
         return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     st->data_offset = HEADER_LENGTH_BYTES + n;
@@ -358,10 +359,10 @@ void mcl_safetensors_free(mcl_safetensors *st)
     if (!st)
         return;
     mcl_json_free(st->header);
-    free(st->tensors);
-    free(st->by_name);
-    free(st->dims);
-    free(st);
+    mcl_mem_free(st->tensors);
+    mcl_mem_free(st->by_name);
+    mcl_mem_free(st->dims);
+    mcl_mem_free(st);
 }
 
 uint64_t mcl_safetensors_count(const mcl_safetensors *st)

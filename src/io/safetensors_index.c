@@ -11,6 +11,7 @@
 
 #include "core/log.h"
 #include "core/text.h"
+#include "core/alloc.h"
 
 #define SHARD_SUFFIX ".safetensors"
 #define INDEX_SUFFIX ".json"
@@ -71,7 +72,7 @@ mcl_status mcl_st_index_parse(const void *data, uint64_t size, mcl_st_index **ou
     if (!out || (!data && size))
         return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "NULL argument");
     *out = NULL;
-    mcl_st_index *idx = calloc(1, sizeof *idx);
+    mcl_st_index *idx = mcl_mem_calloc(1, sizeof *idx);
     if (!idx)
         return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     char json_why[256];
@@ -99,7 +100,7 @@ mcl_status mcl_st_index_parse(const void *data, uint64_t size, mcl_st_index **ou
         goto fail;
     }
     uint32_t n = mcl_json_count(idx->weight_map);
-    idx->shards = malloc((n ? n : 1) * sizeof *idx->shards);
+    idx->shards = mcl_mem_malloc((n ? n : 1) * sizeof *idx->shards);
     if (!idx->shards) {
         s = mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
         goto fail;
@@ -142,8 +143,8 @@ void mcl_st_index_free(mcl_st_index *idx)
     if (!idx)
         return;
     mcl_json_free(idx->doc);
-    free(idx->shards);
-    free(idx);
+    mcl_mem_free(idx->shards);
+    mcl_mem_free(idx);
 }
 
 uint32_t mcl_st_index_tensor_count(const mcl_st_index *idx)
@@ -194,7 +195,7 @@ static char *join(const char *dir, size_t dir_len, const char *name)
         dir_len--;
     size_t name_len = strlen(name);
     int slash = dir_len > 0 && dir[dir_len - 1] != '/';
-    char *p = malloc(dir_len + (size_t)slash + name_len + 1);
+    char *p = mcl_mem_malloc(dir_len + (size_t)slash + name_len + 1);
     if (!p)
         return NULL;
     memcpy(p, dir, dir_len);
@@ -225,7 +226,7 @@ static mcl_status read_small_file(const char *path, unsigned char **out, size_t 
     for (;;) {
         if (len + READ_CHUNK > cap) {
             size_t next = cap ? cap * 2 : READ_CHUNK;
-            unsigned char *grown = realloc(buf, next);
+            unsigned char *grown = mcl_mem_realloc(buf, next);
             if (!grown) {
                 s = mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory "
                              "reading %s", path);
@@ -249,7 +250,7 @@ static mcl_status read_small_file(const char *path, unsigned char **out, size_t 
     }
     fclose(f);
     if (s != MCL_SUCCESS) {
-        free(buf);
+        mcl_mem_free(buf);
         return s;
     }
     *out = buf;
@@ -259,11 +260,11 @@ static mcl_status read_small_file(const char *path, unsigned char **out, size_t 
 
 static mcl_status list_one(const char *path, mcl_st_shards *out, char *why, size_t why_size)
 {
-    out->paths = malloc(sizeof *out->paths);
+    out->paths = mcl_mem_malloc(sizeof *out->paths);
     if (out->paths)
         out->paths[0] = join("", 0, path);
     if (!out->paths || !out->paths[0]) {
-        free(out->paths);
+        mcl_mem_free(out->paths);
         out->paths = NULL;
         return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
@@ -282,13 +283,13 @@ static mcl_status list_index(const char *index_path, mcl_st_shards *out, char *w
     mcl_st_index *idx = NULL;
     char parse_why[384];
     s = mcl_st_index_parse(text, size, &idx, parse_why, sizeof parse_why);
-    free(text);
+    mcl_mem_free(text);
     if (s != MCL_SUCCESS)
         return mcl_text_fail(why, why_size, s, "%s: %s", index_path, parse_why);
     const char *slash = strrchr(index_path, '/');
     size_t dir_len = slash ? (size_t)(slash - index_path) + (slash == index_path) : 0;
     uint32_t n = mcl_st_index_shard_count(idx);
-    out->paths = calloc(n ? n : 1, sizeof *out->paths);
+    out->paths = mcl_mem_calloc(n ? n : 1, sizeof *out->paths);
     if (!out->paths) {
         mcl_st_index_free(idx);
         return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -333,8 +334,8 @@ mcl_status mcl_st_shards_list(const char *path, mcl_st_shards *out, char *why,
         else
             s = mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, "%s holds neither "
                          MCL_ST_INDEX_NAME " nor " MCL_ST_SINGLE_NAME, path);
-        free(index);
-        free(single);
+        mcl_mem_free(index);
+        mcl_mem_free(single);
         return s;
     }
     if (!S_ISREG(sb.st_mode))
@@ -353,8 +354,8 @@ void mcl_st_shards_free(mcl_st_shards *shards)
     if (!shards)
         return;
     for (uint32_t i = 0; shards->paths && i < shards->count; i++)
-        free(shards->paths[i]);
-    free(shards->paths);
+        mcl_mem_free(shards->paths[i]);
+    mcl_mem_free(shards->paths);
     shards->paths = NULL;
     shards->count = 0;
 }

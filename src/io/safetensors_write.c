@@ -8,6 +8,7 @@
 
 #include "io/json.h"
 #include "io/safetensors.h"
+#include "core/alloc.h"
 
 /* The header is padded with spaces to a multiple of this (the reference writer's rule). */
 #define HEADER_ALIGN 8
@@ -49,7 +50,7 @@ static void put_bytes(text_buf *b, const char *s, size_t n)
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n + 1)
             cap *= 2;
-        char *grown = realloc(b->data, cap);
+        char *grown = mcl_mem_realloc(b->data, cap);
         if (!grown) {
             b->failed = 1;
             return;
@@ -98,7 +99,7 @@ static void put_string(text_buf *b, const char *s)
 static char *copy_string(const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *c = malloc(n);
+    char *c = mcl_mem_malloc(n);
     if (c)
         memcpy(c, s, n);
     return c;
@@ -112,7 +113,7 @@ static int grow(void **data, size_t *cap, size_t len, size_t elem)
     size_t next = *cap ? *cap * 2 : 16;
     if (next > SIZE_MAX / elem)
         return 0;
-    void *grown = realloc(*data, next * elem);
+    void *grown = mcl_mem_realloc(*data, next * elem);
     if (!grown)
         return 0;
     *data = grown;
@@ -122,7 +123,7 @@ static int grow(void **data, size_t *cap, size_t len, size_t elem)
 
 mcl_safetensors_writer *mcl_safetensors_writer_create(void)
 {
-    return calloc(1, sizeof(mcl_safetensors_writer));
+    return mcl_mem_calloc(1, sizeof(mcl_safetensors_writer));
 }
 
 void mcl_safetensors_writer_destroy(mcl_safetensors_writer *w)
@@ -130,17 +131,17 @@ void mcl_safetensors_writer_destroy(mcl_safetensors_writer *w)
     if (!w)
         return;
     for (size_t i = 0; i < w->n_tensors; i++) {
-        free(w->tensors[i].name);
-        free(w->tensors[i].shape);
-        free(w->tensors[i].data);
+        mcl_mem_free(w->tensors[i].name);
+        mcl_mem_free(w->tensors[i].shape);
+        mcl_mem_free(w->tensors[i].data);
     }
     for (size_t i = 0; i < w->n_meta; i++) {
-        free(w->meta[i].key);
-        free(w->meta[i].value);
+        mcl_mem_free(w->meta[i].key);
+        mcl_mem_free(w->meta[i].value);
     }
-    free(w->tensors);
-    free(w->meta);
-    free(w);
+    mcl_mem_free(w->tensors);
+    mcl_mem_free(w->meta);
+    mcl_mem_free(w);
 }
 
 mcl_status mcl_safetensors_writer_add_metadata(mcl_safetensors_writer *w, const char *key,
@@ -155,8 +156,8 @@ mcl_status mcl_safetensors_writer_add_metadata(mcl_safetensors_writer *w, const 
         return MCL_ERROR_OUT_OF_HOST_MEMORY;
     pending_meta m = {copy_string(key), copy_string(value)};
     if (!m.key || !m.value) {
-        free(m.key);
-        free(m.value);
+        mcl_mem_free(m.key);
+        mcl_mem_free(m.value);
         return MCL_ERROR_OUT_OF_HOST_MEMORY;
     }
     w->meta[w->n_meta++] = m;
@@ -189,12 +190,12 @@ mcl_status mcl_safetensors_writer_add_tensor(mcl_safetensors_writer *w, const ch
     if (!grow((void **)&w->tensors, &w->cap_tensors, w->n_tensors, sizeof *w->tensors))
         return MCL_ERROR_OUT_OF_HOST_MEMORY;
     pending_tensor t = {copy_string(name), dtype, ndim,
-                        malloc(ndim ? ndim * sizeof *shape : 1), malloc(bytes ? bytes : 1),
+                        mcl_mem_malloc(ndim ? ndim * sizeof *shape : 1), mcl_mem_malloc(bytes ? bytes : 1),
                         bytes};
     if (!t.name || !t.shape || !t.data) {
-        free(t.name);
-        free(t.shape);
-        free(t.data);
+        mcl_mem_free(t.name);
+        mcl_mem_free(t.shape);
+        mcl_mem_free(t.data);
         return MCL_ERROR_OUT_OF_HOST_MEMORY;
     }
     if (ndim)
@@ -253,7 +254,7 @@ mcl_status mcl_safetensors_writer_finish(mcl_safetensors_writer *w, void **out,
     *size = 0;
     text_buf b = {0};
     if (!write_header(w, &b)) {
-        free(b.data);
+        mcl_mem_free(b.data);
         return MCL_ERROR_OUT_OF_HOST_MEMORY;
     }
     /* Parse it back: a name or metadata string that is not UTF-8 is refused here rather
@@ -262,16 +263,16 @@ mcl_status mcl_safetensors_writer_finish(mcl_safetensors_writer *w, void **out,
     mcl_status s = mcl_json_parse(b.data, b.len, &check, NULL, 0);
     mcl_json_free(check);
     if (s != MCL_SUCCESS) {
-        free(b.data);
+        mcl_mem_free(b.data);
         return s == MCL_ERROR_OUT_OF_HOST_MEMORY ? s : MCL_ERROR_INVALID_ARGUMENT;
     }
     uint64_t data_bytes = 0;
     for (size_t i = 0; i < w->n_tensors; i++)
         data_bytes += w->tensors[i].bytes;
     uint64_t total = HEADER_LENGTH_BYTES + (uint64_t)b.len + data_bytes;
-    unsigned char *file = total <= SIZE_MAX ? malloc((size_t)total) : NULL;
+    unsigned char *file = total <= SIZE_MAX ? mcl_mem_malloc((size_t)total) : NULL;
     if (!file) {
-        free(b.data);
+        mcl_mem_free(b.data);
         return MCL_ERROR_OUT_OF_HOST_MEMORY;
     }
     uint64_t n = b.len;
@@ -284,7 +285,7 @@ mcl_status mcl_safetensors_writer_finish(mcl_safetensors_writer *w, void **out,
             memcpy(file + at, w->tensors[i].data, (size_t)w->tensors[i].bytes);
         at += (size_t)w->tensors[i].bytes;
     }
-    free(b.data);
+    mcl_mem_free(b.data);
     *out = file;
     *size = total;
     return MCL_SUCCESS;

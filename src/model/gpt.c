@@ -21,6 +21,7 @@
 
 #include "gpt_internal.h"
 #include "../ops/ops_internal.h"
+#include "core/alloc.h"
 
 static const char *const layer_param_names[GPT_LAYER_PARAMS] = {
     "attn_norm", "wq", "wk", "wv", "wo", "mlp_norm", "w_gate", "w_up", "w_down"};
@@ -52,7 +53,7 @@ static mcl_status build_params(mcl_gpt *gpt, const gpt_plan *plan)
 {
     const mcl_gpt_desc *c = &gpt->cfg;
     int64_t d = c->dim, hd = gpt->head_dim;
-    gpt->params = calloc(plan->param_count, sizeof *gpt->params);
+    gpt->params = mcl_mem_calloc(plan->param_count, sizeof *gpt->params);
     if (!gpt->params)
         return mcl_fail(gpt->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     add_param(gpt, "tok_embedding", c->vocab, d);
@@ -184,7 +185,7 @@ mcl_status mcl_gpt_alloc(mcl_context *ctx, const mcl_gpt_desc *config, mcl_gpt *
     if (!config || config->size < offsetof(mcl_gpt_desc, reserved))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "mcl_gpt: config is NULL or config->size is not set");
-    mcl_gpt *gpt = calloc(1, sizeof *gpt);
+    mcl_gpt *gpt = mcl_mem_calloc(1, sizeof *gpt);
     if (!gpt)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     gpt->ctx = ctx;
@@ -233,14 +234,14 @@ mcl_status mcl_gpt_create(mcl_context *ctx, const mcl_gpt_desc *config, uint64_t
     mcl_status status = mcl_gpt_alloc(ctx, config, &gpt);
     if (status != MCL_SUCCESS)
         return status;
-    float *host = calloc((size_t)gpt->flat_floats, sizeof *host);
+    float *host = mcl_mem_calloc((size_t)gpt->flat_floats, sizeof *host);
     if (!host) {
         mcl_gpt_destroy(gpt);
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
     init_params(gpt, host, seed);
     status = mcl_tensor_upload(gpt->flat_p, 0, host, gpt->flat_p->nbytes);
-    free(host);
+    mcl_mem_free(host);
     if (status != MCL_SUCCESS) {
         mcl_gpt_destroy(gpt);
         return status;
@@ -265,12 +266,12 @@ static void acts_free(gpt_acts *a, int32_t layers)
             for (size_t i = 0; i < sizeof t / sizeof *t; i++)
                 mcl_tensor_destroy(t[i]);
         }
-        free(a->layer);
+        mcl_mem_free(a->layer);
     }
     if (a->x) {
         for (int32_t l = 0; l <= layers; l++)
             mcl_tensor_destroy(a->x[l]);
-        free(a->x);
+        mcl_mem_free(a->x);
     }
     mcl_tensor *t[] = {a->hf, a->logits, a->lse, a->dx, a->dh, a->tmp, a->datt, a->dq,
                        a->dk, a->dv, a->dff, a->dgate, a->dup, a->dhead};
@@ -307,9 +308,9 @@ void mcl_gpt_destroy(mcl_gpt *gpt)
     if (!gpt)
         return;
     gpt_release(gpt);
-    free(gpt->params);
+    mcl_mem_free(gpt->params);
     mcl_context_disown(gpt->ctx, &gpt->child);
-    free(gpt);
+    mcl_mem_free(gpt);
 }
 
 mcl_status mcl_gpt_config(const mcl_gpt *gpt, mcl_gpt_desc *config)
@@ -396,8 +397,8 @@ static mcl_status acts_alloc(mcl_gpt *gpt, int64_t batch, int64_t seq)
     int64_t qd = c->heads * hd, kvd = c->kv_heads * hd;
     a->batch = batch;
     a->seq = seq;
-    a->x = calloc((size_t)c->layers + 1, sizeof *a->x);
-    a->layer = calloc((size_t)c->layers, sizeof *a->layer);
+    a->x = mcl_mem_calloc((size_t)c->layers + 1, sizeof *a->x);
+    a->layer = mcl_mem_calloc((size_t)c->layers, sizeof *a->layer);
     if (!a->x || !a->layer)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     mcl_status s = MCL_SUCCESS;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gpt_internal.h"
+#include "core/alloc.h"
 
 
 static void put_u32(unsigned char *p, uint32_t v)
@@ -56,11 +57,11 @@ mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path)
     if (!path)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_gpt_save: path is NULL");
     size_t floats = (size_t)gpt->flat_floats;
-    float *buf = malloc(floats * 3 * sizeof *buf);
-    char *tmp = malloc(strlen(path) + 5);
+    float *buf = mcl_mem_malloc(floats * 3 * sizeof *buf);
+    char *tmp = mcl_mem_malloc(strlen(path) + 5);
     if (!buf || !tmp) {
-        free(buf);
-        free(tmp);
+        mcl_mem_free(buf);
+        mcl_mem_free(tmp);
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
     mcl_status s = mcl_tensor_download(gpt->flat_p, 0, buf, floats * 4);
@@ -69,8 +70,8 @@ mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path)
     if (s == MCL_SUCCESS)
         s = mcl_tensor_download(gpt->flat_v, 0, buf + 2 * floats, floats * 4);
     if (s != MCL_SUCCESS) {
-        free(buf);
-        free(tmp);
+        mcl_mem_free(buf);
+        mcl_mem_free(tmp);
         return s;
     }
     unsigned char header[GPT_HEADER_BYTES], trailer[8];
@@ -85,13 +86,13 @@ mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path)
              fwrite(trailer, sizeof trailer, 1, f) == 1;
     if (f && fclose(f) != 0)
         ok = 0;
-    free(buf);
+    mcl_mem_free(buf);
     if (!ok || rename(tmp, path) != 0) {
         remove(tmp);
-        free(tmp);
+        mcl_mem_free(tmp);
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_gpt_save: cannot write %s", path);
     }
-    free(tmp);
+    mcl_mem_free(tmp);
     return MCL_SUCCESS;
 }
 
@@ -134,7 +135,7 @@ static mcl_status read_checked(mcl_context *ctx, const char *path, FILE *f, mcl_
                         path, (long long)length, (unsigned long long)need);
 
     size_t floats = (size_t)plan->flat_floats * 3;
-    float *data = malloc(floats * sizeof *data);
+    float *data = mcl_mem_malloc(floats * sizeof *data);
     if (!data)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     unsigned char trailer[GPT_TRAILER_BYTES];
@@ -146,7 +147,7 @@ static mcl_status read_checked(mcl_context *ctx, const char *path, FILE *f, mcl_
         ok = sum == mcl_gpt_get_u64(trailer);
     }
     if (!ok) {
-        free(data);
+        mcl_mem_free(data);
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "mcl_gpt_load: %s is truncated or corrupt (checksum)", path);
     }
@@ -174,7 +175,7 @@ mcl_status mcl_gpt_load(mcl_context *ctx, const char *path, mcl_gpt **out)
         return s;
     mcl_gpt *gpt;
     if ((s = mcl_gpt_alloc(ctx, &cfg, &gpt)) != MCL_SUCCESS) {
-        free(buf);
+        mcl_mem_free(buf);
         return s;
     }
     size_t floats = (size_t)plan.flat_floats;
@@ -183,7 +184,7 @@ mcl_status mcl_gpt_load(mcl_context *ctx, const char *path, mcl_gpt **out)
         s = mcl_tensor_upload(gpt->flat_m, 0, buf + floats, floats * 4);
     if (s == MCL_SUCCESS)
         s = mcl_tensor_upload(gpt->flat_v, 0, buf + 2 * floats, floats * 4);
-    free(buf);
+    mcl_mem_free(buf);
     if (s != MCL_SUCCESS) {
         mcl_gpt_destroy(gpt);
         return s;

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "model_internal.h"
+#include "core/alloc.h"
 
 static void model_release_child(mcl_child *child);
 
@@ -51,7 +52,7 @@ static mcl_status tensors_from_gguf(mcl_model *m)
 static mcl_status open_gguf(mcl_model *m, const char *path)
 {
     char why[256];
-    m->files = calloc(1, sizeof *m->files);
+    m->files = mcl_mem_calloc(1, sizeof *m->files);
     if (!m->files)
         return MODEL_FAIL(m->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     mcl_status status = mcl_mapped_open(path, m->files, why, sizeof why);
@@ -105,7 +106,7 @@ mcl_status mcl_model_open(mcl_context *ctx, const char *path, const mcl_model_de
                         mcl_dtype_name(desc->weight_type) ? mcl_dtype_name(desc->weight_type)
                                                           : "an unknown type");
     double t0 = seconds_now();
-    mcl_model *m = calloc(1, sizeof *m);
+    mcl_model *m = mcl_mem_calloc(1, sizeof *m);
     if (!m)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     m->ctx = ctx;
@@ -174,16 +175,16 @@ void mcl_model_close(mcl_model *m)
         return;
     model_release(m);
     for (uint32_t i = 0; m->tensors && i < m->tensor_count; i++)
-        free(m->tensors[i].name);
-    free(m->tensors);
+        mcl_mem_free(m->tensors[i].name);
+    mcl_mem_free(m->tensors);
     mcl_tokenizer_free(m->tokenizer);
     mcl_gguf_free(m->gguf);
     mcl_model_free_checkpoint(m);
     for (uint32_t i = 0; i < m->file_count; i++)
         mcl_mapped_close(&m->files[i]);
-    free(m->files);
+    mcl_mem_free(m->files);
     mcl_context_disown(m->ctx, &m->child);
-    free(m);
+    mcl_mem_free(m);
 }
 
 mcl_status mcl_model_file_info(const mcl_model *m, mcl_model_info *info)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model_internal.h"
+#include "core/alloc.h"
 
 /* The architectures read, as general.architecture names them. llama covers llama 1, 2 and 3
  * and TinyLlama; llama.cpp's converter writes most mistral models as llama too. */
@@ -180,7 +181,7 @@ mcl_status mcl_model_add_tensor(mcl_model *m, const char *name, size_t name_len,
 {
     if (m->tensor_count == m->tensor_capacity) {
         uint32_t capacity = m->tensor_capacity ? 2 * m->tensor_capacity : 64;
-        model_tensor *grown = realloc(m->tensors, capacity * sizeof *grown);
+        model_tensor *grown = mcl_mem_realloc(m->tensors, capacity * sizeof *grown);
         if (!grown)
             return MODEL_FAIL(m->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
         m->tensors = grown;
@@ -188,7 +189,7 @@ mcl_status mcl_model_add_tensor(mcl_model *m, const char *name, size_t name_len,
     }
     model_tensor *t = &m->tensors[m->tensor_count];
     memset(t, 0, sizeof *t);
-    t->name = malloc(name_len + 1);
+    t->name = mcl_mem_malloc(name_len + 1);
     if (!t->name)
         return MODEL_FAIL(m->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     memcpy(t->name, name, name_len);

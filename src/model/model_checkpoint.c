@@ -15,6 +15,7 @@
 #include "../io/json.h"
 #include "../io/safetensors.h"
 #include "../io/safetensors_index.h"
+#include "core/alloc.h"
 
 /* What a checkpoint keeps besides the mapped files. */
 typedef struct checkpoint {
@@ -252,8 +253,8 @@ static mcl_status read_config(mcl_model *m, checkpoint *c)
 static mcl_status read_shards(mcl_model *m, checkpoint *c, const mcl_st_shards *list)
 {
     char why[256];
-    m->files = calloc(list->count ? list->count : 1, sizeof *m->files);
-    c->shards = calloc(list->count ? list->count : 1, sizeof *c->shards);
+    m->files = mcl_mem_calloc(list->count ? list->count : 1, sizeof *m->files);
+    c->shards = mcl_mem_calloc(list->count ? list->count : 1, sizeof *c->shards);
     if (!m->files || !c->shards)
         return MODEL_FAIL(m->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     for (uint32_t s = 0; s < list->count; s++) {
@@ -313,7 +314,7 @@ static mcl_status read_shards(mcl_model *m, checkpoint *c, const mcl_st_shards *
 mcl_status mcl_model_open_checkpoint(mcl_model *m, const char *path)
 {
     char why[512], folder[4096], config_path[4200];
-    checkpoint *c = calloc(1, sizeof *c);
+    checkpoint *c = mcl_mem_calloc(1, sizeof *c);
     if (!c)
         return MODEL_FAIL(m->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     m->checkpoint = c;
@@ -348,7 +349,7 @@ mcl_status mcl_model_open_checkpoint(mcl_model *m, const char *path)
                           "model: config.json says the head is not tied to the embedding, and "
                           "the checkpoint has no lm_head.weight");
     if (m->info.rope_scaling == MCL_ROPE_SCALING_LLAMA3) {
-        c->rope_freqs = malloc(m->info.head_dim / 2 * sizeof *c->rope_freqs);
+        c->rope_freqs = mcl_mem_malloc(m->info.head_dim / 2 * sizeof *c->rope_freqs);
         model_tensor *t;
         if (!c->rope_freqs)
             return MODEL_FAIL(m->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -372,10 +373,10 @@ void mcl_model_free_checkpoint(mcl_model *m)
         return;
     for (uint32_t s = 0; s < c->shard_count; s++)
         mcl_safetensors_free(c->shards[s]);
-    free(c->shards);
+    mcl_mem_free(c->shards);
     mcl_json_free(c->config);
-    free(c->rope_freqs);
-    free(c);
+    mcl_mem_free(c->rope_freqs);
+    mcl_mem_free(c);
     m->checkpoint = NULL;
 }
 

@@ -10,6 +10,7 @@
 
 #include "model_internal.h"
 #include "../io/convert.h"
+#include "core/alloc.h"
 
 /* Host memory a chunk of rows takes at most (as f32), where the rows are converted. */
 #define MODEL_CHUNK_BYTES (4u << 20)
@@ -304,11 +305,11 @@ mcl_status mcl_model_load_weights(mcl_model *m, const mcl_model_desc *desc)
     uint64_t chunk_rows = MODEL_CHUNK_BYTES / (widest * sizeof(float));
     if (chunk_rows == 0)
         chunk_rows = 1;
-    float *f32 = malloc(chunk_rows * widest * sizeof(float));
-    unsigned char *dev = malloc(chunk_rows * widest * sizeof(float));
+    float *f32 = mcl_mem_malloc(chunk_rows * widest * sizeof(float));
+    unsigned char *dev = mcl_mem_malloc(chunk_rows * widest * sizeof(float));
     if (!f32 || !dev) {
-        free(f32);
-        free(dev);
+        mcl_mem_free(f32);
+        mcl_mem_free(dev);
         return MODEL_FAIL(m->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
     uint64_t done = 0;
@@ -323,8 +324,8 @@ mcl_status mcl_model_load_weights(mcl_model *m, const mcl_model_desc *desc)
     }
     if (reading_ahead)
         readahead_stop(&r);
-    free(f32);
-    free(dev);
+    mcl_mem_free(f32);
+    mcl_mem_free(dev);
     if (status == MCL_SUCCESS)
         status = mcl_finish(m->ctx);
     return status;

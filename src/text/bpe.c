@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "text/text_internal.h"
+#include "core/alloc.h"
 
 #define NONE UINT32_MAX
 
@@ -172,7 +173,7 @@ mcl_status mcl_bpe_build(mcl_tokenizer *t, const mcl_vocab_desc *d, char *why,
         if (len > longest)
             longest = len;
     }
-    char *buf = malloc(2 * longest + 2);
+    char *buf = mcl_mem_malloc(2 * longest + 2);
     if (!buf || !mcl_strmap_init(&t->key_map, &t->keys, t->n_tokens) ||
         !mcl_pairmap_init(&t->merges, d->n_merges))
         goto oom;
@@ -195,7 +196,7 @@ mcl_status mcl_bpe_build(mcl_tokenizer *t, const mcl_vocab_desc *d, char *why,
         size_t len = d->merge_lens ? (size_t)d->merge_lens[r] : strlen(m);
         const char *space = len > 1 ? memchr(m + 1, ' ', len - 1) : NULL;
         if (!space) {
-            free(buf);
+            mcl_mem_free(buf);
             return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT,
                                  "merge %u has no space between its halves", r);
         }
@@ -218,9 +219,9 @@ mcl_status mcl_bpe_build(mcl_tokenizer *t, const mcl_vocab_desc *d, char *why,
         t->byte_piece[b] = (int32_t)id;
         t->byte_token[b] = id >= 0 && id < t->n_tokens ? (int32_t)id : -1;
     }
-    free(buf);
+    mcl_mem_free(buf);
     return MCL_SUCCESS;
 oom:
-    free(buf);
+    mcl_mem_free(buf);
     return MCL_ERROR_OUT_OF_HOST_MEMORY;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "text/text_internal.h"
+#include "core/alloc.h"
 
 int mcl_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
@@ -18,7 +19,7 @@ int mcl_grow(void **p, size_t *cap, size_t need, size_t elem)
     }
     if (n > SIZE_MAX / elem)
         return 0;
-    void *q = realloc(*p, n * elem);
+    void *q = mcl_mem_realloc(*p, n * elem);
     if (!q)
         return 0;
     *p = q;
@@ -56,9 +57,9 @@ int64_t mcl_strings_add(mcl_strings *s, const char *bytes, size_t len)
 
 void mcl_strings_free(mcl_strings *s)
 {
-    free(s->pool);
-    free(s->off);
-    free(s->len);
+    mcl_mem_free(s->pool);
+    mcl_mem_free(s->off);
+    mcl_mem_free(s->len);
     memset(s, 0, sizeof *s);
 }
 
@@ -91,7 +92,7 @@ int mcl_strmap_init(mcl_strmap *m, const mcl_strings *strings, size_t expected)
     size_t n = table_size(expected);
     if (!n)
         return 0;
-    m->slots = calloc(n, sizeof *m->slots);
+    m->slots = mcl_mem_calloc(n, sizeof *m->slots);
     if (!m->slots)
         return 0;
     m->strings = strings;
@@ -102,7 +103,7 @@ int mcl_strmap_init(mcl_strmap *m, const mcl_strings *strings, size_t expected)
 static int strmap_rehash(mcl_strmap *m)
 {
     size_t n = (m->mask + 1) * 2;
-    uint32_t *slots = calloc(n, sizeof *slots);
+    uint32_t *slots = mcl_mem_calloc(n, sizeof *slots);
     if (!slots)
         return 0;
     for (size_t i = 0; i <= m->mask; i++) {
@@ -115,7 +116,7 @@ static int strmap_rehash(mcl_strmap *m)
             j = (j + 1) & (n - 1);
         slots[j] = v;
     }
-    free(m->slots);
+    mcl_mem_free(m->slots);
     m->slots = slots;
     m->mask = n - 1;
     return 1;
@@ -157,7 +158,7 @@ int64_t mcl_strmap_find(const mcl_strmap *m, const char *bytes, size_t len)
 
 void mcl_strmap_free(mcl_strmap *m)
 {
-    free(m->slots);
+    mcl_mem_free(m->slots);
     memset(m, 0, sizeof *m);
 }
 
@@ -183,7 +184,7 @@ int mcl_pairmap_init(mcl_pairmap *m, size_t expected)
     size_t n = table_size(expected);
     if (!n)
         return 0;
-    m->slots = malloc(n * sizeof *m->slots);
+    m->slots = mcl_mem_malloc(n * sizeof *m->slots);
     if (!m->slots)
         return 0;
     for (size_t i = 0; i < n; i++)
@@ -195,7 +196,7 @@ int mcl_pairmap_init(mcl_pairmap *m, size_t expected)
 static int pairmap_rehash(mcl_pairmap *m)
 {
     size_t n = (m->mask + 1) * 2;
-    mcl_pair_slot *slots = malloc(n * sizeof *slots);
+    mcl_pair_slot *slots = mcl_mem_malloc(n * sizeof *slots);
     if (!slots)
         return 0;
     for (size_t i = 0; i < n; i++)
@@ -208,7 +209,7 @@ static int pairmap_rehash(mcl_pairmap *m)
             j = (j + 1) & (n - 1);
         slots[j] = m->slots[i];
     }
-    free(m->slots);
+    mcl_mem_free(m->slots);
     m->slots = slots;
     m->mask = n - 1;
     return 1;
@@ -245,7 +246,7 @@ const mcl_pair_slot *mcl_pairmap_find(const mcl_pairmap *m, uint32_t left, uint3
 
 void mcl_pairmap_free(mcl_pairmap *m)
 {
-    free(m->slots);
+    mcl_mem_free(m->slots);
     memset(m, 0, sizeof *m);
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "text/text_internal.h"
+#include "core/alloc.h"
 
 /* Length of the contraction ('s 't 're 've 'm 'll 'd) at i (cp[i] is an apostrophe), or 0. */
 static size_t contraction(const mcl_cps *c, size_t i, int fold)
@@ -141,9 +142,9 @@ mcl_status mcl_pretok_split(mcl_pretok pre, const char *text, size_t len, size_t
     if (len >= UINT32_MAX)
         return MCL_ERROR_TOO_LARGE;
     mcl_cps c = {0};
-    size_t *out = malloc((len + 1) * sizeof *out);
+    size_t *out = mcl_mem_malloc((len + 1) * sizeof *out);
     if (!out || !mcl_cps_decode(&c, text, len)) {
-        free(out);
+        mcl_mem_free(out);
         mcl_cps_free(&c);
         return MCL_ERROR_OUT_OF_HOST_MEMORY;
     }

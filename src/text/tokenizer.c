@@ -8,12 +8,13 @@
 #include <string.h>
 
 #include "text/text_internal.h"
+#include "core/alloc.h"
 
 void mcl_scratch_free(mcl_scratch *sc)
 {
-    free(sc->bytes);
-    free(sc->syms);
-    free(sc->heap);
+    mcl_mem_free(sc->bytes);
+    mcl_mem_free(sc->syms);
+    mcl_mem_free(sc->heap);
     mcl_cps_free(&sc->cps);
     memset(sc, 0, sizeof *sc);
 }
@@ -28,10 +29,10 @@ void mcl_tokenizer_free(mcl_tokenizer *t)
     mcl_strmap_free(&t->text_map);
     mcl_strmap_free(&t->key_map);
     mcl_pairmap_free(&t->merges);
-    free(t->types);
-    free(t->scores);
-    free(t->trie);
-    free(t);
+    mcl_mem_free(t->types);
+    mcl_mem_free(t->scores);
+    mcl_mem_free(t->trie);
+    mcl_mem_free(t);
 }
 
 /* --- Construction ------------------------------------------------------------------------ */
@@ -183,8 +184,8 @@ static mcl_status load_tokens(mcl_tokenizer *t, const mcl_vocab_desc *d, char *w
                               size_t why_size)
 {
     uint32_t n = d->n_tokens;
-    t->types = malloc(n);
-    t->scores = malloc(n * sizeof *t->scores);
+    t->types = mcl_mem_malloc(n);
+    t->scores = mcl_mem_malloc(n * sizeof *t->scores);
     if (!t->types || !t->scores || !mcl_strmap_init(&t->text_map, &t->text, n))
         return MCL_ERROR_OUT_OF_HOST_MEMORY;
     for (uint32_t i = 0; i < n; i++) {
@@ -232,8 +233,8 @@ static mcl_status build_decoded_and_trie(mcl_tokenizer *t)
     for (uint32_t i = 0; i < t->n_tokens; i++)
         if (t->text.len[i] > longest)
             longest = t->text.len[i];
-    char *buf = malloc(longest + 1);
-    t->trie = calloc(1, sizeof *t->trie);
+    char *buf = mcl_mem_malloc(longest + 1);
+    t->trie = mcl_mem_calloc(1, sizeof *t->trie);
     if (!buf || !t->trie)
         goto oom;
     t->trie_n = t->trie_cap = 1;
@@ -246,10 +247,10 @@ static mcl_status build_decoded_and_trie(mcl_tokenizer *t)
             !trie_add(t, mcl_strings_at(&t->text, i), t->text.len[i], (int32_t)i))
             goto oom;
     }
-    free(buf);
+    mcl_mem_free(buf);
     return MCL_SUCCESS;
 oom:
-    free(buf);
+    mcl_mem_free(buf);
     return MCL_ERROR_OUT_OF_HOST_MEMORY;
 }
 
@@ -266,7 +267,7 @@ mcl_status mcl_tokenizer_create(const mcl_vocab_desc *d, mcl_tokenizer **out, ch
     mcl_status s = check_desc(d, why, why_size);
     if (s != MCL_SUCCESS)
         return s;
-    mcl_tokenizer *t = calloc(1, sizeof *t);
+    mcl_tokenizer *t = mcl_mem_calloc(1, sizeof *t);
     if (!t)
         return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
     t->kind = d->kind;

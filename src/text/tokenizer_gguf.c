@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "text/text_internal.h"
+#include "core/alloc.h"
 
 #define KEY_MODEL "tokenizer.ggml.model"
 #define KEY_PRE "tokenizer.ggml.pre"
@@ -86,12 +87,12 @@ typedef struct arrays {
 
 static void arrays_free(arrays *a)
 {
-    free(a->tokens);
-    free(a->token_lens);
-    free(a->scores);
-    free(a->types);
-    free(a->merges);
-    free(a->merge_lens);
+    mcl_mem_free(a->tokens);
+    mcl_mem_free(a->token_lens);
+    mcl_mem_free(a->scores);
+    mcl_mem_free(a->types);
+    mcl_mem_free(a->merges);
+    mcl_mem_free(a->merge_lens);
 }
 
 /* The strings of an array key as views. */
@@ -99,8 +100,8 @@ static mcl_status read_strings(const mcl_gguf *g, const mcl_gguf_kv *kv, uint64_
                                const char ***texts, uint64_t **lens, char *why,
                                size_t why_size)
 {
-    *texts = malloc((size_t)n * sizeof **texts);
-    *lens = malloc((size_t)n * sizeof **lens);
+    *texts = mcl_mem_malloc((size_t)n * sizeof **texts);
+    *lens = mcl_mem_malloc((size_t)n * sizeof **lens);
     if (!*texts || !*lens)
         return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
     for (uint64_t i = 0; i < n; i++) {
@@ -127,7 +128,7 @@ static mcl_status read_numbers(const mcl_gguf *g, uint32_t n, arrays *a, char *w
         return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT,
                              KEY_SCORES " is not an array of %u float32", n);
     if (kv) {
-        a->scores = malloc((size_t)n * sizeof *a->scores);
+        a->scores = mcl_mem_malloc((size_t)n * sizeof *a->scores);
         if (!a->scores)
             return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
         for (uint32_t i = 0; i < n; i++) {
@@ -145,7 +146,7 @@ static mcl_status read_numbers(const mcl_gguf *g, uint32_t n, arrays *a, char *w
         return mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT,
                              KEY_TYPES " is not an array of %u int32", n);
     if (kv) {
-        a->types = malloc((size_t)n * sizeof *a->types);
+        a->types = mcl_mem_malloc((size_t)n * sizeof *a->types);
         if (!a->types)
             return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
         for (uint32_t i = 0; i < n; i++) {

@@ -9,6 +9,7 @@
 
 #include "io/json.h"
 #include "text/text_internal.h"
+#include "core/alloc.h"
 
 /* The split regexes of the pre-tokenizers the library implements, as the files carry them
  * (pretok.c has the same regexes): GPT-2's is the one the ByteLevel pre-tokenizer applies
@@ -277,12 +278,12 @@ typedef struct hf_arrays {
 
 static void hf_arrays_free(hf_arrays *a)
 {
-    free(a->tokens);
-    free(a->token_lens);
-    free(a->types);
-    free(a->merges);
-    free(a->merge_lens);
-    free(a->pool);
+    mcl_mem_free(a->tokens);
+    mcl_mem_free(a->token_lens);
+    mcl_mem_free(a->types);
+    mcl_mem_free(a->merges);
+    mcl_mem_free(a->merge_lens);
+    mcl_mem_free(a->pool);
 }
 
 /* A token id member: 1 with *id, 0 when not an integer in [0, 2^29). */
@@ -330,9 +331,9 @@ static mcl_status read_tokens(const mcl_json_value *vocab, const mcl_json_value 
         return MALFORMED("token id %lld is larger than the %u tokens of model.vocab and "
                          "added_tokens can number", (long long)top, nv + na);
     size_t n = (size_t)top + 1;
-    a->tokens = calloc(n, sizeof *a->tokens);
-    a->token_lens = calloc(n, sizeof *a->token_lens);
-    a->types = malloc(n * sizeof *a->types);
+    a->tokens = mcl_mem_calloc(n, sizeof *a->tokens);
+    a->token_lens = mcl_mem_calloc(n, sizeof *a->token_lens);
+    a->types = mcl_mem_malloc(n * sizeof *a->types);
     if (!a->tokens || !a->token_lens || !a->types)
         return FAIL(MCL_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
     for (uint32_t i = 0; i < nv; i++) {
@@ -396,9 +397,9 @@ static mcl_status read_merges(const mcl_json_value *merges, mcl_vocab_desc *d, h
             return MALFORMED("model.merges[%u] is neither a string nor a pair of strings", r);
         pool += l0 + l1 + 1; /* below the document's size: no overflow */
     }
-    a->merges = malloc((n ? n : 1) * sizeof *a->merges);
-    a->merge_lens = malloc((n ? n : 1) * sizeof *a->merge_lens);
-    a->pool = malloc(pool ? pool : 1);
+    a->merges = mcl_mem_malloc((n ? n : 1) * sizeof *a->merges);
+    a->merge_lens = mcl_mem_malloc((n ? n : 1) * sizeof *a->merge_lens);
+    a->pool = mcl_mem_malloc(pool ? pool : 1);
     if (!a->merges || !a->merge_lens || !a->pool)
         return FAIL(MCL_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
     size_t at = 0;

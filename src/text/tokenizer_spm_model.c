@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "text/text_internal.h"
+#include "core/alloc.h"
 
 #define MALFORMED(...) mcl_text_fail(why, why_size, MCL_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
 
@@ -125,10 +126,10 @@ typedef struct spm_model {
 
 static void spm_model_free(spm_model *m)
 {
-    free(m->pieces);
-    free(m->lens);
-    free(m->scores);
-    free(m->types);
+    mcl_mem_free(m->pieces);
+    mcl_mem_free(m->lens);
+    mcl_mem_free(m->scores);
+    mcl_mem_free(m->types);
 }
 
 /* Whether field f has the wire type its number needs; the message when not. */
@@ -245,10 +246,10 @@ static mcl_status read_model(spm_model *m, pb_reader top, char *why, size_t why_
         return MALFORMED("the model: %s", what);
     if (n == 0 || n > INT32_MAX / 4)
         return MALFORMED("the model has %zu pieces (1 to 2^29 read)", n);
-    m->pieces = malloc(n * sizeof *m->pieces);
-    m->lens = malloc(n * sizeof *m->lens);
-    m->scores = malloc(n * sizeof *m->scores);
-    m->types = malloc(n * sizeof *m->types);
+    m->pieces = mcl_mem_malloc(n * sizeof *m->pieces);
+    m->lens = mcl_mem_malloc(n * sizeof *m->lens);
+    m->scores = mcl_mem_malloc(n * sizeof *m->scores);
+    m->types = mcl_mem_malloc(n * sizeof *m->types);
     if (!m->pieces || !m->lens || !m->scores || !m->types)
         return mcl_text_fail(why, why_size, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
     m->cap = n;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "text/text_internal.h"
+#include "core/alloc.h"
 
 /* Classes of ASCII, the common case, without a search. */
 static int ascii_class(uint32_t cp)
@@ -102,15 +103,15 @@ int mcl_cps_decode(mcl_cps *c, const char *text, size_t len)
         size_t cap = c->cap ? c->cap : 64;
         while (cap < len + 1)
             cap *= 2;
-        uint32_t *cp = realloc(c->cp, cap * sizeof *cp);
+        uint32_t *cp = mcl_mem_realloc(c->cp, cap * sizeof *cp);
         if (!cp)
             return 0;
         c->cp = cp;
-        uint8_t *cls = realloc(c->cls, cap * sizeof *cls);
+        uint8_t *cls = mcl_mem_realloc(c->cls, cap * sizeof *cls);
         if (!cls)
             return 0;
         c->cls = cls;
-        uint32_t *off = realloc(c->off, (cap + 1) * sizeof *off);
+        uint32_t *off = mcl_mem_realloc(c->off, (cap + 1) * sizeof *off);
         if (!off)
             return 0;
         c->off = off;
@@ -134,9 +135,9 @@ int mcl_cps_decode(mcl_cps *c, const char *text, size_t len)
 
 void mcl_cps_free(mcl_cps *c)
 {
-    free(c->cp);
-    free(c->cls);
-    free(c->off);
+    mcl_mem_free(c->cp);
+    mcl_mem_free(c->cls);
+    mcl_mem_free(c->off);
     c->cp = NULL;
     c->cls = NULL;
     c->off = NULL;

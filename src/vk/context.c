@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "private.h"
+#include "core/alloc.h"
 
 mcl_status mcl_context_create(const mcl_context_desc *desc, mcl_context **out)
 {
@@ -21,7 +22,7 @@ mcl_status mcl_context_create(const mcl_context_desc *desc, mcl_context **out)
     }
     desc = &defaults;
 
-    mcl_context *ctx = calloc(1, sizeof *ctx);
+    mcl_context *ctx = mcl_mem_calloc(1, sizeof *ctx);
     if (!ctx)
         return MCL_ERROR_OUT_OF_HOST_MEMORY;
     /* The environment is read here and nowhere else; its settings become the traits. */
@@ -139,7 +140,7 @@ void mcl_context_disown(mcl_context *ctx, mcl_child *child)
     }
     child->next = NULL;
     if (--ctx->child_count == 0 && ctx->destroyed)
-        free(ctx);
+        mcl_mem_free(ctx);
 }
 
 mcl_status mcl_context_check(const mcl_context *ctx)
@@ -175,7 +176,7 @@ void mcl_context_destroy(mcl_context *ctx)
     if (ctx->instance)
         ctx->vki.vkDestroyInstance(ctx->instance, NULL);
     if (ctx->child_count == 0) {
-        free(ctx);
+        mcl_mem_free(ctx);
         return;
     }
     /* What is left is read by the children's destroy functions: the flag, the count, the
@@ -209,6 +210,11 @@ uint64_t mcl_context_validation_errors(const mcl_context *ctx)
 const char *mcl_context_last_error(const mcl_context *ctx)
 {
     return ctx ? ctx->head.diag.last_error : "";
+}
+
+int mcl_context_is_lost(const mcl_context *ctx)
+{
+    return ctx && ctx->lost != MCL_LOST_NO;
 }
 
 mcl_status mcl_context_device_info(const mcl_context *ctx, mcl_device_info *info)

@@ -7,6 +7,7 @@
 
 #include "private.h"
 #include "../core/env.h"
+#include "core/alloc.h"
 
 /* Vulkan 1.2 is the floor: it brings driver properties, 8/16-bit storage and
  * shaderFloat16/Int8 as core features, which every supported GPU driver offers. */
@@ -32,14 +33,13 @@ static int type_rank(VkPhysicalDeviceType type)
     }
 }
 
-/* The compute queue family of a device, preferring one with timestamps; UINT32_MAX if none. */
+/* The compute queue family of a device, preferring one with timestamps; UINT32_MAX if none.
+ * The first 32 families are looked at, as mcl_device_create does: no allocation, so that
+ * running out of memory cannot pass for a device without a compute queue. */
 static uint32_t compute_family(const mcl_instance_fns *vki, VkPhysicalDevice physical)
 {
-    uint32_t count = 0, best = UINT32_MAX;
-    vki->vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, NULL);
-    VkQueueFamilyProperties *families = calloc(count ? count : 1, sizeof *families);
-    if (!families)
-        return UINT32_MAX;
+    uint32_t count = 32, best = UINT32_MAX;
+    VkQueueFamilyProperties families[32];
     vki->vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, families);
     for (uint32_t i = 0; i < count; i++) {
         if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) || families[i].queueCount == 0)
@@ -48,7 +48,6 @@ static uint32_t compute_family(const mcl_instance_fns *vki, VkPhysicalDevice phy
             (families[best].timestampValidBits == 0 && families[i].timestampValidBits > 0))
             best = i;
     }
-    free(families);
     return best;
 }
 
@@ -89,12 +88,12 @@ mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc)
         return mcl_vk_fail(ctx, result, "vkEnumeratePhysicalDevices");
     if (count == 0)
         return mcl_fail(ctx, MCL_ERROR_NO_DEVICE, "the Vulkan loader reports no device");
-    VkPhysicalDevice *devices = calloc(count, sizeof *devices);
+    VkPhysicalDevice *devices = mcl_mem_calloc(count, sizeof *devices);
     if (!devices)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     result = vki->vkEnumeratePhysicalDevices(ctx->instance, &count, devices);
     if (result != VK_SUCCESS && result != VK_INCOMPLETE) {
-        free(devices);
+        mcl_mem_free(devices);
         return mcl_vk_fail(ctx, result, "vkEnumeratePhysicalDevices");
     }
 
@@ -159,7 +158,7 @@ mcl_status mcl_device_choose(mcl_context *ctx, const mcl_context_desc *desc)
         ctx->info.device_index = (uint32_t)chosen;
         ctx->queue_family = compute_family(vki, ctx->physical);
     }
-    free(devices);
+    mcl_mem_free(devices);
     return status;
 }
 
@@ -192,7 +191,7 @@ static int coop_f16_listed(const mcl_instance_fns *vki, VkPhysicalDevice physica
         vki->vkGetPhysicalDeviceCooperativeMatrixPropertiesNV;
     if (!list_fn || list_fn(physical, &count, NULL) != VK_SUCCESS || count == 0)
         return 0;
-    VkCooperativeMatrixPropertiesNV *list = calloc(count, sizeof *list);
+    VkCooperativeMatrixPropertiesNV *list = mcl_mem_calloc(count, sizeof *list);
     if (!list)
         return 0;
     for (uint32_t i = 0; i < count; i++)
@@ -208,7 +207,7 @@ static int coop_f16_listed(const mcl_instance_fns *vki, VkPhysicalDevice physica
                     p->DType == VK_COMPONENT_TYPE_FLOAT32_NV && p->scope == VK_SCOPE_SUBGROUP_NV;
         }
     }
-    free(list);
+    mcl_mem_free(list);
     return found;
 }
 
@@ -397,12 +396,12 @@ mcl_status mcl_device_create(mcl_context *ctx)
         vki->vkEnumerateDeviceExtensionProperties(ctx->physical, NULL, &ext_count, NULL);
     if (result != VK_SUCCESS)
         return mcl_vk_fail(ctx, result, "vkEnumerateDeviceExtensionProperties");
-    VkExtensionProperties *exts = calloc(ext_count ? ext_count : 1, sizeof *exts);
+    VkExtensionProperties *exts = mcl_mem_calloc(ext_count ? ext_count : 1, sizeof *exts);
     if (!exts)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     result = vki->vkEnumerateDeviceExtensionProperties(ctx->physical, NULL, &ext_count, exts);
     if (result != VK_SUCCESS) {
-        free(exts);
+        mcl_mem_free(exts);
         return mcl_vk_fail(ctx, result, "vkEnumerateDeviceExtensionProperties");
     }
 
@@ -509,7 +508,7 @@ mcl_status mcl_device_create(mcl_context *ctx)
                     "VK_KHR_pipeline_executable_properties");
         }
     }
-    free(exts);
+    mcl_mem_free(exts);
 
     float queue_priority = 1.0f;
     VkDeviceQueueCreateInfo queue_info = {

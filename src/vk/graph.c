@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "private.h"
+#include "core/alloc.h"
 
 struct mcl_graph {
     mcl_context *ctx;
@@ -24,7 +25,7 @@ static mcl_status graph_begin_entered(mcl_context *ctx)
         return MCL_ERROR_INVALID_ARGUMENT;
     if (ctx->stream.capture)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "a capture is already running");
-    mcl_graph *g = calloc(1, sizeof *g);
+    mcl_graph *g = mcl_mem_calloc(1, sizeof *g);
     if (!g)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     g->ctx = ctx;
@@ -36,7 +37,7 @@ static mcl_status graph_begin_entered(mcl_context *ctx)
     };
     VkResult result = ctx->vk.vkAllocateCommandBuffers(ctx->device, &cmd_info, &g->cap.cmd);
     if (result != VK_SUCCESS) {
-        free(g);
+        mcl_mem_free(g);
         return mcl_vk_fail(ctx, result, "vkAllocateCommandBuffers");
     }
     VkCommandBufferBeginInfo begin = {
@@ -50,7 +51,7 @@ static mcl_status graph_begin_entered(mcl_context *ctx)
         if (result == VK_SUCCESS)
             ctx->vk.vkEndCommandBuffer(g->cap.cmd);
         ctx->vk.vkFreeCommandBuffers(ctx->device, ctx->stream.pool, 1, &g->cap.cmd);
-        free(g);
+        mcl_mem_free(g);
         return status;
     }
     g->next = ctx->graphs;
@@ -174,10 +175,10 @@ void mcl_graph_destroy(mcl_graph *g)
         if (--t->graph_refs == 0 && t->orphaned)
             mcl_tensor_release(t);
     }
-    free(g->cap.tensors);
+    mcl_mem_free(g->cap.tensors);
     mcl_desc_pools_destroy(ctx, &g->cap.desc);
     ctx->vk.vkFreeCommandBuffers(ctx->device, ctx->stream.pool, 1, &g->cap.cmd);
-    free(g);
+    mcl_mem_free(g);
 }
 
 void mcl_graphs_destroy_all(mcl_context *ctx)

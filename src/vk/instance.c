@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "private.h"
+#include "core/alloc.h"
 
 #if defined(_WIN32)
 #include <windows.h>
@@ -67,8 +68,10 @@ mcl_status mcl_vk_fail(mcl_context *ctx, VkResult result, const char *what)
         status = MCL_ERROR_OUT_OF_HOST_MEMORY;
     else if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY)
         status = MCL_ERROR_OUT_OF_DEVICE_MEMORY;
-    else if (result == VK_ERROR_DEVICE_LOST)
+    else if (result == VK_ERROR_DEVICE_LOST) {
         status = MCL_ERROR_DEVICE_LOST;
+        ctx->lost = MCL_LOST_DEVICE;
+    }
     return mcl_fail(ctx, status, "%s failed: %s (%d)", what, vk_result_name(result),
                     (int)result);
 }
@@ -94,7 +97,7 @@ static int layer_available(const char *name)
     uint32_t count = 0;
     if (vkEnumerateInstanceLayerProperties(&count, NULL) != VK_SUCCESS || count == 0)
         return 0;
-    VkLayerProperties *layers = calloc(count, sizeof *layers);
+    VkLayerProperties *layers = mcl_mem_calloc(count, sizeof *layers);
     if (!layers)
         return 0;
     int found = 0;
@@ -102,7 +105,7 @@ static int layer_available(const char *name)
         for (uint32_t i = 0; i < count && !found; i++)
             found = strcmp(layers[i].layerName, name) == 0;
     }
-    free(layers);
+    mcl_mem_free(layers);
     return found;
 }
 

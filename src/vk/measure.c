@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "private.h"
+#include "core/alloc.h"
 
 struct mcl_timer {
     mcl_context *ctx;
@@ -17,7 +18,7 @@ mcl_status mcl_timer_create(mcl_context *ctx, uint32_t count, mcl_timer **out)
     *out = NULL;
     if (!(ctx->info.features_enabled & MCL_FEATURE_TIMESTAMPS))
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "the device has no timestamps");
-    mcl_timer *t = calloc(1, sizeof *t);
+    mcl_timer *t = mcl_mem_calloc(1, sizeof *t);
     if (!t)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     VkQueryPoolCreateInfo info = {
@@ -27,7 +28,7 @@ mcl_status mcl_timer_create(mcl_context *ctx, uint32_t count, mcl_timer **out)
     };
     VkResult result = ctx->vk.vkCreateQueryPool(ctx->device, &info, NULL, &t->pool);
     if (result != VK_SUCCESS) {
-        free(t);
+        mcl_mem_free(t);
         return mcl_vk_fail(ctx, result, "vkCreateQueryPool");
     }
     t->ctx = ctx;
@@ -42,7 +43,7 @@ void mcl_timer_destroy(mcl_timer *t)
         return;
     mcl_stream_finish(t->ctx);
     t->ctx->vk.vkDestroyQueryPool(t->ctx->device, t->pool, NULL);
-    free(t);
+    mcl_mem_free(t);
 }
 
 mcl_status mcl_timer_reset(mcl_timer *t, uint32_t count)
@@ -74,7 +75,7 @@ mcl_status mcl_timer_mark(mcl_timer *t, uint32_t index, int barrier)
 static mcl_status since_first(mcl_timer *t, uint32_t count, double *seconds)
 {
     mcl_context *ctx = t->ctx;
-    uint64_t *ticks = calloc(count ? count : 1, sizeof *ticks);
+    uint64_t *ticks = mcl_mem_calloc(count ? count : 1, sizeof *ticks);
     if (!ticks)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     VkResult result = count == 0 ? VK_SUCCESS : ctx->vk.vkGetQueryPoolResults(
@@ -86,7 +87,7 @@ static mcl_status since_first(mcl_timer *t, uint32_t count, double *seconds)
         uint64_t delta = ((ticks[i] & mask) - (ticks[0] & mask)) & mask;
         seconds[i] = (double)delta * ctx->info.timestamp_period_ns * 1e-9;
     }
-    free(ticks);
+    mcl_mem_free(ticks);
     return result == VK_SUCCESS ? MCL_SUCCESS : mcl_vk_fail(ctx, result, "vkGetQueryPoolResults");
 }
 
@@ -96,13 +97,13 @@ mcl_status mcl_timer_pairs(mcl_timer *t, uint32_t pairs, double *seconds)
     if (needed > t->count)
         return mcl_fail(t->ctx, MCL_ERROR_INVALID_ARGUMENT, "%u timestamps of %u", needed,
                         t->count);
-    double *at = calloc(needed ? needed : 1, sizeof *at);
+    double *at = mcl_mem_calloc(needed ? needed : 1, sizeof *at);
     if (!at)
         return mcl_fail(t->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     mcl_status status = since_first(t, needed, at);
     for (uint32_t r = 0; status == MCL_SUCCESS && r < pairs; r++)
         seconds[r] = at[2 * r + 1] - at[2 * r];
-    free(at);
+    mcl_mem_free(at);
     return status;
 }
 
@@ -130,12 +131,12 @@ struct mcl_raw_buffer {
 mcl_status mcl_raw_buffer_create(mcl_context *ctx, uint64_t bytes, mcl_raw_buffer **out)
 {
     *out = NULL;
-    mcl_raw_buffer *raw = calloc(1, sizeof *raw);
+    mcl_raw_buffer *raw = mcl_mem_calloc(1, sizeof *raw);
     if (!raw)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     mcl_status status = mcl_host_block_create(ctx, bytes, &raw->block);
     if (status != MCL_SUCCESS) {
-        free(raw);
+        mcl_mem_free(raw);
         return status;
     }
     raw->ctx = ctx;
@@ -149,7 +150,7 @@ void mcl_raw_buffer_destroy(mcl_raw_buffer *raw)
         return;
     mcl_stream_finish(raw->ctx);
     mcl_host_block_destroy(raw->ctx, raw->block);
-    free(raw);
+    mcl_mem_free(raw);
 }
 
 static double seconds_now(void)

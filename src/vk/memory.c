@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "private.h"
+#include "core/alloc.h"
 
 #define MIB (UINT64_C(1) << 20)
 /* Block size: large enough that block allocations are rare (one vkAllocateMemory per tensor
@@ -182,7 +183,7 @@ static mcl_status block_create(mcl_context *ctx, uint32_t type, uint64_t size, f
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_DEVICE_MEMORY,
                         "%llu more bytes would exceed the memory budget of heap %u",
                         (unsigned long long)size, heap_of(ctx, type));
-    mcl_block *b = calloc(1, sizeof *b);
+    mcl_block *b = mcl_mem_calloc(1, sizeof *b);
     if (!b)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     b->type = type;
@@ -244,7 +245,7 @@ fail:
         ctx->vk.vkFreeMemory(ctx->device, b->memory, NULL);
     if (b->buffer)
         ctx->vk.vkDestroyBuffer(ctx->device, b->buffer, NULL);
-    free(b);
+    mcl_mem_free(b);
     return status;
 }
 
@@ -255,7 +256,7 @@ static void block_destroy(mcl_context *ctx, mcl_block *b)
     mcl_tlsf_destroy(b->tlsf);
     ctx->vk.vkDestroyBuffer(ctx->device, b->buffer, NULL);
     ctx->vk.vkFreeMemory(ctx->device, b->memory, NULL);
-    free(b);
+    mcl_mem_free(b);
 }
 
 static void unlink_block(mcl_block **list, mcl_block *b)

@@ -4,6 +4,7 @@
 
 #include "private.h"
 #include "../core/text.h"
+#include "core/alloc.h"
 
 mcl_status mcl_context_memory_stats(const mcl_context *ctx, mcl_memory_stats *stats)
 {
@@ -25,10 +26,10 @@ static void put_block(mcl_text *t, const mcl_block *b, const char *kind, int fir
     if (b->tlsf) {
         size_t needed = 0;
         mcl_tlsf_dump_json(b->tlsf, NULL, 0, &needed);
-        char *ranges = malloc(needed);
+        char *ranges = mcl_mem_malloc(needed);
         if (ranges && mcl_tlsf_dump_json(b->tlsf, ranges, needed, NULL) == 0)
             mcl_text_put(t, ", \"tlsf\": %s", ranges);
-        free(ranges);
+        mcl_mem_free(ranges);
     } else if (!b->dedicated) {
         mcl_text_put(t, ", \"used\": %llu", (unsigned long long)b->linear.used);
     }

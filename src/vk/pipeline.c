@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "private.h"
+#include "core/alloc.h"
 
 /* Default workgroup size: a multiple of every subgroup size in use (8 on Lavapipe, 32 on
  * NVIDIA, 64 on GCN). Vulkan guarantees only 128 invocations, so it is clamped to the
@@ -58,7 +59,7 @@ static void kernel_free(mcl_context *ctx, mcl_kernel *k)
         ctx->vk.vkDestroyPipelineLayout(ctx->device, k->layout, NULL);
     if (k->set_layout)
         ctx->vk.vkDestroyDescriptorSetLayout(ctx->device, k->set_layout, NULL);
-    free(k);
+    mcl_mem_free(k);
 }
 
 /* MOTIFCL_PIPELINE_STATS: the driver's statistics of a compiled kernel (register count, local
@@ -130,7 +131,7 @@ static mcl_status kernel_get_entered(mcl_context *ctx, const mcl_kernel_desc *re
     VkShaderModule module = VK_NULL_HANDLE;
     if ((status = module_get(ctx, &want, &module)) != MCL_SUCCESS)
         return status;
-    mcl_kernel *k = calloc(1, sizeof *k);
+    mcl_kernel *k = mcl_mem_calloc(1, sizeof *k);
     if (!k)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     k->desc = want;

@@ -26,6 +26,7 @@
 #include <unistd.h>
 #endif
 
+#include "core/alloc.h"
 #include "env.h"
 #include "private.h"
 
@@ -172,7 +173,7 @@ static char *file_path(const char *dir, const mcl_pipeline_cache_expect *want)
     while (len > 1 && dir[len - 1] == '/')
         len--;
     size_t size = len + 64 + sizeof uuid;
-    char *path = malloc(size);
+    char *path = mcl_mem_malloc(size);
     if (path)
         snprintf(path, size, "%.*s/pipelines-%04x-%04x-%s.bin", (int)len, dir, want->vendor_id,
                  want->device_id, uuid);
@@ -203,7 +204,7 @@ static uint8_t *read_whole(const char *path, size_t *size, const char **why)
         goto fail;
     }
     *size = (size_t)st.st_size;
-    bytes = malloc(*size ? *size : 1);
+    bytes = mcl_mem_malloc(*size ? *size : 1);
     if (!bytes)
         goto fail;
     size_t got = 0;
@@ -222,7 +223,7 @@ static uint8_t *read_whole(const char *path, size_t *size, const char **why)
 fail:
     if (!*why)
         *why = strerror(errno);
-    free(bytes);
+    mcl_mem_free(bytes);
     close(fd);
     return NULL;
 }
@@ -276,7 +277,7 @@ static const char *write_atomically(const char *path, const uint8_t *bytes, size
 {
     const char *step = "out of host memory";
     size_t len = strlen(path);
-    char *dir = malloc(len + 1), *temp = malloc(len + 8);
+    char *dir = mcl_mem_malloc(len + 1), *temp = mcl_mem_malloc(len + 8);
     int fd = -1;
     if (!dir || !temp)
         goto fail;
@@ -304,8 +305,8 @@ static const char *write_atomically(const char *path, const uint8_t *bytes, size
     step = "renaming it into place";
     if (rename(temp, path) != 0)
         goto fail_unlink;
-    free(dir);
-    free(temp);
+    mcl_mem_free(dir);
+    mcl_mem_free(temp);
     return NULL;
 
 fail_unlink: {
@@ -317,8 +318,8 @@ fail_unlink: {
 }
 fail: {
     int err = errno;
-    free(dir);
-    free(temp);
+    mcl_mem_free(dir);
+    mcl_mem_free(temp);
     errno = err;
 }
     return step;
@@ -397,7 +398,7 @@ mcl_status mcl_pipeline_cache_create(mcl_context *ctx, int persistent)
         mcl_log(MCL_LOG(ctx), MCL_LOG_INFO, "pipeline cache: loaded %zu bytes from %s", size,
                 ctx->pipeline_cache_path);
     }
-    free(file);
+    mcl_mem_free(file);
     if (result != VK_SUCCESS) {
         ctx->pipeline_cache = VK_NULL_HANDLE;
         return mcl_vk_fail(ctx, result, "vkCreatePipelineCache");
@@ -415,7 +416,7 @@ static void save(mcl_context *ctx)
     VkResult result = ctx->vk.vkGetPipelineCacheData(ctx->device, ctx->pipeline_cache, &size,
                                                      NULL);
     if (result == VK_SUCCESS && size) {
-        if (!(bytes = malloc(MCL_PIPELINE_CACHE_HEADER + size)))
+        if (!(bytes = mcl_mem_malloc(MCL_PIPELINE_CACHE_HEADER + size)))
             result = VK_ERROR_OUT_OF_HOST_MEMORY;
         else
             result = ctx->vk.vkGetPipelineCacheData(ctx->device, ctx->pipeline_cache, &size,
@@ -424,14 +425,14 @@ static void save(mcl_context *ctx)
     if (result != VK_SUCCESS || !size) {
         mcl_log(MCL_LOG(ctx), MCL_LOG_WARNING, "pipeline cache: not saved to %s: "
                 "vkGetPipelineCacheData gave %zu bytes (VkResult %d)", path, size, (int)result);
-        free(bytes);
+        mcl_mem_free(bytes);
         return;
     }
     uint8_t *data = bytes + MCL_PIPELINE_CACHE_HEADER;
     if (size == ctx->pipeline_cache_loaded_bytes &&
         fnv1a64(data, size) == ctx->pipeline_cache_loaded_sum) {
         mcl_log(MCL_LOG(ctx), MCL_LOG_DEBUG, "pipeline cache: %s unchanged", path);
-        free(bytes);
+        mcl_mem_free(bytes);
         return;
     }
     mcl_pipeline_cache_expect want;
@@ -446,7 +447,7 @@ static void save(mcl_context *ctx)
     if (why) {
         mcl_log(MCL_LOG(ctx), MCL_LOG_WARNING, "pipeline cache: not saved to %s: the driver's "
                 "data would not be read back: %s", path, why);
-        free(bytes);
+        mcl_mem_free(bytes);
         return;
     }
     const char *failed = write_atomically(path, bytes, MCL_PIPELINE_CACHE_HEADER + size);
@@ -455,7 +456,7 @@ static void save(mcl_context *ctx)
                 failed, strerror(errno));
     else
         mcl_log(MCL_LOG(ctx), MCL_LOG_INFO, "pipeline cache: saved %zu bytes to %s", size, path);
-    free(bytes);
+    mcl_mem_free(bytes);
 #else
     (void)ctx;
 #endif
@@ -468,6 +469,6 @@ void mcl_pipeline_cache_destroy(mcl_context *ctx)
     if (ctx->pipeline_cache)
         ctx->vk.vkDestroyPipelineCache(ctx->device, ctx->pipeline_cache, NULL);
     ctx->pipeline_cache = VK_NULL_HANDLE;
-    free(ctx->pipeline_cache_path);
+    mcl_mem_free(ctx->pipeline_cache_path);
     ctx->pipeline_cache_path = NULL;
 }

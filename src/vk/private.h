@@ -197,6 +197,12 @@ typedef struct mcl_instance_fns {
     PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV
         vkGetPhysicalDeviceCooperativeMatrixPropertiesNV;                      /* may be NULL */
 } mcl_instance_fns;
+/* Why a context counts its device as lost (mcl_context.lost). */
+typedef enum mcl_lost {
+    MCL_LOST_NO = 0,
+    MCL_LOST_DEVICE,       /* a call returned VK_ERROR_DEVICE_LOST */
+    MCL_LOST_TIMEOUT,      /* a fence did not signal within the fence timeout */
+} mcl_lost;
 
 struct mcl_context {
     mcl_context_head head;         /* first: the ops' view (runtime.h) */
@@ -231,6 +237,10 @@ struct mcl_context {
     int destroyed;                 /* mcl_context_destroy ran; kept for the children */
     _Atomic(uintptr_t) caller;     /* the thread inside a guarded call (mcl_context_enter) */
     uint32_t depth;                /* its nesting, touched by that thread only */
+    /* The device was lost or a fence wait timed out: every later submission or wait fails
+     * with MCL_ERROR_DEVICE_LOST; only destruction is left (mcl_context_is_lost). */
+    mcl_lost lost;
+    uint64_t fence_waits;          /* fence waits so far, for MOTIFCL_FAULT */
 };
 
 /* mcl_traits_of and mcl_diag_of read the head of a context (runtime.h). */
@@ -250,7 +260,8 @@ void mcl_context_leave(mcl_context *ctx);
 /* instance.c */
 VkResult mcl_volk_init(void);
 mcl_status mcl_instance_create(mcl_context *ctx, uint32_t validation);
-/* Map a VkResult to a status, logging `what` failed. */
+/* Map a VkResult to a status, logging `what` failed; VK_ERROR_DEVICE_LOST marks the
+ * context lost. */
 mcl_status mcl_vk_fail(mcl_context *ctx, VkResult result, const char *what);
 
 /* device.c */
@@ -337,6 +348,8 @@ void mcl_stream_barrier_to_host(mcl_context *ctx);
 void mcl_stream_release(mcl_context *ctx, mcl_allocation *alloc, uint64_t last_batch);
 /* Whether recorded or submitted work that has not finished may use `t`. */
 int mcl_stream_pending(const mcl_context *ctx, const mcl_tensor *t);
+/* MCL_ERROR_DEVICE_LOST, with why the context is lost, for a call made after the loss. */
+mcl_status mcl_stream_lost(mcl_context *ctx);
 
 /* tensor.c */
 /* Free a tensor's memory once no batch or graph can use it. */

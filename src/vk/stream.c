@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "private.h"
+#include "core/alloc.h"
 
 #define MCL_STAGES (VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT)
 #define MCL_ACCESS_ALL                                                                     \
@@ -65,7 +66,7 @@ void mcl_desc_pools_destroy(mcl_context *ctx, mcl_desc_pools *p)
 {
     for (uint32_t i = 0; i < p->count; i++)
         ctx->vk.vkDestroyDescriptorPool(ctx->device, p->pools[i], NULL);
-    free(p->pools);
+    mcl_mem_free(p->pools);
     memset(p, 0, sizeof *p);
 }
 
@@ -79,7 +80,7 @@ static mcl_status desc_allocate(mcl_context *ctx, mcl_desc_pools *p,
         if (p->current >= p->count) {
             if (p->count == p->capacity) {
                 uint32_t capacity = p->capacity ? 2 * p->capacity : 4;
-                VkDescriptorPool *pools = realloc(p->pools, capacity * sizeof *pools);
+                VkDescriptorPool *pools = mcl_mem_realloc(p->pools, capacity * sizeof *pools);
                 if (!pools)
                     return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
                 p->pools = pools;
@@ -125,20 +126,52 @@ static void collect(mcl_context *ctx)
         if (d->batch <= s->completed) {
             *link = d->next;
             mcl_free(ctx, &d->alloc);
-            free(d);
+            mcl_mem_free(d);
         } else {
             link = &d->next;
         }
     }
 }
 
-/* Wait for a slot's batch and recycle what it held. */
+mcl_status mcl_stream_lost(mcl_context *ctx)
+{
+    return mcl_fail(ctx, MCL_ERROR_DEVICE_LOST, "the context's device was lost earlier (%s); "
+                    "the context can only be destroyed",
+                    ctx->lost == MCL_LOST_TIMEOUT ? "a wait for the GPU timed out"
+                                                  : "VK_ERROR_DEVICE_LOST");
+}
+
+/* The fence timeout in nanoseconds (MOTIFCL_FENCE_TIMEOUT_MS, else the default). */
+static uint64_t fence_timeout_ns(const mcl_context *ctx)
+{
+    uint64_t ms = ctx->env.fence_timeout_ms ? ctx->env.fence_timeout_ms
+                                            : MCL_FENCE_TIMEOUT_MS_DEFAULT;
+    return ms * UINT64_C(1000000);
+}
+
+/* Wait for a slot's batch and recycle what it held. A batch that does not finish within the
+ * fence timeout, or a lost device, loses the context: the slot stays in flight (its memory is
+ * released only when the context is destroyed, after vkDeviceWaitIdle). MOTIFCL_FAULT makes
+ * one wait report a loss after waiting for real, so that what it held is recycled safely. */
 static mcl_status slot_wait(mcl_context *ctx, mcl_slot *slot)
 {
     mcl_stream *s = &ctx->stream;
+    if (ctx->lost)
+        return mcl_stream_lost(ctx);
     if (!slot->in_flight)
         return MCL_SUCCESS;
-    VkResult result = ctx->vk.vkWaitForFences(ctx->device, 1, &slot->fence, VK_TRUE, UINT64_MAX);
+    uint64_t timeout_ns = fence_timeout_ns(ctx);
+    VkResult result =
+        ctx->vk.vkWaitForFences(ctx->device, 1, &slot->fence, VK_TRUE, timeout_ns);
+    mcl_env_fault fault = ++ctx->fence_waits == ctx->env.fault_at ? ctx->env.fault
+                                                                   : MCL_ENV_FAULT_NONE;
+    if (result == VK_TIMEOUT) {
+        ctx->lost = MCL_LOST_TIMEOUT;
+        return mcl_fail(ctx, MCL_ERROR_DEVICE_LOST,
+                        "vkWaitForFences timed out: the GPU did not finish a batch within %llu ms "
+                        "(MOTIFCL_FENCE_TIMEOUT_MS); the context is lost",
+                        (unsigned long long)(timeout_ns / 1000000));
+    }
     if (result != VK_SUCCESS)
         return mcl_vk_fail(ctx, result, "vkWaitForFences");
     ctx->vk.vkResetFences(ctx->device, 1, &slot->fence);
@@ -148,6 +181,15 @@ static mcl_status slot_wait(mcl_context *ctx, mcl_slot *slot)
         s->completed = slot->serial;
     desc_pools_reset(ctx, &slot->desc);
     collect(ctx);
+    if (fault == MCL_ENV_FAULT_TIMEOUT) {
+        ctx->lost = MCL_LOST_TIMEOUT;
+        return mcl_fail(ctx, MCL_ERROR_DEVICE_LOST,
+                        "vkWaitForFences: timed out (MOTIFCL_FAULT=timeout@%llu); the context "
+                        "is lost", (unsigned long long)ctx->env.fault_at);
+    }
+    if (fault == MCL_ENV_FAULT_DEVICE_LOST)
+        return mcl_vk_fail(ctx, VK_ERROR_DEVICE_LOST,
+                           "vkWaitForFences (MOTIFCL_FAULT=device_lost)");
     return MCL_SUCCESS;
 }
 
@@ -169,6 +211,8 @@ void mcl_stream_destroy(mcl_context *ctx)
 mcl_status mcl_stream_begin(mcl_context *ctx)
 {
     mcl_stream *s = &ctx->stream;
+    if (ctx->lost)
+        return mcl_stream_lost(ctx);
     if (s->capture || s->recording)
         return MCL_SUCCESS;
     mcl_slot *slot = &s->slots[s->current];
@@ -233,7 +277,7 @@ static void capture_use(mcl_capture *c, mcl_tensor_rt *t)
     }
     if (c->tensor_count == c->tensor_capacity) {
         uint32_t capacity = c->tensor_capacity ? 2 * c->tensor_capacity : 16;
-        mcl_tensor_rt **grown = realloc(c->tensors, capacity * sizeof *grown);
+        mcl_tensor_rt **grown = mcl_mem_realloc(c->tensors, capacity * sizeof *grown);
         if (!grown) {
             c->failed = 1;
             return;
@@ -408,6 +452,8 @@ mcl_status mcl_stream_flush(mcl_context *ctx, VkCommandBuffer extra, uint64_t *s
     VkCommandBuffer cmds[2];
     uint32_t count = 0;
     VkResult result;
+    if (ctx->lost)
+        return mcl_stream_lost(ctx);
     if (!s->recording && !extra)
         return MCL_SUCCESS;
     if (s->recording) {
@@ -460,7 +506,7 @@ void mcl_stream_release(mcl_context *ctx, mcl_allocation *alloc, uint64_t last_b
     mcl_stream *s = &ctx->stream;
     mcl_deferred *d = NULL;
     if (last_batch > s->completed)
-        d = malloc(sizeof *d);
+        d = mcl_mem_malloc(sizeof *d);
     if (!d) {
         /* Either nothing pending uses it, or no memory to defer: then wait for the GPU. */
         if (last_batch > s->completed)

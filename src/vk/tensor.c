@@ -5,6 +5,7 @@
 
 #include "private.h"
 #include "quant/quant.h"
+#include "core/alloc.h"
 
 mcl_status mcl_tensor_create(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
                              const int64_t *shape, mcl_tensor **out)
@@ -70,7 +71,7 @@ static mcl_status create_entered(mcl_context *ctx, const mcl_tensor_desc *desc, 
                         (unsigned long long)bytes,
                         (unsigned long long)ctx->info.max_storage_buffer_range);
 
-    mcl_tensor_rt *t = calloc(1, sizeof *t);
+    mcl_tensor_rt *t = mcl_mem_calloc(1, sizeof *t);
     if (!t)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     /* A split block type's d area ends in half a word when its block count is odd: the
@@ -81,7 +82,7 @@ static mcl_status create_entered(mcl_context *ctx, const mcl_tensor_desc *desc, 
         storage = (bytes + 15) / 16 * 16;
     mcl_status status = mcl_alloc(ctx, storage, desc->memory_class, &t->alloc);
     if (status != MCL_SUCCESS) {
-        free(t);
+        mcl_mem_free(t);
         return status;
     }
     t->t.ctx = ctx;
@@ -119,7 +120,7 @@ mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, m
 static mcl_status view_make(mcl_tensor *owner, uint64_t offset, uint64_t bytes, mcl_dtype dtype,
                             uint32_t ndim, const int64_t *shape, mcl_tensor **out)
 {
-    mcl_tensor_rt *t = calloc(1, sizeof *t);
+    mcl_tensor_rt *t = mcl_mem_calloc(1, sizeof *t);
     if (!t)
         return mcl_fail(owner->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     t->t.ctx = owner->ctx;
@@ -185,7 +186,7 @@ mcl_status mcl_tensor_bytes_view(mcl_tensor *owner, uint64_t offset, uint64_t by
 void mcl_tensor_release(mcl_tensor_rt *t)
 {
     mcl_stream_release(t->t.ctx, &t->alloc, t->last_batch);
-    free(t);
+    mcl_mem_free(t);
 }
 
 void mcl_tensor_destroy(mcl_tensor *tensor)
@@ -194,7 +195,7 @@ void mcl_tensor_destroy(mcl_tensor *tensor)
         return;
     mcl_tensor_rt *t = mcl_rt(tensor);
     if (t->owner) {
-        free(t);
+        mcl_mem_free(t);
         return;
     }
     mcl_context *ctx = tensor->ctx;

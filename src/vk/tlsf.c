@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "../core/text.h"
+#include "core/alloc.h"
 
 /*
  * Size classes: sizes below SL_COUNT map linearly into first level 0; a size
@@ -149,7 +150,7 @@ static void hash_insert(mcl_tlsf *t, node *n)
      * lookups stay correct, so this is not worth failing an alloc over. */
     if (t->allocation_count >= (UINT64_C(1) << t->hash_bits) && t->hash_bits < HASH_MAX_BITS) {
         unsigned old_bits = t->hash_bits;
-        node **old = t->hash, **fresh = calloc((size_t)1 << (old_bits + 1u), sizeof *fresh);
+        node **old = t->hash, **fresh = mcl_mem_calloc((size_t)1 << (old_bits + 1u), sizeof *fresh);
         if (fresh) {
             t->hash = fresh;
             t->hash_bits = old_bits + 1u;
@@ -161,7 +162,7 @@ static void hash_insert(mcl_tlsf *t, node *n)
                     t->hash[s] = c;
                 }
             }
-            free(old);
+            mcl_mem_free(old);
         }
     }
     size_t s = hash_slot(t, n->off);
@@ -190,7 +191,7 @@ static void release_node(mcl_tlsf *t, node *n)
 {
     t->node_count--;
     if (t->spare_count >= SPARE_MAX) {
-        free(n);
+        mcl_mem_free(n);
         return;
     }
     n->free_next = t->spare;
@@ -202,7 +203,7 @@ static void release_node(mcl_tlsf *t, node *n)
 static int reserve_nodes(mcl_tlsf *t, unsigned want)
 {
     while (t->spare_count < want) {
-        node *n = malloc(sizeof *n);
+        node *n = mcl_mem_malloc(sizeof *n);
         if (!n) return -ENOMEM;
         n->free_next = t->spare;
         t->spare = n;
@@ -216,11 +217,11 @@ int mcl_tlsf_create(uint64_t size, mcl_tlsf **out)
     if (!out) return -EINVAL;
     *out = NULL;
     if (size == 0) return -EINVAL;
-    mcl_tlsf *t = calloc(1, sizeof *t);
+    mcl_tlsf *t = mcl_mem_calloc(1, sizeof *t);
     if (!t) return -ENOMEM;
     t->size = size;
     t->hash_bits = HASH_MIN_BITS;
-    t->hash = calloc((size_t)1 << HASH_MIN_BITS, sizeof *t->hash);
+    t->hash = mcl_mem_calloc((size_t)1 << HASH_MIN_BITS, sizeof *t->hash);
     if (!t->hash || reserve_nodes(t, 1)) {
         mcl_tlsf_destroy(t);
         return -ENOMEM;
@@ -237,14 +238,14 @@ void mcl_tlsf_destroy(mcl_tlsf *t)
     if (!t) return;
     for (node *n = t->first, *nx; n; n = nx) {
         nx = n->phys_next;
-        free(n);
+        mcl_mem_free(n);
     }
     for (node *n = t->spare, *nx; n; n = nx) {
         nx = n->free_next;
-        free(n);
+        mcl_mem_free(n);
     }
-    free(t->hash);
-    free(t);
+    mcl_mem_free(t->hash);
+    mcl_mem_free(t);
 }
 
 /* Where an aligned request would start inside n, if it fits at all. The

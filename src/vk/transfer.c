@@ -21,6 +21,7 @@
 
 #include "private.h"
 #include "quant/quant.h"
+#include "core/alloc.h"
 
 /* Bytes of host memory a split download converts at a time. */
 #define MCL_SPLIT_CHUNK (16u << 20)
@@ -217,6 +218,8 @@ mcl_status mcl_transfer_upload(mcl_context *ctx, mcl_tensor *dst, uint64_t offse
 {
     mcl_status status;
     uint64_t lo, hi;
+    if (ctx->lost)
+        return mcl_stream_lost(ctx);
     if (zero_copy(ctx, dst) && !mcl_stream_pending(ctx, dst)) {
         /* Host writes before the next submit are visible to it (coherent memory). */
         memcpy((char *)mcl_rt(dst)->alloc.block->mapped + mcl_rt(dst)->alloc.offset + offset, src, (size_t)bytes);
@@ -276,6 +279,8 @@ mcl_status mcl_transfer_download(mcl_context *ctx, mcl_tensor *src, uint64_t off
 {
     mcl_status status;
     uint64_t lo, hi;
+    if (ctx->lost)
+        return mcl_stream_lost(ctx);
     if (zero_copy(ctx, src)) {
         /* Wait for whatever may still write it; coherent memory needs no invalidation. */
         if (mcl_stream_pending(ctx, src) && (status = mcl_stream_finish(ctx)) != MCL_SUCCESS)
@@ -414,7 +419,7 @@ static mcl_status split_download(mcl_tensor *t, const mcl_quant_layout *l, uint6
 {
     uint64_t blocks = t->nbytes / l->block_bytes;
     uint64_t chunk = bytes < MCL_SPLIT_CHUNK ? bytes : MCL_SPLIT_CHUNK;
-    unsigned char *dev = malloc((size_t)chunk);
+    unsigned char *dev = mcl_mem_malloc((size_t)chunk);
     if (!dev)
         return mcl_fail(t->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     mcl_status status = MCL_SUCCESS;
@@ -431,17 +436,17 @@ static mcl_status split_download(mcl_tensor *t, const mcl_quant_layout *l, uint6
         if (status == MCL_SUCCESS)
             mcl_quant_merge(l, offset + done, dev, n, at);
     }
-    free(dev);
+    mcl_mem_free(dev);
     return status;
 }
 
 mcl_status mcl_tensor_zero(mcl_tensor *t)
 {
-    void *zeros = calloc(1, t->nbytes);
+    void *zeros = mcl_mem_calloc(1, t->nbytes);
     if (!zeros)
         return mcl_fail(t->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     mcl_status status = mcl_tensor_upload(t, 0, zeros, t->nbytes);
-    free(zeros);
+    mcl_mem_free(zeros);
     return status;
 }
 
