@@ -1048,6 +1048,8 @@ MCL_API void mcl_graph_destroy(mcl_graph *graph);
  *  - mcl_model_*: model files; the options and the description grow with the architectures.
  *  - mcl_session_*: inference; the cache's options, logits on the device and the sampler's
  *    place (host or device) are still moving.
+ *  - mcl_profiler_*: the GPU profiler; the operations' names and what they declare grow
+ *    with the kernels.
  * ===================================================================================== */
 #ifdef MOTIFCL_EXPERIMENTAL
 
@@ -1498,6 +1500,67 @@ MCL_API mcl_status mcl_session_sample(mcl_session *session, uint32_t seq,
 MCL_API mcl_status mcl_session_sample_batch(mcl_session *session, const uint32_t *seqs,
                                             uint32_t count, const mcl_sampler_desc *desc,
                                             int32_t *tokens);
+
+/* --- The GPU profiler ------------------------------------------------------------------- */
+
+/** One line of a profile: one kernel variant under one operation's name. */
+typedef struct mcl_profile_row {
+    /** sizeof(mcl_profile_row) as the caller compiled it: set in rows[0] before the call. */
+    size_t size;
+    /** The operation ("matmul q4_0 gemv", ...), or the kernel's module where the op named
+     *  none. */
+    char op[48];
+    /** The kernel's module with its workgroup size and constants, "gemv_q[x=64,4,2]". */
+    char kernel[96];
+    /** Dispatches timed. */
+    uint64_t count;
+    /** Their GPU time, summed (seconds). */
+    double seconds;
+    /** Bytes the op declared it moves and FLOPs it declared it does, summed over the same
+     *  dispatches (bytes default to the sizes of the buffers bound): bytes / seconds against
+     *  the device's streaming rate is the line's fraction of the memory limit. */
+    double bytes;
+    double flops;
+    /** Reserved; zero. */
+    uint64_t reserved[4];
+} mcl_profile_row;
+
+/** Start profiling: a timestamp before and after every dispatch recorded from now on (and in
+ *  every graph captured from now on, read back after each of its replays, which then waits
+ *  for it), summed per kernel variant and operation. Clears an earlier profile. Work recorded
+ *  before is finished first. MOTIFCL_PROFILE=1 starts one at context creation and prints its
+ *  table to stderr at destruction (an absolute path there: its JSON into that file). The cost:
+ *  two timestamps per dispatch, and a wait after each profiled graph replay.
+ *  Errors: MCL_ERROR_UNSUPPORTED (no timestamps on the compute queue),
+ *  MCL_ERROR_INVALID_ARGUMENT (during a graph capture).
+ *  NULL: ctx may not be. */
+MCL_API mcl_status mcl_profiler_start(mcl_context *ctx);
+
+/** Finish the work recorded, read its timestamps and stop profiling; the profile stays for
+ *  mcl_profiler_rows() and mcl_profiler_json() until the next start.
+ *  NULL: ctx may not be. */
+MCL_API mcl_status mcl_profiler_stop(mcl_context *ctx);
+
+/** The profile's lines, the most GPU time first: up to `capacity` into rows (rows[0].size set
+ *  by the caller), their number into `*count`. Lines of batches still running are not in yet
+ *  (mcl_profiler_stop or mcl_finish reads them). Returns MCL_ERROR_TOO_LARGE when more lines
+ *  exist than fit.
+ *  NULL: rows may be when capacity is 0 (a count query); ctx and count may not be. */
+MCL_API mcl_status mcl_profiler_rows(const mcl_context *ctx, mcl_profile_row *rows,
+                                     uint32_t capacity, uint32_t *count);
+
+/** The totals: the dispatches' time summed, the time from the first to the last timestamp of
+ *  each batch summed (its excess over the first is time between dispatches: barriers, copies,
+ *  idle), and the dispatches not timed because a batch held more than the profiler's 4,096.
+ *  NULL: any output may be; ctx may not. */
+MCL_API mcl_status mcl_profiler_totals(const mcl_context *ctx, double *dispatch_seconds,
+                                       double *span_seconds, uint64_t *dropped);
+
+/** The profile as JSON (totals, then the lines with their share), snprintf-style as
+ *  mcl_context_memory_json.
+ *  NULL: buffer may be when capacity is 0, needed may be; ctx may not. */
+MCL_API mcl_status mcl_profiler_json(const mcl_context *ctx, char *buffer, size_t capacity,
+                                     size_t *needed);
 
 #endif /* MOTIFCL_EXPERIMENTAL */
 

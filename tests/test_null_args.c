@@ -436,6 +436,26 @@ static void graphs_and_models(void **state)
     mcl_graph_destroy(g);
     mcl_graph_destroy(NULL);
 
+    /* The profiler. */
+    NULL_REFUSED(mcl_profiler_start(NULL));
+    OK(mcl_profiler_start(ctx));
+    OK(mcl_scale(ctx, a, 2.0f, 0.0f, y));
+    NULL_REFUSED(mcl_profiler_stop(NULL));
+    OK(mcl_profiler_stop(ctx));
+    uint32_t lines = 0;
+    OK(mcl_profiler_rows(ctx, NULL, 0, &lines));
+    EXPECT_VALUE(lines >= 1);
+    NULL_REFUSED(mcl_profiler_rows(NULL, NULL, 0, &lines));
+    NULL_REFUSED(mcl_profiler_rows(ctx, NULL, 0, NULL));
+    NULL_REFUSED(mcl_profiler_rows(ctx, NULL, 1, &lines));
+    OK(mcl_profiler_totals(ctx, NULL, NULL, NULL));
+    NULL_REFUSED(mcl_profiler_totals(NULL, NULL, NULL, NULL));
+    size_t profile_bytes = 0;
+    EXPECT_STATUS(mcl_profiler_json(ctx, NULL, 0, &profile_bytes), MCL_ERROR_TOO_LARGE);
+    EXPECT_STATUS(mcl_profiler_json(ctx, NULL, 0, NULL), MCL_ERROR_TOO_LARGE);
+    NULL_REFUSED(mcl_profiler_json(ctx, NULL, 16, NULL));
+    NULL_REFUSED(mcl_profiler_json(NULL, NULL, 0, &profile_bytes));
+
     mcl_gpt_desc desc = {.size = sizeof desc, .vocab = 7, .dim = 8, .layers = 1, .heads = 2,
                          .hidden = 16, .max_seq = 4, .tied_head = 1};
     mcl_gpt *gpt = NULL;

@@ -300,6 +300,25 @@ static void read_pipeline_cache(mcl_env_settings *s)
     }
 }
 
+/* MOTIFCL_PROFILE: a switch word, or an absolute path for the JSON (a relative one is
+ * refused for the reason MOTIFCL_PIPELINE_CACHE gives). */
+static void read_profile(mcl_env_settings *s)
+{
+    const char *v = getenv("MOTIFCL_PROFILE");
+    if (!v || word_index(v, falsy, 4) >= 0)
+        return;
+    if (word_index(v, truthy, 4) >= 0)
+        s->gpu_profile = 1;
+    else if (v[0] != '/' || strlen(v) >= sizeof s->profile_path)
+        problem(s, "MOTIFCL_PROFILE=\"%s\" is not 0, false, off, no, 1, true, on, yes or an "
+                "absolute file path shorter than %zu bytes (no profile taken)", v,
+                sizeof s->profile_path);
+    else {
+        s->gpu_profile = 2;
+        snprintf(s->profile_path, sizeof s->profile_path, "%s", v);
+    }
+}
+
 int mcl_env_user_cache_dir(char *out, size_t size)
 {
     const char *xdg = mcl_env("XDG_CACHE_HOME");
@@ -411,6 +430,7 @@ void mcl_env_read(mcl_env_settings *s)
     s->pipeline_stats = switch_value(s, "MOTIFCL_PIPELINE_STATS");
     s->engine_eager = switch_value(s, "MOTIFCL_ENGINE_EAGER");
     read_pipeline_cache(s);
+    read_profile(s);
     if ((v = mcl_env("MOTIFCL_MAX_BINDING"))) {
         long long n = whole_number(v, 1, INT64_MAX);
         if (n < 0)

@@ -18,6 +18,9 @@
  *   MOTIFCL_PIPELINE_STATS      1: log the driver's statistics of each compiled kernel (info)
  *   MOTIFCL_MAX_BINDING         bytes: split quantized weights as if one binding held no more
  *   MOTIFCL_ENGINE_EAGER        1: sessions record each decode step op by op (no replay)
+ *   MOTIFCL_PROFILE             1|true|on|yes: profile every dispatch, the table to stderr
+ *                               when the context is destroyed; an absolute file path: the
+ *                               profile as JSON into that file instead; 0|false|off|no: none
  *   MOTIFCL_PIPELINE_CACHE      an absolute folder path: keep the pipeline cache files there;
  *                               0|false|off|no: no persistent pipeline cache; 1|true|on|yes:
  *                               the default folder (mcl_env_user_cache_dir)
@@ -115,6 +118,8 @@ typedef struct mcl_env_settings {
     uint32_t gemm_matrix_tile[2];  /* MOTIFCL_QUANT_GEMM_TILE: BM, BN; 0 unset */
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS */
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER */
+    int gpu_profile;               /* MOTIFCL_PROFILE: 1 to stderr, 2 to profile_path */
+    char profile_path[MCL_ENV_PATH];
     uint64_t max_binding;          /* MOTIFCL_MAX_BINDING, 0 unset */
     mcl_env_pipeline_cache pipeline_cache;   /* MOTIFCL_PIPELINE_CACHE */
     char pipeline_cache_dir[MCL_ENV_PATH];   /* its folder, for MCL_ENV_PIPELINE_CACHE_DIR */

@@ -140,6 +140,9 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
     };
     mcl_tensor *reads[3] = {a, b, bias ? bias : a};
     mcl_tensor *out = partial ? partial : c;
+    mcl_profile_op(ctx, "matmul gemm f32",
+                   (double)a->nbytes + (double)b->nbytes + 4.0 * (double)total * slices,
+                   2.0 * m * n * k * batch);
     status = mcl_dispatch(ctx, kernel, reads, 3, &out, 1, &push, groups_x, groups_y,
                                  batch * slices);
     if (status == MCL_SUCCESS && partial)
@@ -234,6 +237,8 @@ static mcl_status gemv_dispatch(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, 
     uint32_t gx = count < MCL_MAX_GROUPS ? count : MCL_MAX_GROUPS;
     uint32_t gy = (count + gx - 1) / gx;
     mcl_tensor *reads[3] = {x, w, bias ? bias : x};
+    mcl_profile_op(ctx, "matmul gemv f32", (double)w->nbytes + (double)x->nbytes + 4.0 * rows * n,
+                   2.0 * rows * n * k);
     return mcl_dispatch(ctx, kernel, reads, 3, &y, 1, &push, gx, gy, 1);
 }
 

@@ -146,6 +146,10 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     uint32_t gx, gy;
     grid_2d(ceil_div(n, (uint64_t)plan.g * plan.nr), &gx, &gy);
     mcl_tensor *reads[4] = {x, w->body, w->d, bias ? bias : x};
+    mcl_profile_op(ctx, dot ? "matmul gemv, integer dot" : "matmul gemv, float",
+                   (double)w->body->nbytes + (double)w->d->nbytes + (double)x->nbytes +
+                       4.0 * rows * n,
+                   2.0 * rows * n * k);
     return mcl_dispatch(ctx, kernel, reads, 4, &y, 1, &push, gx, gy, 1);
 }
 
@@ -166,6 +170,10 @@ static mcl_status gemm_record(mcl_context *ctx, const mcl_kernel_desc *desc, mcl
     gemm_push push = {.m = m, .n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0,
                       .dlo = w->dlo};
     mcl_tensor *reads[4] = {in, w->body, w->d, bias ? bias : in};
+    mcl_profile_op(ctx, "matmul gemm, quantized",
+                   (double)w->body->nbytes + (double)w->d->nbytes + (double)in->nbytes +
+                       4.0 * m * n,
+                   2.0 * m * n * k);
     return mcl_dispatch(ctx, kernel, reads, 4, &c, 1, &push, gx, gy, 1);
 }
 
@@ -210,6 +218,10 @@ static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, cons
                         .ldc = ldc, .c0 = c0, .dlo = w->dlo, .kc = kc, .kz = m * n};
     mcl_tensor *reads[4] = {a, w->body, w->d, bias ? bias : a};
     mcl_tensor *out = partial ? partial : c;
+    mcl_profile_op(ctx, "matmul gemm, float path",
+                   (double)w->body->nbytes + (double)w->d->nbytes + (double)a->nbytes +
+                       4.0 * m * n * slices,
+                   2.0 * m * n * k);
     status = mcl_dispatch(ctx, kernel, reads, 4, &out, 1, &push, gx, gy, slices);
     if (status == MCL_SUCCESS && partial)
         status = mcl_gemm_reduce(ctx, partial, bias, c, m * n, n, slices);

@@ -81,6 +81,9 @@ mcl_status mcl_context_create(const mcl_context_desc *desc, mcl_context **out)
     if ((status = mcl_stream_init(ctx)) != MCL_SUCCESS)
         goto fail;
 
+    if (ctx->env.gpu_profile && mcl_profiler_start(ctx) != MCL_SUCCESS)
+        mcl_log(MCL_LOG(ctx), MCL_LOG_WARNING, "MOTIFCL_PROFILE: %s",
+                ctx->head.diag.last_error);
     mcl_log(MCL_LOG(ctx), MCL_LOG_INFO, "device %u: %s (%s, %s), profile %s, validation %s",
             ctx->info.device_index, ctx->info.name, ctx->info.driver_name, ctx->info.driver_info,
             ctx->info.profile, validation ? "on" : "off");
@@ -154,6 +157,7 @@ void mcl_context_destroy(mcl_context *ctx)
         return;
     if (ctx->device) {
         ctx->vk.vkDeviceWaitIdle(ctx->device);
+        mcl_profiler_env_report(ctx);
         /* Newest first: a session goes before the model it reads. A released object leaves
          * the list but keeps the context's memory alive until it is destroyed. */
         while (ctx->children) {
@@ -165,6 +169,7 @@ void mcl_context_destroy(mcl_context *ctx)
         mcl_graphs_destroy_all(ctx);
         while (ctx->tensors)
             mcl_tensor_destroy(&ctx->tensors->t);
+        mcl_profiler_destroy(ctx);
         mcl_stream_destroy(ctx);
         mcl_memory_destroy(ctx);
         mcl_kernels_destroy(ctx);

@@ -51,6 +51,7 @@ static mcl_status graph_begin_entered(mcl_context *ctx)
         if (result == VK_SUCCESS)
             ctx->vk.vkEndCommandBuffer(g->cap.cmd);
         ctx->vk.vkFreeCommandBuffers(ctx->device, ctx->stream.pool, 1, &g->cap.cmd);
+        mcl_profile_batch_destroy(ctx, g->cap.profile);
         mcl_mem_free(g);
         return status;
     }
@@ -133,7 +134,7 @@ static mcl_status graph_replay_entered(mcl_context *ctx, mcl_graph *g)
     g->last_serial = serial;
     for (uint32_t i = 0; i < g->cap.tensor_count; i++)
         g->cap.tensors[i]->last_batch = serial;
-    return MCL_SUCCESS;
+    return g->cap.profile ? mcl_profile_replayed(ctx, &g->cap) : MCL_SUCCESS;
 }
 
 mcl_status mcl_graph_replay(mcl_context *ctx, mcl_graph *g)
@@ -178,6 +179,7 @@ void mcl_graph_destroy(mcl_graph *g)
     mcl_mem_free(g->cap.tensors);
     mcl_desc_pools_destroy(ctx, &g->cap.desc);
     ctx->vk.vkFreeCommandBuffers(ctx->device, ctx->stream.pool, 1, &g->cap.cmd);
+    mcl_profile_batch_destroy(ctx, g->cap.profile);
     mcl_mem_free(g);
 }
 

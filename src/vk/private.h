@@ -17,6 +17,7 @@
 #define MCL_VK_PRIVATE_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include <stdatomic.h>
@@ -145,8 +146,12 @@ typedef struct mcl_desc_pools {
 
 /* What a graph captured: its command buffer and descriptor sets, the tensors its commands
  * use (kept alive while it exists), and its dispatches. */
+typedef struct mcl_profile_batch mcl_profile_batch;
+typedef struct mcl_profiler mcl_profiler;
+
 typedef struct mcl_capture {
     VkCommandBuffer cmd;
+    mcl_profile_batch *profile;    /* its timestamps, when captured while profiling */
     mcl_desc_pools desc;
     mcl_tensor_rt **tensors;
     uint32_t tensor_count, tensor_capacity;
@@ -232,6 +237,7 @@ struct mcl_context {
     uint64_t pipeline_cache_loaded_sum;    /* that data's checksum: unchanged data is not saved */
     mcl_tensor_rt *tensors;        /* live tensors, destroyed with the context */
     struct mcl_graph *graphs;      /* live graphs, destroyed with the context */
+    mcl_profiler *profiler;        /* profiler.c, NULL until first started */
     mcl_child *children;           /* models, sessions, GPTs: released with the context */
     uint32_t child_count;          /* adopted and not yet disowned (released ones too) */
     int destroyed;                 /* mcl_context_destroy ran; kept for the children */
@@ -256,6 +262,23 @@ _Static_assert(offsetof(struct mcl_context, head) == 0, "mcl_context_head heads 
  * MCL_ERROR_CONTEXT_DESTROYED. Nested entries from the same thread are counted. */
 mcl_status mcl_context_enter(mcl_context *ctx);
 void mcl_context_leave(mcl_context *ctx);
+
+/* profiler.c: hooks of the stream (stream.c) and graphs (graph.c); each does nothing while
+ * no profile runs. */
+void mcl_profiler_destroy(mcl_context *ctx);
+void mcl_profile_batch_destroy(mcl_context *ctx, mcl_profile_batch *batch);
+mcl_status mcl_profile_capture_begin(mcl_context *ctx, mcl_capture *capture);
+void mcl_profile_slot_begin(mcl_context *ctx, uint32_t slot, VkCommandBuffer cmd);
+mcl_status mcl_profile_slot_done(mcl_context *ctx, uint32_t slot);
+/* Around a dispatch: the first writes its start (1: timed), the second its end and row. */
+int mcl_profile_before(mcl_context *ctx, VkCommandBuffer cmd);
+void mcl_profile_after(mcl_context *ctx, VkCommandBuffer cmd, const mcl_kernel *kernel,
+                       double bound_bytes, int timed);
+/* After a replay of a graph with timestamps: waits for it and reads them. */
+mcl_status mcl_profile_replayed(mcl_context *ctx, mcl_capture *capture);
+/* The profile as a table; what MOTIFCL_PROFILE asks for, at the context's destruction. */
+void mcl_profiler_print(const mcl_context *ctx, FILE *out);
+void mcl_profiler_env_report(mcl_context *ctx);
 
 /* instance.c */
 VkResult mcl_volk_init(void);

@@ -98,6 +98,12 @@ void mcl_context_disown(mcl_context *ctx, mcl_child *child);
  * entry points of the objects above, which outlive it as handles only). */
 mcl_status mcl_context_check(const mcl_context *ctx);
 
+/* What the next dispatch stands for, for the profiler (profiler.c): the operation's name
+ * (static storage), the bytes it must move and the FLOPs it does. Without it, a dispatch counts
+ * under its kernel's name with the bytes of the buffers it binds. Nothing while no profile
+ * runs; cheap either way. */
+void mcl_profile_op(mcl_context *ctx, const char *op, double bytes, double flops);
+
 /* The device-local memory left: the largest device-local heap's budget less its use (the
  * largest heap's where none is device-local); the default budget of a model's weights and a
  * session's cache. */

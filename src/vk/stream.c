@@ -190,7 +190,7 @@ static mcl_status slot_wait(mcl_context *ctx, mcl_slot *slot)
     if (fault == MCL_ENV_FAULT_DEVICE_LOST)
         return mcl_vk_fail(ctx, VK_ERROR_DEVICE_LOST,
                            "vkWaitForFences (MOTIFCL_FAULT=device_lost)");
-    return MCL_SUCCESS;
+    return ctx->profiler ? mcl_profile_slot_done(ctx, (uint32_t)(slot - s->slots)) : MCL_SUCCESS;
 }
 
 void mcl_stream_destroy(mcl_context *ctx)
@@ -228,6 +228,8 @@ mcl_status mcl_stream_begin(mcl_context *ctx)
     if (result != VK_SUCCESS)
         return mcl_vk_fail(ctx, result, "vkBeginCommandBuffer");
     s->recording = 1;
+    if (ctx->profiler)
+        mcl_profile_slot_begin(ctx, s->current, slot->cmd);
     if (s->barrier_pending) {
         s->barrier_pending = 0;
         mcl_stream_full_barrier(ctx);
@@ -250,6 +252,8 @@ mcl_status mcl_stream_capture_begin(mcl_context *ctx, mcl_capture *capture)
 {
     /* Work recorded so far belongs before the capture, not in it. */
     mcl_status status = mcl_stream_flush(ctx, VK_NULL_HANDLE, NULL);
+    if (status == MCL_SUCCESS && ctx->profiler)
+        status = mcl_profile_capture_begin(ctx, capture);
     if (status != MCL_SUCCESS)
         return status;
     ctx->stream.capture = capture;
@@ -420,7 +424,14 @@ static mcl_status dispatch_entered(mcl_context *ctx, const mcl_kernel *kernel,
     if (kernel->push_size)
         ctx->vk.vkCmdPushConstants(cmd, kernel->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                                    kernel->push_size, push);
+    int timed = ctx->profiler ? mcl_profile_before(ctx, cmd) : 0;
     ctx->vk.vkCmdDispatch(cmd, groups_x, groups_y, groups_z);
+    if (ctx->profiler) {
+        double bound = 0.0;
+        for (uint32_t i = 0; i < kernel->binding_count; i++)
+            bound += (double)(i < read_count ? reads[i] : writes[i - read_count])->nbytes;
+        mcl_profile_after(ctx, cmd, kernel, bound, timed);
+    }
     if (s->capture)
         s->capture->dispatches++;
     return MCL_SUCCESS;

@@ -29,7 +29,15 @@ typedef struct bench {
     const char *args[16];      /* key=value options after the benchmark's name */
     int arg_count;
     int quant_filters;         /* `quant` alone: its fmt= rows= gemm= filters apply */
+    int profile;               /* --profile: the benchmarks that can, profile one more run */
 } bench;
+
+/* After mcl_profiler_stop: the profile's lines per `per` (steps, tokens) as a table (with
+ * each line's fraction of the streaming rate and FP32 peak where known) and into the witness
+ * (note "profile": the JSON). `overhead_s`: the profiled run's time per `per` against
+ * `plain_s`, the same unprofiled, so that the profiler's own cost is stated. */
+void bench_profile_report(bench *b, const char *what, double per, double plain_s,
+                          double profiled_s);
 
 /* Record in the witness the device, its traits and its validation errors. */
 void bench_witness_device(bench *b);

@@ -245,6 +245,27 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
     bench_figure(b, name, 1.0 / t, "tokens/s");
     snprintf(name, sizeof name, "%s: decode time per token", label);
     bench_figure(b, name, t * 1e3, "ms");
+    if (b->profile) {
+        /* The loop once more under the profiler, its steps recorded again with timestamps:
+         * where a token's time goes. */
+        if (mcl_profiler_start(b->ctx) != MCL_SUCCESS)
+            goto done;
+        mcl_engine_steps_destroy(s);
+        if (mcl_session_reset(s, 0) != MCL_SUCCESS ||
+            mcl_session_feed(s, 0, tokens, prompt, NULL) != MCL_SUCCESS ||
+            mcl_finish(b->ctx) != MCL_SUCCESS || mcl_profiler_start(b->ctx) != MCL_SUCCESS)
+            goto done;
+        t0 = bench_now();
+        int32_t next = tokens[0];
+        for (uint32_t i = 0; i < steps; i++)
+            if (mcl_session_feed(s, 0, &next, 1, NULL) != MCL_SUCCESS ||
+                mcl_session_sample(s, 0, NULL, &next) != MCL_SUCCESS)
+                goto done;
+        if (mcl_profiler_stop(b->ctx) != MCL_SUCCESS)
+            goto done;
+        snprintf(name, sizeof name, "%s: decode, one sequence", label);
+        bench_profile_report(b, name, steps, t, (bench_now() - t0) / steps);
+    }
     /* The same loop with the logits read back instead of a token sampled, and with each
      * step only waited for: what the sampler's round trip costs in the loop. */
     for (int variant = 0; variant < 3; variant++) {

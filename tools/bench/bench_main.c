@@ -152,6 +152,50 @@ double bench_gpu_time(bench *b, int reps, mcl_status (*fn)(bench *, void *, int)
     return result_seconds;
 }
 
+void bench_profile_report(bench *b, const char *what, double per, double plain_s,
+                          double profiled_s)
+{
+    uint32_t n = 0;
+    mcl_profiler_rows(b->ctx, NULL, 0, &n);
+    mcl_profile_row *rows = calloc(n ? n : 1, sizeof *rows);
+    if (!rows)
+        return;
+    rows[0].size = sizeof *rows;
+    double sum = 0.0, span = 0.0;
+    uint64_t dropped = 0;
+    if (mcl_profiler_rows(b->ctx, rows, n, &n) != MCL_SUCCESS ||
+        mcl_profiler_totals(b->ctx, &sum, &span, &dropped) != MCL_SUCCESS) {
+        free(rows);
+        return;
+    }
+    printf("profile of %s, per %s: %.3f ms in dispatches, %.3f ms first to last timestamp; "
+           "profiled %.3f ms against %.3f ms unprofiled (the profiler's cost)%s\n",
+           what, per > 1 ? "step" : "run", sum / per * 1e3, span / per * 1e3, profiled_s * 1e3,
+           plain_s * 1e3, dropped ? "; some dispatches untimed (over 4,096 in a batch)" : "");
+    printf("%9s %6s %7s %9s %6s %9s %6s  %-28s %s\n", "ms", "share", "count", "GB/s", "strm",
+           "GFLOP/s", "peak", "op", "kernel");
+    for (uint32_t i = 0; i < n; i++) {
+        const mcl_profile_row *r = &rows[i];
+        double sec = r->seconds > 0 ? r->seconds : 1e-30;
+        double gbs = r->bytes / sec * 1e-9, gflops = r->flops / sec * 1e-9;
+        char strm[16] = "", peak[16] = "";
+        if (b->stream_read_gbs > 0)
+            snprintf(strm, sizeof strm, "%.0f%%", 100.0 * gbs / b->stream_read_gbs);
+        if (b->peak_tflops > 0 && r->flops > 0)
+            snprintf(peak, sizeof peak, "%.0f%%", 100.0 * gflops / (b->peak_tflops * 1e3));
+        printf("%9.4f %5.1f%% %7.1f %9.1f %6s %9.1f %6s  %-28s %s\n", r->seconds / per * 1e3,
+               sum > 0 ? 100.0 * r->seconds / sum : 0.0, (double)r->count / per, gbs, strm,
+               gflops, peak, r->op, r->kernel);
+    }
+    free(rows);
+    size_t needed = 0;
+    mcl_profiler_json(b->ctx, NULL, 0, &needed);
+    char *json = malloc(needed ? needed : 1);
+    if (json && mcl_profiler_json(b->ctx, json, needed, NULL) == MCL_SUCCESS)
+        mcl_witness_set_note(b->witness, "profile", json);
+    free(json);
+}
+
 void bench_witness_device(bench *b)
 {
     mcl_device_info info = {.size = sizeof info};
@@ -178,6 +222,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
             b.json = 1;
+        else if (strcmp(argv[i], "--profile") == 0)
+            b.profile = 1;
         else if (strcmp(argv[i], "--hot") == 0)
             b.hot = 1;
         else if (strcmp(argv[i], "--witness-dir") == 0 && i + 1 < argc)
@@ -198,7 +244,7 @@ int main(int argc, char **argv)
     if (!what || strcmp(what, "help") == 0 || b.repeat < 1 || b.repeat > 1000) {
         fprintf(stderr, "usage: %s stream|peak|gemv|gemm|rows|quant|replay|memory|transfer|"
                         "train|load|decode|prefill|all [key=value ...] [--json] [--hot] "
-                        "[--repeat N] [--peak TFLOPS] [--warmup S] "
+                        "[--repeat N] [--peak TFLOPS] [--warmup S] [--profile] "
                         "[--witness-dir DIR]\n", argv[0]);
         return 1;
     }

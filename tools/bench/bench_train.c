@@ -121,6 +121,23 @@ int bench_train(bench *b)
                    12.0 * cfg.layers * (double)seq * cfg.dim * (double)bt;
     snprintf(fig, sizeof fig, "%s: model FLOP rate (6N + 12LTd per token)", name);
     bench_modeled(b, fig, flops / dt * 1e-12, "TFLOP/s");
+    if (b->profile) {
+        /* The step captured again under the profiler, replayed as above. */
+        mcl_graph_destroy(graph);
+        graph = NULL;
+        TRY(mcl_profiler_start(ctx));
+        TRY(mcl_graph_begin(ctx));
+        TRY(mcl_gpt_forward(gpt, tokens, targets, loss));
+        TRY(mcl_gpt_backward(gpt));
+        TRY(mcl_gpt_step(gpt));
+        TRY(mcl_graph_end(ctx, &graph));
+        t0 = bench_now();
+        for (int i = 0; i < steps; i++)
+            TRY(mcl_graph_replay(ctx, graph));
+        TRY(mcl_profiler_stop(ctx));
+        double profiled = (bench_now() - t0) / steps;
+        bench_profile_report(b, name, steps, dt, profiled);
+    }
 done:
     mcl_graph_destroy(graph);
     mcl_tensor_destroy(tokens);
