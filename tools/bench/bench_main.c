@@ -38,6 +38,7 @@
  * --peak TFLOPS (FP32 peak; default from a table of known devices), --warmup SECONDS (each
  * measurement first runs its operation for this long, 2 by default, so that the GPU's
  * clocks have ramped up). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,12 +99,25 @@ void bench_modeled(bench *b, const char *name, double value, const char *unit)
     emit(b, name, value, unit, "modeled");
 }
 
+/* A whole finite number, or the program ends naming the option: a typo must not run a
+ * benchmark with 0 in its place. */
+static double number_or_exit(const char *option, const char *text)
+{
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || !isfinite(v)) {
+        fprintf(stderr, "motifcl-bench: %s \"%s\" is not a number\n", option, text);
+        exit(1);
+    }
+    return v;
+}
+
 double bench_arg(const bench *b, const char *key, double fallback)
 {
     size_t len = strlen(key);
     for (int i = 0; i < b->arg_count; i++) {
         if (strncmp(b->args[i], key, len) == 0 && b->args[i][len] == '=')
-            return atof(b->args[i] + len + 1);
+            return number_or_exit(key, b->args[i] + len + 1);
     }
     return fallback;
 }
@@ -229,11 +243,11 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--witness-dir") == 0 && i + 1 < argc)
             dir = argv[++i];
         else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc)
-            b.repeat = atoi(argv[++i]);
+            b.repeat = (int)number_or_exit("--repeat", argv[++i]);
         else if (strcmp(argv[i], "--peak") == 0 && i + 1 < argc)
-            peak = atof(argv[++i]);
+            peak = number_or_exit("--peak", argv[++i]);
         else if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc)
-            b.warmup_s = atof(argv[++i]);
+            b.warmup_s = number_or_exit("--warmup", argv[++i]);
         else if (strchr(argv[i], '=') && b.arg_count < 16)
             b.args[b.arg_count++] = argv[i];
         else if (!what && argv[i][0] != '-')
