@@ -146,10 +146,34 @@ static void refusals(void **state)
     snprintf(args, sizeof args, "-m '%s'", plain_model);
     ok &= run(args, "", out, sizeof out) == 1 && strstr(out, "usage") != NULL;
     snprintf(args, sizeof args, "-m '%s' -p hi --kv q8_0", plain_model);
-    ok &= run(args, "", out, sizeof out) == 1 && strstr(out, "usage") != NULL;
+    ok &= run(args, "", out, sizeof out) == 1 && strstr(out, "--kv \"q8_0\"") != NULL;
     assert_true(mcl_test_record_bool("motifcl-run refuses an unknown template, a template "
                                      "the vocabulary lacks, no template, no prompt, and a "
                                      "cache type other than f32 and f16", ok));
+    /* Values read whole and in range, the option named; an unknown option named too. The
+     * control: the same options with good values run (prompt_and_json runs the defaults). */
+    static const struct {
+        const char *opts, *named;
+    } bad[] = {
+        {"-n abc", "-n \"abc\""},          {"-n 3x", "-n \"3x\""},
+        {"-n -1", "-n \"-1\""},           {"--ctx 0", "--ctx \"0\""},
+        {"--top-p 1.5", "--top-p \"1.5\""}, {"--temp nan", "--temp \"nan\""},
+        {"--seed 12a", "--seed \"12a\""},   {"--top-k ' 4'", "--top-k \" 4\""},
+        {"--bogus 1", "unknown option --bogus"},
+    };
+    int refused = 1;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "-m '%s' -p hi %s", plain_model, bad[i].opts);
+        int named = run(args, "", out, sizeof out) == 1 && strstr(out, bad[i].named) != NULL;
+        if (!named)
+            printf("not refused by name: %s\n%s\n", bad[i].opts, out);
+        refused &= named;
+    }
+    snprintf(args, sizeof args, "-m '%s' -p hi -n 2 --ctx 64 --top-k 4 --top-p 0.9 --temp 0.7 "
+             "--seed 7 --penalty-last-n 0", plain_model);
+    int control = run(args, "", out, sizeof out) == 0;
+    assert_true(mcl_test_record_bool("motifcl-run names a malformed or out-of-range value and "
+                                     "exits 1; good values run", refused && control));
 }
 
 static int setup(void **state)

@@ -9,6 +9,9 @@
 #endif
 #include <motifcl.h>
 
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +53,38 @@ static void usage(const char *argv0)
             argv0);
 }
 
-/* Parse argv into o; 0 on success. */
+/* A whole number in [lo, hi] for option `name`, read whole (no sign, space or trailing text);
+ * 0 on success, else the option named on stderr and -1. */
+static int whole(const char *name, const char *v, unsigned long long lo, unsigned long long hi,
+                 unsigned long long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = isdigit((unsigned char)v[0]) ? strtoull(v, &end, 10) : 0;
+    if (!end || *end != '\0' || errno == ERANGE || x < lo || x > hi) {
+        fprintf(stderr, "motifcl-run: %s \"%s\": expected a whole number from %llu to %llu\n",
+                name, v, lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* A finite number in [lo, hi] for option `name`, read whole; as whole(). */
+static int real(const char *name, const char *v, float lo, float hi, float *out)
+{
+    char *end = NULL;
+    float x = strtof(v, &end);
+    if (end == v || *end != '\0' || !isfinite(x) || x < lo || x > hi) {
+        fprintf(stderr, "motifcl-run: %s \"%s\": expected a number from %g to %g\n", name, v,
+                (double)lo, (double)hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* Parse argv into o; 0 on success, -1 for usage, -2 for a value already named on stderr. */
 static int parse(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
@@ -66,8 +100,10 @@ static int parse(int argc, char **argv, options *o)
             o->no_bos = 1, used = 0;
         else if (strcmp(a, "-i") == 0)
             o->interactive = 1, used = 0;
-        else if (!v)
+        else if (!v) {
+            fprintf(stderr, "motifcl-run: %s needs a value\n", a);
             return -1;
+        }
         else if (strcmp(a, "-m") == 0)
             o->model = v;
         else if (strcmp(a, "-p") == 0)
@@ -78,32 +114,48 @@ static int parse(int argc, char **argv, options *o)
             o->witness_dir = v;
         else if (strcmp(a, "--template") == 0)
             o->template_name = v;
-        else if (strcmp(a, "-n") == 0)
-            o->n = (uint32_t)strtoul(v, NULL, 10);
-        else if (strcmp(a, "--ctx") == 0)
-            o->context = (uint32_t)strtoul(v, NULL, 10);
-        else if (strcmp(a, "--kv") == 0 && (strcmp(v, "f32") == 0 || strcmp(v, "f16") == 0))
+        else if (strcmp(a, "-n") == 0 || strcmp(a, "--ctx") == 0 ||
+                 strcmp(a, "--top-k") == 0 || strcmp(a, "--penalty-last-n") == 0) {
+            unsigned long long x;
+            if (whole(a, v, strcmp(a, "--ctx") == 0 ? 1 : 0, UINT32_MAX, &x) != 0)
+                return -2;
+            uint32_t *to = strcmp(a, "-n") == 0        ? &o->n
+                           : strcmp(a, "--ctx") == 0   ? &o->context
+                           : strcmp(a, "--top-k") == 0 ? &o->sampler.top_k
+                                                       : &o->sampler.penalty_last_n;
+            *to = (uint32_t)x;
+        } else if (strcmp(a, "--kv") == 0) {
+            if (strcmp(v, "f32") != 0 && strcmp(v, "f16") != 0) {
+                fprintf(stderr, "motifcl-run: --kv \"%s\": expected f32 or f16\n", v);
+                return -2;
+            }
             o->kv_type = strcmp(v, "f16") == 0 ? MCL_DTYPE_F16 : MCL_DTYPE_F32;
-        else if (strcmp(a, "--temp") == 0)
-            o->sampler.temperature = strtof(v, NULL);
-        else if (strcmp(a, "--top-k") == 0)
-            o->sampler.top_k = (uint32_t)strtoul(v, NULL, 10);
-        else if (strcmp(a, "--top-p") == 0)
-            o->sampler.top_p = strtof(v, NULL);
-        else if (strcmp(a, "--min-p") == 0)
-            o->sampler.min_p = strtof(v, NULL);
-        else if (strcmp(a, "--repeat-penalty") == 0)
-            o->sampler.repeat_penalty = strtof(v, NULL);
-        else if (strcmp(a, "--frequency-penalty") == 0)
-            o->sampler.frequency_penalty = strtof(v, NULL);
-        else if (strcmp(a, "--presence-penalty") == 0)
-            o->sampler.presence_penalty = strtof(v, NULL);
-        else if (strcmp(a, "--penalty-last-n") == 0)
-            o->sampler.penalty_last_n = (uint32_t)strtoul(v, NULL, 10);
-        else if (strcmp(a, "--seed") == 0)
-            o->sampler.seed = strtoull(v, NULL, 10);
-        else
+        } else if (strcmp(a, "--temp") == 0) {
+            if (real(a, v, 0.0f, 100.0f, &o->sampler.temperature) != 0)
+                return -2;
+        } else if (strcmp(a, "--top-p") == 0 || strcmp(a, "--min-p") == 0) {
+            if (real(a, v, 0.0f, 1.0f,
+                     strcmp(a, "--top-p") == 0 ? &o->sampler.top_p : &o->sampler.min_p) != 0)
+                return -2;
+        } else if (strcmp(a, "--repeat-penalty") == 0) {
+            if (real(a, v, 0.0f, 100.0f, &o->sampler.repeat_penalty) != 0)
+                return -2;
+        } else if (strcmp(a, "--frequency-penalty") == 0 ||
+                   strcmp(a, "--presence-penalty") == 0) {
+            if (real(a, v, -100.0f, 100.0f,
+                     strcmp(a, "--frequency-penalty") == 0 ? &o->sampler.frequency_penalty
+                                                           : &o->sampler.presence_penalty) != 0)
+                return -2;
+        } else if (strcmp(a, "--seed") == 0) {
+            unsigned long long x;
+            if (whole(a, v, 0, UINT64_MAX, &x) != 0)
+                return -2;
+            o->sampler.seed = x;
+        }
+        else {
+            fprintf(stderr, "motifcl-run: unknown option %s\n", a);
             return -1;
+        }
         i += used;
     }
     if (!o->model || (o->prompt && o->prompt_file) ||
@@ -408,8 +460,10 @@ int main(int argc, char **argv)
         usage(argv[0]);
         return 0;
     }
-    if (parse(argc, argv, &o) != 0) {
-        usage(argv[0]);
+    int parsed = parse(argc, argv, &o);
+    if (parsed != 0) {
+        if (parsed == -1)
+            usage(argv[0]);
         return 1;
     }
     size_t length = 0;
