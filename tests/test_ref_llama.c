@@ -36,6 +36,10 @@
 #define TOL_HAND 1e-13
 #define TOL_GPT 1e-12
 #define CAUGHT 1e-3
+/* Mixtures compared with a dense model whose down projection is scaled: the scaled weights
+ * are rounded to f32 where the mixture's sum of scaled experts is not: f32's rounding,
+ * relative, carried through the rest of the model (4e-8 seen). */
+#define TOL_SCALED 1e-6
 
 static const float I4[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
 static const float Z16[16] = {0};
@@ -349,6 +353,156 @@ static void agrees_with_gpt_reference(void **state)
     assert_true(ok);
 }
 
+/* --- Mixtures of experts ------------------------------------------------------------------ */
+
+/* A mixture built from a dense fixture: every expert is the block's dense feed-forward with
+ * its down projection scaled by scale[e]; the router's rows are router[e] * (1, 1, ...). The
+ * model m copies the dense one (d) with its blocks replaced; `store` holds the copies. */
+typedef struct moe_build {
+    ref_llama m;
+    ref_llama_layer blk[4];
+    float *store;
+} moe_build;
+
+static void moe_from_dense(moe_build *o, const ref_llama *d, int experts, int used, int norm,
+                           const double *scale, const double *router, int shared)
+{
+    const int D = d->dim, F = d->hidden, E = experts;
+    assert_true(d->layers <= 4);
+    size_t per = (size_t)E * D + 3u * (size_t)E * F * D + (size_t)D + 3u * (size_t)F * D;
+    o->store = malloc(per * (size_t)d->layers * sizeof(float));
+    assert_non_null(o->store);
+    o->m = *d;
+    o->m.experts = E;
+    o->m.experts_used = used;
+    o->m.experts_norm = norm;
+    o->m.expert_hidden = F;
+    o->m.shared_hidden = shared ? F : 0;
+    o->m.blk = o->blk;
+    float *at = o->store;
+    for (int l = 0; l < d->layers; l++) {
+        const ref_llama_layer *b = &d->blk[l];
+        ref_llama_layer *n = &o->blk[l];
+        *n = *b;
+        n->ffn_gate = n->ffn_up = n->ffn_down = NULL;
+        float *inp = at, *gate = inp + (size_t)E * D, *up = gate + (size_t)E * F * D;
+        float *down = up + (size_t)E * F * D, *shin = down + (size_t)E * D * F;
+        float *shg = shin + D, *shu = shg + (size_t)F * D, *shd = shu + (size_t)F * D;
+        at = shd + (size_t)D * F;
+        for (int e = 0; e < E; e++) {
+            for (int i = 0; i < D; i++)
+                inp[(size_t)e * D + i] = (float)router[e];
+            memcpy(gate + (size_t)e * F * D, b->ffn_gate, (size_t)F * D * sizeof(float));
+            memcpy(up + (size_t)e * F * D, b->ffn_up, (size_t)F * D * sizeof(float));
+            for (int i = 0; i < D * F; i++)
+                down[(size_t)e * D * F + i] = (float)(scale[e] * b->ffn_down[i]);
+        }
+        n->ffn_gate_inp = inp;
+        n->ffn_gate_exps = gate;
+        n->ffn_up_exps = up;
+        n->ffn_down_exps = down;
+        /* The shared expert: the dense one, its gate's row zero (sigmoid 0.5). */
+        memset(shin, 0, (size_t)D * sizeof(float));
+        memcpy(shg, b->ffn_gate, (size_t)F * D * sizeof(float));
+        memcpy(shu, b->ffn_up, (size_t)F * D * sizeof(float));
+        memcpy(shd, b->ffn_down, (size_t)F * D * sizeof(float));
+        n->ffn_gate_inp_shexp = shin;
+        n->ffn_gate_shexp = shg;
+        n->ffn_up_shexp = shu;
+        n->ffn_down_shexp = shd;
+    }
+}
+
+/* The dense model with every block's down projection scaled by `k` (copies in store). */
+static ref_llama scaled_dense(const ref_llama *d, ref_llama_layer *blk, float **store, double k)
+{
+    const size_t n = (size_t)d->dim * d->hidden;
+    *store = malloc(n * (size_t)d->layers * sizeof(float));
+    assert_non_null(*store);
+    ref_llama m = *d;
+    m.blk = blk;
+    for (int l = 0; l < d->layers; l++) {
+        blk[l] = d->blk[l];
+        for (size_t i = 0; i < n; i++)
+            (*store)[(size_t)l * n + i] = (float)(k * d->blk[l].ffn_down[i]);
+        blk[l].ffn_down = *store + (size_t)l * n;
+    }
+    return m;
+}
+
+/* Routing against models whose answer is known: identical experts renormalised give the dense
+ * model; a router that favours one expert (top-1) gives that expert; equal router logits take
+ * the lowest indices; a shared expert adds half the dense feed-forward. */
+static void mixture_of_experts(void **state)
+{
+    (void)state;
+    model_fixture f;
+    fixture(&f, "llama", 16, 2, 2, 1, 0, 0, 71);
+    const ref_llama *d = &f.gguf_ref;
+    const int32_t tokens[4] = {3, 7, 1, 20};
+    const size_t n = 4 * 23;
+    double dense[4 * 23], got[4 * 23], want[4 * 23];
+    forward(d, tokens, 4, dense);
+    const double ones[4] = {1, 1, 1, 1}, flat[4] = {0, 0, 0, 0};
+    const double scales[4] = {1, 2, 3, 4};
+    int ok = 1;
+
+    moe_build o;
+    moe_from_dense(&o, d, 4, 2, 1, ones, scales, 0);
+    forward(&o.m, tokens, 4, got);
+    ok &= mcl_test_record("moe: identical experts, top-2 renormalised = dense",
+                          "max |diff| / max |logit|", rel_diff(got, dense, n), TOL_GPT);
+    o.m.experts_norm = 0; /* negative control: the two weights sum below 1 */
+    forward(&o.m, tokens, 4, got);
+    ok &= mcl_test_record_bool("negative control: weights not renormalised are caught",
+                               rel_diff(got, dense, n) > CAUGHT);
+    free(o.store);
+
+    /* Top-1 among three: expert 0's router row is zero, 1's is 5 (1, 1, ...) and 2's the
+     * negative of that, so for every row h with sum(h) != 0 one of experts 1 and 2 has the
+     * largest logit. Both scale by 3, expert 0 by 1: choosing the largest gives 3 x. */
+    ref_llama_layer sb[4];
+    float *sstore;
+    const double top1[3] = {1, 3, 3}, signs[3] = {0, 5, -5};
+    moe_from_dense(&o, d, 3, 1, 1, top1, signs, 0);
+    ref_llama three = scaled_dense(d, sb, &sstore, 3.0);
+    forward(&o.m, tokens, 4, got);
+    forward(&three, tokens, 4, want);
+    ok &= mcl_test_record("moe: top-1 takes a favoured expert", "max |diff| / max |logit|",
+                          rel_diff(got, want, n), TOL_GPT);
+    free(o.store);
+    free(sstore);
+
+    /* Equal logits: experts 0 and 1 (scales 1 and 2), weights 1/2 each: 1.5 x. */
+    moe_from_dense(&o, d, 4, 2, 1, scales, flat, 0);
+    ref_llama half = scaled_dense(d, sb, &sstore, 1.5);
+    forward(&o.m, tokens, 4, got);
+    forward(&half, tokens, 4, want);
+    ok &= mcl_test_record("moe: ties take the lowest indices", "max |diff| / max |logit|",
+                          rel_diff(got, want, n), TOL_SCALED);
+    const double reversed[4] = {4, 3, 2, 1}; /* negative control: the highest would be 3.5 x */
+    free(o.store);
+    moe_from_dense(&o, d, 4, 2, 1, reversed, flat, 0);
+    forward(&o.m, tokens, 4, got);
+    ok &= mcl_test_record_bool("negative control: other experts on a tie are caught",
+                               rel_diff(got, want, n) > CAUGHT);
+    free(o.store);
+    free(sstore);
+
+    /* qwen2moe's shape: unnormalised top-1 of 1 expert (weight 1) plus the shared expert at
+     * sigmoid(0) = 1/2: 1.5 x the dense feed-forward. */
+    moe_from_dense(&o, d, 1, 1, 0, ones, flat, 1);
+    half = scaled_dense(d, sb, &sstore, 1.5);
+    forward(&o.m, tokens, 4, got);
+    forward(&half, tokens, 4, want);
+    ok &= mcl_test_record("moe: a shared expert behind its sigmoid gate",
+                          "max |diff| / max |logit|", rel_diff(got, want, n), TOL_SCALED);
+    free(o.store);
+    free(sstore);
+    model_fixture_free(&f);
+    assert_true(ok);
+}
+
 static void incremental_decode(void **state)
 {
     (void)state;
@@ -493,6 +647,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(causality),
         cmocka_unit_test(gqa_equals_repeated_mha),
         cmocka_unit_test(agrees_with_gpt_reference),
+        cmocka_unit_test(mixture_of_experts),
         cmocka_unit_test(incremental_decode),
         cmocka_unit_test(file_order_equivalence),
         cmocka_unit_test(refusals),

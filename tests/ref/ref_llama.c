@@ -39,10 +39,21 @@ int ref_llama_valid(const ref_llama *m)
         return 0;
     if (!m->tied_output && !m->output)
         return 0;
+    if (m->experts < 0 || m->shared_hidden < 0 || m->expert_hidden < 0 ||
+        (m->experts > 0 && (m->experts_used < 1 || m->experts_used > m->experts)))
+        return 0;
     for (int64_t l = 0; l < s.L; l++) {
         const ref_llama_layer *b = &m->blk[l];
         if (!b->attn_norm || !b->attn_q || !b->attn_k || !b->attn_v || !b->attn_output ||
-            !b->ffn_norm || !b->ffn_gate || !b->ffn_up || !b->ffn_down)
+            !b->ffn_norm)
+            return 0;
+        if (m->experts == 0 && (!b->ffn_gate || !b->ffn_up || !b->ffn_down))
+            return 0;
+        if (m->experts > 0 &&
+            (!b->ffn_gate_inp || !b->ffn_gate_exps || !b->ffn_up_exps || !b->ffn_down_exps))
+            return 0;
+        if (m->shared_hidden > 0 && (!b->ffn_gate_inp_shexp || !b->ffn_gate_shexp ||
+                                     !b->ffn_up_shexp || !b->ffn_down_shexp))
             return 0;
         if (m->qkv_bias && (!b->attn_q_bias || !b->attn_k_bias || !b->attn_v_bias))
             return 0;
@@ -164,6 +175,69 @@ static void attend(const double *q, const double *k, const double *v, double *ou
     }
 }
 
+/* One SwiGLU feed-forward of width F on the row h [D]: out [D] += scale * (silu(h gate^T) *
+ * (h up^T)) down^T; g, u scratch [F]. */
+static void ffn_add(const double *h, const float *gate, const float *up, const float *down,
+                    double scale, double *out, double *g, double *u, int64_t D, int64_t F)
+{
+    linear(h, gate, NULL, g, 1, D, F);
+    linear(h, up, NULL, u, 1, D, F);
+    for (int64_t i = 0; i < F; i++)
+        g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
+    for (int64_t d = 0; d < D; d++) {
+        double acc = 0.0;
+        for (int64_t i = 0; i < F; i++)
+            acc += g[i] * (double)down[d * F + i];
+        out[d] += scale * acc;
+    }
+}
+
+/* The mixture's feed-forward of one row h [D], added into x [D] (ref_llama.h); scratch: p
+ * [experts], g and u [max(expert_hidden, shared_hidden)]. */
+static void moe_add(const ref_llama *m, const ref_llama_layer *b, const double *h, double *x,
+                    double *p, double *g, double *u, int64_t D, int64_t F)
+{
+    const int64_t E = m->experts, Fs = m->shared_hidden;
+    linear(h, b->ffn_gate_inp, NULL, p, 1, D, E);
+    double max = p[0], sum = 0.0;
+    for (int64_t e = 1; e < E; e++)
+        max = p[e] > max ? p[e] : max;
+    for (int64_t e = 0; e < E; e++) {
+        p[e] = exp(p[e] - max);
+        sum += p[e];
+    }
+    for (int64_t e = 0; e < E; e++)
+        p[e] /= sum;
+    int chosen[256];
+    double w[256], total = 0.0;
+    for (int j = 0; j < m->experts_used; j++) {
+        int best = -1;
+        for (int64_t e = 0; e < E; e++) {
+            int taken = 0;
+            for (int i = 0; i < j; i++)
+                taken |= chosen[i] == (int)e;
+            if (!taken && (best < 0 || p[e] > p[best]))
+                best = (int)e;
+        }
+        chosen[j] = best;
+        w[j] = p[best];
+        total += w[j];
+    }
+    for (int j = 0; j < m->experts_used; j++) {
+        const int64_t e = chosen[j];
+        ffn_add(h, b->ffn_gate_exps + e * F * D, b->ffn_up_exps + e * F * D,
+                b->ffn_down_exps + e * D * F, m->experts_norm ? w[j] / total : w[j], x, g, u,
+                D, F);
+    }
+    if (Fs > 0) {
+        double z = 0.0;
+        for (int64_t d = 0; d < D; d++)
+            z += h[d] * (double)b->ffn_gate_inp_shexp[d];
+        ffn_add(h, b->ffn_gate_shexp, b->ffn_up_shexp, b->ffn_down_shexp, 1.0 / (1.0 + exp(-z)),
+                x, g, u, D, Fs);
+    }
+}
+
 /* --- The model ---------------------------------------------------------------------------- */
 
 int ref_llama_forward_kv(const ref_llama *m, ref_llama_kv *kv, const int32_t *tokens, int T_,
@@ -179,7 +253,10 @@ int ref_llama_forward_kv(const ref_llama *m, ref_llama_kv *kv, const int32_t *to
     for (int t = 0; t < T_; t++)
         if (tokens[t] < 0 || tokens[t] >= s.V)
             return -1;
-    const int64_t T = T_, D = s.D, F = s.F, DQ = s.DQ, DKV = s.DKV, start = kv->length;
+    const int64_t T = T_, D = s.D, DQ = s.DQ, DKV = s.DKV, start = kv->length;
+    /* The feed-forward scratch: the dense width, or the widest expert. */
+    const int64_t FE = m->experts > 0 && m->expert_hidden > 0 ? m->expert_hidden : s.F;
+    const int64_t F = FE > m->shared_hidden ? FE : m->shared_hidden;
 
     double *x = malloc((size_t)(T * D) * sizeof *x);
     double *h = malloc((size_t)(T * D) * sizeof *h);
@@ -188,8 +265,8 @@ int ref_llama_forward_kv(const ref_llama *m, ref_llama_kv *kv, const int32_t *to
     double *g = malloc((size_t)(T * F) * sizeof *g);
     double *u = malloc((size_t)(T * F) * sizeof *u);
     double *tmp = malloc((size_t)(T * D) * sizeof *tmp);
-    double *p = malloc((size_t)(start + T) * sizeof *p);
-    int ok = x && h && q && att && g && u && tmp && p;
+    double *p = malloc((size_t)(start + T + m->experts) * sizeof *p);
+    int ok = x && h && q && att && g && u && tmp && p && m->experts <= 256;
     if (ok) {
         for (int64_t t = 0; t < T; t++)
             for (int64_t d = 0; d < D; d++)
@@ -216,6 +293,11 @@ int ref_llama_forward_kv(const ref_llama *m, ref_llama_kv *kv, const int32_t *to
                 x[i] += tmp[i];
             /* feed-forward */
             rmsnorm(x, b->ffn_norm, h, T, D, m->norm_eps);
+            if (m->experts > 0) {
+                for (int64_t t = 0; t < T; t++)
+                    moe_add(m, b, h + t * D, x + t * D, p, g, u, D, FE);
+                continue;
+            }
             linear(h, b->ffn_gate, NULL, g, T, D, F);
             linear(h, b->ffn_up, NULL, u, T, D, F);
             for (int64_t i = 0; i < T * F; i++)

@@ -17,6 +17,14 @@
  *     h2 = rmsnorm(x; ffn_norm); x = x + (silu(h2 ffn_gate^T) * (h2 ffn_up^T)) ffn_down^T
  *   logits = rmsnorm(x; output_norm) output^T (tied_output: token_embd in place of output)
  *
+ * A mixture of experts (experts > 0) replaces the feed-forward of every block: with h2 as
+ * above, p = softmax(h2 ffn_gate_inp^T) over the experts; the experts_used largest of p (equal
+ * ones: the lower index first) are the token's experts e_j with weights w_j = p_j, divided by
+ * their sum where experts_norm is set (Mixtral) and as they are otherwise (qwen2moe);
+ *   x = x + sum_j w_j (silu(h2 gate_e^T) * (h2 up_e^T)) down_e^T  (slice e of the _exps)
+ * and with a shared expert (shared_hidden > 0, qwen2moe) also
+ *   x = x + sigmoid(h2 . ffn_gate_inp_shexp) (silu(h2 gate_s^T) * (h2 up_s^T)) down_s^T.
+ *
  * Weight names are GGUF's (token_embd.weight, blk.N.attn_q.weight, ...), and q and k are in
  * Hugging Face's row order, as mcl_model_open() gives them (docs/models.md).
  *
@@ -43,6 +51,15 @@ typedef struct ref_llama_layer {
     const float *ffn_gate;    /* [hidden, dim] */
     const float *ffn_up;      /* [hidden, dim] */
     const float *ffn_down;    /* [dim, hidden] */
+    /* A mixture's (ref_llama.experts > 0; the dense three above are then not read): */
+    const float *ffn_gate_inp;      /* [experts, dim]: the router */
+    const float *ffn_gate_exps;     /* [experts, expert_hidden, dim] */
+    const float *ffn_up_exps;       /* [experts, expert_hidden, dim] */
+    const float *ffn_down_exps;     /* [experts, dim, expert_hidden] */
+    const float *ffn_gate_inp_shexp; /* [dim]: the shared expert's gate (shared_hidden > 0) */
+    const float *ffn_gate_shexp;    /* [shared_hidden, dim] */
+    const float *ffn_up_shexp;      /* [shared_hidden, dim] */
+    const float *ffn_down_shexp;    /* [dim, shared_hidden] */
 } ref_llama_layer;
 
 /* A model: its shape and pointers to its weights (borrowed, never freed here). */
@@ -62,6 +79,11 @@ typedef struct ref_llama {
     int rope_interleaved;     /* 0 (the model): pairs (i, i + head_dim / 2); 1: pairs
                                  (2i, 2i + 1), for negative controls and for q and k in
                                  llama.cpp's permuted file order */
+    int experts;              /* 0: dense feed-forward blocks; else experts per block */
+    int experts_used;         /* the experts each token takes, 1..experts */
+    int expert_hidden;        /* each expert's feed-forward width; 0 means hidden */
+    int experts_norm;         /* 1: the chosen experts' weights renormalised to sum 1 */
+    int shared_hidden;        /* > 0: a shared expert of this width, with its sigmoid gate */
     const float *token_embd;  /* [vocab, dim] */
     const ref_llama_layer *blk; /* [layers] */
     const float *output_norm; /* [dim] */
