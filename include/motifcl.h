@@ -1296,7 +1296,7 @@ enum {
 /** What a model file is, and what loading it took. */
 typedef struct mcl_model_info {
     size_t size;                /**< sizeof(mcl_model_info) as the caller compiled it */
-    char architecture[32];      /**< "llama", "mistral", "qwen2" */
+    char architecture[32];      /**< "llama", "mistral", "qwen2", "qwen2moe" */
     char name[128];             /**< the file's name for the model (general.name), or "" */
     char format[32];            /**< "gguf 3", "gguf 2", "safetensors" */
     char tokenizer[32];         /**< "llama" (SentencePiece-style), "gpt2" (byte-level BPE) */
@@ -1322,6 +1322,14 @@ typedef struct mcl_model_info {
     uint64_t device_bytes;      /**< device memory the weights take (or would take: 0 with
                                      MCL_MODEL_NO_WEIGHTS) */
     double load_seconds;        /**< wall time of mcl_model_open */
+    uint32_t experts;           /**< 0: dense feed-forward blocks; else a mixture of this many
+                                     experts per block (Mixtral-style llama, qwen2moe) */
+    uint32_t experts_used;      /**< the experts each token is routed to */
+    uint32_t expert_hidden;     /**< each expert's feed-forward width */
+    uint32_t experts_norm;      /**< 1: the chosen experts' softmax weights renormalised to sum
+                                     1 (Mixtral); 0: taken as they are (qwen2moe) */
+    uint32_t shared_hidden;     /**< > 0: a shared expert of this width behind a sigmoid gate
+                                     (qwen2moe) */
     uint64_t reserved[8];
 } mcl_model_info;
 

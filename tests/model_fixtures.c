@@ -261,6 +261,11 @@ static void fill_ref(model_fixture *f, int which)
     m->rope_freqs = f->rope_freqs;
     m->qkv_bias = d->qkv_bias;
     m->tied_output = d->tied;
+    m->experts = d->experts;
+    m->experts_used = d->experts ? d->experts_used : 0;
+    m->expert_hidden = d->experts ? d->expert_hidden : 0;
+    m->experts_norm = d->experts && strcmp(d->arch, "llama") == 0;
+    m->shared_hidden = d->shared_hidden;
     m->blk = blk;
 #define VALUES(name) (which ? model_fixture_find(f, name)->hf : model_fixture_find(f, name)->gguf)
     m->token_embd = VALUES("token_embd.weight");
@@ -276,9 +281,22 @@ static void fill_ref(model_fixture *f, int which)
         LAYER(attn_v, "attn_v.weight");
         LAYER(attn_output, "attn_output.weight");
         LAYER(ffn_norm, "ffn_norm.weight");
-        LAYER(ffn_gate, "ffn_gate.weight");
-        LAYER(ffn_up, "ffn_up.weight");
-        LAYER(ffn_down, "ffn_down.weight");
+        if (d->experts == 0) {
+            LAYER(ffn_gate, "ffn_gate.weight");
+            LAYER(ffn_up, "ffn_up.weight");
+            LAYER(ffn_down, "ffn_down.weight");
+        } else {
+            LAYER(ffn_gate_inp, "ffn_gate_inp.weight");
+            LAYER(ffn_gate_exps, "ffn_gate_exps.weight");
+            LAYER(ffn_up_exps, "ffn_up_exps.weight");
+            LAYER(ffn_down_exps, "ffn_down_exps.weight");
+        }
+        if (d->shared_hidden > 0) {
+            LAYER(ffn_gate_inp_shexp, "ffn_gate_inp_shexp.weight");
+            LAYER(ffn_gate_shexp, "ffn_gate_shexp.weight");
+            LAYER(ffn_up_shexp, "ffn_up_shexp.weight");
+            LAYER(ffn_down_shexp, "ffn_down_shexp.weight");
+        }
         if (d->qkv_bias) {
             LAYER(attn_q_bias, "attn_q.bias");
             LAYER(attn_k_bias, "attn_k.bias");
@@ -304,9 +322,19 @@ mcl_status model_fixture_create(const model_fixture_desc *desc, model_fixture *f
     d->rope_high_freq_factor = d->rope_high_freq_factor != 0.0f ? d->rope_high_freq_factor : 4.0f;
     d->rope_original_context = d->rope_original_context ? d->rope_original_context : 8192;
     d->weight_scale = d->weight_scale != 0.0f ? d->weight_scale : 1.0f;
-    if (strcmp(d->arch, "llama") != 0 && strcmp(d->arch, "qwen2") != 0)
-        return fixture_fail(MCL_ERROR_INVALID_ARGUMENT, "arch \"%s\" (llama and qwen2 are written)",
-                    d->arch);
+    if (strcmp(d->arch, "llama") != 0 && strcmp(d->arch, "qwen2") != 0 &&
+        strcmp(d->arch, "qwen2moe") != 0)
+        return fixture_fail(MCL_ERROR_INVALID_ARGUMENT,
+                            "arch \"%s\" (llama, qwen2 and qwen2moe are written)", d->arch);
+    d->experts_used = d->experts_used ? d->experts_used : 2;
+    d->expert_hidden = d->expert_hidden ? d->expert_hidden : d->hidden;
+    if ((strcmp(d->arch, "qwen2moe") == 0) != (d->experts > 0 && strcmp(d->arch, "llama") != 0)
+        || d->experts < 0 || (d->experts > 0 && d->experts_used > d->experts) ||
+        (d->shared_hidden > 0 && strcmp(d->arch, "qwen2moe") != 0))
+        return fixture_fail(MCL_ERROR_INVALID_ARGUMENT,
+                            "experts %d (%d used, shared %d) for arch %s: llama or qwen2moe "
+                            "with experts, a shared expert for qwen2moe only", d->experts,
+                            d->experts_used, d->shared_hidden, d->arch);
     if (d->dim < 1 || d->layers < 0 || d->heads < 1 || d->kv_heads < 1 || d->hidden < 1 ||
         d->vocab < 1 || d->head_dim < 2 || d->head_dim % 2 || d->heads % d->kv_heads)
         return fixture_fail(MCL_ERROR_INVALID_ARGUMENT, "shape: dim %d, heads %d/%d, head_dim %d",
@@ -322,7 +350,7 @@ mcl_status model_fixture_create(const model_fixture_desc *desc, model_fixture *f
 
     const int64_t D = d->dim, Q = (int64_t)d->heads * d->head_dim,
                   KV = (int64_t)d->kv_heads * d->head_dim, F = d->hidden;
-    f->tensors = calloc((size_t)(5 + 12 * d->layers), sizeof *f->tensors);
+    f->tensors = calloc((size_t)(5 + 16 * d->layers), sizeof *f->tensors);
     f->gguf_blk = calloc((size_t)(d->layers ? d->layers : 1), sizeof *f->gguf_blk);
     f->hf_blk = calloc((size_t)(d->layers ? d->layers : 1), sizeof *f->hf_blk);
     if (!f->tensors || !f->gguf_blk || !f->hf_blk) {
@@ -355,9 +383,29 @@ mcl_status model_fixture_create(const model_fixture_desc *desc, model_fixture *f
         }
         LAYER("attn_output.weight", FIXTURE_ATTN_OUTPUT, 2, D, Q, 0, INIT_MATRIX);
         LAYER("ffn_norm.weight", FIXTURE_F32_ONLY, 1, D, 0, 0, INIT_NORM);
-        LAYER("ffn_gate.weight", FIXTURE_FFN_GATE, 2, F, D, 0, INIT_MATRIX);
-        LAYER("ffn_up.weight", FIXTURE_FFN_UP, 2, F, D, 0, INIT_MATRIX);
-        LAYER("ffn_down.weight", FIXTURE_FFN_DOWN, 2, D, F, 0, INIT_MATRIX);
+        if (d->experts == 0) {
+            LAYER("ffn_gate.weight", FIXTURE_FFN_GATE, 2, F, D, 0, INIT_MATRIX);
+            LAYER("ffn_up.weight", FIXTURE_FFN_UP, 2, F, D, 0, INIT_MATRIX);
+            LAYER("ffn_down.weight", FIXTURE_FFN_DOWN, 2, D, F, 0, INIT_MATRIX);
+            continue;
+        }
+        /* A mixture: the router (f32, as llama.cpp's quantizer keeps it), then the experts
+         * stacked [experts, rows, K] (each row's values drawn for its K, as one matrix). */
+        const int64_t E = d->experts, FE = d->expert_hidden, FS = d->shared_hidden;
+        LAYER("ffn_gate_inp.weight", FIXTURE_F32_ONLY, 2, E, D, 0, INIT_MATRIX);
+        LAYER("ffn_gate_exps.weight", FIXTURE_FFN_GATE, 2, E * FE, D, 0, INIT_MATRIX);
+        LAYER("ffn_up_exps.weight", FIXTURE_FFN_UP, 2, E * FE, D, 0, INIT_MATRIX);
+        LAYER("ffn_down_exps.weight", FIXTURE_FFN_DOWN, 2, E * D, FE, 0, INIT_MATRIX);
+        for (int j = 3; j >= 1 && s == MCL_SUCCESS; j--) {
+            f->tensors[f->count - j].ndim = 3;
+            f->tensors[f->count - j].experts = E;
+        }
+        if (FS > 0) {
+            LAYER("ffn_gate_inp_shexp.weight", FIXTURE_F32_ONLY, 1, D, 0, 0, INIT_BIAS);
+            LAYER("ffn_gate_shexp.weight", FIXTURE_FFN_GATE, 2, FS, D, 0, INIT_MATRIX);
+            LAYER("ffn_up_shexp.weight", FIXTURE_FFN_UP, 2, FS, D, 0, INIT_MATRIX);
+            LAYER("ffn_down_shexp.weight", FIXTURE_FFN_DOWN, 2, D, FS, 0, INIT_MATRIX);
+        }
 #undef LAYER
     }
     if (s == MCL_SUCCESS)

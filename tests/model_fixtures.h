@@ -50,9 +50,9 @@ enum {
 
 /* What to generate. Zero-initialise, then set at least dim, layers, heads, hidden, vocab. */
 typedef struct model_fixture_desc {
-    const char *arch;       /* "llama" (q and k permuted in the GGUF) or "qwen2"; NULL means
-                               "llama". The loader gives qwen2 q, k and v biases and llama
-                               none: set qkv_bias to match */
+    const char *arch;       /* "llama" (q and k permuted in the GGUF), "qwen2" or "qwen2moe"
+                               (experts > 0); NULL means "llama". The loader gives qwen2's
+                               q, k and v biases and llama none: set qkv_bias to match */
     int dim, layers, heads;
     int kv_heads;           /* 0 means heads */
     int head_dim;           /* 0 means dim / heads (another is written as key_length and
@@ -74,6 +74,11 @@ typedef struct model_fixture_desc {
                                BF16 */
     float weight_scale;     /* 0 means 1 */
     int no_tokenizer;       /* 1: no tokenizer.* keys in the GGUF */
+    int experts;            /* > 0: every block's feed-forward is a mixture of this many
+                               experts (ffn_gate_inp and the 3-D _exps tensors) */
+    int experts_used;       /* the experts a token takes; 0 means 2 */
+    int expert_hidden;      /* each expert's width; 0 means hidden */
+    int shared_hidden;      /* qwen2moe: > 0 adds the shared expert of this width */
     int chat_tokens;        /* 1: the vocabulary's last pieces are ChatML's and llama 3's
                              * control tokens (<|im_start|>, <|im_end|>,
                              * <|start_header_id|>, <|end_header_id|>, <|eot_id|>) */
@@ -83,8 +88,10 @@ typedef struct model_fixture_desc {
 typedef struct model_fixture_tensor {
     char name[64];          /* GGUF's name */
     int cls;                /* FIXTURE_* class, or FIXTURE_F32_ONLY */
-    uint32_t ndim;
-    int64_t shape[2];       /* the library's order: [N, K], or [N] */
+    uint32_t ndim;          /* 1, 2, or 3 for an expert stack [experts, N / experts, K] */
+    int64_t shape[2];       /* the library's order: [N, K], or [N]; an expert stack's N
+                               counts every expert's rows */
+    int64_t experts;        /* 3-D: the experts stacked */
     uint32_t gguf_type;     /* its ggml type in the GGUF file */
     int64_t permute_heads;  /* > 0: its rows are permuted over this many heads in the GGUF */
     float *source;          /* the generated values, Hugging Face's row order */

@@ -133,6 +133,14 @@ static mcl_status put_hparams(mcl_gguf_writer *g, const model_fixture_desc *d)
         s = put_f32(g, a, "attention.layer_norm_rms_epsilon", d->norm_eps);
     if (s == MCL_SUCCESS)
         s = put_f32(g, a, "rope.freq_base", d->rope_theta);
+    if (s == MCL_SUCCESS && d->experts > 0)
+        s = put_u32(g, a, "expert_count", (uint32_t)d->experts);
+    if (s == MCL_SUCCESS && d->experts > 0)
+        s = put_u32(g, a, "expert_used_count", (uint32_t)d->experts_used);
+    if (s == MCL_SUCCESS && strcmp(a, "qwen2moe") == 0)
+        s = put_u32(g, a, "expert_feed_forward_length", (uint32_t)d->expert_hidden);
+    if (s == MCL_SUCCESS && strcmp(a, "qwen2moe") == 0 && d->shared_hidden > 0)
+        s = put_u32(g, a, "expert_shared_feed_forward_length", (uint32_t)d->shared_hidden);
     return s;
 }
 
@@ -161,7 +169,11 @@ mcl_status model_fixture_write_gguf(const model_fixture *f, const char *path)
             memcpy(file, t->source, (size_t)(rows * k) * sizeof *file);
         uint64_t bytes = 0;
         unsigned char *data = model_fixture_encode(t->gguf_type, file, rows, k, &bytes);
-        uint64_t dims[2] = {(uint64_t)k, (uint64_t)n};
+        uint64_t dims[3] = {(uint64_t)k, (uint64_t)n, 1};
+        if (t->ndim == 3) { /* [experts, rows, K] reversed */
+            dims[1] = (uint64_t)(n / t->experts);
+            dims[2] = (uint64_t)t->experts;
+        }
         s = data ? mcl_gguf_writer_add_tensor(g, t->name, t->ndim, dims, t->gguf_type, data,
                                               bytes)
                  : MCL_ERROR_INVALID_ARGUMENT;
@@ -220,6 +232,8 @@ static mcl_status write_config(const model_fixture_desc *d, const char *path)
 mcl_status model_fixture_write_checkpoint(const model_fixture *f, const char *dir)
 {
     const model_fixture_desc *d = &f->desc;
+    if (d->experts > 0)
+        return fixture_fail(MCL_ERROR_UNSUPPORTED, "mixtures are written as GGUF only");
     mcl_st_dtype dtype = d->hf_type == MCL_GGML_F16    ? MCL_ST_F16
                          : d->hf_type == MCL_GGML_BF16 ? MCL_ST_BF16
                                                        : MCL_ST_F32;

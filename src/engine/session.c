@@ -286,6 +286,14 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
         mcl_mem_free(s);
         return MCL_ERROR_INVALID_ARGUMENT;
     }
+    if (s->info.experts > 0) {
+        mcl_fail(any->ctx, MCL_ERROR_UNSUPPORTED,
+                 "session: %s is a mixture of %u experts, which sessions do not run yet (the "
+                 "model's tensors and metadata are read)", s->info.architecture,
+                 s->info.experts);
+        mcl_mem_free(s);
+        return MCL_ERROR_UNSUPPORTED;
+    }
     s->ctx = any->ctx;
     mcl_context_adopt(s->ctx, &s->child, session_release_child);
     const mcl_model_info *m = &s->info;

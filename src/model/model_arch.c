@@ -14,11 +14,18 @@ static const struct {
     const char *name;
     int permutes_qk; /* llama.cpp's converter permutes q and k rows for its RoPE */
     int qkv_bias;    /* q, k and v projections have biases */
+    int moe;         /* 0: dense; 1: experts where expert_count says so (Mixtral is written
+                        as llama); 2: always experts, qwen2moe's (unnormalised top-k, an
+                        optional shared expert) */
 } architectures[] = {
-    {"llama", 1, 0},
-    {"mistral", 1, 0},
-    {"qwen2", 0, 1},
+    {"llama", 1, 0, 1},
+    {"mistral", 1, 0, 1},
+    {"qwen2", 0, 1, 0},
+    {"qwen2moe", 0, 1, 2},
 };
+/* The most experts per block and per token the engine's routing takes. */
+#define MODEL_MAX_EXPERTS 256u
+#define MODEL_MAX_EXPERTS_USED 16u
 #define ARCH_COUNT (sizeof architectures / sizeof architectures[0])
 
 const char *mcl_model_architecture_name(uint32_t index)
@@ -98,6 +105,36 @@ static mcl_status opt_f32(mcl_model *m, const char *suffix, float fallback, floa
     return MCL_SUCCESS;
 }
 
+/* The mixture's hyperparameters: expert_count (where `moe` is 1, its absence means dense),
+ * expert_used_count, and qwen2moe's expert and shared-expert widths. */
+static mcl_status read_experts(mcl_model *m, int moe)
+{
+    mcl_model_info *in = &m->info;
+    mcl_status status;
+    if (moe == 0 || (moe == 1 && !arch_key(m, "expert_count")))
+        return MCL_SUCCESS;
+    if ((status = need_u32(m, "expert_count", &in->experts)) != MCL_SUCCESS ||
+        (status = need_u32(m, "expert_used_count", &in->experts_used)) != MCL_SUCCESS)
+        return status;
+    if (in->experts > MODEL_MAX_EXPERTS || in->experts_used > in->experts ||
+        in->experts_used > MODEL_MAX_EXPERTS_USED)
+        return MODEL_FAIL(m->ctx, MCL_ERROR_UNSUPPORTED,
+                          "model: %u experts with %u per token (the library routes up to %u "
+                          "experts, %u per token)", in->experts, in->experts_used,
+                          MODEL_MAX_EXPERTS, MODEL_MAX_EXPERTS_USED);
+    in->experts_norm = moe == 1;
+    if (moe == 2) {
+        if ((status = need_u32(m, "expert_feed_forward_length", &in->expert_hidden)) !=
+            MCL_SUCCESS)
+            return status;
+        if (arch_key(m, "expert_shared_feed_forward_length") &&
+            (status = need_u32(m, "expert_shared_feed_forward_length", &in->shared_hidden)) !=
+                MCL_SUCCESS)
+            return status;
+    }
+    return MCL_SUCCESS;
+}
+
 mcl_status mcl_model_arch_from_gguf(mcl_model *m)
 {
     mcl_model_info *in = &m->info;
@@ -119,9 +156,16 @@ mcl_status mcl_model_arch_from_gguf(mcl_model *m)
         str_copy(in->name, sizeof in->name, s);
 
     mcl_status status;
+    if ((status = read_experts(m, architectures[arch].moe)) != MCL_SUCCESS)
+        return status;
+    if (architectures[arch].moe == 2 && !arch_key(m, "feed_forward_length"))
+        in->hidden = in->expert_hidden; /* no dense block reads it */
+    else if ((status = need_u32(m, "feed_forward_length", &in->hidden)) != MCL_SUCCESS)
+        return status;
+    if (in->experts && architectures[arch].moe == 1)
+        in->expert_hidden = in->hidden;
     if ((status = need_u32(m, "embedding_length", &in->dim)) != MCL_SUCCESS ||
         (status = need_u32(m, "block_count", &in->layers)) != MCL_SUCCESS ||
-        (status = need_u32(m, "feed_forward_length", &in->hidden)) != MCL_SUCCESS ||
         (status = need_u32(m, "attention.head_count", &in->heads)) != MCL_SUCCESS ||
         (status = need_u32(m, "context_length", &in->context_length)) != MCL_SUCCESS)
         return status;
@@ -220,6 +264,52 @@ static mcl_status expect(mcl_model *m, const char *name, int optional, uint32_t 
     return MCL_SUCCESS;
 }
 
+/* An expert stack `name`: [experts, d0, d1]. */
+static mcl_status expect_experts(mcl_model *m, const char *name, int64_t d0, int64_t d1)
+{
+    const model_tensor *t = mcl_model_tensor_named(m, name);
+    const int64_t e = m->info.experts;
+    if (!t)
+        return MODEL_FAIL(m->ctx, MCL_ERROR_BAD_FILE, "model: the %s model has no tensor %s%s",
+                          m->info.architecture, name,
+                          mcl_model_tensor_named(m, "blk.0.ffn_gate.0.weight")
+                              ? " (its experts are separate tensors, as older conversions wrote "
+                                "them: convert the model again, for experts stacked in one)"
+                              : "");
+    if (t->ndim != 3 || t->shape[0] != e || t->shape[1] != d0 || t->shape[2] != d1)
+        return MODEL_FAIL(m->ctx, MCL_ERROR_BAD_FILE,
+                          "model: tensor %s is %u-D [%lld, %lld, %lld], the hyperparameters "
+                          "give [%lld, %lld, %lld]", name, t->ndim, (long long)t->shape[0],
+                          (long long)(t->ndim > 1 ? t->shape[1] : 0),
+                          (long long)(t->ndim > 2 ? t->shape[2] : 0), (long long)e,
+                          (long long)d0, (long long)d1);
+    return MCL_SUCCESS;
+}
+
+/* A block's mixture: the router, the three stacks, and qwen2moe's shared expert. */
+static mcl_status check_experts(mcl_model *m, uint32_t l)
+{
+    const mcl_model_info *in = &m->info;
+    const int64_t d = in->dim, fe = in->expert_hidden, fs = in->shared_hidden;
+    char name[96];
+    mcl_status status;
+#define NAMED(suffix) (snprintf(name, sizeof name, "blk.%u.%s", l, suffix), name)
+    if ((status = expect(m, NAMED("ffn_gate_inp.weight"), 0, 2, in->experts, d)) !=
+            MCL_SUCCESS ||
+        (status = expect_experts(m, NAMED("ffn_gate_exps.weight"), fe, d)) != MCL_SUCCESS ||
+        (status = expect_experts(m, NAMED("ffn_up_exps.weight"), fe, d)) != MCL_SUCCESS ||
+        (status = expect_experts(m, NAMED("ffn_down_exps.weight"), d, fe)) != MCL_SUCCESS)
+        return status;
+    if (fs > 0 &&
+        ((status = expect(m, NAMED("ffn_gate_inp_shexp.weight"), 0, 1, d, 0)) != MCL_SUCCESS ||
+         (status = expect(m, NAMED("ffn_gate_shexp.weight"), 0, 2, fs, d)) != MCL_SUCCESS ||
+         (status = expect(m, NAMED("ffn_up_shexp.weight"), 0, 2, fs, d)) != MCL_SUCCESS ||
+         (status = expect(m, NAMED("ffn_down_shexp.weight"), 0, 2, d, fs)) != MCL_SUCCESS))
+        return status;
+#undef NAMED
+    return MCL_SUCCESS;
+}
+
 mcl_status mcl_model_check_tensors(mcl_model *m)
 {
     mcl_model_info *in = &m->info;
@@ -253,9 +343,13 @@ mcl_status mcl_model_check_tensors(mcl_model *m)
     };
     const int64_t size_of[] = {d, q, kv, f};
     for (uint32_t l = 0; l < in->layers; l++) {
+        if (in->experts && (status = check_experts(m, l)) != MCL_SUCCESS)
+            return status;
         for (size_t i = 0; i < sizeof layer / sizeof layer[0]; i++) {
             if (layer[i].bias && !in->qkv_bias)
                 continue;
+            if (in->experts && (layer[i].rows == 3 || layer[i].cols == 3))
+                continue; /* the dense feed-forward, which a mixture replaces */
             char name[96];
             snprintf(name, sizeof name, "blk.%u.%s", l, layer[i].suffix);
             int64_t rows = size_of[layer[i].rows];

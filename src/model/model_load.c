@@ -143,13 +143,15 @@ static mcl_status decide_dtype(mcl_model *m, model_tensor *t, const mcl_model_de
     }
     int set = (desc->flags & MCL_MODEL_WEIGHT_TYPE_SET) != 0;
     int64_t k = t->shape[t->ndim - 1];
+    /* Matrices, and the 3-D stacks of a mixture's experts (one matrix on the device). */
+    int matrix = t->ndim == 2 || (t->ndim == 3 && m->info.experts > 0);
     if (quant >= 0) {
-        if (t->ndim != 2)
+        if (!matrix)
             return MODEL_FAIL(m->ctx, MCL_ERROR_UNSUPPORTED,
                               "model: tensor %s is block-quantised with %u dimensions (the "
                               "library reads quantized matrices)", t->name, t->ndim);
         t->dtype = set && desc->weight_type == MCL_DTYPE_F32 ? MCL_DTYPE_F32 : (mcl_dtype)quant;
-    } else if (set && desc->weight_type != MCL_DTYPE_F32 && t->ndim == 2 &&
+    } else if (set && desc->weight_type != MCL_DTYPE_F32 && matrix &&
                k % mcl_dtype_block_weights(desc->weight_type) == 0) {
         t->dtype = desc->weight_type;
     } else {
@@ -317,7 +319,12 @@ mcl_status mcl_model_load_weights(mcl_model *m, const mcl_model_desc *desc)
     int reading_ahead = readahead_start(&r, m);
     for (uint32_t i = 0; i < m->tensor_count && status == MCL_SUCCESS; i++) {
         model_tensor *t = &m->tensors[i];
-        status = mcl_tensor_create(m->ctx, t->dtype, t->ndim, t->shape, &t->tensor);
+        /* An expert stack [experts, rows, K] is one matrix [experts x rows, K] on the
+         * device: expert e's rows start at row e x rows. */
+        int64_t stacked[2] = {t->ndim == 3 ? t->shape[0] * t->shape[1] : 0, t->shape[2]};
+        status = t->ndim == 3 ? mcl_tensor_create(m->ctx, t->dtype, 2, stacked, &t->tensor)
+                              : mcl_tensor_create(m->ctx, t->dtype, t->ndim, t->shape,
+                                                  &t->tensor);
         if (status == MCL_SUCCESS)
             status = upload(t, f32, dev, chunk_rows, desc, &done, total,
                             reading_ahead ? &r : NULL);

@@ -1,0 +1,152 @@
+/* Mixture-of-experts model files: Mixtral-style llama and qwen2moe GGUFs written by the
+ * fixtures are opened with their hyperparameters, their stacked expert tensors reach the
+ * device exactly as the file holds them (each expert's rows where the engine will look for
+ * them), a malformed mixture is refused with the tensor named, and a session refuses a
+ * mixture clearly until the engine routes experts. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "model_fixtures.h"
+#include "io/gguf.h"
+#include "quant/quant.h"
+
+static mcl_context *ctx;
+
+static void write(model_fixture *f, const model_fixture_desc *d, const char *name, char *path)
+{
+    assert_mcl_ok(model_fixture_create(d, f));
+    snprintf(path, 512, "%s/%s", mcl_test_scratch_dir(), name);
+    assert_mcl_ok(model_fixture_write_gguf(f, path));
+}
+
+/* The device values of the model's tensor `name` equal the fixture's file values. */
+static int same_values(const mcl_model *m, const model_fixture *f, const char *name)
+{
+    const model_fixture_tensor *t = model_fixture_find(f, name);
+    mcl_tensor *dev = mcl_model_find_tensor(m, name);
+    if (!t || !dev)
+        return 0;
+    int64_t n = t->ndim > 1 ? t->shape[0] * t->shape[1] : t->shape[0];
+    float *got = malloc((size_t)n * sizeof *got);
+    void *raw = malloc((size_t)n * sizeof(float));
+    assert_true(got && raw);
+    mcl_dtype dtype = mcl_tensor_dtype(dev);
+    uint64_t bytes = mcl_tensor_nbytes(dev);
+    int ok = mcl_tensor_download(dev, 0, raw, bytes) == MCL_SUCCESS;
+    if (ok && dtype == MCL_DTYPE_F32)
+        memcpy(got, raw, (size_t)n * sizeof *got);
+    else if (ok)
+        ok = mcl_dequantize(dtype, raw, got, n) == MCL_SUCCESS;
+    for (int64_t i = 0; ok && i < n; i++)
+        ok = got[i] == t->gguf[i];
+    free(got);
+    free(raw);
+    return ok;
+}
+
+static void check_mixture(const char *arch, uint32_t type, int shared)
+{
+    model_fixture_desc d = {.arch = arch, .dim = 32, .layers = 2, .heads = 4, .kv_heads = 2,
+                            .hidden = 64, .vocab = 40, .experts = 4, .experts_used = 2,
+                            .expert_hidden = 64, .shared_hidden = shared ? 32 : 0,
+                            .qkv_bias = strcmp(arch, "qwen2moe") == 0, .seed = 17};
+    for (int c = 0; c < FIXTURE_CLASSES; c++)
+        d.gguf_type[c] = type;
+    model_fixture f;
+    char path[512];
+    write(&f, &d, "moe.gguf", path);
+    mcl_model *m = NULL;
+    assert_mcl_ok(mcl_model_open(ctx, path, NULL, &m));
+    mcl_model_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_model_file_info(m, &info));
+    assert_string_equal(info.architecture, arch);
+    assert_int_equal(info.experts, 4);
+    assert_int_equal(info.experts_used, 2);
+    assert_int_equal(info.expert_hidden, 64);
+    assert_int_equal(info.experts_norm, strcmp(arch, "llama") == 0);
+    assert_int_equal(info.shared_hidden, shared ? 32 : 0);
+
+    /* The stacks: 3-D in the file's description, one matrix on the device. */
+    mcl_model_tensor_info ti = {.size = sizeof ti};
+    int found = 0;
+    for (uint32_t i = 0; i < mcl_model_tensor_count(m); i++) {
+        assert_mcl_ok(mcl_model_tensor(m, i, &ti));
+        if (strcmp(ti.name, "blk.1.ffn_down_exps.weight") == 0) {
+            found = 1;
+            assert_int_equal(ti.ndim, 3);
+            assert_true(ti.shape[0] == 4 && ti.shape[1] == 32 && ti.shape[2] == 64);
+            assert_int_equal(mcl_tensor_ndim(ti.tensor), 2);
+        }
+    }
+    assert_true(found);
+    const char *names[] = {"blk.0.ffn_gate_inp.weight", "blk.0.ffn_gate_exps.weight",
+                           "blk.1.ffn_up_exps.weight", "blk.1.ffn_down_exps.weight",
+                           "blk.1.ffn_gate_shexp.weight", "blk.1.ffn_gate_inp_shexp.weight"};
+    int ok = 1;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (!shared && strstr(names[i], "shexp"))
+            continue;
+        ok &= same_values(m, &f, names[i]);
+    }
+    char what[128];
+    snprintf(what, sizeof what, "%s %s%s: experts on the device as in the file", arch,
+             mcl_ggml_type_name(type), shared ? ", shared expert" : "");
+    assert_true(mcl_test_record_bool(what, ok));
+    assert_null(mcl_model_find_tensor(m, "blk.0.ffn_gate.weight"));
+
+    mcl_session *s = NULL;
+    mcl_test_expect_status("a session of a mixture", mcl_session_create(m, NULL, &s),
+                           MCL_ERROR_UNSUPPORTED);
+    assert_null(s);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "experts"));
+    mcl_model_close(m);
+    model_fixture_free(&f);
+}
+
+static void mixtral_and_qwen2moe(void **state)
+{
+    (void)state;
+    check_mixture("llama", MCL_GGML_F32, 0);
+    check_mixture("llama", MCL_GGML_Q4_0, 0);
+    check_mixture("qwen2moe", MCL_GGML_Q8_0, 1);
+    check_mixture("qwen2moe", MCL_GGML_F32, 0);
+}
+
+/* A stack written as a 2-D matrix, and a router of the wrong width, are refused by name; the
+ * control is the same fixture written as it should be (mixtral_and_qwen2moe). */
+static void malformed_mixtures(void **state)
+{
+    (void)state;
+    model_fixture_desc d = {.arch = "llama", .dim = 32, .layers = 1, .heads = 4, .hidden = 64,
+                            .vocab = 40, .experts = 4, .experts_used = 2, .seed = 3};
+    model_fixture f;
+    char path[512];
+    assert_mcl_ok(model_fixture_create(&d, &f));
+    for (int i = 0; i < f.count; i++)
+        if (strcmp(f.tensors[i].name, "blk.0.ffn_up_exps.weight") == 0)
+            f.tensors[i].ndim = 2;
+    snprintf(path, sizeof path, "%s/flat.gguf", mcl_test_scratch_dir());
+    assert_mcl_ok(model_fixture_write_gguf(&f, path));
+    mcl_model *m = NULL;
+    mcl_test_expect_status("a stack written 2-D", mcl_model_open(ctx, path, NULL, &m),
+                           MCL_ERROR_BAD_FILE);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "blk.0.ffn_up_exps.weight"));
+    model_fixture_free(&f);
+
+    d.experts_used = 5; /* more than the experts */
+    assert_int_equal(model_fixture_create(&d, &f), MCL_ERROR_INVALID_ARGUMENT);
+}
+
+int main(int argc, char **argv)
+{
+    mcl_test_begin(argc, argv);
+    ctx = mcl_test_device_context();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(mixtral_and_qwen2moe),
+        cmocka_unit_test(malformed_mixtures),
+    };
+    return mcl_test_finish(
+        cmocka_run_group_tests(tests, mcl_test_scratch_setup, mcl_test_scratch_teardown));
+}
