@@ -24,31 +24,6 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-/* A GGUF's tensors as the loader's, shapes reversed into the library's order, q and k marked
- * for llama.cpp's permutation where the architecture has it. */
-static mcl_status tensors_from_gguf(mcl_model *m)
-{
-    int permutes = mcl_model_arch_permutes_qk(m->info.architecture);
-    for (uint64_t i = 0; i < mcl_gguf_tensor_count(m->gguf); i++) {
-        const mcl_gguf_tensor *g = mcl_gguf_tensor_at(m->gguf, i);
-        model_tensor *t;
-        mcl_status status = mcl_model_add_tensor(m, g->name.data, (size_t)g->name.len, &t);
-        if (status != MCL_SUCCESS)
-            return status;
-        t->file_type = g->type;
-        t->ndim = g->ndim;
-        for (uint32_t d = 0; d < g->ndim; d++)
-            t->shape[d] = (int64_t)g->dims[g->ndim - 1 - d];
-        t->data = g->data;
-        t->bytes = g->bytes;
-        if (permutes && ends_with(t->name, ".attn_q.weight"))
-            t->unpermute_heads = m->info.heads;
-        else if (permutes && ends_with(t->name, ".attn_k.weight"))
-            t->unpermute_heads = m->info.kv_heads;
-    }
-    return MCL_SUCCESS;
-}
-
 static mcl_status open_gguf(mcl_model *m, const char *path)
 {
     char why[256];
@@ -65,7 +40,7 @@ static mcl_status open_gguf(mcl_model *m, const char *path)
     snprintf(m->info.format, sizeof m->info.format, "gguf %u", mcl_gguf_version(m->gguf));
     m->info.file_bytes = m->files->size;
     if ((status = mcl_model_arch_from_gguf(m)) != MCL_SUCCESS ||
-        (status = tensors_from_gguf(m)) != MCL_SUCCESS)
+        (status = mcl_model_tensors_from_gguf(m)) != MCL_SUCCESS)
         return status;
     uint64_t vocab = 0;
     char key[96];

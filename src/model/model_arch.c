@@ -211,6 +211,35 @@ mcl_status mcl_model_arch_from_gguf(mcl_model *m)
     return MCL_SUCCESS;
 }
 
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+mcl_status mcl_model_tensors_from_gguf(mcl_model *m)
+{
+    int permutes = mcl_model_arch_permutes_qk(m->info.architecture);
+    for (uint64_t i = 0; i < mcl_gguf_tensor_count(m->gguf); i++) {
+        const mcl_gguf_tensor *g = mcl_gguf_tensor_at(m->gguf, i);
+        model_tensor *t;
+        mcl_status status = mcl_model_add_tensor(m, g->name.data, (size_t)g->name.len, &t);
+        if (status != MCL_SUCCESS)
+            return status;
+        t->file_type = g->type;
+        t->ndim = g->ndim;
+        for (uint32_t d = 0; d < g->ndim; d++)
+            t->shape[d] = (int64_t)g->dims[g->ndim - 1 - d];
+        t->data = g->data;
+        t->bytes = g->bytes;
+        if (permutes && ends_with(t->name, ".attn_q.weight"))
+            t->unpermute_heads = m->info.heads;
+        else if (permutes && ends_with(t->name, ".attn_k.weight"))
+            t->unpermute_heads = m->info.kv_heads;
+    }
+    return MCL_SUCCESS;
+}
+
 model_tensor *mcl_model_tensor_named(const mcl_model *m, const char *name)
 {
     for (uint32_t i = 0; i < m->tensor_count; i++) {

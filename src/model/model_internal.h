@@ -58,6 +58,11 @@ static inline mcl_status mcl_model_bad_file(mcl_status status)
  * MCL_ERROR_BAD_FILE for a missing or inconsistent key (named). */
 mcl_status mcl_model_arch_from_gguf(mcl_model *m);
 
+/* A GGUF's tensors (m->gguf parsed, m->info's architecture read) as the loader's, shapes
+ * reversed into the library's order, q and k marked for llama.cpp's permutation where the
+ * architecture has it. */
+mcl_status mcl_model_tensors_from_gguf(mcl_model *m);
+
 /* Whether llama.cpp's converter permutes the q and k rows of this architecture. */
 int mcl_model_arch_permutes_qk(const char *architecture);
 
