@@ -485,6 +485,25 @@ static void bad_arguments(void **state)
     mcl_counter_linear_destroy(layer);
 }
 
+/* A layer outlives its context as a handle: calls say so, and destroying it is safe. */
+static void outlives_context(void **state)
+{
+    (void)state;
+    mcl_context *other = mcl_test_context_without_subgroups();
+    assert_non_null(other);
+    mcl_counter_linear_desc desc = {.size = sizeof desc, .out = 4, .in = 16};
+    mcl_counter_linear *layer = NULL;
+    assert_mcl_ok(mcl_counter_linear_create(other, &desc, &layer));
+    mcl_context_destroy(other);
+    float w[4 * 16];
+    const int refused =
+        mcl_counter_linear_to_f32(layer, w, NULL, NULL) == MCL_ERROR_CONTEXT_DESTROYED &&
+        mcl_counter_linear_state(layer) == NULL;
+    mcl_counter_linear_destroy(layer);
+    assert_true(mcl_test_record_bool("counter: a layer after its context's destruction",
+                                     refused));
+}
+
 int main(int argc, char **argv)
 {
     mcl_test_begin(argc, argv);
@@ -495,6 +514,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(update_matches_reference),
         cmocka_unit_test(learns_ternary_teacher),
         cmocka_unit_test(bad_arguments),
+        cmocka_unit_test(outlives_context),
     };
     return mcl_test_finish(cmocka_run_group_tests(tests, NULL, NULL));
 }
