@@ -1050,6 +1050,8 @@ MCL_API void mcl_graph_destroy(mcl_graph *graph);
  *    place (host or device) are still moving.
  *  - mcl_profiler_*: the GPU profiler; the operations' names and what they declare grow
  *    with the kernels.
+ *  - mcl_counter_linear_*: the counter-state synapse of the memory-native training paths,
+ *    a research path whose state format and update may still change.
  * ===================================================================================== */
 #ifdef MOTIFCL_EXPERIMENTAL
 
@@ -1569,6 +1571,127 @@ MCL_API mcl_status mcl_profiler_totals(const mcl_context *ctx, double *dispatch_
  *  NULL: buffer may be when capacity is 0, needed may be; ctx may not. */
 MCL_API mcl_status mcl_profiler_json(const mcl_context *ctx, char *buffer, size_t capacity,
                                      size_t *needed);
+
+/* --- Counter-state linear layer ---------------------------------------------------------
+ * A linear layer y = x W^T (W is out x in) whose weights are small automata instead of floats
+ * (the memory-native training paths, counter-state synapse): each weight is a ternary value
+ * t in {-1, 0, 1} and a residual counter c in [-(C - 1), C - 1], packed as a 6-bit code
+ * (t + 1) * (2C - 1) + (c + C - 1), four codes in three bytes (byte0 = k0 | (k1 & 3) << 6,
+ * byte1 = (k1 >> 2) & 15 | (k2 & 15) << 4, byte2 = (k2 >> 4) & 3 | k3 << 2), row-major. Each
+ * row o has an f32 scale s[o] and an f32 RMS moment v[o]; W[o, i] = s[o] * t[o, i]. Persistent
+ * state: 0.75 + 8 / in bytes per weight; no f32 master weight, no per-weight moment, no dense
+ * weight gradient. The update is fused into the backward pass (mcl_counter_linear_backward).
+ * A layer belongs to its context (destroyed with it, its handle still to be destroyed).
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct mcl_counter_linear mcl_counter_linear;
+
+/** The default and the largest counter range C: 3 x (2C - 1) states must fit in 6 bits. */
+#define MCL_COUNTER_DEFAULT_C 11
+#define MCL_COUNTER_MAX_C 11
+
+/** A layer's shape, for mcl_counter_linear_create(). Zero-initialise, set `size`. */
+typedef struct mcl_counter_linear_desc {
+    size_t size;          /**< sizeof(mcl_counter_linear_desc). Required. */
+    int64_t out;          /**< rows of W, >= 1 */
+    int64_t in;           /**< columns of W: >= 16 and a multiple of 16 (an update invocation
+                               owns 16 weights, three whole 32-bit words of the state) */
+    uint32_t C;           /**< counter range, 1..MCL_COUNTER_MAX_C: 0 means 11 */
+    uint32_t reserved0;   /**< must be zero */
+    uint64_t reserved[4]; /**< must be zero */
+} mcl_counter_linear_desc;
+
+/** Create a layer: every weight t = 0, c = 0 (code (2C - 1) + C - 1), s = 1, v = 0. Errors:
+ *  MCL_ERROR_INVALID_ARGUMENT (desc->size not set, a shape or C out of range, reserved fields
+ *  not zero), MCL_ERROR_TOO_LARGE (out x in at 2^32 or beyond, out past 1048560), the tensor
+ *  creation statuses.
+ *  NULL: none of ctx, desc, layer (*layer is NULL after a failure). */
+MCL_API mcl_status mcl_counter_linear_create(mcl_context *ctx,
+                                             const mcl_counter_linear_desc *desc,
+                                             mcl_counter_linear **layer);
+
+/** Destroy a layer and its tensors (safe after its context's destruction).
+ *  NULL: layer may be (nothing happens). */
+MCL_API void mcl_counter_linear_destroy(mcl_counter_linear *layer);
+
+/** The layer's tensors, owned by it (never destroy them): the packed state (u8, out x in x 3 /
+ *  4 bytes, the format above), the row scales s (f32 [out]) and the row moments v (f32
+ *  [out]). A caller may upload to and download from them (a checkpoint, a test).
+ *  NULL: layer may be (then NULL, as after the context's destruction). */
+MCL_API mcl_tensor *mcl_counter_linear_state(const mcl_counter_linear *layer);
+MCL_API mcl_tensor *mcl_counter_linear_scale(const mcl_counter_linear *layer);
+MCL_API mcl_tensor *mcl_counter_linear_moment(const mcl_counter_linear *layer);
+
+/** Set the layer from f32 weights w [out, in] on the host, row by row: with
+ *  delta = threshold_ratio x mean_i |w[o, i]|, t = sign(w) where |w| > delta and 0 elsewhere
+ *  (threshold_ratio 0.7 is the ternary-weight-network rule; 0 keeps every nonzero sign);
+ *  s[o] = the mean |w| of the weights with t != 0 (the row's mean |w| if none is), clamped to
+ *  [1e-5, 10] as the update clamps it; c = 0 and v = 0. MCL_ERROR_INVALID_ARGUMENT for a
+ *  threshold_ratio that is negative or not finite, or a non-finite weight; the upload's
+ *  statuses.
+ *  NULL: none of layer, w. */
+MCL_API mcl_status mcl_counter_linear_from_f32(mcl_counter_linear *layer, const float *w,
+                                               float threshold_ratio);
+
+/** Decode the layer for inspection (waits for recorded work): w [out, in] = s[o] x t[o, i]
+ *  (the weight the forward pass uses), and, where given, t and c of every weight.
+ *  NULL: w, t and c may be (each is then not written); layer may not. */
+MCL_API mcl_status mcl_counter_linear_to_f32(mcl_counter_linear *layer, float *w, int8_t *t,
+                                             int8_t *c);
+
+/** y = x W^T with W decoded from the packed state in the shader (no dense W is made, not even
+ *  as scratch): x f32 [..., in], y f32 [..., out] with the same leading dimensions, y not x.
+ *  Recorded. Errors: MCL_ERROR_INVALID_ARGUMENT (y is x), MCL_ERROR_SHAPE_MISMATCH,
+ *  MCL_ERROR_DTYPE_MISMATCH, MCL_ERROR_WRONG_CONTEXT, MCL_ERROR_TOO_LARGE (more than 1048560
+ *  rows), MCL_ERROR_CONTEXT_DESTROYED.
+ *  NULL: none of layer, x, y. */
+MCL_API mcl_status mcl_counter_linear_forward(mcl_counter_linear *layer, const mcl_tensor *x,
+                                              mcl_tensor *y);
+
+/** Flags of mcl_counter_update_desc.flags: without its flag a field that is 0 takes its
+ *  default; with it the field is used as given. */
+enum {
+    MCL_COUNTER_BETA_SET = 1u << 0 /**< use beta as given (0: v is this step's mean G^2) */
+};
+
+/** The update fused into mcl_counter_linear_backward(). Zero-initialise, set `size`. */
+typedef struct mcl_counter_update_desc {
+    size_t size;          /**< sizeof(mcl_counter_update_desc). Required. */
+    float lr;             /**< used as given, finite and >= 0 (the spec's default is 3e-3); 0
+                               with lr_scale 0 leaves every t and c as they are */
+    float lr_scale;       /**< learning rate of the row scales, finite and >= 0: 0 (the
+                               default) keeps s */
+    float beta;           /**< RMS moment decay in [0, 1): 0 means 0.9 unless
+                               MCL_COUNTER_BETA_SET */
+    float eps;            /**< floor of sqrt(v), finite and > 0: 0 means 1e-3 */
+    uint32_t seed;        /**< this step's seed of the stochastic rounding, used as given
+                               (the spec's default is 12345): give each step its own */
+    uint32_t flags;       /**< MCL_COUNTER_*_SET; any other bit is MCL_ERROR_INVALID_ARGUMENT */
+    uint64_t reserved[4]; /**< must be zero */
+} mcl_counter_update_desc;
+
+/** The layer's backward pass for x f32 [..., in] and grad_out f32 [..., out] (the same leading
+ *  dimensions, N rows): grad_x = grad_out W with W decoded as in the forward pass (the W
+ *  before this call's update), then, where `update` is given, the update of the memory-native
+ *  spec with G = grad_out^T x, recomputed per tile of W and never stored:
+ *    per row: gsq = mean_i G^2; v = beta v + (1 - beta) gsq; D = max(sqrt(v), eps);
+ *             gs = sum_i G t / sqrt(in); s' = clamp(s - lr_scale gs, 1e-5, 10)
+ *    per weight: tick = -lr (G / D) (C / s'), computed as val = c (s / s') + G k with
+ *             k = (-lr / D) (C / s') per row; r = floor(val) + (u < frac(val)) with
+ *             u = (h(seed ^ h(o in + i)) & 0xffffff) / 2^24; carry = trunc(r / C),
+ *             t' = clamp(t + carry, -1, 1), c' = r - carry C, or sign(r) (C - 1) where t'
+ *             was clamped; then s = s'.
+ *  Every sum has a fixed order and every operation is rounded on its own, so the state after
+ *  the update is a function of the inputs alone (tests/ref/ref_counter.c repeats it; the
+ *  row's division and square root are the device's, correctly rounded on Lavapipe).
+ *  Non-finite gradients leave valid but unspecified codes. Recorded: grad_x one dispatch, the
+ *  update three (row statistics, row factors, the weights) and two scratch tensors of
+ *  8 x out x (ceil(in / 64) + 1) bytes together. Errors: those of the forward pass, and
+ *  MCL_ERROR_INVALID_ARGUMENT for a bad update descriptor or grad_x aliasing an input.
+ *  NULL: grad_x may be (not computed), update may be (no update); not layer, x, grad_out. */
+MCL_API mcl_status mcl_counter_linear_backward(mcl_counter_linear *layer, const mcl_tensor *x,
+                                               const mcl_tensor *grad_out, mcl_tensor *grad_x,
+                                               const mcl_counter_update_desc *update);
 
 #endif /* MOTIFCL_EXPERIMENTAL */
 

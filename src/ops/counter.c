@@ -1,0 +1,520 @@
+/* The counter-state linear layer (MEMORY_NATIVE.md section 1): its state, conversion from and
+ * to f32 weights on the host, and the dispatches of its forward and backward passes.
+ *
+ * Dispatch plan (kernels in shaders/counter_*):
+ *   forward   counter_matmul_f32 (TRANSPOSED 0): y = x W^T, W decoded per 16 x 16 tile
+ *   backward  counter_matmul_f32 (TRANSPOSED 1): grad_x = grad_out W (the W before the update)
+ *             counter_stats_f32: G per 16 x 64 tile, each row's partial sum G^2 and G t
+ *             counter_rows_f32:  the row sums, v, s and the two factors of the row
+ *             counter_apply_f32: G per tile again, each weight's step, written in place
+ * G is never stored: computing it twice costs arithmetic, not memory. An update invocation
+ * owns 16 weights of a row, three whole words of the packed state (in a multiple of 16), so
+ * no two invocations write one word and the kernels need no 8-bit storage. */
+#include <math.h>
+#include <string.h>
+
+#include "../core/alloc.h"
+#include "../vk/runtime.h"
+#include "counter.h"
+
+/* Tile shapes the kernels are written for (counter_grad.glsl, counter_matmul_f32.comp). */
+#define COUNTER_TILE_ROWS 16u
+#define COUNTER_TILE_COLS 64u
+#define COUNTER_UPDATE_WG 64u
+#define COUNTER_MATMUL_TILE 16u
+#define COUNTER_MATMUL_WG 256u
+#define COUNTER_ROWS_WG 64u
+/* Vulkan's minimum maxComputeWorkGroupCount per dimension. */
+#define COUNTER_MAX_GROUPS 65535u
+/* The most rows a 16-row tile grid reaches within that count. */
+#define COUNTER_MAX_ROWS ((int64_t)COUNTER_MAX_GROUPS * 16)
+/* The spec's defaults and the scale's range. */
+#define COUNTER_DEFAULT_BETA 0.9f
+#define COUNTER_DEFAULT_EPS 1e-3f
+#define COUNTER_SCALE_MIN 1e-5f
+#define COUNTER_SCALE_MAX 10.0f
+
+struct mcl_counter_linear {
+    mcl_child child;
+    mcl_context *ctx;
+    int64_t out, in;
+    uint32_t C;
+    mcl_tensor *state, *scale, *moment;
+};
+
+typedef struct matmul_push {
+    uint32_t rows, k, cols, in_dim, C;
+} matmul_push;
+
+typedef struct grad_push {
+    uint32_t n, out_dim, in_dim, C, last; /* last: tiles (stats) or seed (apply) */
+} grad_push;
+
+typedef struct rows_push {
+    uint32_t out_dim, in_dim, tiles, C;
+    float lr, lr_scale, beta, eps;
+} rows_push;
+
+/* Bytes of the packed state of n weights (n a multiple of 4). */
+static uint64_t packed_bytes(uint64_t n)
+{
+    return n / 4 * 3;
+}
+
+/* codes[0..n) (n a multiple of 4) into bytes, four codes in three bytes. */
+static void pack_codes(const uint8_t *codes, uint64_t n, uint8_t *bytes)
+{
+    for (uint64_t g = 0; g < n / 4; g++) {
+        const uint8_t *k = codes + 4 * g;
+        uint8_t *b = bytes + 3 * g;
+        b[0] = (uint8_t)(k[0] | (k[1] & 3) << 6);
+        b[1] = (uint8_t)(((k[1] >> 2) & 15) | (k[2] & 15) << 4);
+        b[2] = (uint8_t)(((k[2] >> 4) & 3) | k[3] << 2);
+    }
+}
+
+static uint8_t unpack_code(const uint8_t *bytes, uint64_t e)
+{
+    const uint8_t *b = bytes + 3 * (e / 4);
+    uint32_t bits = b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16;
+    return (uint8_t)(bits >> (6 * (e % 4)) & 63);
+}
+
+static void release(mcl_counter_linear *layer)
+{
+    mcl_tensor **t[] = {&layer->state, &layer->scale, &layer->moment};
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        mcl_tensor_destroy(*t[i]);
+        *t[i] = NULL;
+    }
+}
+
+static void release_child(mcl_child *child)
+{
+    release((mcl_counter_linear *)(void *)((char *)child - offsetof(mcl_counter_linear, child)));
+}
+
+/* The layer's device state, or why it is gone. */
+static mcl_status check_layer(const mcl_counter_linear *layer)
+{
+    mcl_status status = mcl_context_check(layer->ctx);
+    if (status == MCL_SUCCESS && !layer->state)
+        status = MCL_ERROR_CONTEXT_DESTROYED;
+    return status;
+}
+
+/* Upload codes (t, c per weight, or one code for all when t is NULL), s and v = 0. */
+static mcl_status upload_state(mcl_counter_linear *layer, const int8_t *t, const float *s)
+{
+    const uint64_t n = (uint64_t)layer->out * (uint64_t)layer->in;
+    const uint32_t C = layer->C;
+    uint8_t *codes = mcl_mem_malloc(n);
+    uint8_t *bytes = mcl_mem_malloc(packed_bytes(n));
+    float *ones = s ? NULL : mcl_mem_malloc((size_t)layer->out * sizeof(float));
+    mcl_status status = MCL_SUCCESS;
+    if (!codes || !bytes || (!s && !ones)) {
+        status = mcl_fail(layer->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        goto done;
+    }
+    for (uint64_t e = 0; e < n; e++)
+        codes[e] = (uint8_t)((uint32_t)((t ? t[e] : 0) + 1) * (2 * C - 1) + (C - 1));
+    pack_codes(codes, n, bytes);
+    if (!s) {
+        for (int64_t o = 0; o < layer->out; o++)
+            ones[o] = 1.0f;
+    }
+    if ((status = mcl_tensor_upload(layer->state, 0, bytes, packed_bytes(n))) != MCL_SUCCESS ||
+        (status = mcl_tensor_upload(layer->scale, 0, s ? s : ones,
+                                    (uint64_t)layer->out * sizeof(float))) != MCL_SUCCESS)
+        goto done;
+    status = mcl_tensor_zero(layer->moment);
+done:
+    mcl_mem_free(codes);
+    mcl_mem_free(bytes);
+    mcl_mem_free(ones);
+    return status;
+}
+
+mcl_status mcl_counter_linear_create(mcl_context *ctx, const mcl_counter_linear_desc *desc,
+                                     mcl_counter_linear **layer)
+{
+    static const char op[] = "mcl_counter_linear_create";
+    if (layer)
+        *layer = NULL;
+    if (!ctx)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (!desc || !layer || desc->size < offsetof(mcl_counter_linear_desc, reserved))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "%s: NULL argument or desc->size not set", op);
+    const uint32_t C = desc->C ? desc->C : MCL_COUNTER_DEFAULT_C;
+    int reserved_set = desc->reserved0 != 0;
+    if (desc->size >= sizeof *desc) {
+        for (size_t i = 0; i < sizeof desc->reserved / sizeof *desc->reserved; i++)
+            reserved_set |= desc->reserved[i] != 0;
+    }
+    if (desc->out < 1 || desc->in < 16 || desc->in % 16 != 0 || C > MCL_COUNTER_MAX_C ||
+        reserved_set)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "%s: out >= 1, in >= 16 and a multiple of 16, C in 1..%d (6-bit "
+                        "codes) and reserved fields zero are required", op, MCL_COUNTER_MAX_C);
+    if (desc->out > COUNTER_MAX_ROWS || desc->in > COUNTER_MAX_ROWS ||
+        (uint64_t)desc->out * (uint64_t)desc->in > UINT32_MAX)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
+                        "%s: out and in at most %lld, out x in below 2^32", op,
+                        (long long)COUNTER_MAX_ROWS);
+    mcl_counter_linear *l = mcl_mem_calloc(1, sizeof *l);
+    if (!l)
+        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    l->ctx = ctx;
+    l->out = desc->out;
+    l->in = desc->in;
+    l->C = C;
+    mcl_context_adopt(ctx, &l->child, release_child);
+    const int64_t bytes = (int64_t)packed_bytes((uint64_t)l->out * (uint64_t)l->in);
+    mcl_status status;
+    if ((status = mcl_tensor_create(ctx, MCL_DTYPE_U8, 1, &bytes, &l->state)) != MCL_SUCCESS ||
+        (status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &l->out, &l->scale)) !=
+            MCL_SUCCESS ||
+        (status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &l->out, &l->moment)) !=
+            MCL_SUCCESS ||
+        (status = upload_state(l, NULL, NULL)) != MCL_SUCCESS) {
+        mcl_counter_linear_destroy(l);
+        return status;
+    }
+    *layer = l;
+    return MCL_SUCCESS;
+}
+
+void mcl_counter_linear_destroy(mcl_counter_linear *layer)
+{
+    if (!layer)
+        return;
+    release(layer);
+    mcl_context_disown(layer->ctx, &layer->child);
+    mcl_mem_free(layer);
+}
+
+mcl_tensor *mcl_counter_linear_state(const mcl_counter_linear *layer)
+{
+    return layer ? layer->state : NULL;
+}
+
+mcl_tensor *mcl_counter_linear_scale(const mcl_counter_linear *layer)
+{
+    return layer ? layer->scale : NULL;
+}
+
+mcl_tensor *mcl_counter_linear_moment(const mcl_counter_linear *layer)
+{
+    return layer ? layer->moment : NULL;
+}
+
+mcl_status mcl_counter_linear_from_f32(mcl_counter_linear *layer, const float *w,
+                                       float threshold_ratio)
+{
+    if (!layer)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = check_layer(layer);
+    if (status != MCL_SUCCESS)
+        return status;
+    if (!w || !(threshold_ratio >= 0.0f) || !isfinite(threshold_ratio))
+        return mcl_fail(layer->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_counter_linear_from_f32: w NULL or threshold_ratio not finite "
+                        "and >= 0");
+    const uint64_t n = (uint64_t)layer->out * (uint64_t)layer->in;
+    for (uint64_t e = 0; e < n; e++) {
+        if (!isfinite(w[e]))
+            return mcl_fail(layer->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                            "mcl_counter_linear_from_f32: weight %llu is not finite",
+                            (unsigned long long)e);
+    }
+    int8_t *t = mcl_mem_malloc(n);
+    float *s = mcl_mem_malloc((size_t)layer->out * sizeof(float));
+    if (!t || !s) {
+        status = mcl_fail(layer->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        goto done;
+    }
+    for (int64_t o = 0; o < layer->out; o++) {
+        const float *row = w + o * layer->in;
+        int8_t *trow = t + o * layer->in;
+        double sum = 0.0, kept = 0.0;
+        int64_t nonzero = 0;
+        for (int64_t i = 0; i < layer->in; i++)
+            sum += fabs((double)row[i]);
+        const double delta = (double)threshold_ratio * sum / (double)layer->in;
+        for (int64_t i = 0; i < layer->in; i++) {
+            const double a = fabs((double)row[i]);
+            trow[i] = (int8_t)(a > delta ? (row[i] > 0.0f ? 1 : -1) : 0);
+            if (trow[i] != 0) {
+                kept += a;
+                nonzero++;
+            }
+        }
+        double scale = nonzero ? kept / (double)nonzero : sum / (double)layer->in;
+        if (scale < COUNTER_SCALE_MIN)
+            scale = COUNTER_SCALE_MIN;
+        if (scale > COUNTER_SCALE_MAX)
+            scale = COUNTER_SCALE_MAX;
+        s[o] = (float)scale;
+    }
+    status = upload_state(layer, t, s);
+done:
+    mcl_mem_free(t);
+    mcl_mem_free(s);
+    return status;
+}
+
+mcl_status mcl_counter_linear_to_f32(mcl_counter_linear *layer, float *w, int8_t *t, int8_t *c)
+{
+    if (!layer)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = check_layer(layer);
+    if (status != MCL_SUCCESS)
+        return status;
+    const uint64_t n = (uint64_t)layer->out * (uint64_t)layer->in;
+    const uint32_t levels = 2 * layer->C - 1;
+    uint8_t *bytes = mcl_mem_malloc(packed_bytes(n));
+    float *s = mcl_mem_malloc((size_t)layer->out * sizeof(float));
+    if (!bytes || !s) {
+        status = mcl_fail(layer->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        goto done;
+    }
+    if ((status = mcl_tensor_download(layer->state, 0, bytes, packed_bytes(n))) !=
+            MCL_SUCCESS ||
+        (status = mcl_tensor_download(layer->scale, 0, s, (uint64_t)layer->out * 4)) !=
+            MCL_SUCCESS)
+        goto done;
+    for (uint64_t e = 0; e < n; e++) {
+        const uint32_t code = unpack_code(bytes, e);
+        const int tv = (int)(code / levels) - 1;
+        if (w)
+            w[e] = s[e / (uint64_t)layer->in] * (float)tv;
+        if (t)
+            t[e] = (int8_t)tv;
+        if (c)
+            c[e] = (int8_t)((int)(code % levels) - (int)(layer->C - 1));
+    }
+done:
+    mcl_mem_free(bytes);
+    mcl_mem_free(s);
+    return status;
+}
+
+/* Rows of t when its last dimension is `last` (0 when it is not, or t has no dimension). */
+static int64_t rows_of(const mcl_tensor *t, int64_t last)
+{
+    if (t->ndim < 1 || t->shape[t->ndim - 1] != last)
+        return 0;
+    return mcl_tensor_numel(t) / last;
+}
+
+static mcl_status check_input(mcl_counter_linear *layer, const char *op, const mcl_tensor *t,
+                              const char *what)
+{
+    if (!t)
+        return mcl_fail(layer->ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", op, what);
+    if (t->ctx != layer->ctx)
+        return mcl_fail(layer->ctx, MCL_ERROR_WRONG_CONTEXT, "%s: %s is of another context",
+                        op, what);
+    if (t->dtype != MCL_DTYPE_F32)
+        return mcl_fail(layer->ctx, MCL_ERROR_DTYPE_MISMATCH, "%s: %s is not f32", op, what);
+    return MCL_SUCCESS;
+}
+
+static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t local_size,
+                             uint32_t spec1, uint32_t push_size, const mcl_kernel **kernel)
+{
+    mcl_kernel_desc desc = {
+        .id = id,
+        .binding_count = 4,
+        .push_size = push_size,
+        .local_size_x = local_size,
+        .spec_count = 1,
+        .spec = {spec1},
+    };
+    mcl_status status = mcl_kernel_get(ctx, &desc, kernel);
+    if (status == MCL_SUCCESS && mcl_kernel_local_size(*kernel) != local_size)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                        "counter layer: the device runs no workgroup of %u invocations",
+                        local_size);
+    return status;
+}
+
+/* c [rows, cols] = a [rows, k] times W^T (forward) or W (transposed). */
+static mcl_status record_matmul(mcl_counter_linear *layer, int transposed,
+                                const mcl_tensor *a, mcl_tensor *c, int64_t rows)
+{
+    const mcl_kernel *kernel;
+    mcl_status status = get_kernel(layer->ctx, MCL_KERNEL_COUNTER_MATMUL_F32,
+                                   COUNTER_MATMUL_WG, transposed != 0, sizeof(matmul_push),
+                                   &kernel);
+    if (status != MCL_SUCCESS || rows == 0)
+        return status;
+    const int64_t k = transposed ? layer->out : layer->in;
+    const int64_t cols = transposed ? layer->in : layer->out;
+    matmul_push push = {(uint32_t)rows, (uint32_t)k, (uint32_t)cols, (uint32_t)layer->in,
+                        layer->C};
+    mcl_tensor *reads[3] = {(mcl_tensor *)a, layer->state, layer->scale};
+    return mcl_dispatch(layer->ctx, kernel, reads, 3, &c, 1, &push,
+                        (uint32_t)((cols + COUNTER_MATMUL_TILE - 1) / COUNTER_MATMUL_TILE),
+                        (uint32_t)((rows + COUNTER_MATMUL_TILE - 1) / COUNTER_MATMUL_TILE), 1);
+}
+
+mcl_status mcl_counter_linear_forward(mcl_counter_linear *layer, const mcl_tensor *x,
+                                      mcl_tensor *y)
+{
+    static const char op[] = "mcl_counter_linear_forward";
+    if (!layer)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = check_layer(layer);
+    if (status != MCL_SUCCESS || (status = check_input(layer, op, x, "x")) != MCL_SUCCESS ||
+        (status = check_input(layer, op, y, "y")) != MCL_SUCCESS)
+        return status;
+    if (x == y)
+        return mcl_fail(layer->ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: y is x", op);
+    const int64_t rows = rows_of(x, layer->in);
+    if (rows == 0 || rows_of(y, layer->out) != rows || x->ndim != y->ndim)
+        return mcl_fail(layer->ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "%s: x must be [..., %lld] and y [..., %lld] with the same rows", op,
+                        (long long)layer->in, (long long)layer->out);
+    if (rows > COUNTER_MAX_ROWS)
+        return mcl_fail(layer->ctx, MCL_ERROR_TOO_LARGE, "%s: more than %lld rows", op,
+                        (long long)COUNTER_MAX_ROWS);
+    return record_matmul(layer, 0, x, y, rows);
+}
+
+/* Zero-initialised update fields with their defaults; MCL_ERROR_INVALID_ARGUMENT for a bad
+ * descriptor. */
+static mcl_status read_update(mcl_counter_linear *layer, const mcl_counter_update_desc *desc,
+                              rows_push *push, uint32_t *seed)
+{
+    static const char op[] = "mcl_counter_linear_backward";
+    if (desc->size < offsetof(mcl_counter_update_desc, reserved))
+        return mcl_fail(layer->ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: update->size not set",
+                        op);
+    int reserved_set = 0;
+    if (desc->size >= sizeof *desc) {
+        for (size_t i = 0; i < sizeof desc->reserved / sizeof *desc->reserved; i++)
+            reserved_set |= desc->reserved[i] != 0;
+    }
+    const float beta = desc->beta != 0.0f || (desc->flags & MCL_COUNTER_BETA_SET)
+                           ? desc->beta
+                           : COUNTER_DEFAULT_BETA;
+    const float eps = desc->eps != 0.0f ? desc->eps : COUNTER_DEFAULT_EPS;
+    if ((desc->flags & ~(uint32_t)MCL_COUNTER_BETA_SET) || reserved_set ||
+        !(desc->lr >= 0.0f) || !isfinite(desc->lr) || !(desc->lr_scale >= 0.0f) ||
+        !isfinite(desc->lr_scale) || !(beta >= 0.0f && beta < 1.0f) || !(eps > 0.0f) ||
+        !isfinite(eps))
+        return mcl_fail(layer->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "%s: lr and lr_scale finite and >= 0, beta in [0, 1), eps finite and "
+                        "> 0, known flags and zero reserved fields are required", op);
+    *push = (rows_push){
+        .out_dim = (uint32_t)layer->out,
+        .in_dim = (uint32_t)layer->in,
+        .tiles = (uint32_t)((layer->in + COUNTER_TILE_COLS - 1) / COUNTER_TILE_COLS),
+        .C = layer->C,
+        .lr = desc->lr,
+        .lr_scale = desc->lr_scale,
+        .beta = beta,
+        .eps = eps,
+    };
+    *seed = desc->seed;
+    return MCL_SUCCESS;
+}
+
+/* The three dispatches of the update; row_factors NULL: a scratch tensor. */
+static mcl_status record_update(mcl_counter_linear *layer, const mcl_tensor *x,
+                                const mcl_tensor *grad_out, int64_t rows,
+                                const rows_push *hyper, uint32_t seed, mcl_tensor *row_factors)
+{
+    mcl_context *ctx = layer->ctx;
+    const mcl_kernel *stats, *finish, *apply;
+    mcl_status status;
+    if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, COUNTER_UPDATE_WG, 0,
+                             sizeof(grad_push), &stats)) != MCL_SUCCESS ||
+        (status = get_kernel(ctx, MCL_KERNEL_COUNTER_ROWS_F32, COUNTER_ROWS_WG, 0,
+                             sizeof(rows_push), &finish)) != MCL_SUCCESS ||
+        (status = get_kernel(ctx, MCL_KERNEL_COUNTER_APPLY_F32, COUNTER_UPDATE_WG, 0,
+                             sizeof(grad_push), &apply)) != MCL_SUCCESS)
+        return status;
+    const int64_t partial_len = layer->out * (int64_t)hyper->tiles * 2;
+    const int64_t factors_len = layer->out * 2;
+    mcl_tensor *partial = NULL, *scratch = NULL;
+    if ((status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &partial_len, &partial)) !=
+            MCL_SUCCESS ||
+        (!row_factors &&
+         (status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &factors_len, &scratch)) !=
+             MCL_SUCCESS))
+        goto done;
+    mcl_tensor *factors = row_factors ? row_factors : scratch;
+    const uint32_t groups_x = hyper->tiles;
+    const uint32_t groups_y = (uint32_t)((layer->out + COUNTER_TILE_ROWS - 1) /
+                                         COUNTER_TILE_ROWS);
+    grad_push push = {(uint32_t)rows, (uint32_t)layer->out, (uint32_t)layer->in, layer->C,
+                      hyper->tiles};
+    mcl_tensor *stats_reads[3] = {(mcl_tensor *)x, (mcl_tensor *)grad_out, layer->state};
+    if ((status = mcl_dispatch(ctx, stats, stats_reads, 3, &partial, 1, &push, groups_x,
+                               groups_y, 1)) != MCL_SUCCESS)
+        goto done;
+    uint64_t row_groups = ((uint64_t)layer->out + COUNTER_ROWS_WG - 1) / COUNTER_ROWS_WG;
+    mcl_tensor *row_writes[3] = {layer->scale, layer->moment, factors};
+    if ((status = mcl_dispatch(ctx, finish, &partial, 1, row_writes, 3, hyper,
+                               (uint32_t)row_groups, 1, 1)) != MCL_SUCCESS)
+        goto done;
+    push.last = seed;
+    mcl_tensor *apply_reads[3] = {(mcl_tensor *)x, (mcl_tensor *)grad_out, factors};
+    status = mcl_dispatch(ctx, apply, apply_reads, 3, &layer->state, 1, &push, groups_x,
+                          groups_y, 1);
+done:
+    /* Safe with the dispatches still recorded: the memory is held until they have run. */
+    mcl_tensor_destroy(partial);
+    mcl_tensor_destroy(scratch);
+    return status;
+}
+
+mcl_status mcl_counter_linear_backward_ex(mcl_counter_linear *layer, const mcl_tensor *x,
+                                          const mcl_tensor *grad_out, mcl_tensor *grad_x,
+                                          const mcl_counter_update_desc *update,
+                                          mcl_tensor *row_factors)
+{
+    static const char op[] = "mcl_counter_linear_backward";
+    if (!layer)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = check_layer(layer);
+    if (status != MCL_SUCCESS || (status = check_input(layer, op, x, "x")) != MCL_SUCCESS ||
+        (status = check_input(layer, op, grad_out, "grad_out")) != MCL_SUCCESS ||
+        (grad_x && (status = check_input(layer, op, grad_x, "grad_x")) != MCL_SUCCESS) ||
+        (row_factors &&
+         (status = check_input(layer, op, row_factors, "row_factors")) != MCL_SUCCESS))
+        return status;
+    if (grad_x && (grad_x == x || grad_x == grad_out))
+        return mcl_fail(layer->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "%s: grad_x aliases an input", op);
+    const int64_t rows = rows_of(x, layer->in);
+    if (rows == 0 || rows_of(grad_out, layer->out) != rows || grad_out->ndim != x->ndim ||
+        (grad_x && (rows_of(grad_x, layer->in) != rows || grad_x->ndim != x->ndim)) ||
+        (row_factors && mcl_tensor_numel(row_factors) != 2 * layer->out))
+        return mcl_fail(layer->ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "%s: x [..., %lld], grad_out [..., %lld] and grad_x like x, with the "
+                        "same rows, are required", op, (long long)layer->in,
+                        (long long)layer->out);
+    if (rows > COUNTER_MAX_ROWS)
+        return mcl_fail(layer->ctx, MCL_ERROR_TOO_LARGE, "%s: more than %lld rows", op,
+                        (long long)COUNTER_MAX_ROWS);
+    rows_push hyper;
+    uint32_t seed = 0;
+    if (update && (status = read_update(layer, update, &hyper, &seed)) != MCL_SUCCESS)
+        return status;
+    if (grad_x && (status = record_matmul(layer, 1, grad_out, grad_x, rows)) != MCL_SUCCESS)
+        return status;
+    if (!update)
+        return MCL_SUCCESS;
+    return record_update(layer, x, grad_out, rows, &hyper, seed, row_factors);
+}
+
+mcl_status mcl_counter_linear_backward(mcl_counter_linear *layer, const mcl_tensor *x,
+                                       const mcl_tensor *grad_out, mcl_tensor *grad_x,
+                                       const mcl_counter_update_desc *update)
+{
+    return mcl_counter_linear_backward_ex(layer, x, grad_out, grad_x, update, NULL);
+}
