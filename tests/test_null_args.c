@@ -436,6 +436,43 @@ static void graphs_and_models(void **state)
     mcl_graph_destroy(g);
     mcl_graph_destroy(NULL);
 
+    /* The counter-state layer. */
+    mcl_counter_linear_desc cd = {.size = sizeof cd, .out = 2, .in = 16};
+    mcl_counter_linear *layer = NULL;
+    NULL_REFUSED(mcl_counter_linear_create(NULL, &cd, &layer));
+    NULL_REFUSED(mcl_counter_linear_create(ctx, NULL, &layer));
+    NULL_REFUSED(mcl_counter_linear_create(ctx, &cd, NULL));
+    OK(mcl_counter_linear_create(ctx, &cd, &layer));
+    EXPECT_VALUE(mcl_counter_linear_state(layer) != NULL);
+    EXPECT_VALUE(mcl_counter_linear_state(NULL) == NULL);
+    EXPECT_VALUE(mcl_counter_linear_scale(NULL) == NULL);
+    EXPECT_VALUE(mcl_counter_linear_moment(NULL) == NULL);
+    float cw[32] = {0};
+    NULL_REFUSED(mcl_counter_linear_from_f32(NULL, cw, 0.7f));
+    NULL_REFUSED(mcl_counter_linear_from_f32(layer, NULL, 0.7f));
+    OK(mcl_counter_linear_from_f32(layer, cw, 0.7f));
+    OK(mcl_counter_linear_to_f32(layer, NULL, NULL, NULL));
+    NULL_REFUSED(mcl_counter_linear_to_f32(NULL, cw, NULL, NULL));
+    int64_t cx_shape[2] = {1, 16}, cy_shape[2] = {1, 2};
+    mcl_tensor *cx = NULL, *cy = NULL;
+    OK(mcl_tensor_create(ctx, MCL_DTYPE_F32, 2, cx_shape, &cx));
+    OK(mcl_tensor_create(ctx, MCL_DTYPE_F32, 2, cy_shape, &cy));
+    float zeros16[16] = {0};
+    OK(mcl_tensor_upload(cx, 0, zeros16, sizeof zeros16));
+    OK(mcl_tensor_upload(cy, 0, zeros16, 2 * sizeof(float)));
+    OK(mcl_counter_linear_forward(layer, cx, cy));
+    NULL_REFUSED(mcl_counter_linear_forward(NULL, cx, cy));
+    NULL_REFUSED(mcl_counter_linear_forward(layer, NULL, cy));
+    NULL_REFUSED(mcl_counter_linear_forward(layer, cx, NULL));
+    OK(mcl_counter_linear_backward(layer, cx, cy, NULL, NULL));
+    NULL_REFUSED(mcl_counter_linear_backward(NULL, cx, cy, NULL, NULL));
+    NULL_REFUSED(mcl_counter_linear_backward(layer, NULL, cy, NULL, NULL));
+    NULL_REFUSED(mcl_counter_linear_backward(layer, cx, NULL, NULL, NULL));
+    mcl_tensor_destroy(cx);
+    mcl_tensor_destroy(cy);
+    mcl_counter_linear_destroy(layer);
+    mcl_counter_linear_destroy(NULL);
+
     /* The profiler. */
     NULL_REFUSED(mcl_profiler_start(NULL));
     OK(mcl_profiler_start(ctx));
