@@ -259,7 +259,7 @@ static mcl_status check_vector(mcl_context *ctx, const char *op, const char *wha
 static mcl_status norm_backward(mcl_context *ctx, const char *op, mcl_kernel_id id,
                                 const mcl_tensor *x, const mcl_tensor *weight,
                                 const mcl_tensor *dy, float eps, mcl_tensor *dx,
-                                mcl_tensor *dweight, mcl_tensor *dbias)
+                                mcl_tensor *dweight, mcl_tensor *dbias, mcl_tensor *scratch)
 {
     const mcl_tensor *t[3] = {x, dy, dx};
     mcl_status status = mcl_ops_check_f32(ctx, op, t, 3);
@@ -289,9 +289,25 @@ static mcl_status norm_backward(mcl_context *ctx, const char *op, mcl_kernel_id 
     if (dweight && dweight == dbias)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: dweight aliases dbias", op);
 
-    /* The scratch for dweight: each row's dy * xhat, summed over rows afterwards. */
+    if (scratch && dweight) {
+        const mcl_tensor *all[7] = {x, weight, dy, dx, dweight, dbias, scratch};
+        if ((status = mcl_ops_check_f32(ctx, op, all + 6, 1)) != MCL_SUCCESS)
+            return status;
+        if (mcl_tensor_numel(scratch) < (int64_t)rows * d)
+            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "%s: scratch holds fewer than "
+                            "%u x %u floats", op, rows, d);
+        for (int i = 0; i < 6; i++) {
+            if (all[i] == scratch)
+                return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: scratch aliases an "
+                                "argument", op);
+        }
+    }
+    /* The scratch for dweight: each row's dy * xhat, summed over rows afterwards; the
+     * caller's, where given. */
     mcl_tensor *prod = NULL;
-    if (dweight) {
+    if (dweight && scratch) {
+        prod = scratch;
+    } else if (dweight) {
         mcl_tensor_desc pd = {.size = sizeof pd, .dtype = MCL_DTYPE_F32, .ndim = 2,
                               .shape = {(int64_t)rows, (int64_t)d},
                               .memory_class = MCL_MEMORY_SCRATCH};
@@ -299,8 +315,9 @@ static mcl_status norm_backward(mcl_context *ctx, const char *op, mcl_kernel_id 
             return status;
     }
     /* dbias first: dx may alias dy, and the row kernel would overwrite it. */
+    mcl_tensor *made = prod == scratch ? NULL : prod;
     if (dbias && (status = column_sum(ctx, (mcl_tensor *)dy, rows, d, dbias)) != MCL_SUCCESS) {
-        mcl_tensor_destroy(prod);
+        mcl_tensor_destroy(made);
         return status;
     }
     norm_bwd_push push = {.d = d, .rows = rows, .eps = eps};
@@ -318,7 +335,7 @@ static mcl_status norm_backward(mcl_context *ctx, const char *op, mcl_kernel_id 
     }
     if (status == MCL_SUCCESS && prod)
         status = column_sum(ctx, prod, rows, d, dweight);
-    mcl_tensor_destroy(prod);
+    mcl_tensor_destroy(made);
     return status;
 }
 
@@ -327,7 +344,16 @@ mcl_status mcl_rmsnorm_backward(mcl_context *ctx, const mcl_tensor *x, const mcl
                                 mcl_tensor *dweight)
 {
     return norm_backward(ctx, "mcl_rmsnorm_backward", MCL_KERNEL_RMSNORM_BACKWARD_F32, x,
-                         weight, dy, eps, dx, dweight, NULL);
+                         weight, dy, eps, dx, dweight, NULL, NULL);
+}
+
+mcl_status mcl_rmsnorm_backward_scratch(mcl_context *ctx, const mcl_tensor *x,
+                                        const mcl_tensor *weight, const mcl_tensor *dy,
+                                        float eps, mcl_tensor *dx, mcl_tensor *dweight,
+                                        mcl_tensor *scratch)
+{
+    return norm_backward(ctx, "mcl_rmsnorm_backward", MCL_KERNEL_RMSNORM_BACKWARD_F32, x,
+                         weight, dy, eps, dx, dweight, NULL, scratch);
 }
 
 mcl_status mcl_layernorm_backward(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *weight,
@@ -335,5 +361,5 @@ mcl_status mcl_layernorm_backward(mcl_context *ctx, const mcl_tensor *x, const m
                                   mcl_tensor *dweight, mcl_tensor *dbias)
 {
     return norm_backward(ctx, "mcl_layernorm_backward", MCL_KERNEL_LAYERNORM_BACKWARD_F32, x,
-                         weight, dy, eps, dx, dweight, dbias);
+                         weight, dy, eps, dx, dweight, dbias, NULL);
 }

@@ -23,6 +23,22 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
                              uint32_t m, uint32_t n, uint32_t k, uint32_t batch,
                              uint32_t stride_a, uint32_t stride_b);
 
+/* mcl_rmsnorm_backward and mcl_attention_backward with the caller's scratch instead of a
+ * scratch tensor made per call (bump-allocated scratch is reclaimed only when all of it is
+ * released, so a pass that calls them once per layer would grow with depth): dweight's
+ * per-row products (f32, at least rows x d floats; used only when dweight is not NULL) and
+ * the attention's row statistics (f32, at least B x Hq x T x 4 floats). The scratch must
+ * not be an argument; NULL makes one per call, as the public functions do. */
+mcl_status mcl_rmsnorm_backward_scratch(mcl_context *ctx, const mcl_tensor *x,
+                                        const mcl_tensor *weight, const mcl_tensor *dy,
+                                        float eps, mcl_tensor *dx, mcl_tensor *dweight,
+                                        mcl_tensor *scratch);
+mcl_status mcl_attention_backward_scratch(mcl_context *ctx, const mcl_tensor *q,
+                                          const mcl_tensor *k, const mcl_tensor *v,
+                                          const mcl_tensor *out, const mcl_tensor *dout,
+                                          const mcl_attention_desc *desc, mcl_tensor *dq,
+                                          mcl_tensor *dk, mcl_tensor *dv, mcl_tensor *scratch);
+
 /* Whether the row kernels (softmax, reductions, norms) reduce with subgroup arithmetic (1)
  * or with the portable shared-memory tree (0) on this context. */
 int mcl_rows_use_subgroup(const mcl_context *ctx);
