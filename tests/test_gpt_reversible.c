@@ -318,8 +318,12 @@ static void gradients_match_finite_differences(void **state)
 
 /* --- Peak activation memory against depth --------------------------------------------- */
 
-/* The peak of a forward and backward pass above what the model and the batch hold before
- * it, in a context of its own (the allocator's peak is per context and never resets). */
+/* The peak of a forward and backward pass over [MB, MT] above what the model and the batch
+ * hold before it, in a context of its own (the allocator's peak is per context and never
+ * resets). 512 rows make the weight gradients' products split K (their partials are scratch
+ * of every layer unless shared). */
+enum { MB = 8, MT = 64 };
+
 static double step_peak_kib(const mcl_gpt_desc *desc)
 {
     mcl_context_desc cd = {.size = sizeof cd, .device_index = -1};
@@ -327,8 +331,13 @@ static double step_peak_kib(const mcl_gpt_desc *desc)
     assert_mcl_ok(mcl_context_create(&cd, &c));
     mcl_gpt *gpt;
     assert_mcl_ok(mcl_gpt_create(c, desc, 1, &gpt));
-    batch b;
-    batch_make(&b, c, desc->vocab, 5);
+    int32_t ids[MB * MT];
+    random_ids(ids, MB * MT, desc->vocab, 5);
+    int64_t shape[2] = {MB, MT};
+    const int64_t one = 1;
+    batch b = {.tokens = mcl_test_tensor(c, MCL_DTYPE_I32, 2, shape, ids),
+               .targets = mcl_test_tensor(c, MCL_DTYPE_I32, 2, shape, ids),
+               .loss = mcl_test_tensor(c, MCL_DTYPE_F32, 1, &one, NULL)};
     assert_mcl_ok(mcl_finish(c));
     mcl_memory_stats st = {.size = sizeof st};
     assert_mcl_ok(mcl_context_memory_stats(c, &st));
@@ -363,6 +372,7 @@ static void activation_memory_flat_in_depth(void **state)
     for (int m = 0; m < 4; m++) {
         for (int d = 0; d < 3; d++) {
             mcl_gpt_desc desc = rev_desc(depths[d], modes[m].anchor, modes[m].flags);
+            desc.max_seq = MT;
             kib[m][d] = step_peak_kib(&desc);
             snprintf(name, sizeof name, "peak activation memory, %s, %d blocks", modes[m].name,
                      (int)depths[d]);

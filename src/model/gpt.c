@@ -288,7 +288,8 @@ static void acts_free(gpt_acts *a, int32_t layers)
     mcl_mem_free(a->drift);
     mcl_tensor *t[] = {a->hf, a->logits, a->lse, a->dx, a->dh, a->tmp, a->datt, a->dq,
                        a->dk, a->dv, a->dff, a->dgate, a->dup, a->dhead, a->s1, a->s2,
-                       a->avg, a->dx2, a->norm_scratch, a->attn_scratch};
+                       a->avg, a->dx2, a->norm_scratch, a->norm_partial, a->attn_scratch,
+                       a->mm_scratch};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         mcl_tensor_destroy(t[i]);
     memset(a, 0, sizeof *a);
@@ -433,7 +434,16 @@ static mcl_status reversible_alloc(mcl_gpt *gpt, int64_t bt)
     if ((s = t2(ctx, bt, d, &a->s1)) != MCL_SUCCESS || (s = t2(ctx, bt, d, &a->s2)) != MCL_SUCCESS ||
         (s = t2(ctx, bt, d, &a->avg)) != MCL_SUCCESS || (s = t2(ctx, bt, d, &a->dx2)) != MCL_SUCCESS ||
         (s = t2(ctx, bt, d, &a->norm_scratch)) != MCL_SUCCESS ||
+        (s = t2(ctx, (bt + 63) / 64, d, &a->norm_partial)) != MCL_SUCCESS ||
         (s = make_f32(ctx, bt * gpt->cfg.heads * 4, &a->attn_scratch)) != MCL_SUCCESS)
+        return s;
+    /* The largest product of a block: a weight's gradient [out, in], or an activation
+     * [B*T, width]; up to GPT_SPLIT_SLICES split-K slices of it. */
+    int64_t f = gpt->cfg.hidden, qd = (int64_t)gpt->cfg.heads * gpt->head_dim;
+    int64_t widest = d > f ? d : f;
+    widest = widest > qd ? widest : qd;
+    int64_t largest = bt * widest > widest * d ? bt * widest : widest * d;
+    if ((s = make_f32(ctx, largest * GPT_SPLIT_SLICES, &a->mm_scratch)) != MCL_SUCCESS)
         return s;
     for (int32_t l = 1; l < layers; l++) {
         if (!mcl_gpt_block_kept(gpt, l))

@@ -10,6 +10,9 @@
 #include "gpt_layout.h"
 
 #define GPT_NAME_MAX 32
+/* The most split-K slices a reversible block's products take (their partials live in one
+ * scratch tensor shared by every block, sized for this many). */
+#define GPT_SPLIT_SLICES 4
 
 enum { P_ATTN_NORM, P_WQ, P_WK, P_WV, P_WO, P_MLP_NORM, P_W_GATE, P_W_UP, P_W_DOWN };
 
@@ -45,7 +48,9 @@ typedef struct gpt_acts {
      * and the drift measured at each kept block (4 one-float tensors per kept block:
      * ||x2 error||, ||x2||, ||x1 error||, ||x1||). */
     mcl_tensor *s1, *s2, *avg, *dx2;
-    mcl_tensor *norm_scratch, *attn_scratch; /* the backward ops' scratch, shared by blocks */
+    /* The backward ops' scratch, shared by blocks. */
+    mcl_tensor *norm_scratch, *norm_partial, *attn_scratch;
+    mcl_tensor *mm_scratch; /* split-K partials of the blocks' products (GPT_SPLIT_SLICES) */
     mcl_tensor **keep1, **keep2;
     mcl_tensor **drift;
     uint32_t drift_count;  /* tensors in drift */

@@ -203,7 +203,7 @@ mcl_status mcl_softmax_backward(mcl_context *ctx, const mcl_tensor *y, const mcl
 
 /* out[d] = the sum over rows of x [rows, d], in a fixed order (see the top of the file). */
 static mcl_status column_sum(mcl_context *ctx, mcl_tensor *x, uint32_t rows, uint32_t d,
-                             mcl_tensor *out)
+                             mcl_tensor *out, mcl_tensor *given)
 {
     mcl_kernel_desc desc = {.id = MCL_KERNEL_COLUMN_SUM_F32, .binding_count = 2,
                             .push_size = sizeof(colsum_push), .local_size_x = COLSUM_WG};
@@ -228,7 +228,9 @@ static mcl_status column_sum(mcl_context *ctx, mcl_tensor *x, uint32_t rows, uin
                           .shape = {(int64_t)chunks, (int64_t)d},
                           .memory_class = MCL_MEMORY_SCRATCH};
     mcl_tensor *partial = NULL;
-    if ((status = mcl_tensor_create_ex(ctx, &pd, &partial)) != MCL_SUCCESS)
+    if (given && mcl_tensor_numel(given) >= (int64_t)chunks * d)
+        partial = given;
+    else if ((status = mcl_tensor_create_ex(ctx, &pd, &partial)) != MCL_SUCCESS)
         return status;
     colsum_push p1 = {.d = d, .rows = rows, .chunk_rows = chunk_rows};
     status = mcl_dispatch(ctx, kernel, &x, 1, &partial, 1, &p1, groups_x, chunks, 1);
@@ -236,7 +238,8 @@ static mcl_status column_sum(mcl_context *ctx, mcl_tensor *x, uint32_t rows, uin
         colsum_push p2 = {.d = d, .rows = chunks, .chunk_rows = chunks};
         status = mcl_dispatch(ctx, kernel, &partial, 1, &out, 1, &p2, groups_x, 1, 1);
     }
-    mcl_tensor_destroy(partial);
+    if (partial != given)
+        mcl_tensor_destroy(partial);
     return status;
 }
 
@@ -259,7 +262,8 @@ static mcl_status check_vector(mcl_context *ctx, const char *op, const char *wha
 static mcl_status norm_backward(mcl_context *ctx, const char *op, mcl_kernel_id id,
                                 const mcl_tensor *x, const mcl_tensor *weight,
                                 const mcl_tensor *dy, float eps, mcl_tensor *dx,
-                                mcl_tensor *dweight, mcl_tensor *dbias, mcl_tensor *scratch)
+                                mcl_tensor *dweight, mcl_tensor *dbias, mcl_tensor *scratch,
+                                mcl_tensor *partial)
 {
     const mcl_tensor *t[3] = {x, dy, dx};
     mcl_status status = mcl_ops_check_f32(ctx, op, t, 3);
@@ -290,14 +294,14 @@ static mcl_status norm_backward(mcl_context *ctx, const char *op, mcl_kernel_id 
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: dweight aliases dbias", op);
 
     if (scratch && dweight) {
-        const mcl_tensor *all[7] = {x, weight, dy, dx, dweight, dbias, scratch};
-        if ((status = mcl_ops_check_f32(ctx, op, all + 6, 1)) != MCL_SUCCESS)
+        const mcl_tensor *all[8] = {x, weight, dy, dx, dweight, dbias, scratch, partial};
+        if ((status = mcl_ops_check_f32(ctx, op, all + 6, partial ? 2 : 1)) != MCL_SUCCESS)
             return status;
         if (mcl_tensor_numel(scratch) < (int64_t)rows * d)
             return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "%s: scratch holds fewer than "
                             "%u x %u floats", op, rows, d);
-        for (int i = 0; i < 6; i++) {
-            if (all[i] == scratch)
+        for (int i = 0; i < 7; i++) {
+            if (all[i] && (all[i] == partial || (i < 6 && all[i] == scratch)))
                 return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: scratch aliases an "
                                 "argument", op);
         }
@@ -316,7 +320,8 @@ static mcl_status norm_backward(mcl_context *ctx, const char *op, mcl_kernel_id 
     }
     /* dbias first: dx may alias dy, and the row kernel would overwrite it. */
     mcl_tensor *made = prod == scratch ? NULL : prod;
-    if (dbias && (status = column_sum(ctx, (mcl_tensor *)dy, rows, d, dbias)) != MCL_SUCCESS) {
+    if (dbias && (status = column_sum(ctx, (mcl_tensor *)dy, rows, d, dbias, NULL)) !=
+                     MCL_SUCCESS) {
         mcl_tensor_destroy(made);
         return status;
     }
@@ -334,7 +339,7 @@ static mcl_status norm_backward(mcl_context *ctx, const char *op, mcl_kernel_id 
                                      groups_for(rows, 1), 1, 1);
     }
     if (status == MCL_SUCCESS && prod)
-        status = column_sum(ctx, prod, rows, d, dweight);
+        status = column_sum(ctx, prod, rows, d, dweight, scratch ? partial : NULL);
     mcl_tensor_destroy(made);
     return status;
 }
@@ -344,16 +349,16 @@ mcl_status mcl_rmsnorm_backward(mcl_context *ctx, const mcl_tensor *x, const mcl
                                 mcl_tensor *dweight)
 {
     return norm_backward(ctx, "mcl_rmsnorm_backward", MCL_KERNEL_RMSNORM_BACKWARD_F32, x,
-                         weight, dy, eps, dx, dweight, NULL, NULL);
+                         weight, dy, eps, dx, dweight, NULL, NULL, NULL);
 }
 
 mcl_status mcl_rmsnorm_backward_scratch(mcl_context *ctx, const mcl_tensor *x,
                                         const mcl_tensor *weight, const mcl_tensor *dy,
                                         float eps, mcl_tensor *dx, mcl_tensor *dweight,
-                                        mcl_tensor *scratch)
+                                        mcl_tensor *scratch, mcl_tensor *partial)
 {
     return norm_backward(ctx, "mcl_rmsnorm_backward", MCL_KERNEL_RMSNORM_BACKWARD_F32, x,
-                         weight, dy, eps, dx, dweight, NULL, scratch);
+                         weight, dy, eps, dx, dweight, NULL, scratch, partial);
 }
 
 mcl_status mcl_layernorm_backward(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *weight,
@@ -361,5 +366,5 @@ mcl_status mcl_layernorm_backward(mcl_context *ctx, const mcl_tensor *x, const m
                                   mcl_tensor *dweight, mcl_tensor *dbias)
 {
     return norm_backward(ctx, "mcl_layernorm_backward", MCL_KERNEL_LAYERNORM_BACKWARD_F32, x,
-                         weight, dy, eps, dx, dweight, dbias, NULL);
+                         weight, dy, eps, dx, dweight, dbias, NULL, NULL);
 }
