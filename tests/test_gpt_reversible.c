@@ -7,7 +7,7 @@
  * configuration checks.
  *
  * Tolerances (justified where they are defined below):
- *  - inversion vs kept inputs: gradient NMSE <= 1e-6 at every depth;
+ *  - inversion vs kept inputs: gradient NMSE <= 1e-6 at every depth, drift <= 1e-3;
  *  - finite differences: relative error of directional derivatives <= 1e-2;
  *  - memory: reversible peak at 64 blocks <= 1.5x the peak at 4; anchor 1 >= 2x;
  *  - learning: the loss on a fixed batch falls below 25% of ln(vocab) within LEARN_STEPS. */
@@ -32,6 +32,11 @@
  * absolute) and truncation ~FD_STEP^4; the derivatives compared are ~1e-2 or larger:
  * relative error ~1e-2 at worst, ~1e-4 typically. A wrong gradient path moves them by tens
  * of percent (the ordinary model's gradient: by 100% or more). */
+/* Inversion drift (max relative L2 of a reconstructed block input): FP32 rounding of each
+ * block's F and G (~1e-7 relative), amplified by the inverse's Lipschitz constant along
+ * the depth: ~1e-6 at 4 blocks, ~1e-4 at 64 here. 3e-3 over 12 blocks was reported
+ * elsewhere; above 1e-3 the reconstruction would dominate the gradient error bound above. */
+#define DRIFT_TOLERANCE 1e-3
 #define FD_STEP 1e-2
 #define FD_TOLERANCE 1e-2
 #define MEMORY_FLAT_RATIO 1.5
@@ -173,7 +178,7 @@ static void inversion_matches_kept_inputs(void **state)
             passed &= mcl_test_record(name, "nmse", err, INVERSION_TOLERANCE);
             snprintf(name, sizeof name, "depth %d anchor %d: inversion drift", (int)layers,
                      (int)anchors[a]);
-            mcl_test_record_figure(name, drift, "relative L2");
+            passed &= mcl_test_record(name, "relative L2", drift, DRIFT_TOLERANCE);
             snprintf(name, sizeof name, "depth %d anchor %d: same loss", (int)layers,
                      (int)anchors[a]);
             passed &= mcl_test_record_bool(name, loss == kept_loss);

@@ -10,7 +10,9 @@
  * norm). Activations for one [B, T] are allocated on the first forward pass with that shape:
  * per layer everything the backward pass reads (block input, both normed inputs, q, k, v
  * after RoPE, attention output, the MLP's gate, up and product), plus a few buffers that the
- * backward pass reuses from layer to layer.
+ * backward pass reuses from layer to layer. A reversible model (MCL_GPT_REVERSIBLE,
+ * gpt_reversible.c) allocates one layer's set as scratch, two running streams and the inputs
+ * of its anchored blocks instead.
  *
  * Hyper-parameters of the step live in a small device tensor that mcl_gpt_set_optimizer()
  * uploads: a captured step reads whatever was set before each replay. */
