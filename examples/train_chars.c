@@ -11,7 +11,13 @@
  *   train_chars [--data FILE] [--steps N] [--batch B] [--seq T] [--dim D] [--layers L]
  *               [--heads H] [--kv-heads H] [--hidden F] [--lr LR] [--seed S] [--log N]
  *               [--sample N] [--temperature X] [--save FILE] [--load FILE] [--no-replay]
- *               [--witness FILE] [--min-drop X]
+ *               [--witness FILE] [--min-drop X] [--reversible[=A]]
+ *
+ * --reversible[=A]: reversible blocks (MCL_GPT_REVERSIBLE, docs/reversible.md): the backward
+ * pass reconstructs block inputs instead of keeping activations, keeping the inputs of every
+ * A-th block (default 0: none but the embedding; 1: every block's, no reconstruction). For a
+ * new model only: a loaded one keeps its checkpoint's blocks. Memory is printed as
+ * persistent (what stays allocated between steps) and peak (the most at any time).
  *
  * --min-drop X: exit 1 unless the final validation loss is at least X nats below the first
  * one (the demo uses it so that a model that does not learn fails loudly).
@@ -47,6 +53,7 @@
 typedef struct options {
     const char *data, *save, *load, *witness;
     int steps, batch, seq, dim, layers, heads, kv_heads, hidden, log_every, sample, replay;
+    int reversible, anchor;
     double lr, temperature, min_drop;
     uint64_t seed;
 } options;
@@ -147,6 +154,12 @@ static int parse(int argc, char **argv, options *o)
             o->replay = 0;
             continue;
         }
+        if (strcmp(a, "--reversible") == 0 || strncmp(a, "--reversible=", 13) == 0) {
+            o->reversible = 1;
+            if (a[12] == '=' && int_option("--reversible", a + 13, 0, 2048, &o->anchor) != 0)
+                return -1;
+            continue;
+        }
         if (strncmp(a, "--", 2) != 0) {
             fprintf(stderr, "train_chars: %s: not an option\n", a);
             return -1;
@@ -190,6 +203,11 @@ static int parse(int argc, char **argv, options *o)
             return -1;
         i++;
     }
+    if (o->reversible && o->load) {
+        fprintf(stderr, "train_chars: --reversible: a loaded model keeps its checkpoint's "
+                        "blocks (drop --reversible or --load)\n");
+        return -1;
+    }
     if (o->hidden == 0)
         o->hidden = o->dim * 8 / 3 / 32 * 32 > 0 ? o->dim * 8 / 3 / 32 * 32 : 32;
     return 0;
@@ -225,12 +243,17 @@ static void fill_batch(const unsigned char *text, size_t lo, size_t hi, const vo
     }
 }
 
-static double memory_mib(mcl_context *ctx)
+/* Device memory of the tensors, in MiB: persistent (allocated now, between steps: the
+ * model, its optimizer state and activations) and peak (the most ever allocated, scratch of
+ * a step included). */
+static void memory_mib(mcl_context *ctx, double *persistent, double *peak)
 {
     mcl_memory_stats st = {.size = sizeof st};
+    *persistent = *peak = -1.0;
     if (mcl_context_memory_stats(ctx, &st) != MCL_SUCCESS)
-        return -1.0;
-    return (double)st.bytes_allocated_peak / (1024.0 * 1024.0);
+        return;
+    *persistent = (double)st.bytes_allocated / (1024.0 * 1024.0);
+    *peak = (double)st.bytes_allocated_peak / (1024.0 * 1024.0);
 }
 
 int main(int argc, char **argv)
@@ -240,7 +263,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s [--data FILE] [--steps N] [--batch B] [--seq T] [--dim D] "
                         "[--layers L] [--heads H] [--kv-heads H] [--hidden F] [--lr LR] "
                         "[--seed S] [--log N] [--sample N] [--temperature X] [--save FILE] "
-                        "[--load FILE] [--no-replay] [--witness FILE] [--min-drop X]\n",
+                        "[--load FILE] [--no-replay] [--witness FILE] [--min-drop X] "
+                        "[--reversible[=A]]\n",
                 argv[0]);
         return 1;
     }
@@ -291,7 +315,9 @@ int main(int argc, char **argv)
     } else {
         mcl_gpt_desc cfg = {.size = sizeof cfg, .vocab = v.size, .dim = o.dim,
                             .layers = o.layers, .heads = o.heads, .kv_heads = o.kv_heads,
-                            .hidden = o.hidden, .max_seq = o.seq, .tied_head = 1};
+                            .hidden = o.hidden, .max_seq = o.seq, .tied_head = 1,
+                            .flags = o.reversible ? MCL_GPT_REVERSIBLE : 0u,
+                            .reversible_anchor = o.anchor};
         CHECK(mcl_gpt_create(ctx, &cfg, o.seed, &gpt));
     }
     mcl_gpt_desc cfg = {.size = sizeof cfg};
@@ -306,6 +332,12 @@ int main(int argc, char **argv)
     printf("text %s: %zu bytes, %d distinct; model dim %d, %d layers, %d heads (%d kv), "
            "hidden %d: %lld parameters\n", o.data, n, v.size, cfg.dim, cfg.layers, cfg.heads,
            cfg.kv_heads, cfg.hidden, (long long)mcl_gpt_param_numel(gpt));
+    const int reversible = (cfg.flags & MCL_GPT_REVERSIBLE) != 0;
+    if (reversible)
+        printf("blocks: reversible, inputs kept every %d blocks (0: none but the embedding)\n",
+               cfg.reversible_anchor);
+    else
+        printf("blocks: ordinary (activations of every block kept)\n");
     printf("batch %d x %d tokens, %d steps, lr %g (warm-up, cosine), %s\n", o.batch, o.seq,
            o.steps, o.lr, o.replay ? "step replayed from a graph" : "step recorded each time");
     fflush(stdout);
@@ -356,9 +388,11 @@ int main(int argc, char **argv)
             char train[16] = "   -  ";
             if (s > 0)
                 snprintf(train, sizeof train, "%.4f", last_train);
-            printf("step %5d/%d  train %s  val %.4f  lr %.2e  %.0f tokens/s  peak %.1f MiB\n",
-                   s, o.steps, train, last_val, s ? schedule(&o, s) : 0.0, tokens_per_s,
-                   memory_mib(ctx));
+            double persistent, peak;
+            memory_mib(ctx, &persistent, &peak);
+            printf("step %5d/%d  train %s  val %.4f  lr %.2e  %.0f tokens/s  memory %.1f MiB "
+                   "(peak %.1f)\n", s, o.steps, train, last_val, s ? schedule(&o, s) : 0.0,
+                   tokens_per_s, persistent, peak);
             fflush(stdout);
         }
         if (s == o.steps)
@@ -454,11 +488,19 @@ int main(int argc, char **argv)
         mcl_tensor_destroy(ctx_tokens);
     }
 
-    double peak = memory_mib(ctx);
+    double persistent, peak;
+    memory_mib(ctx, &persistent, &peak);
+    /* The inversion drift of the last training step's backward pass (none without steps). */
+    float drift = NAN;
+    if (reversible && o.steps > 0)
+        CHECK(mcl_gpt_reversible_drift(gpt, &drift));
     int ok = isfinite(last_val) && (o.min_drop < 0.0 || first_val - last_val >= o.min_drop);
-    printf("validation loss %.4f -> %.4f, %.0f tokens/s, peak device memory %.1f MiB%s\n",
-           first_val, last_val, tokens_per_s, peak,
+    printf("validation loss %.4f -> %.4f, %.0f tokens/s, device memory %.1f MiB persistent, "
+           "%.1f MiB peak%s\n", first_val, last_val, tokens_per_s, persistent, peak,
            ok ? "" : " (FAILED: the loss did not drop by --min-drop)");
+    if (reversible && o.steps > 0)
+        printf("inversion drift of the last step: %.3g (max relative L2 of reconstructed block "
+               "inputs)\n", (double)drift);
     if (o.witness && *o.witness) {
         FILE *w = fopen(o.witness, "w");
         if (w) {
@@ -471,10 +513,11 @@ int main(int argc, char **argv)
                     info.name, info.driver_name, info.driver_info, info.profile);
             fprintf(w, "  \"config\": {\"vocab\": %d, \"dim\": %d, \"layers\": %d, \"heads\": %d, "
                        "\"kv_heads\": %d, \"hidden\": %d, \"batch\": %d, \"seq\": %d, "
-                       "\"steps\": %d, \"lr\": %g, \"replay\": %d, \"parameters\": %lld},\n",
+                       "\"steps\": %d, \"lr\": %g, \"replay\": %d, \"parameters\": %lld, "
+                       "\"reversible\": %d, \"reversible_anchor\": %d},\n",
                     cfg.vocab, cfg.dim, cfg.layers, cfg.heads, cfg.kv_heads, cfg.hidden,
                     o.batch, o.seq, o.steps, o.lr, o.replay,
-                    (long long)mcl_gpt_param_numel(gpt));
+                    (long long)mcl_gpt_param_numel(gpt), reversible, cfg.reversible_anchor);
             fprintf(w, "  \"figures\": [\n"
                        "    {\"name\": \"validation loss, first\", \"value\": %.6f, "
                        "\"unit\": \"nats\", \"label\": \"measured\"},\n"
@@ -482,9 +525,16 @@ int main(int argc, char **argv)
                        "\"unit\": \"nats\", \"label\": \"measured\"},\n"
                        "    {\"name\": \"training throughput\", \"value\": %.1f, "
                        "\"unit\": \"tokens/s\", \"label\": \"measured\"},\n"
+                       "    {\"name\": \"persistent device memory (tensors)\", \"value\": "
+                       "%.2f, \"unit\": \"MiB\", \"label\": \"measured\"},\n"
                        "    {\"name\": \"peak device memory (tensors)\", \"value\": %.2f, "
-                       "\"unit\": \"MiB\", \"label\": \"measured\"}\n  ]\n}\n",
-                    first_val, last_val, tokens_per_s, peak);
+                       "\"unit\": \"MiB\", \"label\": \"measured\"}",
+                    first_val, last_val, tokens_per_s, persistent, peak);
+            if (reversible && o.steps > 0)
+                fprintf(w, ",\n    {\"name\": \"inversion drift, last step\", \"value\": "
+                           "%.6g, \"unit\": \"relative L2\", \"label\": \"measured\"}",
+                        (double)drift);
+            fprintf(w, "\n  ]\n}\n");
             fclose(w);
             printf("witness: %s\n", o.witness);
         }

@@ -1111,9 +1111,27 @@ typedef struct mcl_gpt_desc {
     mcl_rope_layout rope_layout;
     float rope_theta;       /**< 0 means 10000 */
     float norm_eps;         /**< 0 means 1e-5 */
+    uint32_t flags;         /**< MCL_GPT_* bits; 0: the ordinary pre-norm block */
+    int32_t reversible_anchor; /**< with MCL_GPT_REVERSIBLE: A, the backward keeps the inputs
+                                 of blocks 0, A, 2A, ... and reconstructs the others; 0 means
+                                 none but block 0's (the embedding, kept anyway), 1 every
+                                 block's (no inversion); must be 0 without the flag. Read only
+                                 when `size` covers it (0 otherwise) */
     uint32_t reserved0;
-    uint64_t reserved[4];
+    uint64_t reserved[3];
 } mcl_gpt_desc;
+
+/** mcl_gpt_desc.flags: reversible blocks (docs/reversible.md). Each block holds two residual
+ *  streams: x1 = x2 = the token embedding before block 0; block l computes
+ *  y1 = x1 + F(x2) and y2 = x2 + G(y1), F being the attention sub-block (RMSNorm, q/k/v,
+ *  RoPE, causal attention, wo) and G the MLP sub-block (RMSNorm, gate/up, SwiGLU, down); the
+ *  final RMSNorm reads (y1 + y2) / 2 of the last block. The parameters are those of the
+ *  ordinary model (same names, shapes and layout); the function differs. The forward pass
+ *  keeps no activations of the blocks; the backward pass reconstructs each block's inputs
+ *  (x2 = y2 - G(y1), x1 = y1 - F(x2)) except where reversible_anchor keeps them, recomputing
+ *  F's and G's activations in one scratch set shared by every block: activation memory
+ *  does not grow with depth (with anchors every A blocks: two [B*T, dim] tensors per anchor). */
+#define MCL_GPT_REVERSIBLE 1u
 
 /** Where one parameter lies in mcl_gpt_parameters(): `offset` and `count` in floats, the
  *  shape as stored (a weight matrix is [out, in]: y = x W^T). */
@@ -1225,6 +1243,16 @@ MCL_API mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path);
  *  MCL_ERROR_INVALID_ARGUMENT with a message; on failure `*out` is set to NULL.
  *  NULL: none of ctx, path and out may be. */
 MCL_API mcl_status mcl_gpt_load(mcl_context *ctx, const char *path, mcl_gpt **out);
+
+/** The inversion drift of a reversible model's last backward pass: the largest relative L2
+ *  error ||reconstructed - kept|| / ||kept|| over the kept block inputs (blocks 0, A, 2A, ...;
+ *  each stream on its own; x1 is reconstructed from the kept x2) into `*max_relative`. 0
+ *  with reversible_anchor 1 (nothing is reconstructed). The errors are measured on the
+ *  device during the backward pass (a few small dispatches per kept block); this call reads
+ *  them back, a sync point. Errors: MCL_ERROR_INVALID_ARGUMENT (not a reversible model, or
+ *  no backward pass yet with the current batch shape), those of mcl_tensor_download().
+ *  NULL: neither gpt nor max_relative may be. */
+MCL_API mcl_status mcl_gpt_reversible_drift(mcl_gpt *gpt, float *max_relative);
 
 /* --- Model files ------------------------------------------------------------------------
  * A language model read from a GGUF file (as llama.cpp's converter and quantizer write them)

@@ -17,6 +17,10 @@ set(bad_runs
   "--seed:-1"    "--seed"
   "--temperature:0" "--temperature"
   "--bogus:1"    "--bogus"
+  "--reversible=x"  "--reversible"
+  "--reversible=-1" "--reversible"
+  "--reversible=4x" "--reversible"
+  "--reversible:--load:m.bin" "--reversible"
   "--steps"      "--steps")
 list(LENGTH bad_runs n)
 math(EXPR last "${n} - 1")
@@ -39,7 +43,7 @@ foreach(i RANGE 0 ${last} 2)
 endforeach()
 
 execute_process(COMMAND "${EXE}" --data "${missing}" --steps 3 --lr 1e-3 --seed 7
-                        --temperature 0.5 --min-drop 0.1
+                        --temperature 0.5 --min-drop 0.1 --reversible=4
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 string(FIND "${err}" "cannot open" opened)
 if(NOT rc EQUAL 1 OR opened EQUAL -1)

@@ -10,7 +10,9 @@
  * norm). Activations for one [B, T] are allocated on the first forward pass with that shape:
  * per layer everything the backward pass reads (block input, both normed inputs, q, k, v
  * after RoPE, attention output, the MLP's gate, up and product), plus a few buffers that the
- * backward pass reuses from layer to layer.
+ * backward pass reuses from layer to layer. A reversible model (MCL_GPT_REVERSIBLE,
+ * gpt_reversible.c) allocates one layer's set as scratch, two running streams and the inputs
+ * of its anchored blocks instead.
  *
  * Hyper-parameters of the step live in a small device tensor that mcl_gpt_set_optimizer()
  * uploads: a captured step reads whatever was set before each replay. */
@@ -182,7 +184,7 @@ mcl_status mcl_gpt_alloc(mcl_context *ctx, const mcl_gpt_desc *config, mcl_gpt *
     *out = NULL;
     if (!ctx)
         return MCL_ERROR_INVALID_ARGUMENT;
-    if (!config || config->size < offsetof(mcl_gpt_desc, reserved))
+    if (!config || config->size < offsetof(mcl_gpt_desc, reversible_anchor))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "mcl_gpt: config is NULL or config->size is not set");
     mcl_gpt *gpt = mcl_mem_calloc(1, sizeof *gpt);
@@ -190,7 +192,11 @@ mcl_status mcl_gpt_alloc(mcl_context *ctx, const mcl_gpt_desc *config, mcl_gpt *
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     gpt->ctx = ctx;
     mcl_context_adopt(ctx, &gpt->child, gpt_release_child);
-    memcpy(&gpt->cfg, config, offsetof(mcl_gpt_desc, reserved));
+    /* A caller's struct from before reversible_anchor ends at it (its flags were reserved
+     * and zero). */
+    memcpy(&gpt->cfg, config, offsetof(mcl_gpt_desc, reversible_anchor));
+    if (config->size >= offsetof(mcl_gpt_desc, reversible_anchor) + sizeof(int32_t))
+        gpt->cfg.reversible_anchor = config->reversible_anchor;
     gpt->cfg.size = sizeof gpt->cfg;
     gpt_plan plan;
     mcl_status status = mcl_gpt_plan(ctx, &gpt->cfg, &plan);
@@ -273,8 +279,19 @@ static void acts_free(gpt_acts *a, int32_t layers)
             mcl_tensor_destroy(a->x[l]);
         mcl_mem_free(a->x);
     }
+    for (int32_t l = 0; l < layers; l++) {
+        mcl_tensor_destroy(a->keep1 ? a->keep1[l] : NULL);
+        mcl_tensor_destroy(a->keep2 ? a->keep2[l] : NULL);
+    }
+    mcl_mem_free(a->keep1);
+    mcl_mem_free(a->keep2);
+    for (uint32_t i = 0; a->drift && i < a->drift_count; i++)
+        mcl_tensor_destroy(a->drift[i]);
+    mcl_mem_free(a->drift);
     mcl_tensor *t[] = {a->hf, a->logits, a->lse, a->dx, a->dh, a->tmp, a->datt, a->dq,
-                       a->dk, a->dv, a->dff, a->dgate, a->dup, a->dhead};
+                       a->dk, a->dv, a->dff, a->dgate, a->dup, a->dhead, a->s1, a->s2,
+                       a->avg, a->dx2, a->norm_scratch, a->norm_partial, a->attn_scratch,
+                       a->mm_scratch};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         mcl_tensor_destroy(t[i]);
     memset(a, 0, sizeof *a);
@@ -388,6 +405,61 @@ static mcl_status view4(mcl_tensor *owner, int64_t b, int64_t t, int64_t h, int6
     return mcl_tensor_view(owner, 0, MCL_DTYPE_F32, 4, shape, out);
 }
 
+int mcl_gpt_reversible(const mcl_gpt *gpt)
+{
+    return (gpt->cfg.flags & MCL_GPT_REVERSIBLE) != 0;
+}
+
+int mcl_gpt_block_kept(const mcl_gpt *gpt, int32_t l)
+{
+    int32_t a = gpt->cfg.reversible_anchor;
+    return l == 0 || (a > 0 && l % a == 0);
+}
+
+/* The reversible model's streams, kept block inputs and drift measurements. */
+static mcl_status reversible_alloc(mcl_gpt *gpt, int64_t bt)
+{
+    mcl_context *ctx = gpt->ctx;
+    gpt_acts *a = &gpt->acts;
+    int32_t layers = gpt->cfg.layers;
+    int64_t d = gpt->cfg.dim;
+    a->keep1 = mcl_mem_calloc((size_t)layers, sizeof *a->keep1);
+    a->keep2 = mcl_mem_calloc((size_t)layers, sizeof *a->keep2);
+    /* Every kept block is measured unless nothing is reconstructed (anchor 1). */
+    uint32_t measured = 0;
+    for (int32_t l = 0; l < layers; l++)
+        measured += gpt->cfg.reversible_anchor != 1 && mcl_gpt_block_kept(gpt, l);
+    a->drift = mcl_mem_calloc((size_t)measured * 4 + 1, sizeof *a->drift);
+    if (!a->keep1 || !a->keep2 || !a->drift)
+        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    mcl_status s;
+    if ((s = t2(ctx, bt, d, &a->s1)) != MCL_SUCCESS || (s = t2(ctx, bt, d, &a->s2)) != MCL_SUCCESS ||
+        (s = t2(ctx, bt, d, &a->avg)) != MCL_SUCCESS || (s = t2(ctx, bt, d, &a->dx2)) != MCL_SUCCESS ||
+        (s = t2(ctx, bt, d, &a->norm_scratch)) != MCL_SUCCESS ||
+        (s = t2(ctx, (bt + 63) / 64, d, &a->norm_partial)) != MCL_SUCCESS ||
+        (s = make_f32(ctx, bt * gpt->cfg.heads * 4, &a->attn_scratch)) != MCL_SUCCESS)
+        return s;
+    /* The largest product of a block: a weight's gradient [out, in], or an activation
+     * [B*T, width]; up to GPT_SPLIT_SLICES split-K slices of it. */
+    int64_t f = gpt->cfg.hidden, qd = (int64_t)gpt->cfg.heads * gpt->head_dim;
+    int64_t widest = d > f ? d : f;
+    widest = widest > qd ? widest : qd;
+    int64_t largest = bt * widest > widest * d ? bt * widest : widest * d;
+    if ((s = make_f32(ctx, largest * GPT_SPLIT_SLICES, &a->mm_scratch)) != MCL_SUCCESS)
+        return s;
+    for (int32_t l = 1; l < layers; l++) {
+        if (!mcl_gpt_block_kept(gpt, l))
+            continue;
+        if ((s = t2(ctx, bt, d, &a->keep1[l])) != MCL_SUCCESS ||
+            (s = t2(ctx, bt, d, &a->keep2[l])) != MCL_SUCCESS)
+            return s;
+    }
+    for (a->drift_count = 0; a->drift_count < measured * 4; a->drift_count++)
+        if ((s = make_f32(ctx, 1, &a->drift[a->drift_count])) != MCL_SUCCESS)
+            return s;
+    return MCL_SUCCESS;
+}
+
 static mcl_status acts_alloc(mcl_gpt *gpt, int64_t batch, int64_t seq)
 {
     mcl_context *ctx = gpt->ctx;
@@ -397,14 +469,18 @@ static mcl_status acts_alloc(mcl_gpt *gpt, int64_t batch, int64_t seq)
     int64_t qd = c->heads * hd, kvd = c->kv_heads * hd;
     a->batch = batch;
     a->seq = seq;
+    /* A reversible model keeps one set of block activations (the scratch) and only the
+     * embedding of the streams; the arrays keep their ordinary length for acts_free. */
+    const int reversible = mcl_gpt_reversible(gpt);
+    const int32_t kept_layers = reversible ? 1 : c->layers;
     a->x = mcl_mem_calloc((size_t)c->layers + 1, sizeof *a->x);
     a->layer = mcl_mem_calloc((size_t)c->layers, sizeof *a->layer);
     if (!a->x || !a->layer)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     mcl_status s = MCL_SUCCESS;
-    for (int32_t l = 0; l <= c->layers && s == MCL_SUCCESS; l++)
+    for (int32_t l = 0; l <= (reversible ? 0 : c->layers) && s == MCL_SUCCESS; l++)
         s = t2(ctx, bt, d, &a->x[l]);
-    for (int32_t l = 0; l < c->layers && s == MCL_SUCCESS; l++) {
+    for (int32_t l = 0; l < kept_layers && s == MCL_SUCCESS; l++) {
         gpt_layer_acts *la = &a->layer[l];
         if ((s = t2(ctx, bt, d, &la->h)) != MCL_SUCCESS ||
             (s = t2(ctx, bt, qd, &la->q)) != MCL_SUCCESS ||
@@ -448,6 +524,8 @@ static mcl_status acts_alloc(mcl_gpt *gpt, int64_t batch, int64_t seq)
         (s = t2(ctx, bt, f, &a->dgate)) == MCL_SUCCESS &&
         (s = t2(ctx, bt, f, &a->dup)) == MCL_SUCCESS && c->tied_head)
         s = t2(ctx, c->vocab, d, &a->dhead);
+    if (s == MCL_SUCCESS && reversible)
+        s = reversible_alloc(gpt, bt);
     return s;
 }
 

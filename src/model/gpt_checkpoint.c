@@ -31,7 +31,7 @@ static void encode_header(const mcl_gpt *gpt, unsigned char *h)
     const mcl_gpt_desc *c = &gpt->cfg;
     memset(h, 0, GPT_HEADER_BYTES);
     memcpy(h, GPT_MAGIC, 8);
-    put_u32(h + 8, GPT_VERSION);
+    put_u32(h + 8, c->flags ? GPT_VERSION_FLAGS : GPT_VERSION_ORDINARY);
     put_u32(h + 12, GPT_HEADER_BYTES);
     const int32_t fields[9] = {c->vocab, c->dim, c->layers, c->heads, c->kv_heads,
                                c->hidden, c->max_seq, c->tied_head, (int32_t)c->rope_layout};
@@ -43,6 +43,10 @@ static void encode_header(const mcl_gpt *gpt, unsigned char *h)
     put_u64(h + 64, (uint64_t)gpt->step);
     put_u64(h + 72, (uint64_t)gpt->flat_floats);
     put_u64(h + 80, (uint64_t)gpt->total_params);
+    if (c->flags) {
+        put_u32(h + 88, c->flags);
+        put_u32(h + 92, (uint32_t)c->reversible_anchor);
+    }
 }
 
 /* Host buffers are little-endian on every platform the library builds for; a big-endian

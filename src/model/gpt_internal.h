@@ -10,6 +10,9 @@
 #include "gpt_layout.h"
 
 #define GPT_NAME_MAX 32
+/* The most split-K slices a reversible block's products take (their partials live in one
+ * scratch tensor shared by every block, sized for this many). */
+#define GPT_SPLIT_SLICES 4
 
 enum { P_ATTN_NORM, P_WQ, P_WK, P_WV, P_WO, P_MLP_NORM, P_W_GATE, P_W_UP, P_W_DOWN };
 
@@ -30,13 +33,28 @@ typedef struct gpt_layer_acts {
 
 typedef struct gpt_acts {
     int64_t batch, seq;
-    mcl_tensor **x;        /* layers + 1 residual streams [B*T, D]; x[0] the embedding */
+    mcl_tensor **x;        /* layers + 1 residual streams [B*T, D]; x[0] the embedding (a
+                              reversible model has x[0] only) */
     mcl_tensor *x0_3d;     /* x[0] viewed [B, T, D] */
-    gpt_layer_acts *layer;
+    gpt_layer_acts *layer; /* per layer; a reversible model's layer[0] is the scratch set
+                              that every block's F and G write */
     mcl_tensor *hf, *logits, *lse;
     /* Backward buffers, reused by every layer. */
     mcl_tensor *dx, *dx_3d, *dh, *tmp, *datt, *datt4, *dq, *dq4, *dk, *dk4, *dv, *dv4;
     mcl_tensor *dff, *dgate, *dup, *dhead;
+    /* Reversible blocks (gpt_reversible.c): the two running streams, the final norm's input
+     * (s1 + s2) / 2, the second gradient stream, the kept inputs of anchored blocks
+     * (keep1[l], keep2[l]; NULL where not kept, and for block 0, whose inputs are x[0]),
+     * and the drift measured at each kept block (4 one-float tensors per kept block:
+     * ||x2 error||, ||x2||, ||x1 error||, ||x1||). */
+    mcl_tensor *s1, *s2, *avg, *dx2;
+    /* The backward ops' scratch, shared by blocks. */
+    mcl_tensor *norm_scratch, *norm_partial, *attn_scratch;
+    mcl_tensor *mm_scratch; /* split-K partials of the blocks' products (GPT_SPLIT_SLICES) */
+    mcl_tensor **keep1, **keep2;
+    mcl_tensor **drift;
+    uint32_t drift_count;  /* tensors in drift */
+    int drift_valid;       /* a backward pass has written them */
 } gpt_acts;
 
 struct mcl_gpt {
@@ -74,6 +92,18 @@ mcl_status mcl_gpt_plan(mcl_context *ctx, mcl_gpt_desc *config, gpt_plan *plan);
 /* A GPT of `config` with everything but the parameter values: shapes, flat tensors (moments
  * and gradients zeroed), views. */
 mcl_status mcl_gpt_alloc(mcl_context *ctx, const mcl_gpt_desc *config, mcl_gpt **out);
+
+/* Whether the model has reversible blocks; whether block l's inputs are kept in its
+ * backward pass (block 0's always are: they are the embedding). */
+int mcl_gpt_reversible(const mcl_gpt *gpt);
+int mcl_gpt_block_kept(const mcl_gpt *gpt, int32_t l);
+
+/* The reversible model's forward pass after mcl_gpt_forward's checks and activations (the
+ * embedding, the blocks, the final norm's input in acts.avg; hf and the logits follow in
+ * mcl_gpt_forward), and its backward pass from the final norm's input gradient in acts.dx
+ * (gpt_reversible.c). */
+mcl_status mcl_gpt_reversible_forward(mcl_gpt *gpt, const mcl_tensor *tokens);
+mcl_status mcl_gpt_reversible_backward(mcl_gpt *gpt);
 
 /* The activations for a [batch, seq] forward pass: kept while the shape stays, made anew when
  * it changes (none left after a failure). */

@@ -92,6 +92,12 @@ mcl_status mcl_gpt_plan_check(mcl_gpt_desc *c, gpt_plan *plan, char *why, size_t
         bad = "rope_theta must be positive and finite";
     else if (!(c->norm_eps > 0.0f) || !isfinite(c->norm_eps))
         bad = "norm_eps must be positive and finite";
+    else if (c->flags & ~(uint32_t)MCL_GPT_REVERSIBLE)
+        bad = "flags has unknown bits";
+    else if (c->reversible_anchor < 0 || c->reversible_anchor > GPT_MAX_LAYERS)
+        bad = "reversible_anchor must be in 0.." GPT_MAX_LAYERS_TEXT;
+    else if (c->reversible_anchor != 0 && !(c->flags & MCL_GPT_REVERSIBLE))
+        bad = "reversible_anchor needs flags MCL_GPT_REVERSIBLE";
     if (bad) {
         snprintf(why, why_size, "%s", bad);
         return MCL_ERROR_INVALID_ARGUMENT;
@@ -133,9 +139,11 @@ mcl_status mcl_gpt_checkpoint_header(const unsigned char *h, mcl_gpt_desc *cfg,
         snprintf(why, why_size, "not a MotifCL GPT checkpoint");
         return MCL_ERROR_INVALID_ARGUMENT;
     }
-    if (mcl_gpt_get_u32(h + 8) != GPT_VERSION || mcl_gpt_get_u32(h + 12) != GPT_HEADER_BYTES) {
-        snprintf(why, why_size, "checkpoint version %u; this library reads %u",
-                 mcl_gpt_get_u32(h + 8), GPT_VERSION);
+    uint32_t version = mcl_gpt_get_u32(h + 8);
+    if (version < GPT_VERSION_ORDINARY || version > GPT_VERSION ||
+        mcl_gpt_get_u32(h + 12) != GPT_HEADER_BYTES) {
+        snprintf(why, why_size, "checkpoint version %u; this library reads %u to %u", version,
+                 GPT_VERSION_ORDINARY, GPT_VERSION);
         return MCL_ERROR_INVALID_ARGUMENT;
     }
     memset(cfg, 0, sizeof *cfg);
@@ -147,6 +155,16 @@ mcl_status mcl_gpt_checkpoint_header(const unsigned char *h, mcl_gpt_desc *cfg,
     cfg->rope_layout = (mcl_rope_layout)mcl_gpt_get_u32(h + 48);
     cfg->rope_theta = bits_f32(mcl_gpt_get_u32(h + 52));
     cfg->norm_eps = bits_f32(mcl_gpt_get_u32(h + 56));
+    /* Version 1 files have zero there (reserved); version 2 is written only for a model
+     * with flags, so that a reader of version 1 refuses it rather than load another model. */
+    if (version >= GPT_VERSION_FLAGS) {
+        cfg->flags = mcl_gpt_get_u32(h + 88);
+        cfg->reversible_anchor = (int32_t)mcl_gpt_get_u32(h + 92);
+        if (cfg->flags == 0) {
+            snprintf(why, why_size, "a version %u checkpoint without flags", version);
+            return MCL_ERROR_INVALID_ARGUMENT;
+        }
+    }
     /* mcl_gpt_save writes only configurations that pass these checks: any failure is a
      * damaged or foreign file (INVALID_ARGUMENT, whatever the check's own status). */
     char inner[160];

@@ -21,7 +21,9 @@
 /* The checkpoint file (docs/gpt-checkpoint.md): a header, the parameters and both moments
  * (3 x flat_floats f32), a trailer holding the FNV-1a checksum of everything before it. */
 #define GPT_MAGIC "MCLGPT\r\n"
-#define GPT_VERSION 1u
+#define GPT_VERSION 2u          /* the newest version read and written */
+#define GPT_VERSION_ORDINARY 1u /* written for a model without flags (as before them) */
+#define GPT_VERSION_FLAGS 2u    /* adds flags and reversible_anchor at 88 */
 #define GPT_HEADER_BYTES 96u
 #define GPT_TRAILER_BYTES 8u
 #define GPT_CHECKSUM_SEED UINT64_C(0xCBF29CE484222325)

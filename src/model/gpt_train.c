@@ -33,6 +33,9 @@ static mcl_status linear(mcl_context *ctx, mcl_tensor *x, gpt_param *w, mcl_tens
     return mcl_matmul(ctx, x, MCL_NO_TRANSPOSE, w->p, MCL_TRANSPOSE, NULL, y);
 }
 
+static mcl_status finish_forward(mcl_gpt *gpt, const mcl_tensor *tokens,
+                                 const mcl_tensor *targets, mcl_tensor *loss, mcl_tensor *last);
+
 mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens, const mcl_tensor *targets,
                            mcl_tensor *loss)
 {
@@ -70,6 +73,10 @@ mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens, const mcl_ten
     float eps = c->norm_eps;
     mcl_attention_desc att = {.size = sizeof att, .causal = 1};
 
+    if (mcl_gpt_reversible(gpt)) {
+        TRY(mcl_gpt_reversible_forward(gpt, tokens));
+        return finish_forward(gpt, tokens, targets, loss, a->avg);
+    }
     TRY(mcl_embedding(ctx, gpt->params[0].p, tokens, a->x0_3d));
     for (int32_t l = 0; l < c->layers; l++) {
         gpt_layer_acts *la = &a->layer[l];
@@ -89,7 +96,17 @@ mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens, const mcl_ten
         TRY(linear(ctx, la->act, mcl_gpt_layer_param(gpt, l, P_W_DOWN), a->tmp));
         TRY(mcl_add(ctx, la->x_mid, a->tmp, a->x[l + 1]));
     }
-    TRY(mcl_rmsnorm(ctx, a->x[c->layers], mcl_gpt_final_norm_param(gpt)->p, eps, a->hf));
+    return finish_forward(gpt, tokens, targets, loss, a->x[c->layers]);
+}
+
+/* The final norm of the blocks' output `last`, the head and the loss. */
+static mcl_status finish_forward(mcl_gpt *gpt, const mcl_tensor *tokens,
+                                 const mcl_tensor *targets, mcl_tensor *loss, mcl_tensor *last)
+{
+    mcl_context *ctx = gpt->ctx;
+    gpt_acts *a = &gpt->acts;
+    int64_t batch = tokens->shape[0], seq = tokens->shape[1];
+    TRY(mcl_rmsnorm(ctx, last, mcl_gpt_final_norm_param(gpt)->p, gpt->cfg.norm_eps, a->hf));
     TRY(linear(ctx, a->hf, mcl_gpt_head_param(gpt), a->logits));
     gpt->tokens = tokens;
     gpt->targets = targets;
@@ -144,8 +161,12 @@ mcl_status mcl_gpt_backward(mcl_gpt *gpt)
     } else {
         TRY(linear_backward(ctx, a->hf, head, a->logits, a->dh));
     }
-    TRY(mcl_rmsnorm_backward(ctx, a->x[c->layers], mcl_gpt_final_norm_param(gpt)->p, a->dh, eps, a->dx,
+    const int reversible = mcl_gpt_reversible(gpt);
+    TRY(mcl_rmsnorm_backward(ctx, reversible ? a->avg : a->x[c->layers],
+                             mcl_gpt_final_norm_param(gpt)->p, a->dh, eps, a->dx,
                              mcl_gpt_final_norm_param(gpt)->g));
+    if (reversible)
+        return mcl_gpt_reversible_backward(gpt);
 
     for (int32_t l = c->layers - 1; l >= 0; l--) {
         gpt_layer_acts *la = &a->layer[l];

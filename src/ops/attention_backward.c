@@ -125,6 +125,15 @@ mcl_status mcl_attention_backward(mcl_context *ctx, const mcl_tensor *q, const m
                                   const mcl_tensor *dout, const mcl_attention_desc *desc,
                                   mcl_tensor *dq, mcl_tensor *dk, mcl_tensor *dv)
 {
+    return mcl_attention_backward_scratch(ctx, q, k, v, out, dout, desc, dq, dk, dv, NULL);
+}
+
+mcl_status mcl_attention_backward_scratch(mcl_context *ctx, const mcl_tensor *q,
+                                          const mcl_tensor *k, const mcl_tensor *v,
+                                          const mcl_tensor *out, const mcl_tensor *dout,
+                                          const mcl_attention_desc *desc, mcl_tensor *dq,
+                                          mcl_tensor *dk, mcl_tensor *dv, mcl_tensor *scratch)
+{
     static const char op[] = "mcl_attention_backward";
     const mcl_tensor *t[8] = {q, k, v, out, dout, dq, dk, dv};
     mcl_status status = mcl_ops_check_f32(ctx, op, t, 8);
@@ -217,12 +226,28 @@ mcl_status mcl_attention_backward(mcl_context *ctx, const mcl_tensor *q, const m
         .scale_log2 = (float)((double)scale * MCL_LOG2E),
         .scale = scale,
     };
-    mcl_tensor_desc sd = {.size = sizeof sd, .dtype = MCL_DTYPE_F32, .ndim = 2,
-                          .shape = {batch * heads_q * seq_q, 4},
-                          .memory_class = MCL_MEMORY_SCRATCH};
-    mcl_tensor *stats = NULL;
-    if ((status = mcl_tensor_create_ex(ctx, &sd, &stats)) != MCL_SUCCESS)
-        return status;
+    mcl_tensor *stats = NULL, *made = NULL;
+    if (scratch) {
+        const mcl_tensor *sc[1] = {scratch};
+        if ((status = mcl_ops_check_f32(ctx, op, sc, 1)) != MCL_SUCCESS)
+            return status;
+        if (mcl_tensor_numel(scratch) < batch * heads_q * seq_q * 4)
+            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "%s: scratch holds fewer than "
+                            "B x Hq x T x 4 floats", op);
+        for (uint32_t i = 0; i < 8; i++) {
+            if (t[i] == scratch)
+                return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: scratch aliases an "
+                                "argument", op);
+        }
+        stats = scratch;
+    } else {
+        mcl_tensor_desc sd = {.size = sizeof sd, .dtype = MCL_DTYPE_F32, .ndim = 2,
+                              .shape = {batch * heads_q * seq_q, 4},
+                              .memory_class = MCL_MEMORY_SCRATCH};
+        if ((status = mcl_tensor_create_ex(ctx, &sd, &made)) != MCL_SUCCESS)
+            return status;
+        stats = made;
+    }
     mcl_tensor *dq_reads[5] = {(mcl_tensor *)q, (mcl_tensor *)k, (mcl_tensor *)v,
                                (mcl_tensor *)out, (mcl_tensor *)dout};
     mcl_tensor *dq_writes[2] = {dq, stats};
@@ -236,6 +261,6 @@ mcl_status mcl_attention_backward(mcl_context *ctx, const mcl_tensor *q, const m
                                      (uint32_t)key_tiles, (uint32_t)heads_kv, (uint32_t)batch);
     }
     /* Safe with the dispatches still recorded: the memory is held until they have run. */
-    mcl_tensor_destroy(stats);
+    mcl_tensor_destroy(made);
     return status;
 }

@@ -203,7 +203,7 @@ mcl_status mcl_softmax_backward(mcl_context *ctx, const mcl_tensor *y, const mcl
 
 /* out[d] = the sum over rows of x [rows, d], in a fixed order (see the top of the file). */
 static mcl_status column_sum(mcl_context *ctx, mcl_tensor *x, uint32_t rows, uint32_t d,
-                             mcl_tensor *out)
+                             mcl_tensor *out, mcl_tensor *given)
 {
     mcl_kernel_desc desc = {.id = MCL_KERNEL_COLUMN_SUM_F32, .binding_count = 2,
                             .push_size = sizeof(colsum_push), .local_size_x = COLSUM_WG};
@@ -228,7 +228,9 @@ static mcl_status column_sum(mcl_context *ctx, mcl_tensor *x, uint32_t rows, uin
                           .shape = {(int64_t)chunks, (int64_t)d},
                           .memory_class = MCL_MEMORY_SCRATCH};
     mcl_tensor *partial = NULL;
-    if ((status = mcl_tensor_create_ex(ctx, &pd, &partial)) != MCL_SUCCESS)
+    if (given && mcl_tensor_numel(given) >= (int64_t)chunks * d)
+        partial = given;
+    else if ((status = mcl_tensor_create_ex(ctx, &pd, &partial)) != MCL_SUCCESS)
         return status;
     colsum_push p1 = {.d = d, .rows = rows, .chunk_rows = chunk_rows};
     status = mcl_dispatch(ctx, kernel, &x, 1, &partial, 1, &p1, groups_x, chunks, 1);
@@ -236,7 +238,8 @@ static mcl_status column_sum(mcl_context *ctx, mcl_tensor *x, uint32_t rows, uin
         colsum_push p2 = {.d = d, .rows = chunks, .chunk_rows = chunks};
         status = mcl_dispatch(ctx, kernel, &partial, 1, &out, 1, &p2, groups_x, 1, 1);
     }
-    mcl_tensor_destroy(partial);
+    if (partial != given)
+        mcl_tensor_destroy(partial);
     return status;
 }
 
@@ -259,7 +262,8 @@ static mcl_status check_vector(mcl_context *ctx, const char *op, const char *wha
 static mcl_status norm_backward(mcl_context *ctx, const char *op, mcl_kernel_id id,
                                 const mcl_tensor *x, const mcl_tensor *weight,
                                 const mcl_tensor *dy, float eps, mcl_tensor *dx,
-                                mcl_tensor *dweight, mcl_tensor *dbias)
+                                mcl_tensor *dweight, mcl_tensor *dbias, mcl_tensor *scratch,
+                                mcl_tensor *partial)
 {
     const mcl_tensor *t[3] = {x, dy, dx};
     mcl_status status = mcl_ops_check_f32(ctx, op, t, 3);
@@ -289,9 +293,25 @@ static mcl_status norm_backward(mcl_context *ctx, const char *op, mcl_kernel_id 
     if (dweight && dweight == dbias)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: dweight aliases dbias", op);
 
-    /* The scratch for dweight: each row's dy * xhat, summed over rows afterwards. */
+    if (scratch && dweight) {
+        const mcl_tensor *all[8] = {x, weight, dy, dx, dweight, dbias, scratch, partial};
+        if ((status = mcl_ops_check_f32(ctx, op, all + 6, partial ? 2 : 1)) != MCL_SUCCESS)
+            return status;
+        if (mcl_tensor_numel(scratch) < (int64_t)rows * d)
+            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "%s: scratch holds fewer than "
+                            "%u x %u floats", op, rows, d);
+        for (int i = 0; i < 7; i++) {
+            if (all[i] && (all[i] == partial || (i < 6 && all[i] == scratch)))
+                return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: scratch aliases an "
+                                "argument", op);
+        }
+    }
+    /* The scratch for dweight: each row's dy * xhat, summed over rows afterwards; the
+     * caller's, where given. */
     mcl_tensor *prod = NULL;
-    if (dweight) {
+    if (dweight && scratch) {
+        prod = scratch;
+    } else if (dweight) {
         mcl_tensor_desc pd = {.size = sizeof pd, .dtype = MCL_DTYPE_F32, .ndim = 2,
                               .shape = {(int64_t)rows, (int64_t)d},
                               .memory_class = MCL_MEMORY_SCRATCH};
@@ -299,8 +319,10 @@ static mcl_status norm_backward(mcl_context *ctx, const char *op, mcl_kernel_id 
             return status;
     }
     /* dbias first: dx may alias dy, and the row kernel would overwrite it. */
-    if (dbias && (status = column_sum(ctx, (mcl_tensor *)dy, rows, d, dbias)) != MCL_SUCCESS) {
-        mcl_tensor_destroy(prod);
+    mcl_tensor *made = prod == scratch ? NULL : prod;
+    if (dbias && (status = column_sum(ctx, (mcl_tensor *)dy, rows, d, dbias, NULL)) !=
+                     MCL_SUCCESS) {
+        mcl_tensor_destroy(made);
         return status;
     }
     norm_bwd_push push = {.d = d, .rows = rows, .eps = eps};
@@ -317,8 +339,8 @@ static mcl_status norm_backward(mcl_context *ctx, const char *op, mcl_kernel_id 
                                      groups_for(rows, 1), 1, 1);
     }
     if (status == MCL_SUCCESS && prod)
-        status = column_sum(ctx, prod, rows, d, dweight);
-    mcl_tensor_destroy(prod);
+        status = column_sum(ctx, prod, rows, d, dweight, scratch ? partial : NULL);
+    mcl_tensor_destroy(made);
     return status;
 }
 
@@ -327,7 +349,16 @@ mcl_status mcl_rmsnorm_backward(mcl_context *ctx, const mcl_tensor *x, const mcl
                                 mcl_tensor *dweight)
 {
     return norm_backward(ctx, "mcl_rmsnorm_backward", MCL_KERNEL_RMSNORM_BACKWARD_F32, x,
-                         weight, dy, eps, dx, dweight, NULL);
+                         weight, dy, eps, dx, dweight, NULL, NULL, NULL);
+}
+
+mcl_status mcl_rmsnorm_backward_scratch(mcl_context *ctx, const mcl_tensor *x,
+                                        const mcl_tensor *weight, const mcl_tensor *dy,
+                                        float eps, mcl_tensor *dx, mcl_tensor *dweight,
+                                        mcl_tensor *scratch, mcl_tensor *partial)
+{
+    return norm_backward(ctx, "mcl_rmsnorm_backward", MCL_KERNEL_RMSNORM_BACKWARD_F32, x,
+                         weight, dy, eps, dx, dweight, NULL, scratch, partial);
 }
 
 mcl_status mcl_layernorm_backward(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *weight,
@@ -335,5 +366,5 @@ mcl_status mcl_layernorm_backward(mcl_context *ctx, const mcl_tensor *x, const m
                                   mcl_tensor *dweight, mcl_tensor *dbias)
 {
     return norm_backward(ctx, "mcl_layernorm_backward", MCL_KERNEL_LAYERNORM_BACKWARD_F32, x,
-                         weight, dy, eps, dx, dweight, dbias);
+                         weight, dy, eps, dx, dweight, dbias, NULL, NULL);
 }

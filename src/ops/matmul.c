@@ -85,10 +85,26 @@ mcl_status mcl_gemm_reduce(mcl_context *ctx, mcl_tensor *partial, mcl_tensor *bi
     return mcl_dispatch(ctx, kernel, reads, 2, &c, 1, &push, groups, 1, 1);
 }
 
+static mcl_status gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_tensor *a,
+                                int ta, mcl_tensor *b, int tb, mcl_tensor *bias, mcl_tensor *c,
+                                uint32_t m, uint32_t n, uint32_t k, uint32_t batch,
+                                uint32_t stride_a, uint32_t stride_b, mcl_tensor *scratch);
+
 mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_tensor *a,
                              int ta, mcl_tensor *b, int tb, mcl_tensor *bias, mcl_tensor *c,
                              uint32_t m, uint32_t n, uint32_t k, uint32_t batch,
                              uint32_t stride_a, uint32_t stride_b)
+{
+    return gemm_dispatch(ctx, cfg, a, ta, b, tb, bias, c, m, n, k, batch, stride_a, stride_b,
+                         NULL);
+}
+
+/* As mcl_gemm_dispatch; split-K partials go to `scratch` where not NULL, the split reduced
+ * to what it holds (none when it holds fewer than two slices). */
+static mcl_status gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_tensor *a,
+                                int ta, mcl_tensor *b, int tb, mcl_tensor *bias, mcl_tensor *c,
+                                uint32_t m, uint32_t n, uint32_t k, uint32_t batch,
+                                uint32_t stride_a, uint32_t stride_b, mcl_tensor *scratch)
 {
     uint32_t stored_a_cols = ta ? m : k, stored_b_cols = tb ? k : n;
     mcl_kernel_desc desc = {
@@ -115,6 +131,8 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
     uint64_t total = (uint64_t)batch * m * n;
     if (slices > 1 && slices * total * 4 > mcl_traits_of(ctx)->max_binding_bytes)
         slices = 1;
+    while (scratch && slices > 1 && slices * total > (uint64_t)mcl_tensor_numel(scratch))
+        slices /= 2;
     uint32_t k_chunk = (k + slices - 1) / slices;
     k_chunk = (k_chunk + cfg->bk - 1) / cfg->bk * cfg->bk;
     slices = (k + k_chunk - 1) / k_chunk;
@@ -123,13 +141,16 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "matmul grid beyond 65535 workgroups");
 
     /* Split K: slices write partial tiles to scratch, a second pass sums them. */
-    mcl_tensor *partial = NULL;
-    if (slices > 1) {
-        mcl_tensor_desc scratch = {.size = sizeof scratch, .dtype = MCL_DTYPE_F32, .ndim = 1,
-                                   .shape = {(int64_t)(slices * total)},
-                                   .memory_class = MCL_MEMORY_SCRATCH};
-        if ((status = mcl_tensor_create_ex(ctx, &scratch, &partial)) != MCL_SUCCESS)
+    mcl_tensor *partial = NULL, *made = NULL;
+    if (slices > 1 && scratch) {
+        partial = scratch;
+    } else if (slices > 1) {
+        mcl_tensor_desc pd = {.size = sizeof pd, .dtype = MCL_DTYPE_F32, .ndim = 1,
+                              .shape = {(int64_t)(slices * total)},
+                              .memory_class = MCL_MEMORY_SCRATCH};
+        if ((status = mcl_tensor_create_ex(ctx, &pd, &made)) != MCL_SUCCESS)
             return status;
+        partial = made;
     }
     gemm_push push = {
         .m = m, .n = n, .k = k,
@@ -148,7 +169,7 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
     if (status == MCL_SUCCESS && partial)
         status = mcl_gemm_reduce(ctx, partial, bias, c, (uint32_t)total, n, slices);
     /* Safe at once: its memory stays reserved until the recorded work has run. */
-    mcl_tensor_destroy(partial);
+    mcl_tensor_destroy(made);
     return status;
 }
 
@@ -246,9 +267,20 @@ mcl_status mcl_matmul_f32(mcl_context *ctx, const mcl_tensor *ca, mcl_transpose 
                           const mcl_tensor *cb, mcl_transpose tb, const mcl_tensor *cbias,
                           mcl_tensor *c)
 {
+    return mcl_matmul_f32_scratch(ctx, ca, ta, cb, tb, cbias, c, NULL);
+}
+
+mcl_status mcl_matmul_f32_scratch(mcl_context *ctx, const mcl_tensor *ca, mcl_transpose ta,
+                                  const mcl_tensor *cb, mcl_transpose tb,
+                                  const mcl_tensor *cbias, mcl_tensor *c, mcl_tensor *scratch)
+{
     mcl_tensor *a = (mcl_tensor *)ca, *b = (mcl_tensor *)cb, *bias = (mcl_tensor *)cbias;
     if (!ctx || !a || !b || !c)
         return MCL_ERROR_INVALID_ARGUMENT;
+    if (scratch && (scratch->ctx != ctx || scratch->dtype != MCL_DTYPE_F32 || scratch == a ||
+                    scratch == b || scratch == c || scratch == bias))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_matmul: scratch is not an f32 tensor of its own");
     if (a->ctx != ctx || b->ctx != ctx || c->ctx != ctx || (bias && bias->ctx != ctx))
         return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_matmul: tensor of another context");
     if (a->dtype != MCL_DTYPE_F32 || b->dtype != MCL_DTYPE_F32 || c->dtype != MCL_DTYPE_F32 ||
@@ -306,7 +338,7 @@ mcl_status mcl_matmul_f32(mcl_context *ctx, const mcl_tensor *ca, mcl_transpose 
         batch = 1;
     }
     gemm_tiles((uint64_t)m, (uint64_t)n, (uint64_t)batch, &cfg);
-    return mcl_gemm_dispatch(ctx, &cfg, a, ta, b, tb, bias, c, (uint32_t)m, (uint32_t)n,
-                             (uint32_t)k, (uint32_t)batch, (uint32_t)(m * k),
-                             shared_b ? 0u : (uint32_t)(k * n));
+    return gemm_dispatch(ctx, &cfg, a, ta, b, tb, bias, c, (uint32_t)m, (uint32_t)n,
+                         (uint32_t)k, (uint32_t)batch, (uint32_t)(m * k),
+                         shared_b ? 0u : (uint32_t)(k * n), scratch);
 }

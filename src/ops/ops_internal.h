@@ -23,6 +23,23 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
                              uint32_t m, uint32_t n, uint32_t k, uint32_t batch,
                              uint32_t stride_a, uint32_t stride_b);
 
+/* mcl_rmsnorm_backward and mcl_attention_backward with the caller's scratch instead of a
+ * scratch tensor made per call (bump-allocated scratch is reclaimed only when all of it is
+ * released, so a pass that calls them once per layer would grow with depth): dweight's
+ * per-row products (f32, at least rows x d floats; used only when dweight is not NULL) and
+ * their column sums' partials (f32, ceil(rows / 64) x d floats; NULL or smaller: made per
+ * call), and the attention's row statistics (f32, at least B x Hq x T x 4 floats). No
+ * scratch may be an argument; NULL makes them per call, as the public functions do. */
+mcl_status mcl_rmsnorm_backward_scratch(mcl_context *ctx, const mcl_tensor *x,
+                                        const mcl_tensor *weight, const mcl_tensor *dy,
+                                        float eps, mcl_tensor *dx, mcl_tensor *dweight,
+                                        mcl_tensor *scratch, mcl_tensor *partial);
+mcl_status mcl_attention_backward_scratch(mcl_context *ctx, const mcl_tensor *q,
+                                          const mcl_tensor *k, const mcl_tensor *v,
+                                          const mcl_tensor *out, const mcl_tensor *dout,
+                                          const mcl_attention_desc *desc, mcl_tensor *dq,
+                                          mcl_tensor *dk, mcl_tensor *dv, mcl_tensor *scratch);
+
 /* Whether the row kernels (softmax, reductions, norms) reduce with subgroup arithmetic (1)
  * or with the portable shared-memory tree (0) on this context. */
 int mcl_rows_use_subgroup(const mcl_context *ctx);
@@ -84,6 +101,15 @@ mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, 
 mcl_status mcl_matmul_f32(mcl_context *ctx, const mcl_tensor *a, mcl_transpose ta,
                           const mcl_tensor *b, mcl_transpose tb, const mcl_tensor *bias,
                           mcl_tensor *c);
+
+/* mcl_matmul_f32 whose split-K partials go to the caller's scratch (f32, not an operand)
+ * instead of a scratch tensor made per call, the split reduced to the slices it holds (none
+ * below two): a pass that multiplies once per layer keeps its memory flat. NULL: as
+ * mcl_matmul_f32. The split changes the order of the sums, so the bits may differ from
+ * mcl_matmul's. */
+mcl_status mcl_matmul_f32_scratch(mcl_context *ctx, const mcl_tensor *a, mcl_transpose ta,
+                                  const mcl_tensor *b, mcl_transpose tb, const mcl_tensor *bias,
+                                  mcl_tensor *c, mcl_tensor *scratch);
 
 /* mcl_matmul with a block-quantised b (matmul_quant.c). */
 mcl_status mcl_matmul_quant(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
