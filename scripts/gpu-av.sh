@@ -2,7 +2,8 @@
 # The device suites under GPU-assisted validation (MOTIFCL_VALIDATION=gpu: the validation layer
 # instruments every shader and reports out-of-bounds accesses, with synchronization validation
 # on as well), each suite run directly with its own time limit (the instrumented shaders run
-# many times slower than plain ones, past ctest's per-test limit), two at a time.
+# many times slower than plain ones, past ctest's per-test limit), two at a time; the gates
+# labelled device (not suite programs) through ctest.
 #   scripts/gpu-av.sh [-B build-dir] [-j jobs] [-R regex] [--polaris]
 #     -B       an existing build (default: build); built first if it has no tests
 #     -j       suites at once (default 2)
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
     -j) jobs=$2; shift 2 ;;
     -R) filter=$2; shift 2 ;;
     --polaris) polaris=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "gpu-av.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -58,7 +59,9 @@ xargs -P "$jobs" -I{} sh -c '
   name={}; exe=${name%.polaris}
   if [ "$name" != "$exe" ]; then export MOTIFCL_DEVICE_PROFILE=polaris; fi
   t0=$(date +%s)
-  if timeout "$SUITE_TIMEOUT" "$BUILD/tests/$exe" > "$OUT/$name.log" 2>&1; then rc=0; else rc=$?; fi
+  if [ -x "$BUILD/tests/$exe" ]; then set -- "$BUILD/tests/$exe"
+  else set -- ctest --test-dir "$BUILD" --output-on-failure -R "^$name\$"; fi
+  if timeout "$SUITE_TIMEOUT" "$@" > "$OUT/$name.log" 2>&1; then rc=0; else rc=$?; fi
   t1=$(date +%s)
   reports=$(grep -c "validation: " "$OUT/$name.log" || true)
   result=passed
