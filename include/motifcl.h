@@ -552,7 +552,8 @@ typedef struct mcl_memory_stats {
     uint64_t allocation_count;       /**< live tensors' allocations */
     uint64_t block_count;            /**< pooled blocks */
     uint64_t dedicated_count;        /**< tensors with a memory allocation of their own */
-    uint64_t block_size;             /**< bytes per pooled block on this device */
+    uint64_t block_size;             /**< bytes per pooled block on this device (a block made
+                                          when the budget had no room for one may be smaller) */
     uint64_t largest_free_range;     /**< largest free range inside the pooled blocks */
     uint32_t tensor_memory_type;     /**< Vulkan memory type index of tensors */
     uint32_t staging_memory_type;    /**< memory type of the staging ring */

@@ -404,6 +404,169 @@ static void transfers_staged_path(void **state)
     mcl_context_destroy(c);
 }
 
+/* Bytes the budget still allows on the heap that holds the most of c's blocks: the budget
+ * less the usage where VK_EXT_memory_budget reports them, else the heap less c's blocks. */
+static uint64_t budget_left(mcl_context *c)
+{
+    mcl_device_info di = {.size = sizeof di};
+    mcl_memory_stats st = {.size = sizeof st};
+    assert_mcl_ok(mcl_context_device_info(c, &di));
+    assert_mcl_ok(mcl_context_memory_stats(c, &st));
+    uint32_t h = 0;
+    for (uint32_t i = 1; i < di.memory_heap_count && i < MCL_MAX_MEMORY_HEAPS; i++)
+        h = st.heap_reserved[i] > st.heap_reserved[h] ? i : h;
+    const mcl_memory_heap *heap = &di.memory_heaps[h];
+    if (di.features_enabled & MCL_FEATURE_MEMORY_BUDGET)
+        return heap->budget > heap->usage ? heap->budget - heap->usage : 0;
+    return heap->size > st.heap_reserved[h] ? heap->size - st.heap_reserved[h] : 0;
+}
+
+/* Fill the heap with dedicated tensors until less than a block is left, then small tensors
+ * must still succeed: they take a smaller block (or an allocation of their own) instead of
+ * failing for want of a whole new block. A fresh context, so no block of the suite's context
+ * has room to spare. Negative control: on the code before the fallback the 1 KiB tensor was
+ * refused with out-of-device-memory. */
+static void small_tensor_near_the_budget(void **state)
+{
+    (void)state;
+    mcl_context *c = context_with_transfer("auto");
+    mcl_memory_stats st = {.size = sizeof st};
+    assert_mcl_ok(mcl_context_memory_stats(c, &st));
+    uint64_t block = st.block_size;
+    /* A tensor above a quarter of a block gets an allocation of its own. */
+    uint64_t floor = (block / 4 + 4 * MIB) / MIB * MIB;
+    uint64_t chunk = info.max_storage_buffer_range < 2 * GIB ? info.max_storage_buffer_range
+                                                              : 2 * GIB;
+    if (chunk > info.max_memory_allocation_size)
+        chunk = info.max_memory_allocation_size;
+    chunk = chunk / MIB * MIB;
+    assert_true(chunk >= floor);
+
+    /* Warm the transfer path first: a staging ring made later would need budget too. */
+    mcl_tensor *warm = make_u32(c, 4096, MCL_MEMORY_ACTIVATIONS);
+    assert_non_null(warm);
+    uint32_t word = 7;
+    assert_mcl_ok(mcl_tensor_upload(warm, 0, &word, sizeof word));
+    mcl_tensor_destroy(warm);
+    assert_mcl_ok(mcl_finish(c));
+
+    size_t capacity = 4096, count = 0;
+    mcl_tensor **held = calloc(capacity, sizeof *held);
+    assert_non_null(held);
+    uint64_t last = 0;
+    for (;;) {
+        mcl_tensor *t = count < capacity ? make_u32(c, chunk, MCL_MEMORY_WEIGHTS) : NULL;
+        if (t) {
+            held[count++] = t;
+            last = chunk;
+            continue;
+        }
+        if (chunk == floor || count == capacity)
+            break;
+        chunk = chunk / 2 > floor ? chunk / 2 / MIB * MIB : floor;
+    }
+    /* Leave some room (an eighth of a block and 8 MiB where the sizes allow, else 4 MiB):
+     * give back the last tensor and take less. */
+    uint64_t room = last - block / 8 - 8 * MIB > block / 4 ? block / 8 + 8 * MIB : 4 * MIB;
+    if (budget_left(c) < 2 * MIB && count > 0 && last - room > block / 4) {
+        mcl_tensor_destroy(held[--count]);
+        assert_mcl_ok(mcl_finish(c));
+        held[count] = make_u32(c, last - room, MCL_MEMORY_WEIGHTS);
+        assert_non_null(held[count]);
+        count++;
+    }
+    uint64_t left = budget_left(c);
+    printf("filled with %zu dedicated tensors; %.1f MiB left, blocks of %.0f MiB\n", count,
+           (double)left / MIB, (double)block / MIB);
+    mcl_test_record_figure("budget left after the fill", (double)left / MIB, "MiB");
+    assert_true(left < block);
+
+    /* A pooled tensor (a quarter of a block at most) for which no halving of the block size
+     * both holds it and fits the budget takes an allocation of exactly its size. */
+    mcl_tensor *middle = NULL;
+    uint64_t middle_bytes = (left - left / 8) / 256 * 256, halving = block;
+    while (halving / 2 >= middle_bytes)
+        halving /= 2;
+    if (middle_bytes >= MIB && middle_bytes <= block / 4 && halving > left) {
+        mcl_memory_stats pre = {.size = sizeof pre}, post = {.size = sizeof post};
+        assert_mcl_ok(mcl_context_memory_stats(c, &pre));
+        middle = make_u32(c, middle_bytes, MCL_MEMORY_ACTIVATIONS);
+        mcl_test_record_bool("a pooled tensor takes an allocation of its own near the budget",
+                             middle != NULL);
+        assert_non_null(middle);
+        assert_mcl_ok(mcl_context_memory_stats(c, &post));
+        assert_int_equal(post.dedicated_count, pre.dedicated_count + 1);
+        assert_int_equal(post.block_count, pre.block_count);
+        assert_true(post.bytes_reserved - pre.bytes_reserved >= middle_bytes);
+        assert_true(post.bytes_reserved - pre.bytes_reserved < halving);
+        left = budget_left(c);
+        printf("%.1f MiB tensor in an allocation of its own; %.1f MiB left\n",
+               (double)middle_bytes / MIB, (double)left / MIB);
+    } else {
+        mcl_test_note("own_allocation", "not reached: the room left suits no such tensor");
+    }
+
+    mcl_memory_stats before = {.size = sizeof before}, after = {.size = sizeof after};
+    assert_mcl_ok(mcl_context_memory_stats(c, &before));
+    mcl_tensor_desc desc = {.size = sizeof desc, .dtype = MCL_DTYPE_I32, .ndim = 1,
+                            .shape = {256}};
+    mcl_tensor *small = NULL, *second = NULL;
+    mcl_status status = mcl_tensor_create_ex(c, &desc, &small);
+    printf("1 KiB tensor: %s (%s)\n", mcl_status_string(status),
+           status == MCL_SUCCESS ? "" : mcl_context_last_error(c));
+    mcl_test_record_bool("1 KiB tensor allocated with less than a block left",
+                         status == MCL_SUCCESS);
+    assert_int_equal(status, MCL_SUCCESS);
+    assert_mcl_ok(mcl_tensor_create_ex(c, &desc, &second));
+
+    /* The statistics count the smaller block as it is. */
+    assert_mcl_ok(mcl_context_memory_stats(c, &after));
+    uint64_t added = after.bytes_reserved - before.bytes_reserved;
+    assert_true(added >= 1024 && added < block);
+    assert_true(added <= left);
+    assert_int_equal(after.bytes_allocated, before.bytes_allocated + 2048);
+    assert_int_equal(after.allocation_count, before.allocation_count + 2);
+    assert_int_equal(after.block_count + after.dedicated_count,
+                     before.block_count + before.dedicated_count + 1);
+    if (after.block_count > before.block_count) {
+        /* A smaller block: the second small tensor shares it. */
+        assert_ptr_equal(mcl_inspect_placement(small).block, mcl_inspect_placement(second).block);
+        assert_true(after.largest_free_range < added);
+    }
+    size_t needed = 0;
+    mcl_context_memory_json(c, NULL, 0, &needed);
+    char *json = malloc(needed), size_field[64];
+    assert_non_null(json);
+    assert_mcl_ok(mcl_context_memory_json(c, json, needed, NULL));
+    snprintf(size_field, sizeof size_field, "\"size\": %llu", (unsigned long long)added);
+    assert_non_null(strstr(json, size_field));
+    free(json);
+    mcl_test_record_figure("fallback allocation", (double)added / MIB, "MiB");
+
+    /* Usable: the GPU writes a pattern, the host reads it back. */
+    uint32_t words[256];
+    assert_mcl_ok(mcl_fill_pattern(c, second, 11));
+    assert_int_equal(pattern_mismatches(second, 11, words, 256), 0);
+
+    /* Beyond the budget is still refused, and the context still works after the refusal. */
+    mcl_tensor *too_big = NULL;
+    uint64_t beyond = left + 4 * MIB > floor ? left + 4 * MIB : floor;
+    desc.shape[0] = (int64_t)(beyond / 4);
+    assert_int_equal(mcl_tensor_create_ex(c, &desc, &too_big), MCL_ERROR_OUT_OF_DEVICE_MEMORY);
+
+    mcl_tensor_destroy(small);
+    mcl_tensor_destroy(second);
+    mcl_tensor_destroy(middle);
+    for (size_t i = 0; i < count; i++)
+        mcl_tensor_destroy(held[i]);
+    free(held);
+    assert_mcl_ok(mcl_finish(c));
+    assert_mcl_ok(mcl_context_memory_stats(c, &after));
+    assert_int_equal(after.bytes_allocated, 0);
+    assert_int_equal(mcl_context_validation_errors(c), 0);
+    mcl_context_destroy(c);
+}
+
 static void statistics_and_json(void **state)
 {
     (void)state;
@@ -484,6 +647,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(transfers_pinned_path),
         cmocka_unit_test(no_aliasing_across_pool),
         cmocka_unit_test(out_of_memory_and_recovery),
+        cmocka_unit_test(small_tensor_near_the_budget),
     };
     return mcl_test_finish(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -377,6 +377,138 @@ static void validation_errors_are_counted(void **state)
     assert_true(count_messages > 0);
 }
 
+/* What GPU-assisted validation said: errors, those about an access out of bounds, and
+ * warnings that it turned itself off (a run that only looks clean). */
+typedef struct gpu_av_log {
+    int errors, out_of_bounds, setup_problems;
+    char first[768];
+} gpu_av_log;
+
+static int contains_nocase(const char *text, const char *word)
+{
+    size_t n = strlen(word);
+    for (; *text; text++) {
+        size_t i = 0;
+        while (i < n && text[i] && (text[i] | 0x20) == (word[i] | 0x20))
+            i++;
+        if (i == n)
+            return 1;
+    }
+    return 0;
+}
+
+static void gpu_av_collect(void *user, mcl_log_level level, const char *message)
+{
+    gpu_av_log *log = user;
+    if (!contains_nocase(message, "validation:"))
+        return;
+    if (contains_nocase(message, "GPU-Assisted") &&
+        (contains_nocase(message, "disabled") || contains_nocase(message, "Setup Error")))
+        log->setup_problems++;
+    if (level != MCL_LOG_ERROR)
+        return;
+    log->errors++;
+    if (contains_nocase(message, "out of bounds") && !log->out_of_bounds++)
+        snprintf(log->first, sizeof log->first, "%s", message);
+}
+
+/* fill_pattern_u32 (a tool kernel, not shipped) over `t`, told to write `words` words. */
+static void fill_words(mcl_context *c, mcl_tensor *t, uint32_t words)
+{
+    const mcl_kernel_desc desc = {
+        .id = MCL_KERNEL_FILL_PATTERN_U32,
+        .module = &mcl_spirv_tool_modules[MCL_KERNEL_FILL_PATTERN_U32],
+        .binding_count = 1,
+        .push_size = 2 * sizeof(uint32_t),
+    };
+    const mcl_kernel *kernel;
+    assert_mcl_ok(mcl_kernel_get(c, &desc, &kernel));
+    uint32_t push[2] = {words, 5};
+    uint32_t local = mcl_kernel_local_size(kernel);
+    uint32_t groups = (words + local - 1) / local;
+    /* The shader strides over the rest; 65535 is Vulkan's minimum maxComputeWorkGroupCount. */
+    groups = groups < 65535u ? groups : 65535u;
+    assert_mcl_ok(mcl_dispatch(c, kernel, NULL, 0, &t, 1, push, groups, 1, 1));
+    assert_mcl_ok(mcl_finish(c));
+}
+
+/* Negative control for GPU-assisted validation (MOTIFCL_VALIDATION=gpu): a kernel writing
+ * past the end of its buffer must be reported, and the same kernel within bounds must not,
+ * or a clean GPU-assisted run would prove nothing. The tensor is one above a quarter block,
+ * so it has a VkBuffer of its own: the validation layer of Debian 12 (1.3.239) checks an
+ * access against the whole VkBuffer, not the descriptor's range, so an overrun inside a
+ * pooled block goes unseen (recorded below, not asserted: a newer layer may see it). The
+ * overrun is 64 bytes: the instrumented shader skips it; an uninstrumented one would write
+ * into the allocation's rounding, not into another allocation. */
+static void gpu_assisted_validation_reports_out_of_bounds(void **state)
+{
+    (void)state;
+    gpu_av_log log = {0};
+    mcl_context_desc desc = {.size = sizeof desc, .device_index = -1,
+                             .flags = MCL_CONTEXT_VALIDATION | MCL_CONTEXT_VALIDATION_GPU_ASSISTED,
+                             .log_fn = gpu_av_collect, .log_user_data = &log,
+                             .log_level = MCL_LOG_WARNING};
+    mcl_context *c = NULL;
+    mcl_status s = mcl_context_create(&desc, &c);
+    if (s == MCL_ERROR_LAYER_UNAVAILABLE) {
+        mcl_test_note("gpu_av_negative_control", "layer not installed");
+        if (mcl_env_truthy("MOTIFCL_VALIDATION"))
+            fail_msg("MOTIFCL_VALIDATION is set but the validation layer is not installed");
+        skip();
+    }
+    assert_int_equal(s, MCL_SUCCESS);
+    mcl_memory_stats stats = {.size = sizeof stats};
+    assert_mcl_ok(mcl_context_memory_stats(c, &stats));
+    mcl_device_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_context_device_info(c, &info));
+    uint64_t bytes = (stats.block_size / 4 + (UINT64_C(4) << 20)) / 4 * 4;
+    if (bytes > info.max_storage_buffer_range || bytes / 4 + 16 > UINT32_MAX) {
+        mcl_context_destroy(c);
+        mcl_test_note("gpu_av_negative_control", "a dedicated tensor exceeds one binding here");
+        skip();
+    }
+
+    /* Within a pooled block: clean, and an overrun inside the block (not asserted). */
+    int64_t n = 1000;
+    mcl_tensor *pooled;
+    assert_mcl_ok(mcl_tensor_create(c, MCL_DTYPE_I32, 1, &n, &pooled));
+    fill_words(c, pooled, (uint32_t)n);
+    int clean_total = log.errors;
+    fill_words(c, pooled, 2 * (uint32_t)n);
+    int inside_block = log.out_of_bounds, after_inside = log.errors;
+    mcl_tensor_destroy(pooled);
+
+    /* A tensor with a buffer of its own: clean within bounds, reported past the end. */
+    int64_t words = (int64_t)(bytes / 4);
+    mcl_tensor *own;
+    assert_mcl_ok(mcl_tensor_create(c, MCL_DTYPE_I32, 1, &words, &own));
+    assert_int_equal(mcl_context_memory_stats(c, &stats), MCL_SUCCESS);
+    assert_true(stats.dedicated_count >= 1);
+    fill_words(c, own, (uint32_t)words);
+    clean_total += log.errors - after_inside;
+    int before_overrun = log.errors;
+    fill_words(c, own, (uint32_t)words + 16);
+    int reported = log.out_of_bounds - inside_block;
+    mcl_tensor_destroy(own);
+    mcl_context_destroy(c);
+
+    printf("GPU-assisted validation: %d errors within bounds; overrun inside a pooled block: "
+           "%d reports; overrun past a buffer: %d reports (%d errors); %d setup problems\n"
+           "first report: %s\n", clean_total, inside_block, reported,
+           log.errors - before_overrun, log.setup_problems, log.first);
+    mcl_test_record_bool("GPU-assisted validation active (no setup problem reported)",
+                         log.setup_problems == 0);
+    mcl_test_record_bool("GPU-assisted validation: kernels within bounds clean",
+                         clean_total == 0);
+    mcl_test_record_bool("GPU-assisted validation negative control: a write past the end of "
+                         "a buffer reported", reported > 0);
+    mcl_test_record_figure("GPU-assisted validation: reports of an overrun inside a pooled "
+                           "block (0: the layer checks the whole buffer)", inside_block, "reports");
+    assert_int_equal(log.setup_problems, 0);
+    assert_int_equal(clean_total, 0);
+    assert_true(reported > 0);
+}
+
 int main(int argc, char **argv)
 {
     mcl_test_begin(argc, argv);
@@ -390,6 +522,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(device_choice),
         cmocka_unit_test(environment_is_read_strictly),
         cmocka_unit_test(validation_errors_are_counted),
+        cmocka_unit_test(gpu_assisted_validation_reports_out_of_bounds),
     };
     return mcl_test_finish(cmocka_run_group_tests(tests, NULL, NULL));
 }

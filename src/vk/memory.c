@@ -5,7 +5,10 @@
  *
  * Budget: a new block is refused with MCL_ERROR_OUT_OF_DEVICE_MEMORY when it would take the
  * heap past its budget (VK_EXT_memory_budget) or, without that extension, past the heap's
- * size. The context stays usable: free tensors and allocate again. */
+ * size. A small tensor that finds no room in the pools and no budget for a whole new block
+ * takes a smaller block (the block size halved until it fits, down to the tensor's own
+ * size), then an allocation of its own, before it is refused. The context stays usable:
+ * free tensors and allocate again. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,15 +174,23 @@ static void trim_empty_blocks(mcl_context *ctx)
     }
 }
 
+/* Whether `size` more bytes fit the budget, once the empty blocks kept for reuse have been
+ * given back if they do not fit otherwise. */
+static int budget_allows(mcl_context *ctx, uint32_t type, uint64_t size)
+{
+    if (within_budget(ctx, type, size))
+        return 1;
+    trim_empty_blocks(ctx);
+    return within_budget(ctx, type, size);
+}
+
 /* One VkDeviceMemory with a VkBuffer over all of it. */
 static mcl_status block_create(mcl_context *ctx, uint32_t type, uint64_t size, float priority,
                                mcl_block **out)
 {
     mcl_status status;
     VkResult result;
-    if (!within_budget(ctx, type, size))
-        trim_empty_blocks(ctx);
-    if (!within_budget(ctx, type, size))
+    if (!budget_allows(ctx, type, size))
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_DEVICE_MEMORY,
                         "%llu more bytes would exceed the memory budget of heap %u",
                         (unsigned long long)size, heap_of(ctx, type));
@@ -301,12 +312,34 @@ static mcl_status alloc_pooled(mcl_context *ctx, uint64_t size, mcl_memory_class
             return MCL_SUCCESS;
         }
     }
+    /* No room in the pool. A whole new block where the budget allows one; else the largest
+     * halving of the block size that the budget allows and the tensor fits; else the tensor
+     * takes an allocation of exactly its size (refused there if even that does not fit). */
+    uint64_t need = (size + a->alignment - 1) / a->alignment * a->alignment;
+    uint64_t block_size = a->block_size;
+    while (block_size / 2 >= need && !budget_allows(ctx, a->tensor_type, block_size))
+        block_size /= 2;
+    if (block_size != a->block_size) {
+        if (!budget_allows(ctx, a->tensor_type, block_size)) {
+            mcl_ctx_log(ctx, MCL_LOG_INFO,
+                        "allocator: no budget for a block of %llu bytes (the smallest that "
+                        "holds the tensor); a tensor of %llu bytes takes an allocation of "
+                        "its own",
+                        (unsigned long long)block_size, (unsigned long long)size);
+            return alloc_dedicated(ctx, size, cls, out);
+        }
+        mcl_ctx_log(ctx, MCL_LOG_INFO,
+                    "allocator: no budget for a block of %llu bytes; a block of %llu bytes "
+                    "for a tensor of %llu bytes",
+                    (unsigned long long)a->block_size, (unsigned long long)block_size,
+                    (unsigned long long)size);
+    }
     mcl_block *b;
-    mcl_status status = block_create(ctx, a->tensor_type, a->block_size, class_priority[cls], &b);
+    mcl_status status = block_create(ctx, a->tensor_type, block_size, class_priority[cls], &b);
     if (status != MCL_SUCCESS)
         return status;
-    int rc = cls == MCL_MEMORY_SCRATCH ? mcl_linear_init(&b->linear, a->block_size)
-                                       : mcl_tlsf_create(a->block_size, &b->tlsf);
+    int rc = cls == MCL_MEMORY_SCRATCH ? mcl_linear_init(&b->linear, block_size)
+                                       : mcl_tlsf_create(block_size, &b->tlsf);
     if (rc == 0)
         rc = cls == MCL_MEMORY_SCRATCH
                  ? mcl_linear_alloc(&b->linear, size, a->alignment, &offset)
