@@ -24,10 +24,14 @@
 //     one full-rate instruction, and for Q5_K)
 //   set 0: 0 x [M, K] f32, 1 W bodies, 2 W's d values (any buffer for Q4_K, Q5_K), 3 bias [N]
 //     (any buffer when unused), 4 y [M, N]
+//     9 EXPERTS (experts mode, gemv_q.glsl: W a stack of experts, the expert of workgroup z
+//     read from ids; M = 1)
+//   set 0: with EXPERTS, binding 3 is the ids (i32) instead of a bias
 //   push constants: N, K, has_bias, ldy, y0, dlo: y[m, y0 + n] is y[m * ldy + y0 + n] and its
 //     bias bias[y0 + n] (a W split in row ranges); block b's d is the (dlo + b)th half of
-//     binding 2. The workgroup index is x + y * (groups in x): a grid beyond 65535
-//     workgroups folds into y.
+//     binding 2. With EXPERTS, e_lo, e_n, xdiv, xrows, ids0 (gemv_q.glsl; xrows unused here).
+//     The workgroup index is x + y * (groups in x): a grid beyond 65535 workgroups folds into
+//     y; with EXPERTS, z is the pair.
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 
@@ -40,6 +44,7 @@ layout(constant_id = 6) const uint PB = 16;
 layout(constant_id = 7) const bool STAGE = false;
 layout(constant_id = 8) const bool CVT_ASKED = false;
 const bool CVT = CVT_ASKED && M == 1u;  // the host asks only at one row of x
+layout(constant_id = 9) const bool EXPERTS = false;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufX4 { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };
@@ -47,6 +52,7 @@ layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ2 { uvec2 wq2[
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ4 { uvec4 wq4[]; };
 layout(std430, set = 0, binding = 2) restrict readonly buffer BufD { uint wd[]; };
 layout(std430, set = 0, binding = 3) restrict readonly buffer BufBias { float bias[]; };
+layout(std430, set = 0, binding = 3) restrict readonly buffer BufIds { uint ids[]; };
 layout(std430, set = 0, binding = 4) restrict writeonly buffer BufY { float y[]; };
 
 layout(push_constant) uniform Push {
@@ -54,6 +60,7 @@ layout(push_constant) uniform Push {
     uint has_bias;
     uint ldy, y0;  // y's row stride and the column of W's row 0 (a W split in row ranges)
     uint dlo;      // the half of binding 2 that is block 0's d
+    uint e_lo, e_n, xdiv, xrows, ids0;  // experts mode (gemv_q.glsl)
 } pc;
 
 #include "quant.glsl"
@@ -76,8 +83,9 @@ void gemv_stage(uint b0) {
     barrier();  // the last round's reads are done
     for (uint j = gl_LocalInvocationIndex; j < M * XCH; j += T * G) {
         const uint m = j / XCH, v = j % XCH;
-        gemv_x[m * XS + v + v / 8u] = gemv_xbase + v < K4 ? x4[m * K4 + gemv_xbase + v]
-                                                          : vec4(0.0);
+        gemv_x[m * XS + v + v / 8u] = gemv_xbase + v < K4
+                                          ? x4[gemv_x_row(m) * K4 + gemv_xbase + v]
+                                          : vec4(0.0);
     }
     barrier();
 }
@@ -88,7 +96,7 @@ vec4 xget(uint m, uint i) {
         const uint v = i - gemv_xbase;
         return gemv_x[m * XS + v + v / 8u];
     }
-    return x4[m * (pc.K / 4u) + i];
+    return x4[gemv_x_row(m) * (pc.K / 4u) + i];
 }
 
 // The four bytes of q as floats by conversion: on AMD GPUs each is one instruction

@@ -24,13 +24,23 @@
 // two steps (no subgroup size assumed): at T = 128 a single invocation adding all of them
 // left a tail of microseconds at the end of a grid that is one wave.
 //
+// Experts mode (EXPERTS; a mixture of experts' expert GEMVs): W is a stack of experts of N
+// rows each, the part bound holding experts [e_lo, e_lo + e_n); workgroup z is the pair
+// (row r, slot j) = (z / slots, z % slots) of the batch, whose expert ids[ids0 + z] is read
+// here, on the device, so that a recorded step follows any routing. A workgroup whose expert
+// lies outside the part returns at once (each part of a stack bound in parts is one dispatch
+// over every pair); it multiplies row z / xdiv of x (xdiv = slots: x shared by a row's
+// experts; 1: a row of x per pair) by that expert's rows, (id - e_lo) N onwards, into row z of
+// y. One row of x per workgroup (M = 1), no bias. Off (a constant false), it compiles away.
+//
 // The includer declares, before including this file and after quant.glsl:
 //   layout(local_size_x_id = 0, local_size_y_id = 4) in;   (T lanes along K, G row groups)
-//   spec constants FORMAT (1), M (2), NR (3), U (5), PB (6), and STAGE (7, or a constant
-//   false)
+//   spec constants FORMAT (1), M (2), NR (3), U (5), PB (6), STAGE (7, or a constant false)
+//   and EXPERTS
 //   buffers `uint wq[]`, `uvec2 wq2[]`, `uvec4 wq4[]` aliasing the block bodies, `uint wd[]`,
-//   `float bias[]`, `float y[]`, and push constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0,
-//   pc.dlo; after it, the decoder piece() (prototype below) and a main() that calls
+//   `float bias[]` and `uint ids[]` (aliased: experts mode has no bias), `float y[]`, and push
+//   constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0, pc.dlo, pc.e_lo, pc.e_n, pc.xdiv,
+//   pc.ids0; after it, the decoder piece() (prototype below) and a main() that calls
 //   gemv_main().
 #ifndef GEMV_Q_GLSL
 #define GEMV_Q_GLSL
@@ -44,6 +54,19 @@ const uint ROWS = G * NR;           // rows of W per workgroup
 // lanes t < T / F of each row group sum F neighbours of every series in place, then one
 // invocation per output sums the T / F results.
 shared float gemv_red[NR * M * G * T];
+
+// Experts mode: the workgroup's pair (y's row) and its row of x (gemv_main sets them).
+uint gemv_pair = 0u;
+uint gemv_xrow = 0u;
+
+// The row of x, and of y, that the kernel's row m of x stands for.
+uint gemv_x_row(uint m) {
+    return EXPERTS ? gemv_xrow : m;
+}
+
+uint gemv_y_row(uint m) {
+    return EXPERTS ? gemv_pair : m;
+}
 const uint GEMV_F = T >= 8u ? 8u : 1u;
 
 void gemv_finish(float acc[NR][M], uint wg) {
@@ -75,7 +98,7 @@ void gemv_finish(float acc[NR][M], uint wg) {
             sum += gemv_red[o * T + k];
         }
         if (n < pc.N) {
-            y[m * pc.ldy + pc.y0 + n] = pc.has_bias != 0u ? sum + bias[pc.y0 + n] : sum;
+            y[gemv_y_row(m) * pc.ldy + pc.y0 + n] = pc.has_bias != 0u ? sum + bias[pc.y0 + n] : sum;
         }
     }
 }
@@ -101,9 +124,21 @@ void gemv_main() {
     const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     const uint nb = pc.K / QK;
     const uint P = nb * PPB;
+    // Experts mode: the pair's expert, its first row in the part bound (32 bits hold it: a
+    // part is one binding, and its blocks are fewer than its bytes).
+    uint expert_row = 0u;
+    if (EXPERTS) {
+        gemv_pair = gl_WorkGroupID.z;
+        const uint e = ids[pc.ids0 + gemv_pair] - pc.e_lo;  // below e_lo wraps past e_n
+        if (e >= pc.e_n) {
+            return;  // another part's expert (or no expert): the whole workgroup leaves
+        }
+        gemv_xrow = gemv_pair / pc.xdiv;
+        expert_row = e * pc.N;
+    }
     uint row_blk[NR];
     [[unroll]] for (uint i = 0u; i < NR; i++) {
-        row_blk[i] = min((wg * G + g) * NR + i, pc.N - 1u) * nb;
+        row_blk[i] = (expert_row + min((wg * G + g) * NR + i, pc.N - 1u)) * nb;
     }
     float acc[NR][M];
     [[unroll]] for (uint i = 0u; i < NR; i++) {

@@ -13,11 +13,13 @@
 //   Q6_K         per quarter k of the piece: d sc * d_x * (sum(codes * x codes) - 32 * sum(x
 //                codes)), the code sums over its 16 positions taken by dot products with 1s
 //
-//   specialization constants: as gemv_q.comp, less STAGE
+//   specialization constants: as gemv_q.comp, less STAGE and CVT; 7 EXPERTS (experts mode,
+//     gemv_q.glsl)
 //   set 0: 0 quantized x (qdot.glsl's layout), 1 W bodies, 2 W's d values (any buffer for
-//     Q4_K, Q5_K), 3 bias [N] (any buffer when unused), 4 y [M, N]
-//   push constants: N, K, has_bias, ldy, y0, dlo (as gemv_q.comp). The workgroup index is
-//     x + y * (groups in x).
+//     Q4_K, Q5_K), 3 bias [N] (any buffer when unused; with EXPERTS the ids, i32), 4 y [M, N]
+//   push constants: N, K, has_bias, ldy, y0, dlo, e_lo, e_n, xdiv, xrows, ids0 (as
+//     gemv_q.comp; with EXPERTS, x holds xrows rows, its scales and sums after all of their
+//     codes). The workgroup index is x + y * (groups in x); with EXPERTS, z is the pair.
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 
@@ -28,6 +30,7 @@ layout(constant_id = 3) const uint NR = 1;
 layout(constant_id = 5) const uint U = 2;
 layout(constant_id = 6) const uint PB = 16;
 const bool STAGE = false;
+layout(constant_id = 7) const bool EXPERTS = false;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct { uint act[]; };
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct2 { uvec2 act2[]; };
@@ -37,6 +40,7 @@ layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ2 { uvec2 wq2[
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ4 { uvec4 wq4[]; };
 layout(std430, set = 0, binding = 2) restrict readonly buffer BufD { uint wd[]; };
 layout(std430, set = 0, binding = 3) restrict readonly buffer BufBias { float bias[]; };
+layout(std430, set = 0, binding = 3) restrict readonly buffer BufIds { uint ids[]; };
 layout(std430, set = 0, binding = 4) restrict writeonly buffer BufY { float y[]; };
 
 layout(push_constant) uniform Push {
@@ -44,6 +48,7 @@ layout(push_constant) uniform Push {
     uint has_bias;
     uint ldy, y0;  // y's row stride and the column of W's row 0 (a W split in row ranges)
     uint dlo;      // the half of binding 2 that is block 0's d
+    uint e_lo, e_n, xdiv, xrows, ids0;  // experts mode (gemv_q.glsl)
 } pc;
 
 #include "quant.glsl"
@@ -78,10 +83,10 @@ int dot4(uvec4 w, uvec4 a) {
 
 // acc[i][m] += piece p of block b of row i (words r[i]) . x[m]; nothing where !ok.
 void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
-    const uint nb32 = pc.K / 32u, AB = M * nb32;
+    const uint nb32 = pc.K / 32u, AB = (EXPERTS ? pc.xrows : M) * nb32;
     if (FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0) {
         [[unroll]] for (uint m = 0u; m < M; m++) {
-            const uint ab = m * nb32 + b;
+            const uint ab = gemv_x_row(m) * nb32 + b;
             const float dx = uintBitsToFloat(act[8u * AB + ab]);
             // Code word k: Q8_0 elements PB p + 4k .. (activation word CW p + k of the
             // block); Q4_0 the same in its low nibbles and 16 + PB p + 4k .. (word 4 + CW p +
@@ -131,7 +136,7 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             }
         }
         [[unroll]] for (uint m = 0u; m < M; m++) {
-            const uint ab = m * nb32 + 8u * b + 2u * c;
+            const uint ab = gemv_x_row(m) * nb32 + 8u * b + 2u * c;
             uvec4 al[KHP], ah[KHP];
             [[unroll]] for (uint h = 0u; h < KHP; h++) {
                 al[h] = act4[2u * ab + j + h];
@@ -170,7 +175,7 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
         }
         [[unroll]] for (uint m = 0u; m < M; m++) {
             [[unroll]] for (uint k = 0u; k < 4u; k++) {
-                const uint ab = m * nb32 + 8u * b + 4u * h + k;
+                const uint ab = gemv_x_row(m) * nb32 + 8u * b + 4u * h + k;
                 const uvec4 a = act4[2u * ab + j];
                 const float dx = uintBitsToFloat(act[8u * AB + ab]);
                 const int sum32 = -32 * dot4(uvec4(0x01010101u), a);

@@ -32,12 +32,6 @@
 /* Vulkan guarantees 65535 workgroups per dimension. */
 #define QUANT_MAX_GROUPS 65535u
 
-/* ldc, c0: the output's row stride and the column of this W's row 0 (a W split in row ranges
- * writes its columns of the whole output). */
-typedef struct gemv_push {
-    uint32_t n, k, has_bias, ldc, c0, dlo;
-} gemv_push;
-
 typedef struct gemm_push {
     uint32_t m, n, k, has_bias, ldc, c0, dlo;
 } gemm_push;
@@ -97,9 +91,8 @@ void mcl_weight_part_free(weight_part *wp)
     *wp = (weight_part){0};
 }
 
-/* Get a kernel and check that the device gave it the workgroup size its tiles assume. */
-static mcl_status kernel_exact(mcl_context *ctx, const mcl_kernel_desc *desc,
-                               const mcl_kernel **out)
+mcl_status mcl_kernel_exact(mcl_context *ctx, const mcl_kernel_desc *desc,
+                            const mcl_kernel **out)
 {
     mcl_status status = mcl_kernel_get(ctx, desc, out);
     if (status == MCL_SUCCESS && mcl_kernel_local_size(*out) != desc->local_size_x)
@@ -132,17 +125,17 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     mcl_kernel_desc desc = {
         .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
         .binding_count = 5,
-        .push_size = sizeof(gemv_push),
+        .push_size = sizeof(mcl_gemv_push),
         .local_size_x = plan.t,
         .spec_count = dot ? 6 : 8,
         .spec = {fmt, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage, plan.cvt},
     };
     const mcl_kernel *kernel;
-    mcl_status status = kernel_exact(ctx, &desc, &kernel);
+    mcl_status status = mcl_kernel_exact(ctx, &desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
-    gemv_push push = {.n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0,
-                      .dlo = w->dlo};
+    mcl_gemv_push push = {.n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0,
+                          .dlo = w->dlo};
     uint32_t gx, gy;
     grid_2d(ceil_div(n, (uint64_t)plan.g * plan.nr), &gx, &gy);
     mcl_tensor *reads[4] = {x, w->body, w->d, bias ? bias : x};
@@ -161,7 +154,7 @@ static mcl_status gemm_record(mcl_context *ctx, const mcl_kernel_desc *desc, mcl
                               uint32_t tile_n)
 {
     const mcl_kernel *kernel;
-    mcl_status status = kernel_exact(ctx, desc, &kernel);
+    mcl_status status = mcl_kernel_exact(ctx, desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
     uint32_t gx = ceil_div(n, tile_n), gy = ceil_div(m, tile_m);
@@ -194,7 +187,7 @@ static mcl_status gemm_float(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, cons
         .spec = {fmt, bm, bn, bm / 16, bn / 16, mcl_quant_gemm_unroll(ctx)},
     };
     const mcl_kernel *kernel;
-    mcl_status status = kernel_exact(ctx, &desc, &kernel);
+    mcl_status status = mcl_kernel_exact(ctx, &desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
     uint32_t gx = ceil_div(n, bn), gy = ceil_div(m, bm);

@@ -220,4 +220,54 @@ mcl_status mcl_adamw_fused(mcl_context *ctx, mcl_tensor *params, mcl_tensor *gra
 mcl_status mcl_adamw_hyper(mcl_context *ctx, const char *op, const mcl_adamw_desc *desc,
                            float max_grad_norm, float hyper[MCL_ADAMW_HYPER_COUNT]);
 
+/* ---- Mixtures of experts (moe.c) --------------------------------------------------------- */
+
+/* The most experts a router chooses among, and the most it chooses per row. */
+#define MCL_MOE_MAX_EXPERTS 256u
+#define MCL_MOE_MAX_USED 16u
+
+/* A mixture's routing of each row of logits f32 [rows, E] (E <= 256; any rank, rows the
+ * product of all but the last dimension): the k (1..min(16, E)) experts of the largest
+ * logits, an exact tie to the lower index, into ids (i32, rows x k elements at least), and
+ * their weights into weights (f32, as many): the softmax's probabilities where norm is 0
+ * (qwen2moe), renormalised to sum to 1 over the chosen k where norm is not (Mixtral).
+ * moe_route_f32.comp, one workgroup per row, in f32 with a fixed order of summation. */
+mcl_status mcl_moe_route(mcl_context *ctx, mcl_tensor *logits, uint32_t k, int norm,
+                         mcl_tensor *ids, mcl_tensor *weights);
+
+/* How mcl_matmul_experts reads its batch. A routed batch of `rows` rows has rows x slots pairs
+ * (row r, slot j), pair r slots + j naming its expert in ids[ids_first + r slots + j]. */
+typedef struct mcl_experts_desc {
+    uint32_t experts;   /* E: W holds E experts of N rows, expert e's rows from e N */
+    uint32_t slots;     /* k: experts per row */
+    int per_slot;       /* x has a row per pair ([rows x slots, K]: the down projection's
+                         * input); 0: a row per row of the batch, shared by its experts
+                         * ([rows, K]: gate and up) */
+    uint32_t ids_first; /* ids' element of pair 0 */
+    mcl_quant_path path;/* a block-quantised W: AUTO (the dense GEMV's choice, the traits'
+                         * quant_dot), FLOAT or DOT; ignored for an f32 W */
+    mcl_tensor *act;    /* DOT: x already quantized for the integer-dot path (i32; from
+                         * mcl_quantize_activations or mcl_swiglu_q8, every row of x), or NULL
+                         * to quantize it here */
+} mcl_experts_desc;
+
+/* The expert GEMVs of a routed batch: y[p, :] = W_e x_p^T for every pair p, e = ids[ids_first
+ * + p] read from the device when the work runs (a recorded step replays for any routing) and
+ * x_p x's row p (per_slot) or p / slots. W [E N, K] is f32 or block-quantised (the stack a
+ * model file's [E, N, K] expert tensor loads as); x f32 [.., K]; y f32 [.., N] with rows x
+ * slots rows (at most 65535 pairs); ids i32. Only the chosen experts' rows are read. A W
+ * larger than one binding is bound in parts of whole experts (each part one dispatch over
+ * every pair, a pair's workgroups leaving at once where its expert is another part's). A pair
+ * whose id is outside [0, E) gets nothing written. `ran`, if not NULL, receives the path
+ * recorded (FLOAT for an f32 W). */
+mcl_status mcl_matmul_experts(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *ids,
+                              const mcl_experts_desc *desc, mcl_tensor *y,
+                              mcl_quant_path *ran);
+
+/* A mixture's weighted sum: out[r, :] = sum_j weights[r, j] y[r k + j, :] (in slot order), or
+ * out += it where accumulate is not 0; y f32 [rows k, D], weights f32 [rows, k] (as
+ * mcl_moe_route writes them), out f32 [rows, D], rows <= 65535. moe_combine_f32.comp. */
+mcl_status mcl_moe_combine(mcl_context *ctx, mcl_tensor *y, mcl_tensor *weights, uint32_t k,
+                           int accumulate, mcl_tensor *out);
+
 #endif

@@ -144,4 +144,14 @@ void ref_attention_fwd_d(const double *q, const double *k, const double *v, doub
                          int64_t heads_kv, int64_t dim, int64_t kv_len, int causal,
                          double scale);
 
+/* Mixtures of experts (ref_moe.c). Routing of rows of logits [rows, experts] (experts <= 256):
+ * the softmax in double, the k largest probabilities (an exact tie to the lower index; to the
+ * higher with ties_high, wrong on purpose for a negative control), their weights renormalised
+ * to sum 1 where norm, else the softmax's. */
+void ref_moe_route(const float *logits, int64_t rows, int64_t experts, int k, int norm,
+                   int ties_high, int32_t *ids, double *weights);
+/* out[r, :] (+)= sum_j weights[r, j] y[r k + j, :], in double, rounded to float. */
+void ref_moe_combine(const float *y, const float *weights, int64_t rows, int k, int64_t dim,
+                     float *out, int accumulate);
+
 #endif

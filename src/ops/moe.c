@@ -1,0 +1,360 @@
+/* Mixtures of experts on the device: the routing (moe_route_f32.comp), the expert GEMVs that
+ * read only the chosen experts' rows of a stack (gemv_q / gemv_q_dot in experts mode for
+ * block-quantised stacks, gemv_experts_f32.comp for f32 ones), and the weighted sum of the
+ * experts' outputs (moe_combine_f32.comp). The expert of each (row, slot) pair is read from
+ * an ids tensor on the device, so that a recorded step replays for any routing.
+ *
+ * Offsets. A stack may exceed one binding (a model's [E, N, K] expert tensor is one matrix
+ * [E N, K]); it is bound in parts of whole experts, views whose byte offsets are computed here
+ * in 64 bits, so that no expert straddles two bindings and every index a kernel computes is
+ * relative to a part that one binding holds (below 4 GiB: 32 bits cannot wrap there). */
+#include "matmul_quant.h"
+#include "ops_internal.h"
+
+#include "quant/quant.h"
+
+/* moe_route_f32's workgroup: a power of two, at least MCL_MOE_MAX_USED lanes. */
+#define ROUTE_WG 256u
+/* gemv_experts_f32: T lanes along K, G rows of W per workgroup. */
+#define EXPERTS_F32_LANES 64u
+#define EXPERTS_F32_ROWS 4u
+/* Vulkan guarantees 65535 workgroups per dimension. */
+#define MOE_MAX_GROUPS 65535u
+
+static int ours(const mcl_context *ctx, const mcl_tensor *t)
+{
+    return t && t->ctx == ctx;
+}
+
+static uint32_t ceil_div(uint64_t a, uint64_t b)
+{
+    return (uint32_t)((a + b - 1) / b);
+}
+
+static uint32_t gcd_u64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return (uint32_t)a;
+}
+
+/* ---- Routing --------------------------------------------------------------------------- */
+
+mcl_status mcl_moe_route(mcl_context *ctx, mcl_tensor *logits, uint32_t k, int norm,
+                         mcl_tensor *ids, mcl_tensor *weights)
+{
+    if (!ctx)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (!ours(ctx, logits) || !ours(ctx, ids) || !ours(ctx, weights))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_moe_route: a tensor is NULL or of another context");
+    if (logits->dtype != MCL_DTYPE_F32 || ids->dtype != MCL_DTYPE_I32 ||
+        weights->dtype != MCL_DTYPE_F32)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
+                        "mcl_moe_route: logits and weights f32, ids i32");
+    if (ids == weights)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_moe_route: ids is weights");
+    uint64_t e = logits->ndim ? (uint64_t)logits->shape[logits->ndim - 1] : 0;
+    if (e == 0 || e > MCL_MOE_MAX_EXPERTS || k == 0 || k > MCL_MOE_MAX_USED || k > e)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_moe_route: %llu experts (1..%u), %u chosen (1..%u, at most the "
+                        "experts)", (unsigned long long)e, MCL_MOE_MAX_EXPERTS, k,
+                        MCL_MOE_MAX_USED);
+    uint64_t rows = (uint64_t)mcl_tensor_numel(logits) / e;
+    if (rows == 0 || rows > UINT32_MAX / MCL_MOE_MAX_EXPERTS ||
+        mcl_tensor_numel(ids) < (int64_t)(rows * k) ||
+        mcl_tensor_numel(weights) < (int64_t)(rows * k))
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_moe_route: %llu rows need ids and weights of %llu elements",
+                        (unsigned long long)rows, (unsigned long long)(rows * k));
+    uint32_t wg = ROUTE_WG;
+    while (wg > mcl_traits_of(ctx)->max_invocations)
+        wg /= 2;
+    mcl_kernel_desc desc = {.id = MCL_KERNEL_MOE_ROUTE_F32, .binding_count = 3,
+                            .push_size = 4 * sizeof(uint32_t), .local_size_x = wg};
+    const mcl_kernel *kernel;
+    mcl_status status = mcl_kernel_exact(ctx, &desc, &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    struct {
+        uint32_t e, k, norm, rows;
+    } push = {(uint32_t)e, k, norm != 0, (uint32_t)rows};
+    uint32_t gx = rows < MOE_MAX_GROUPS ? (uint32_t)rows : MOE_MAX_GROUPS;
+    uint32_t gy = ceil_div(rows, gx);
+    mcl_tensor *writes[2] = {ids, weights};
+    return mcl_dispatch(ctx, kernel, &logits, 1, writes, 2, &push, gx, gy, 1);
+}
+
+/* ---- Expert GEMVs ---------------------------------------------------------------------- */
+
+/* A checked expert product: shapes, the format (-1: f32), the path, experts per part. */
+typedef struct experts_product {
+    int fmt;
+    mcl_quant_path path;
+    uint32_t n, k, xrows, pairs, part_experts;
+    uint64_t row_bytes; /* bytes of one row of W that a part binds (block bodies for a block
+                         * type) */
+} experts_product;
+
+/* Experts per binding: all where the stack fits one, else the most that fit one and start
+ * every part at an offset the device can bind. */
+static mcl_status experts_per_part(mcl_context *ctx, uint32_t experts, experts_product *p)
+{
+    const mcl_traits *t = mcl_traits_of(ctx);
+    uint64_t limit = t->weight_part_bytes, align = t->binding_alignment < 4 ? 4
+                                                                            : t->binding_alignment;
+    uint64_t expert_bytes = (uint64_t)p->n * p->row_bytes;
+    p->part_experts = experts;
+    if (expert_bytes * experts <= limit)
+        return MCL_SUCCESS;
+    uint64_t step = align / gcd_u64(expert_bytes % align, align);
+    uint64_t count = limit / expert_bytes / step * step;
+    if (count == 0)
+        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
+                        "mcl_matmul_experts: a part must hold a multiple of %llu experts of "
+                        "%llu bytes to start at a multiple of %llu bytes; one storage-buffer "
+                        "binding of %llu bytes holds fewer", (unsigned long long)step,
+                        (unsigned long long)expert_bytes, (unsigned long long)align,
+                        (unsigned long long)limit);
+    p->part_experts = (uint32_t)count;
+    return MCL_SUCCESS;
+}
+
+static mcl_status experts_check(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *ids,
+                                const mcl_experts_desc *d, mcl_tensor *y, experts_product *p)
+{
+    if (!ours(ctx, x) || !ours(ctx, w) || !ours(ctx, ids) || !ours(ctx, y) ||
+        (d->act && !ours(ctx, d->act)))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_matmul_experts: a tensor is NULL or of another context");
+    p->fmt = mcl_quant_format(w->dtype);
+    if ((p->fmt < 0 && w->dtype != MCL_DTYPE_F32) || x->dtype != MCL_DTYPE_F32 ||
+        y->dtype != MCL_DTYPE_F32 || ids->dtype != MCL_DTYPE_I32 ||
+        (d->act && d->act->dtype != MCL_DTYPE_I32))
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
+                        "mcl_matmul_experts: W f32 or block-quantised, x and y f32, ids i32");
+    if (y == x || y == ids || y == w || y == d->act)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_matmul_experts: y aliases an input");
+    if (w->ndim != 2 || x->ndim < 2 || y->ndim < 2 || d->experts == 0 || d->slots == 0 ||
+        w->shape[0] % d->experts != 0 || w->shape[1] != x->shape[x->ndim - 1] ||
+        w->shape[0] / d->experts > UINT32_MAX || w->shape[0] / d->experts !=
+                                                     y->shape[y->ndim - 1] ||
+        w->shape[1] > UINT32_MAX)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_matmul_experts: W [experts x N, K] (%u experts), x [.., K], y [.., "
+                        "N]", d->experts);
+    p->n = (uint32_t)(w->shape[0] / d->experts);
+    p->k = (uint32_t)w->shape[1];
+    uint64_t xrows = (uint64_t)mcl_tensor_numel(x) / p->k;
+    uint64_t pairs = (uint64_t)mcl_tensor_numel(y) / p->n;
+    if (pairs != (d->per_slot ? xrows : xrows * d->slots) || pairs == 0 ||
+        pairs > MOE_MAX_GROUPS || (uint64_t)mcl_tensor_numel(ids) < d->ids_first + pairs)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_matmul_experts: %llu rows of x, %llu of y, %u slots (%s), ids of "
+                        "%lld from %u: y needs a row per pair (at most %u), ids an id",
+                        (unsigned long long)xrows, (unsigned long long)pairs, d->slots,
+                        d->per_slot ? "a row of x per pair" : "x shared by a row's slots",
+                        (long long)mcl_tensor_numel(ids), d->ids_first, MOE_MAX_GROUPS);
+    p->xrows = (uint32_t)xrows;
+    p->pairs = (uint32_t)pairs;
+    if (p->fmt < 0) {
+        p->path = MCL_QUANT_PATH_FLOAT;
+        p->row_bytes = (uint64_t)p->k * 4;
+    } else {
+        mcl_quant_layout l;
+        mcl_quant_layout_of(w->dtype, &l);
+        p->row_bytes = p->k / (uint64_t)mcl_dtype_block_weights(w->dtype) * l.body_bytes;
+        p->path = d->path == MCL_QUANT_PATH_AUTO ? mcl_quant_path_select(ctx, w->dtype)
+                                                 : d->path;
+        char why[160];
+        if ((unsigned)p->path > MCL_QUANT_PATH_MATRIX)
+            return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                            "mcl_matmul_experts: unknown path %d", (int)p->path);
+        if (p->path == MCL_QUANT_PATH_MATRIX)
+            return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                            "mcl_matmul_experts: the expert GEMVs take the float or the "
+                            "integer-dot path");
+        if (mcl_quant_path_refusal(mcl_traits_of(ctx), p->path, (uint32_t)p->fmt, 1, why,
+                                   sizeof why))
+            return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "mcl_matmul_experts: %s", why);
+        if (d->act && p->path == MCL_QUANT_PATH_DOT &&
+            d->act->nbytes < (uint64_t)xrows * (p->k / MCL_QUANT_LANE_WEIGHTS) *
+                                 MCL_QUANT_ACT_WORDS * 4)
+            return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                            "mcl_matmul_experts: act is too small for x's quantization");
+    }
+    return experts_per_part(ctx, d->experts, p);
+}
+
+/* One part of a block-quantised stack (experts [e0, e0 + count)), gemv_q or gemv_q_dot in
+ * experts mode over every pair. */
+static mcl_status experts_quant_part(mcl_context *ctx, const experts_product *p,
+                                     const mcl_experts_desc *d, mcl_tensor *in,
+                                     const weight_part *w, mcl_tensor *ids, mcl_tensor *y,
+                                     uint32_t e0, uint32_t count)
+{
+    int dot = p->path == MCL_QUANT_PATH_DOT;
+    /* The plan of one row of x; the grid it sizes its lanes for holds every pair's rows. */
+    uint64_t grid_rows = (uint64_t)p->n * p->pairs;
+    mcl_gemv_plan plan;
+    mcl_gemv_plan_for(ctx, dot, (uint32_t)p->fmt, 1,
+                      grid_rows > UINT32_MAX ? UINT32_MAX : (uint32_t)grid_rows, p->k, &plan);
+    mcl_kernel_desc desc = {
+        .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
+        .binding_count = 5,
+        .push_size = sizeof(mcl_gemv_push),
+        .local_size_x = plan.t,
+        .spec_count = dot ? 7 : 9,
+    };
+    const uint32_t spec_float[9] = {(uint32_t)p->fmt, 1, plan.nr, plan.g, plan.u, plan.pb,
+                                    plan.stage, plan.cvt, 1};
+    const uint32_t spec_dot[7] = {(uint32_t)p->fmt, 1, plan.nr, plan.g, plan.u, plan.pb, 1};
+    for (uint32_t i = 0; i < desc.spec_count; i++)
+        desc.spec[i] = dot ? spec_dot[i] : spec_float[i];
+    const mcl_kernel *kernel;
+    mcl_status status = mcl_kernel_exact(ctx, &desc, &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    mcl_gemv_push push = {.n = p->n, .k = p->k, .ldc = p->n, .dlo = w->dlo, .e_lo = e0,
+                          .e_n = count, .xdiv = d->per_slot ? 1 : d->slots,
+                          .xrows = p->xrows, .ids0 = d->ids_first};
+    uint32_t groups = ceil_div(p->n, (uint64_t)plan.g * plan.nr);
+    uint32_t gx = groups < MOE_MAX_GROUPS ? groups : MOE_MAX_GROUPS, gy = ceil_div(groups, gx);
+    mcl_tensor *reads[4] = {in, w->body, w->d, ids};
+    /* Bytes: the chosen experts' rows at most once each. */
+    uint64_t chosen = p->pairs < count ? p->pairs : count;
+    mcl_profile_op(ctx, dot ? "matmul experts, integer dot" : "matmul experts, float",
+                   (double)chosen * p->n * p->row_bytes + 4.0 * p->pairs * p->n,
+                   2.0 * p->pairs * p->n * p->k);
+    return mcl_dispatch(ctx, kernel, reads, 4, &y, 1, &push, gx, gy, p->pairs);
+}
+
+/* One part of an f32 stack: gemv_experts_f32. */
+static mcl_status experts_f32_part(mcl_context *ctx, const experts_product *p,
+                                   const mcl_experts_desc *d, mcl_tensor *x, mcl_tensor *w,
+                                   mcl_tensor *ids, mcl_tensor *y, uint32_t e0, uint32_t count)
+{
+    const mcl_traits *t = mcl_traits_of(ctx);
+    uint32_t lanes = EXPERTS_F32_LANES, rows = EXPERTS_F32_ROWS;
+    while (lanes * rows > t->max_invocations && rows > 1)
+        rows /= 2;
+    mcl_kernel_desc desc = {
+        .id = MCL_KERNEL_GEMV_EXPERTS_F32,
+        .binding_count = 4,
+        .push_size = 6 * sizeof(uint32_t),
+        .local_size_x = lanes,
+        .spec_count = 2,
+        .spec = {rows, p->k % 4 == 0},
+    };
+    const mcl_kernel *kernel;
+    mcl_status status = mcl_kernel_exact(ctx, &desc, &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    struct {
+        uint32_t n, k, e_lo, e_n, xdiv, ids0;
+    } push = {p->n, p->k, e0, count, d->per_slot ? 1 : d->slots, d->ids_first};
+    uint32_t groups = ceil_div(p->n, rows);
+    uint32_t gx = groups < MOE_MAX_GROUPS ? groups : MOE_MAX_GROUPS, gy = ceil_div(groups, gx);
+    mcl_tensor *reads[3] = {x, w, ids};
+    uint64_t chosen = p->pairs < count ? p->pairs : count;
+    mcl_profile_op(ctx, "matmul experts, f32",
+                   (double)chosen * p->n * p->row_bytes + 4.0 * p->pairs * p->n,
+                   2.0 * p->pairs * p->n * p->k);
+    return mcl_dispatch(ctx, kernel, reads, 3, &y, 1, &push, gx, gy, p->pairs);
+}
+
+mcl_status mcl_matmul_experts(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *ids,
+                              const mcl_experts_desc *desc, mcl_tensor *y,
+                              mcl_quant_path *ran)
+{
+    if (!ctx || !desc)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    experts_product p = {0};
+    mcl_status status = experts_check(ctx, x, w, ids, desc, y, &p);
+    if (status != MCL_SUCCESS)
+        return status;
+    mcl_tensor *act = desc->act, *own = NULL;
+    if (p.fmt >= 0 && p.path == MCL_QUANT_PATH_DOT && !act) {
+        status = mcl_quantize_into_scratch(ctx, x, p.xrows, p.k, &own);
+        act = own;
+    }
+    uint64_t n_total = (uint64_t)p.n * desc->experts;
+    mcl_ctx_log(ctx, MCL_LOG_DEBUG, "experts %s %ux%u, %u experts (%u a part), %u pairs, %s",
+                mcl_dtype_name(w->dtype), p.n, p.k, desc->experts, p.part_experts, p.pairs,
+                p.path == MCL_QUANT_PATH_DOT ? "dot" : "float");
+    for (uint32_t e0 = 0; status == MCL_SUCCESS && e0 < desc->experts; e0 += p.part_experts) {
+        uint32_t count = desc->experts - e0 < p.part_experts ? desc->experts - e0
+                                                             : p.part_experts;
+        /* The part's first row and its bytes, in 64 bits: past 4 GiB of experts a 32-bit
+         * product would wrap and bind another expert's rows. */
+        uint64_t r0 = (uint64_t)e0 * p.n, rows = (uint64_t)count * p.n;
+        if (p.fmt < 0) {
+            mcl_tensor *view = NULL;
+            status = mcl_tensor_bytes_view(w, r0 * p.row_bytes, rows * p.row_bytes, &view);
+            if (status == MCL_SUCCESS)
+                status = experts_f32_part(ctx, &p, desc, x, view, ids, y, e0, count);
+            mcl_tensor_destroy(view);
+            continue;
+        }
+        if (n_total > UINT32_MAX || r0 > UINT32_MAX || rows > UINT32_MAX) {
+            status = mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
+                              "mcl_matmul_experts: more than 2^32 rows of experts");
+            break;
+        }
+        weight_part wp;
+        status = mcl_weight_part_views(ctx, w, (uint32_t)n_total, p.k, (uint32_t)r0,
+                                       (uint32_t)rows, &wp);
+        if (status != MCL_SUCCESS)
+            break;
+        status = experts_quant_part(ctx, &p, desc, p.path == MCL_QUANT_PATH_DOT ? act : x, &wp,
+                                    ids, y, e0, count);
+        mcl_weight_part_free(&wp);
+    }
+    /* Safe at once: scratch memory stays reserved until the recorded work has run. */
+    mcl_tensor_destroy(own);
+    if (status == MCL_SUCCESS && ran)
+        *ran = p.path;
+    return status;
+}
+
+/* ---- Weighted sum ---------------------------------------------------------------------- */
+
+mcl_status mcl_moe_combine(mcl_context *ctx, mcl_tensor *y, mcl_tensor *weights, uint32_t k,
+                           int accumulate, mcl_tensor *out)
+{
+    if (!ctx)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (!ours(ctx, y) || !ours(ctx, weights) || !ours(ctx, out))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_moe_combine: a tensor is NULL or of another context");
+    if (y->dtype != MCL_DTYPE_F32 || weights->dtype != MCL_DTYPE_F32 ||
+        out->dtype != MCL_DTYPE_F32)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_moe_combine: f32 tensors");
+    if (out == y || out == weights)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_moe_combine: out aliases an input");
+    uint64_t dim = out->ndim ? (uint64_t)out->shape[out->ndim - 1] : 0;
+    uint64_t rows = dim ? (uint64_t)mcl_tensor_numel(out) / dim : 0;
+    if (k == 0 || k > MCL_MOE_MAX_USED || rows == 0 || rows > MOE_MAX_GROUPS ||
+        dim > UINT32_MAX || (uint64_t)mcl_tensor_numel(y) != rows * k * dim ||
+        (uint64_t)mcl_tensor_numel(weights) < rows * k)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_moe_combine: out [rows, D] (rows <= %u), y [rows x %u, D], "
+                        "weights [rows, %u]", MOE_MAX_GROUPS, k, k);
+    const mcl_kernel *kernel;
+    mcl_status status = mcl_kernel_simple(ctx, MCL_KERNEL_MOE_COMBINE_F32, 3,
+                                          3 * sizeof(uint32_t), &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    struct {
+        uint32_t dim, k, accumulate;
+    } push = {(uint32_t)dim, k, accumulate != 0};
+    uint64_t groups = ceil_div(dim, mcl_kernel_local_size(kernel));
+    if (groups > MOE_MAX_GROUPS)
+        groups = MOE_MAX_GROUPS;
+    mcl_tensor *reads[2] = {y, weights};
+    return mcl_dispatch(ctx, kernel, reads, 2, &out, 1, &push, (uint32_t)groups,
+                        (uint32_t)rows, 1);
+}
