@@ -4,7 +4,7 @@
 //
 // Interface
 //   constant 0     : workgroup size (local_size_x_id = 0), default 256
-//   constant 1     : OP: 0 alpha * x + beta, 1 ReLU, 2 GELU (tanh form), 3 SiLU
+//   constant 1     : OP: 0 alpha * x + beta, 1 ReLU, 2 GELU (tanh form), 3 SiLU, 4 sigmoid
 //   set 0 binding 0: x (readonly float[] / vec4[])
 //   set 0 binding 1: y (writeonly float[] / vec4[]); may be the same buffer as x
 //   push constants : { uint n; uint n4; float alpha; float beta; }
@@ -44,6 +44,10 @@ vec4 apply(vec4 v) {
         // between drivers. e^(-2u) overflowing to +inf gives the right limit, -0.
         const vec4 u = GELU_K * (v + GELU_C * v * v * v);
         return v / (1.0 + exp(-2.0 * u));
+    }
+    if (OP == 4u) {
+        // e^-v overflowing to +inf gives the right limit, 0.
+        return 1.0 / (1.0 + exp(-v));
     }
     // SiLU as v / (1 + e^-v), with the same limit behaviour.
     return v / (1.0 + exp(-v));

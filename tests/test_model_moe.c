@@ -1,8 +1,13 @@
-/* Mixture-of-experts model files: Mixtral-style llama and qwen2moe GGUFs written by the
- * fixtures are opened with their hyperparameters, their stacked expert tensors reach the
- * device exactly as the file holds them (each expert's rows where the engine will look for
- * them), a malformed mixture is refused with the tensor named, and a session refuses a
- * mixture clearly until the engine routes experts. */
+/* Mixture-of-experts models: Mixtral-style llama and qwen2moe GGUFs written by the fixtures
+ * are opened with their hyperparameters, their stacked expert tensors reach the device exactly
+ * as the file holds them (each expert's rows where the engine looks for them), a malformed
+ * mixture is refused with the tensor named; and sessions run them: the logits of a prompt and
+ * of each decode step (a recorded step, the experts chosen on the device) against the
+ * double-precision reference (tests/ref/ref_llama.c), to 1e-4 relative RMS with f32 weights
+ * and with block weights on the float path, 3e-2 where products round activations (integer
+ * dot products, cooperative matrices). Controls: the reference with the routing weights
+ * normalised the other way, or without the shared expert, exceeds the tolerance. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,11 +101,6 @@ static void check_mixture(const char *arch, uint32_t type, int shared)
     assert_true(mcl_test_record_bool(what, ok));
     assert_null(mcl_model_find_tensor(m, "blk.0.ffn_gate.weight"));
 
-    mcl_session *s = NULL;
-    mcl_test_expect_status("a session of a mixture", mcl_session_create(m, NULL, &s),
-                           MCL_ERROR_UNSUPPORTED);
-    assert_null(s);
-    assert_non_null(strstr(mcl_context_last_error(ctx), "experts"));
     mcl_model_close(m);
     model_fixture_free(&f);
 }
@@ -112,6 +112,110 @@ static void mixtral_and_qwen2moe(void **state)
     check_mixture("llama", MCL_GGML_Q4_0, 0);
     check_mixture("qwen2moe", MCL_GGML_Q8_0, 1);
     check_mixture("qwen2moe", MCL_GGML_F32, 0);
+}
+
+#define PROMPT 11
+#define STEPS 5
+static const int32_t prompt[PROMPT] = {1, 17, 32, 9, 5, 23, 34, 2, 17, 38, 13};
+static const int32_t steps[STEPS] = {7, 20, 3, 35, 17};
+
+static double rel_rms(const float *got, const double *want, size_t n)
+{
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)got[i] - want[i];
+        num += d * d;
+        den += want[i] * want[i];
+    }
+    return sqrt(num / den);
+}
+
+/* The tolerance of block weights here: 3e-2 where a path that rounds activations runs. */
+static double tol_of(uint32_t type)
+{
+    mcl_device_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_context_device_info(ctx, &info));
+    uint64_t approx = MCL_FEATURE_INTEGER_DOT_ACCELERATED | MCL_FEATURE_COOPERATIVE_MATRIX;
+    return type != MCL_GGML_F32 && (info.features_enabled & approx) ? 3e-2 : 1e-4;
+}
+
+/* A prompt and STEPS decode steps of a mixture against the reference; the control (a
+ * reference that differs in the mixture only) must exceed the tolerance. */
+static void session_against_reference(const char *arch, uint32_t type, int shared,
+                                      uint32_t sequences)
+{
+    /* K-quants hold rows of 256. */
+    int wide = type == MCL_GGML_Q4_K || type == MCL_GGML_Q5_K || type == MCL_GGML_Q6_K;
+    int dim = wide ? 256 : 32, width = wide ? 256 : 64;
+    model_fixture_desc d = {.arch = arch, .dim = dim, .layers = 2, .heads = 4, .kv_heads = 2,
+                            .hidden = width, .vocab = 40, .experts = 4, .experts_used = 2,
+                            .expert_hidden = width, .shared_hidden = shared ? width : 0,
+                            .qkv_bias = strcmp(arch, "qwen2moe") == 0, .context = 64,
+                            .seed = 29};
+    for (int c = 0; c < FIXTURE_CLASSES; c++)
+        d.gguf_type[c] = type;
+    model_fixture f;
+    char path[512];
+    write(&f, &d, "moe-session.gguf", path);
+    const ref_llama *ref = &f.gguf_ref;
+    const size_t V = 40;
+    double *want = malloc((PROMPT + STEPS) * V * sizeof *want);
+    double *other = malloc((PROMPT + STEPS) * V * sizeof *other);
+    float got[40];
+    assert_true(want && other);
+    int32_t all[PROMPT + STEPS];
+    memcpy(all, prompt, sizeof prompt);
+    memcpy(all + PROMPT, steps, sizeof steps);
+    assert_int_equal(ref_llama_forward(ref, all, PROMPT + STEPS, want), 0);
+    ref_llama control = *ref;
+    if (shared)
+        control.shared_hidden = 0;
+    else
+        control.experts_norm = !control.experts_norm;
+    assert_int_equal(ref_llama_forward(&control, all, PROMPT + STEPS, other), 0);
+
+    mcl_model *m = NULL;
+    assert_mcl_ok(mcl_model_open(ctx, path, NULL, &m));
+    mcl_session_desc sd = {.size = sizeof sd, .sequences = sequences, .batch_tokens = 16};
+    mcl_session *s = NULL;
+    assert_mcl_ok(mcl_session_create(m, &sd, &s));
+    double tol = tol_of(type), worst = 0.0, control_best = 1e9;
+    uint32_t q = sequences - 1; /* the last sequence: a batch's rows are not all row 0 */
+    assert_mcl_ok(mcl_session_feed(s, q, prompt, PROMPT, got));
+    worst = rel_rms(got, want + (PROMPT - 1) * V, V);
+    control_best = rel_rms(got, other + (PROMPT - 1) * V, V);
+    for (int t = 0; t < STEPS; t++) {
+        assert_mcl_ok(mcl_session_feed(s, q, &steps[t], 1, got));
+        double e = rel_rms(got, want + (PROMPT + t) * V, V);
+        double c = rel_rms(got, other + (PROMPT + t) * V, V);
+        worst = e > worst ? e : worst;
+        control_best = c < control_best ? c : control_best;
+    }
+    char name[200];
+    snprintf(name, sizeof name, "%s %s%s, %u sequence(s): prompt and %d decode steps", arch,
+             mcl_ggml_type_name(type), shared ? ", shared expert" : "", sequences, STEPS);
+    int ok = mcl_test_record(name, "relative rms", worst, tol);
+    snprintf(name, sizeof name, "%s %s: control, the reference %s, exceeds the tolerance (%.3g)",
+             arch, mcl_ggml_type_name(type),
+             shared ? "without the shared expert" : "with the weights normalised the other way",
+             control_best);
+    ok &= mcl_test_record_bool(name, control_best > tol);
+    mcl_session_destroy(s);
+    mcl_model_close(m);
+    model_fixture_free(&f);
+    free(want);
+    free(other);
+    assert_true(ok);
+}
+
+static void sessions(void **state)
+{
+    (void)state;
+    session_against_reference("llama", MCL_GGML_F32, 0, 1);
+    session_against_reference("llama", MCL_GGML_Q4_0, 0, 2);
+    session_against_reference("qwen2moe", MCL_GGML_F32, 1, 1);
+    session_against_reference("qwen2moe", MCL_GGML_Q8_0, 1, 1);
+    session_against_reference("qwen2moe", MCL_GGML_Q4_K, 0, 1);
 }
 
 /* A stack written as a 2-D matrix, and a router of the wrong width, are refused by name; the
@@ -146,6 +250,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(mixtral_and_qwen2moe),
         cmocka_unit_test(malformed_mixtures),
+        cmocka_unit_test(sessions),
     };
     return mcl_test_finish(
         cmocka_run_group_tests(tests, mcl_test_scratch_setup, mcl_test_scratch_teardown));

@@ -11,6 +11,10 @@
 typedef struct engine_layer {
     mcl_tensor *attn_norm, *wq, *wk, *wv, *bq, *bk, *bv, *wo;
     mcl_tensor *ffn_norm, *w_gate, *w_up, *w_down;
+    /* A mixture's (info.experts > 0; w_gate, w_up and w_down are then NULL): the router, the
+     * expert stacks [experts x rows, K], and the shared expert with its gate row [dim]. */
+    mcl_tensor *w_router, *w_gate_exps, *w_up_exps, *w_down_exps;
+    mcl_tensor *w_shared_gate_inp, *w_gate_sh, *w_up_sh, *w_down_sh;
     /* The caches: one tensor of all sequences, [sequences, context, kv_heads, head_dim],
      * where one binding holds it; else one per sequence, [1, context, kv_heads, head_dim]. */
     mcl_tensor *k_all, *v_all;
@@ -71,6 +75,12 @@ struct mcl_session {
                                   * pass's logits */
     mcl_tensor *pos;             /* i32 [2 x rows]: a pass's positions, then its sequences */
     mcl_tensor *x, *h, *q, *k, *v, *att, *gate, *up;
+    /* A mixture's, over the rows: router logits [rows, experts], the chosen experts and their
+     * weights [rows, experts_used], the experts' gate, up [rows x used, expert_hidden] and down
+     * [rows x used, dim]; the shared expert's gate logit [rows, 1] and its gate, up [rows,
+     * shared_hidden]. NULL for a dense model. */
+    mcl_tensor *moe_logits, *moe_ids, *moe_weights, *moe_gate, *moe_up, *moe_down;
+    mcl_tensor *sh_z, *sh_gate, *sh_up;
     mcl_tensor *last, *logits;   /* [sequences, dim], [sequences, vocab]: a pass's rows */
     mcl_tensor *seq_logits;      /* f32 [sequences, vocab]: each sequence's last logits */
     /* The device sampler's: parameters (ENGINE_DRAW_STRIDE words a row), the tokens

@@ -190,6 +190,65 @@ static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *laye
     return MCL_SUCCESS;
 }
 
+/* A mixture's feed-forward of the normed rows h [count, dim] into out [count, dim] (out = it,
+ * or out += it where accumulate): the router's logits, the experts chosen on the device
+ * (mcl_moe_route), the chosen experts' gate and up products (mcl_matmul_experts: only their
+ * rows are read), SwiGLU, their down products, the weighted sum (mcl_moe_combine); then the
+ * shared expert, weighted by the sigmoid of its gate row. Views in v, released at the end. */
+static mcl_status moe_ffn(mcl_session *s, views *v, const engine_layer *L, mcl_tensor *h,
+                          uint32_t count, mcl_tensor *out, int accumulate)
+{
+    mcl_context *ctx = s->ctx;
+    const mcl_model_info *m = &s->info;
+    const uint32_t k = m->experts_used, pairs = count * k;
+    uint32_t mark = v->count;
+    mcl_tensor *logits = view(v, s->moe_logits, 0, MCL_DTYPE_F32, 2, count, m->experts, 0, 0);
+    mcl_tensor *ids = view(v, s->moe_ids, 0, MCL_DTYPE_I32, 1, pairs, 0, 0, 0);
+    mcl_tensor *weights = view(v, s->moe_weights, 0, MCL_DTYPE_F32, 2, count, k, 0, 0);
+    mcl_tensor *gate = view(v, s->moe_gate, 0, MCL_DTYPE_F32, 2, pairs, m->expert_hidden, 0, 0);
+    mcl_tensor *up = view(v, s->moe_up, 0, MCL_DTYPE_F32, 2, pairs, m->expert_hidden, 0, 0);
+    mcl_tensor *down = view(v, s->moe_down, 0, MCL_DTYPE_F32, 2, pairs, m->dim, 0, 0);
+    if (v->status != MCL_SUCCESS)
+        return v->status;
+    TRY(linear(ctx, h, L->w_router, NULL, logits));
+    MARK(s, "router");
+    TRY(mcl_moe_route(ctx, logits, k, (int)m->experts_norm, ids, weights));
+    MARK(s, "routing");
+    mcl_experts_desc shared_x = {.experts = m->experts, .slots = k, .per_slot = 0,
+                                 .path = MCL_QUANT_PATH_AUTO};
+    TRY(mcl_matmul_experts(ctx, h, L->w_gate_exps, ids, &shared_x, gate, NULL));
+    TRY(mcl_matmul_experts(ctx, h, L->w_up_exps, ids, &shared_x, up, NULL));
+    MARK(s, "experts: gate, up");
+    TRY(mcl_swiglu(ctx, gate, up, gate));
+    MARK(s, "experts: swiglu");
+    mcl_experts_desc per_slot = shared_x;
+    per_slot.per_slot = 1;
+    TRY(mcl_matmul_experts(ctx, gate, L->w_down_exps, ids, &per_slot, down, NULL));
+    MARK(s, "experts: down");
+    TRY(mcl_moe_combine(ctx, down, weights, k, accumulate, out));
+    MARK(s, "experts: weighted sum");
+    if (m->shared_hidden) {
+        mcl_tensor *z = view(v, s->sh_z, 0, MCL_DTYPE_F32, 2, count, 1, 0, 0);
+        mcl_tensor *sg = view(v, s->sh_gate, 0, MCL_DTYPE_F32, 2, count, m->shared_hidden, 0, 0);
+        mcl_tensor *su = view(v, s->sh_up, 0, MCL_DTYPE_F32, 2, count, m->shared_hidden, 0, 0);
+        mcl_tensor *sd = view(v, s->moe_down, 0, MCL_DTYPE_F32, 2, count, m->dim, 0, 0);
+        mcl_tensor *row = view(v, L->w_shared_gate_inp, 0, MCL_DTYPE_F32, 2, 1, m->dim, 0, 0);
+        if (v->status != MCL_SUCCESS)
+            return v->status;
+        const mcl_tensor *w[2] = {L->w_gate_sh, L->w_up_sh};
+        mcl_tensor *c[2] = {sg, su};
+        TRY(linears(ctx, h, 2, w, NULL, c));
+        TRY(mcl_swiglu(ctx, sg, su, sg));
+        TRY(linear(ctx, sg, L->w_down_sh, NULL, sd));
+        TRY(linear(ctx, h, row, NULL, z));
+        TRY(mcl_sigmoid(ctx, z, z));
+        TRY(mcl_moe_combine(ctx, sd, z, 1, 1, out));
+        MARK(s, "shared expert");
+    }
+    views_release(v, mark);
+    return MCL_SUCCESS;
+}
+
 /* A pass's activations over its count rows: views of the session's tensors. */
 typedef struct pass_rows {
     mcl_tensor *ids, *x, *h, *q, *k, *v, *att, *gate, *up;
@@ -248,6 +307,10 @@ static mcl_status record(mcl_session *s, views *v, const uint32_t *seqs, const u
         MARK(s, "residual");
         TRY(mcl_rmsnorm(ctx, x, L->ffn_norm, m->norm_eps, h));
         MARK(s, "feed-forward norm");
+        if (m->experts) {
+            TRY(moe_ffn(s, v, L, h, count, x, 1));
+            continue;
+        }
         const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
         mcl_tensor *ffn[2] = {gate, up};
         TRY(linears(ctx, h, 2, ffn_w, NULL, ffn));
@@ -357,6 +420,14 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         MARK(s, "attention");
         TRY(step_linears(ctx, att, act, 1, wo, NULL, &h));
         MARK(s, "output");
+        if (m->experts) {
+            /* The mixture quantizes its inputs itself where a product takes the dot path. */
+            TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, NULL));
+            MARK(s, "residual, feed-forward norm");
+            TRY(moe_ffn(s, v, L, n, count, h, 0));
+            delta = h;
+            continue;
+        }
         const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
         mcl_tensor *ffn[2] = {gate, up};
         act = norm_act(s, n, 2, ffn_w, ffn);

@@ -40,11 +40,26 @@ static mcl_status find_weights(mcl_session *s)
         L->wv = find(model, "blk.%u.attn_v.weight", l);
         L->wo = find(model, "blk.%u.attn_output.weight", l);
         L->ffn_norm = find(model, "blk.%u.ffn_norm.weight", l);
-        L->w_gate = find(model, "blk.%u.ffn_gate.weight", l);
-        L->w_up = find(model, "blk.%u.ffn_up.weight", l);
-        L->w_down = find(model, "blk.%u.ffn_down.weight", l);
-        missing = !L->attn_norm || !L->wq || !L->wk || !L->wv || !L->wo || !L->ffn_norm ||
-                  !L->w_gate || !L->w_up || !L->w_down;
+        missing = !L->attn_norm || !L->wq || !L->wk || !L->wv || !L->wo || !L->ffn_norm;
+        if (s->info.experts == 0) {
+            L->w_gate = find(model, "blk.%u.ffn_gate.weight", l);
+            L->w_up = find(model, "blk.%u.ffn_up.weight", l);
+            L->w_down = find(model, "blk.%u.ffn_down.weight", l);
+            missing |= !L->w_gate || !L->w_up || !L->w_down;
+        } else {
+            L->w_router = find(model, "blk.%u.ffn_gate_inp.weight", l);
+            L->w_gate_exps = find(model, "blk.%u.ffn_gate_exps.weight", l);
+            L->w_up_exps = find(model, "blk.%u.ffn_up_exps.weight", l);
+            L->w_down_exps = find(model, "blk.%u.ffn_down_exps.weight", l);
+            missing |= !L->w_router || !L->w_gate_exps || !L->w_up_exps || !L->w_down_exps;
+        }
+        if (s->info.shared_hidden > 0) {
+            L->w_shared_gate_inp = find(model, "blk.%u.ffn_gate_inp_shexp.weight", l);
+            L->w_gate_sh = find(model, "blk.%u.ffn_gate_shexp.weight", l);
+            L->w_up_sh = find(model, "blk.%u.ffn_up_shexp.weight", l);
+            L->w_down_sh = find(model, "blk.%u.ffn_down_shexp.weight", l);
+            missing |= !L->w_shared_gate_inp || !L->w_gate_sh || !L->w_up_sh || !L->w_down_sh;
+        }
         if (s->info.qkv_bias) {
             L->bq = find(model, "blk.%u.attn_q.bias", l);
             L->bk = find(model, "blk.%u.attn_k.bias", l);
@@ -132,6 +147,10 @@ static uint64_t activation_bytes(const mcl_session *s)
 {
     const mcl_model_info *m = &s->info;
     uint64_t per_row = 2ull * m->dim + 2ull * s->q_dim + 2ull * s->kv_dim + 2ull * m->hidden + 1;
+    if (m->experts)
+        per_row += m->experts + 2ull * m->experts_used +
+                   (uint64_t)m->experts_used * (2ull * m->expert_hidden + m->dim) + 1 +
+                   2ull * m->shared_hidden;
     uint64_t per_seq = m->dim + 2ull * m->vocab + 3 + ENGINE_DRAW_STRIDE +
                        ENGINE_COUNTER_STRIDE(s) +
                        MCL_ATTENTION_DECODE_MAX_SPLITS * ((uint64_t)s->q_dim + 2ull * m->heads);
@@ -156,6 +175,23 @@ static mcl_status allocate(mcl_session *s)
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, s->q_dim, &s->att);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->hidden, &s->gate);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->hidden, &s->up);
+    if (m->experts) {
+        int64_t pairs = r * m->experts_used;
+        if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->experts, &s->moe_logits);
+        if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, pairs, 0, &s->moe_ids);
+        if (st == MCL_SUCCESS)
+            st = make(ctx, MCL_DTYPE_F32, r, m->experts_used, &s->moe_weights);
+        if (st == MCL_SUCCESS)
+            st = make(ctx, MCL_DTYPE_F32, pairs, m->expert_hidden, &s->moe_gate);
+        if (st == MCL_SUCCESS)
+            st = make(ctx, MCL_DTYPE_F32, pairs, m->expert_hidden, &s->moe_up);
+        if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, pairs, m->dim, &s->moe_down);
+    }
+    if (m->shared_hidden) {
+        if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, 1, &s->sh_z);
+        if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->shared_hidden, &s->sh_gate);
+        if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->shared_hidden, &s->sh_up);
+    }
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, s->sequences, m->dim, &s->last);
     if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, s->sequences, m->vocab, &s->logits);
     if (st == MCL_SUCCESS)
@@ -286,14 +322,6 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
         mcl_mem_free(s);
         return MCL_ERROR_INVALID_ARGUMENT;
     }
-    if (s->info.experts > 0) {
-        mcl_fail(any->ctx, MCL_ERROR_UNSUPPORTED,
-                 "session: %s is a mixture of %u experts, which sessions do not run yet (the "
-                 "model's tensors and metadata are read)", s->info.architecture,
-                 s->info.experts);
-        mcl_mem_free(s);
-        return MCL_ERROR_UNSUPPORTED;
-    }
     s->ctx = any->ctx;
     mcl_context_adopt(s->ctx, &s->child, session_release_child);
     const mcl_model_info *m = &s->info;
@@ -346,7 +374,9 @@ static void session_release(mcl_session *s)
     mcl_tensor **own[] = {&s->ids, &s->pos, &s->x, &s->h, &s->q, &s->k, &s->v, &s->att,
                           &s->gate, &s->up, &s->last, &s->logits, &s->rope_table, &s->part_o,
                           &s->part_ml, &s->normed, &s->act, &s->seq_logits, &s->draw_params,
-                          &s->draw_tokens, &s->att_counters};
+                          &s->draw_tokens, &s->att_counters, &s->moe_logits, &s->moe_ids,
+                          &s->moe_weights, &s->moe_gate, &s->moe_up, &s->moe_down, &s->sh_z,
+                          &s->sh_gate, &s->sh_up};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
         mcl_tensor_destroy(*own[i]);
         *own[i] = NULL;

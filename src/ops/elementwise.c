@@ -26,7 +26,7 @@ typedef struct unary_push {
 #define BINARY_OP_SILU_MUL 4u
 
 /* Values of unary_f32.comp's OP constant. */
-enum { UNARY_SCALE = 0, UNARY_RELU = 1, UNARY_GELU = 2, UNARY_SILU = 3 };
+enum { UNARY_SCALE = 0, UNARY_RELU = 1, UNARY_GELU = 2, UNARY_SILU = 3, UNARY_SIGMOID = 4 };
 
 /* Workgroups beyond this make no difference to a grid-stride loop, and it stays below the
  * 65535 maxComputeWorkGroupCount[0] that Vulkan guarantees. 65535 groups of 256 are 16.7M
@@ -241,6 +241,11 @@ mcl_status mcl_scale(mcl_context *ctx, const mcl_tensor *x, float alpha, float b
                      mcl_tensor *out)
 {
     return unary(ctx, "mcl_scale", UNARY_SCALE, x, alpha, beta, out);
+}
+
+mcl_status mcl_sigmoid(mcl_context *ctx, const mcl_tensor *x, mcl_tensor *out)
+{
+    return unary(ctx, "mcl_sigmoid", UNARY_SIGMOID, x, 0.0f, 0.0f, out);
 }
 
 mcl_status mcl_activate(mcl_context *ctx, mcl_activation act, const mcl_tensor *x,

@@ -226,6 +226,10 @@ mcl_status mcl_adamw_hyper(mcl_context *ctx, const char *op, const mcl_adamw_des
 #define MCL_MOE_MAX_EXPERTS 256u
 #define MCL_MOE_MAX_USED 16u
 
+/* out = 1 / (1 + e^-x), element-wise (unary_f32.comp); out may alias x. A mixture's shared
+ * expert's gate. */
+mcl_status mcl_sigmoid(mcl_context *ctx, const mcl_tensor *x, mcl_tensor *out);
+
 /* A mixture's routing of each row of logits f32 [rows, E] (E <= 256; any rank, rows the
  * product of all but the last dimension): the k (1..min(16, E)) experts of the largest
  * logits, an exact tie to the lower index, into ids (i32, rows x k elements at least), and
