@@ -101,10 +101,14 @@ void bench_mm_free(mm_run *r);
 typedef struct bench_llama_shape {
     uint32_t dim, layers, heads, kv_heads, hidden, vocab;
     uint32_t type; /* MCL_GGML_* block type of the matrices */
+    uint32_t experts, experts_used; /* 0: dense; else a Mixtral-style mixture (hidden is each
+                                       expert's width; the router f32) */
 } bench_llama_shape;
 uint64_t bench_llama_matrix_bytes(const bench_llama_shape *s, uint64_t n, uint64_t k);
 /* Bytes of one layer's tensors in the file. */
 uint64_t bench_llama_layer_bytes(const bench_llama_shape *s);
+/* Bytes of one layer a decode step reads: a mixture's router and its chosen experts only. */
+uint64_t bench_llama_layer_read_bytes(const bench_llama_shape *s);
 /* Write the file (in a child process); 0 on success, else nothing is left at path. */
 int bench_write_llama(const char *path, const bench_llama_shape *s);
 

@@ -20,12 +20,24 @@ uint64_t bench_llama_matrix_bytes(const bench_llama_shape *s, uint64_t n, uint64
     return n * k / block * bytes;
 }
 
-uint64_t bench_llama_layer_bytes(const bench_llama_shape *s)
+/* A layer's bytes with `ffn` feed-forwards of the expert (or dense) width. */
+static uint64_t layer_bytes(const bench_llama_shape *s, uint64_t ffn)
 {
     uint64_t kv = (uint64_t)s->dim / s->heads * s->kv_heads;
     return bench_llama_matrix_bytes(s, s->dim, s->dim) * 2 +
            bench_llama_matrix_bytes(s, kv, s->dim) * 2 +
-           bench_llama_matrix_bytes(s, s->hidden, s->dim) * 3 + 2ull * s->dim * 4;
+           bench_llama_matrix_bytes(s, s->hidden, s->dim) * 3 * ffn + 2ull * s->dim * 4 +
+           (s->experts ? 4ull * s->experts * s->dim : 0);
+}
+
+uint64_t bench_llama_layer_bytes(const bench_llama_shape *s)
+{
+    return layer_bytes(s, s->experts ? s->experts : 1);
+}
+
+uint64_t bench_llama_layer_read_bytes(const bench_llama_shape *s)
+{
+    return layer_bytes(s, s->experts ? s->experts_used : 1);
 }
 
 /* Blocks of `type` with a finite scale (fp16 2^-7) and pseudo-random codes. */
@@ -73,6 +85,24 @@ static int add_norm(mcl_gguf_writer *w, const char *name, const float *ones, uin
 }
 
 /* The file at `path`; 0 on success. */
+/* An expert stack [experts, n, k]: each expert's blocks filled as a matrix of its own. */
+static int add_stack(mcl_gguf_writer *w, const bench_llama_shape *s, const char *name,
+                     uint64_t n, uint64_t k, unsigned char *scratch, uint64_t *seed)
+{
+    (void)scratch;
+    uint64_t one = bench_llama_matrix_bytes(s, n, k);
+    unsigned char *stack = malloc(one * s->experts);
+    if (!stack)
+        return 1;
+    for (uint32_t e = 0; e < s->experts; e++)
+        fill(s->type, stack + e * one, one, (*seed)++);
+    uint64_t dims[3] = {k, n, s->experts};
+    int bad = mcl_gguf_writer_add_tensor(w, name, 3, dims, s->type, stack, one * s->experts) !=
+              MCL_SUCCESS;
+    free(stack);
+    return bad;
+}
+
 static int write_model(const char *path, const bench_llama_shape *s)
 {
     mcl_gguf_writer *w = mcl_gguf_writer_create(3, 32);
@@ -95,6 +125,15 @@ static int write_model(const char *path, const bench_llama_shape *s)
     float eps = 1e-5f;
     bad |= mcl_gguf_writer_add(w, "llama.attention.layer_norm_rms_epsilon", MCL_GGUF_FLOAT32,
                                &eps) != MCL_SUCCESS;
+    if (s->experts)
+        bad |= add_u32(w, "llama.expert_count", s->experts) |
+               add_u32(w, "llama.expert_used_count", s->experts_used);
+    /* A mixture's router: f32 of small pseudo-random values (ones would tie every expert). */
+    float *router = s->experts ? malloc((size_t)s->experts * s->dim * sizeof *router) : NULL;
+    if (s->experts && !router)
+        return 1;
+    for (uint64_t i = 0; router && i < (uint64_t)s->experts * s->dim; i++)
+        router[i] = (float)((i * 2654435761u) % 1000u) / 1000.0f - 0.5f;
     uint64_t seed = 1;
     bad |= add_matrix(w, s, "token_embd.weight", s->vocab, s->dim, scratch, seed++);
     char name[64];
@@ -107,6 +146,19 @@ static int write_model(const char *path, const bench_llama_shape *s)
         bad |= add_matrix(w, s, NAME("attn_v.weight"), kv, s->dim, scratch, seed++);
         bad |= add_matrix(w, s, NAME("attn_output.weight"), s->dim, s->dim, scratch, seed++);
         bad |= add_norm(w, NAME("ffn_norm.weight"), ones, s->dim);
+        if (s->experts) {
+            uint64_t dims[3] = {s->dim, s->experts, 1};
+            bad |= mcl_gguf_writer_add_tensor(w, NAME("ffn_gate_inp.weight"), 2, dims,
+                                              MCL_GGML_F32, router,
+                                              4ull * s->experts * s->dim) != MCL_SUCCESS;
+            bad |= add_stack(w, s, NAME("ffn_gate_exps.weight"), s->hidden, s->dim, scratch,
+                             &seed);
+            bad |= add_stack(w, s, NAME("ffn_up_exps.weight"), s->hidden, s->dim, scratch,
+                             &seed);
+            bad |= add_stack(w, s, NAME("ffn_down_exps.weight"), s->dim, s->hidden, scratch,
+                             &seed);
+            continue;
+        }
         bad |= add_matrix(w, s, NAME("ffn_gate.weight"), s->hidden, s->dim, scratch, seed++);
         bad |= add_matrix(w, s, NAME("ffn_up.weight"), s->hidden, s->dim, scratch, seed++);
         bad |= add_matrix(w, s, NAME("ffn_down.weight"), s->dim, s->hidden, scratch, seed++);
@@ -116,6 +168,7 @@ static int write_model(const char *path, const bench_llama_shape *s)
     bad |= add_matrix(w, s, "output.weight", s->vocab, s->dim, scratch, seed++);
     free(scratch);
     free(ones);
+    free(router);
     void *file = NULL;
     uint64_t size = 0;
     if (bad || mcl_gguf_writer_finish(w, &file, &size) != MCL_SUCCESS)
