@@ -117,7 +117,31 @@ mcl_status model_fixture_decode(uint32_t type, const void *data, int64_t n, floa
     return MCL_SUCCESS;
 }
 
+/* The checkpoint's names of a mixture's tensors, per architecture: Mixtral's
+ * block_sparse_moe, Qwen2-MoE's mlp; an expert stack's is a pattern of its experts' names (%d
+ * the expert). */
+static const struct {
+    const char *gguf, *mixtral, *qwen2moe;
+} moe_names[] = {
+    {"ffn_gate_inp.weight", "block_sparse_moe.gate.weight", "mlp.gate.weight"},
+    {"ffn_gate_exps.weight", "block_sparse_moe.experts.%d.w1.weight",
+     "mlp.experts.%d.gate_proj.weight"},
+    {"ffn_up_exps.weight", "block_sparse_moe.experts.%d.w3.weight",
+     "mlp.experts.%d.up_proj.weight"},
+    {"ffn_down_exps.weight", "block_sparse_moe.experts.%d.w2.weight",
+     "mlp.experts.%d.down_proj.weight"},
+    {"ffn_gate_inp_shexp.weight", NULL, "mlp.shared_expert_gate.weight"},
+    {"ffn_gate_shexp.weight", NULL, "mlp.shared_expert.gate_proj.weight"},
+    {"ffn_up_shexp.weight", NULL, "mlp.shared_expert.up_proj.weight"},
+    {"ffn_down_shexp.weight", NULL, "mlp.shared_expert.down_proj.weight"},
+};
+
 int model_fixture_hf_name(const char *gguf, char *hf, size_t size)
+{
+    return model_fixture_hf_name_of(NULL, gguf, hf, size);
+}
+
+int model_fixture_hf_name_of(const char *arch, const char *gguf, char *hf, size_t size)
 {
     static const struct {
         const char *gguf, *hf;
@@ -144,10 +168,17 @@ int model_fixture_hf_name(const char *gguf, char *hf, size_t size)
         snprintf(hf, size, "model.norm.weight");
     else if (strcmp(gguf, "output.weight") == 0)
         snprintf(hf, size, "lm_head.weight");
-    else if (sscanf(gguf, "blk.%u.%n", &l, &used) == 1 && used > 0)
+    else if (sscanf(gguf, "blk.%u.%n", &l, &used) == 1 && used > 0) {
         for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
             if (strcmp(gguf + used, names[j].gguf) == 0)
                 snprintf(hf, size, "model.layers.%u.%s", l, names[j].hf);
+        int qwen = arch && strcmp(arch, "qwen2moe") == 0;
+        for (size_t j = 0; arch && j < sizeof moe_names / sizeof moe_names[0]; j++) {
+            const char *name = qwen ? moe_names[j].qwen2moe : moe_names[j].mixtral;
+            if (name && strcmp(gguf + used, moe_names[j].gguf) == 0)
+                snprintf(hf, size, "model.layers.%u.%s", l, name);
+        }
+    }
     return hf[0] != '\0';
 }
 

@@ -151,7 +151,10 @@ unsigned char *model_fixture_encode(uint32_t type, const float *x, int64_t rows,
 /* n values of ggml type `type` from `data` to f32 with the library's conversions. */
 mcl_status model_fixture_decode(uint32_t type, const void *data, int64_t n, float *out);
 
-/* Hugging Face's name of a GGUF tensor name into hf (size bytes); 0 if it has none. */
+/* Hugging Face's name of a GGUF tensor name into hf (size bytes); 0 if it has none. With
+ * arch (the fixture's), a mixture's tensors too: an expert stack's name is the pattern of its
+ * experts' names, "%d" standing for the expert. */
 int model_fixture_hf_name(const char *gguf, char *hf, size_t size);
+int model_fixture_hf_name_of(const char *arch, const char *gguf, char *hf, size_t size);
 
 #endif

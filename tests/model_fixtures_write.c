@@ -198,12 +198,26 @@ static mcl_status write_config(const model_fixture_desc *d, const char *path)
     FILE *f = fopen(path, "w");
     if (!f)
         return fixture_fail(MCL_ERROR_IO, path);
-    int qwen = strcmp(d->arch, "qwen2") == 0;
+    int qwen = strcmp(d->arch, "qwen2") == 0, qwen_moe = strcmp(d->arch, "qwen2moe") == 0;
+    int mixtral = d->experts > 0 && strcmp(d->arch, "llama") == 0;
     const char *dtype = d->hf_type == MCL_GGML_F16    ? "float16"
                         : d->hf_type == MCL_GGML_BF16 ? "bfloat16"
                                                       : "float32";
     fprintf(f, "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n",
-            qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM", d->arch);
+            qwen       ? "Qwen2ForCausalLM"
+            : qwen_moe ? "Qwen2MoeForCausalLM"
+            : mixtral  ? "MixtralForCausalLM"
+                       : "LlamaForCausalLM",
+            qwen_moe ? "qwen2_moe" : mixtral ? "mixtral" : d->arch);
+    if (mixtral)
+        fprintf(f, "  \"num_local_experts\": %d,\n  \"num_experts_per_tok\": %d,\n",
+                d->experts, d->experts_used);
+    if (qwen_moe)
+        fprintf(f, "  \"num_experts\": %d,\n  \"num_experts_per_tok\": %d,\n"
+                   "  \"moe_intermediate_size\": %d,\n"
+                   "  \"shared_expert_intermediate_size\": %d,\n  \"norm_topk_prob\": false,\n"
+                   "  \"decoder_sparse_step\": 1,\n  \"mlp_only_layers\": [],\n",
+                d->experts, d->experts_used, d->expert_hidden, d->shared_hidden);
     fprintf(f, "  \"hidden_size\": %d,\n  \"num_hidden_layers\": %d,\n", d->dim, d->layers);
     fprintf(f, "  \"num_attention_heads\": %d,\n  \"num_key_value_heads\": %d,\n", d->heads,
             d->kv_heads);
@@ -212,7 +226,7 @@ static mcl_status write_config(const model_fixture_desc *d, const char *path)
     fprintf(f, "  \"max_position_embeddings\": %d,\n", d->context);
     fprintf(f, "  \"rms_norm_eps\": %.9g,\n  \"rope_theta\": %.9g,\n", (double)d->norm_eps,
             (double)d->rope_theta);
-    if (!qwen)
+    if (!qwen && !qwen_moe)
         fprintf(f, "  \"attention_bias\": %s,\n  \"mlp_bias\": false,\n",
                 d->qkv_bias ? "true" : "false");
     if (d->rope_factor > 0.0f)
@@ -232,8 +246,6 @@ static mcl_status write_config(const model_fixture_desc *d, const char *path)
 mcl_status model_fixture_write_checkpoint(const model_fixture *f, const char *dir)
 {
     const model_fixture_desc *d = &f->desc;
-    if (d->experts > 0)
-        return fixture_fail(MCL_ERROR_UNSUPPORTED, "mixtures are written as GGUF only");
     mcl_st_dtype dtype = d->hf_type == MCL_GGML_F16    ? MCL_ST_F16
                          : d->hf_type == MCL_GGML_BF16 ? MCL_ST_BF16
                                                        : MCL_ST_F32;
@@ -246,15 +258,34 @@ mcl_status model_fixture_write_checkpoint(const model_fixture *f, const char *di
         char name[96];
         if (!t->hf)
             continue; /* rope_freqs.weight: config.json's rope_scaling gives it */
-        if (!model_fixture_hf_name(t->name, name, sizeof name)) {
+        if (!model_fixture_hf_name_of(d->arch, t->name, name, sizeof name)) {
             s = MCL_ERROR_INVALID_ARGUMENT;
             break;
         }
         int64_t n = t->shape[0], k = t->ndim > 1 ? t->shape[1] : n, rows = t->ndim > 1 ? n : 1;
+        if (t->ndim == 3) {
+            /* An expert stack: each expert its own tensor, as the checkpoints hold them. */
+            int64_t per = n / t->experts, shape[2] = {per, k};
+            for (int64_t e = 0; s == MCL_SUCCESS && e < t->experts; e++) {
+                char expert[128];
+                snprintf(expert, sizeof expert, name, (int)e);
+                uint64_t bytes = 0;
+                unsigned char *data = model_fixture_encode(d->hf_type, t->source + e * per * k,
+                                                           per, k, &bytes);
+                s = data ? mcl_safetensors_writer_add_tensor(w, expert, dtype, 2, shape, data,
+                                                             bytes)
+                         : MCL_ERROR_OUT_OF_HOST_MEMORY;
+                free(data);
+            }
+            continue;
+        }
+        /* qwen2moe's shared expert gate is a [1, dim] matrix in the checkpoint. */
+        int row_matrix = strstr(t->name, "ffn_gate_inp_shexp") != NULL;
+        int64_t shape[2] = {row_matrix ? 1 : t->shape[0], row_matrix ? n : t->shape[1]};
         uint64_t bytes = 0;
         unsigned char *data = model_fixture_encode(d->hf_type, t->source, rows, k, &bytes);
-        s = data ? mcl_safetensors_writer_add_tensor(w, name, dtype, t->ndim, t->shape, data,
-                                                     bytes)
+        s = data ? mcl_safetensors_writer_add_tensor(w, name, dtype, row_matrix ? 2 : t->ndim,
+                                                     shape, data, bytes)
                  : MCL_ERROR_OUT_OF_HOST_MEMORY;
         free(data);
     }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "harness.h"
 #include "model_fixtures.h"
@@ -141,8 +142,8 @@ static double tol_of(uint32_t type)
 
 /* A prompt and STEPS decode steps of a mixture against the reference; the control (a
  * reference that differs in the mixture only) must exceed the tolerance. */
-static void session_against_reference(const char *arch, uint32_t type, int shared,
-                                      uint32_t sequences)
+static void session_against_reference_of(const char *arch, uint32_t type, int shared,
+                                         uint32_t sequences, uint32_t hf_type)
 {
     /* K-quants hold rows of 256. */
     int wide = type == MCL_GGML_Q4_K || type == MCL_GGML_Q5_K || type == MCL_GGML_Q6_K;
@@ -151,13 +152,22 @@ static void session_against_reference(const char *arch, uint32_t type, int share
                             .hidden = width, .vocab = 40, .experts = 4, .experts_used = 2,
                             .expert_hidden = width, .shared_hidden = shared ? width : 0,
                             .qkv_bias = strcmp(arch, "qwen2moe") == 0, .context = 64,
-                            .seed = 29};
+                            .seed = 29, .hf_type = hf_type == UINT32_MAX ? 0 : hf_type};
     for (int c = 0; c < FIXTURE_CLASSES; c++)
         d.gguf_type[c] = type;
     model_fixture f;
     char path[512];
     write(&f, &d, "moe-session.gguf", path);
     const ref_llama *ref = &f.gguf_ref;
+    /* A checkpoint in Hugging Face's layout (every expert its own tensor) in place of the
+     * GGUF: the f32 GGUF stands for "no checkpoint" (type is then the GGUF's). */
+    int checkpoint = hf_type != UINT32_MAX;
+    if (checkpoint) {
+        snprintf(path, sizeof path, "%s/moe-checkpoint", mcl_test_scratch_dir());
+        mkdir(path, 0700);
+        assert_mcl_ok(model_fixture_write_checkpoint(&f, path));
+        ref = &f.hf_ref;
+    }
     const size_t V = 40;
     double *want = malloc((PROMPT + STEPS) * V * sizeof *want);
     double *other = malloc((PROMPT + STEPS) * V * sizeof *other);
@@ -192,8 +202,10 @@ static void session_against_reference(const char *arch, uint32_t type, int share
         control_best = c < control_best ? c : control_best;
     }
     char name[200];
-    snprintf(name, sizeof name, "%s %s%s, %u sequence(s): prompt and %d decode steps", arch,
-             mcl_ggml_type_name(type), shared ? ", shared expert" : "", sequences, STEPS);
+    snprintf(name, sizeof name, "%s %s%s%s, %u sequence(s): prompt and %d decode steps",
+             arch, checkpoint ? "checkpoint " : "",
+             mcl_ggml_type_name(checkpoint ? hf_type : type), shared ? ", shared expert" : "",
+             sequences, STEPS);
     int ok = mcl_test_record(name, "relative rms", worst, tol);
     snprintf(name, sizeof name, "%s %s: control, the reference %s, exceeds the tolerance (%.3g)",
              arch, mcl_ggml_type_name(type),
@@ -208,6 +220,12 @@ static void session_against_reference(const char *arch, uint32_t type, int share
     assert_true(ok);
 }
 
+static void session_against_reference(const char *arch, uint32_t type, int shared,
+                                      uint32_t sequences)
+{
+    session_against_reference_of(arch, type, shared, sequences, UINT32_MAX);
+}
+
 static void sessions(void **state)
 {
     (void)state;
@@ -216,6 +234,16 @@ static void sessions(void **state)
     session_against_reference("qwen2moe", MCL_GGML_F32, 1, 1);
     session_against_reference("qwen2moe", MCL_GGML_Q8_0, 1, 1);
     session_against_reference("qwen2moe", MCL_GGML_Q4_K, 0, 1);
+}
+
+/* The same mixtures from Hugging Face checkpoints: Mixtral's block_sparse_moe and
+ * Qwen2-MoE's mlp, each expert its own tensor, stacked at load. */
+static void checkpoints(void **state)
+{
+    (void)state;
+    session_against_reference_of("llama", MCL_GGML_F32, 0, 1, MCL_GGML_F32);
+    session_against_reference_of("qwen2moe", MCL_GGML_F32, 1, 2, MCL_GGML_BF16);
+    session_against_reference_of("qwen2moe", MCL_GGML_F32, 0, 1, MCL_GGML_F16);
 }
 
 /* A stack written as a 2-D matrix, and a router of the wrong width, are refused by name; the
@@ -239,6 +267,31 @@ static void malformed_mixtures(void **state)
     assert_non_null(strstr(mcl_context_last_error(ctx), "blk.0.ffn_up_exps.weight"));
     model_fixture_free(&f);
 
+    /* A checkpoint whose config.json names one expert more than its tensors hold. */
+    assert_mcl_ok(model_fixture_create(&d, &f));
+    char dir[512], config[600];
+    snprintf(dir, sizeof dir, "%s/short", mcl_test_scratch_dir());
+    mkdir(dir, 0700);
+    assert_mcl_ok(model_fixture_write_checkpoint(&f, dir));
+    model_fixture_free(&f);
+    snprintf(config, sizeof config, "%s/config.json", dir);
+    FILE *in = fopen(config, "rb");
+    assert_non_null(in);
+    static char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, in);
+    fclose(in);
+    text[n] = '\0';
+    char *at = strstr(text, "\"num_local_experts\": 4");
+    assert_non_null(at);
+    at[strlen("\"num_local_experts\": ")] = '5';
+    FILE *out = fopen(config, "wb");
+    assert_non_null(out);
+    fputs(text, out);
+    fclose(out);
+    mcl_test_expect_status("a checkpoint short of an expert", mcl_model_open(ctx, dir, NULL, &m),
+                           MCL_ERROR_BAD_FILE);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "4 of the 5 experts"));
+
     d.experts_used = 5; /* more than the experts */
     assert_int_equal(model_fixture_create(&d, &f), MCL_ERROR_INVALID_ARGUMENT);
 }
@@ -251,6 +304,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(mixtral_and_qwen2moe),
         cmocka_unit_test(malformed_mixtures),
         cmocka_unit_test(sessions),
+        cmocka_unit_test(checkpoints),
     };
     return mcl_test_finish(
         cmocka_run_group_tests(tests, mcl_test_scratch_setup, mcl_test_scratch_teardown));

@@ -149,8 +149,10 @@ void mcl_model_close(mcl_model *m)
     if (!m)
         return;
     model_release(m);
-    for (uint32_t i = 0; m->tensors && i < m->tensor_count; i++)
+    for (uint32_t i = 0; m->tensors && i < m->tensor_count; i++) {
         mcl_mem_free(m->tensors[i].name);
+        mcl_mem_free(m->tensors[i].part_data);
+    }
     mcl_mem_free(m->tensors);
     mcl_tokenizer_free(m->tokenizer);
     mcl_gguf_free(m->gguf);

@@ -3,6 +3,7 @@
  * order is the loader's, so nothing is permuted), llama 3.1's RoPE frequency factors computed
  * from rope_scaling as llama.cpp's converter computes them. The tokenizer files are read by
  * model_checkpoint_tokenizer.c. */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,35 @@ static const struct {
     {"mlp.down_proj.weight", "ffn_down.weight"},
 };
 
+/* A mixture's: Mixtral's (block_sparse_moe) and Qwen2-MoE's (mlp) router and shared expert;
+ * their experts come in expert_names. */
+static const struct {
+    const char *hf, *gguf;
+} moe_names[] = {
+    {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},
+    {"mlp.gate.weight", "ffn_gate_inp.weight"},
+    {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
+    {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
+    {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
+    {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
+};
+
+/* An expert's tensor: the prefix and suffix around its index, and the stack it goes to
+ * (0 gate, 1 up, 2 down). */
+static const struct {
+    const char *prefix, *suffix;
+    int stack;
+} expert_names[] = {
+    {"block_sparse_moe.experts.", ".w1.weight", 0},
+    {"block_sparse_moe.experts.", ".w3.weight", 1},
+    {"block_sparse_moe.experts.", ".w2.weight", 2},
+    {"mlp.experts.", ".gate_proj.weight", 0},
+    {"mlp.experts.", ".up_proj.weight", 1},
+    {"mlp.experts.", ".down_proj.weight", 2},
+};
+static const char *const stack_names[3] = {"ffn_gate_exps.weight", "ffn_up_exps.weight",
+                                           "ffn_down_exps.weight"};
+
 static const struct {
     const char *hf, *gguf;
 } model_names[] = {
@@ -89,6 +119,35 @@ static int gguf_name(const char *hf, char *out, size_t size)
     for (size_t i = 0; i < sizeof layer_names / sizeof layer_names[0]; i++) {
         if (strcmp(hf + used, layer_names[i].hf) == 0) {
             snprintf(out, size, "blk.%u.%s", layer, layer_names[i].gguf);
+            return 1;
+        }
+    }
+    for (size_t i = 0; i < sizeof moe_names / sizeof moe_names[0]; i++) {
+        if (strcmp(hf + used, moe_names[i].hf) == 0) {
+            snprintf(out, size, "blk.%u.%s", layer, moe_names[i].gguf);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether hf is an expert's tensor: its layer, expert and stack (0 gate, 1 up, 2 down). */
+static int expert_tensor(const char *hf, unsigned *layer, unsigned *expert, int *stack)
+{
+    int used = 0;
+    if (sscanf(hf, "model.layers.%u.%n", layer, &used) != 1 || used == 0)
+        return 0;
+    const char *rest = hf + used;
+    for (size_t i = 0; i < sizeof expert_names / sizeof expert_names[0]; i++) {
+        size_t n = strlen(expert_names[i].prefix);
+        if (strncmp(rest, expert_names[i].prefix, n) != 0 ||
+            !isdigit((unsigned char)rest[n]))
+            continue;
+        char *end = NULL;
+        unsigned long e = strtoul(rest + n, &end, 10);
+        if (end && strcmp(end, expert_names[i].suffix) == 0 && e < 100000) {
+            *expert = (unsigned)e;
+            *stack = expert_names[i].stack;
             return 1;
         }
     }
@@ -165,6 +224,56 @@ static void llama3_factors(const mcl_model_info *in, float *out)
 }
 
 /* config.json into m->info. */
+/* A mixture's config.json members: Mixtral's num_local_experts (its experts as wide as
+ * intermediate_size, their weights renormalised), Qwen2-MoE's num_experts,
+ * moe_intermediate_size, shared_expert_intermediate_size and norm_topk_prob (every layer a
+ * mixture: decoder_sparse_step 1, no mlp_only_layers). */
+static mcl_status read_experts_config(mcl_model *m, const mcl_json_value *cfg, int moe)
+{
+    mcl_model_info *in = &m->info;
+    char why[256];
+    mcl_status status;
+    if ((status = config_u32(m, cfg, moe == 1 ? "num_local_experts" : "num_experts", 0,
+                             &in->experts)) != MCL_SUCCESS ||
+        (status = config_u32(m, cfg, "num_experts_per_tok", 0, &in->experts_used)) !=
+            MCL_SUCCESS)
+        return status;
+    in->expert_hidden = in->hidden;
+    in->experts_norm = 1;
+    if (moe == 2) {
+        int64_t shared = 0, step = 1, only[4];
+        uint32_t only_count = 0;
+        int norm = 0;
+        if ((status = config_u32(m, cfg, "moe_intermediate_size", 0, &in->expert_hidden)) !=
+                MCL_SUCCESS)
+            return status;
+        if (mcl_config_int(cfg, "shared_expert_intermediate_size", 0, &shared, why,
+                           sizeof why) != MCL_SUCCESS ||
+            mcl_config_int(cfg, "decoder_sparse_step", 1, &step, why, sizeof why) !=
+                MCL_SUCCESS ||
+            mcl_config_bool(cfg, "norm_topk_prob", 0, &norm, why, sizeof why) != MCL_SUCCESS ||
+            mcl_config_int_list(cfg, "mlp_only_layers", only, 4, &only_count, why,
+                                sizeof why) != MCL_SUCCESS)
+            return MODEL_FAIL(m->ctx, MCL_ERROR_BAD_FILE, "model: config.json: %s", why);
+        if (shared < 0 || shared > UINT32_MAX)
+            return MODEL_FAIL(m->ctx, MCL_ERROR_BAD_FILE,
+                              "model: config.json: shared_expert_intermediate_size is %lld",
+                              (long long)shared);
+        if (step != 1 || only_count != 0)
+            return MODEL_FAIL(m->ctx, MCL_ERROR_UNSUPPORTED,
+                              "model: config.json: dense layers among the mixtures "
+                              "(decoder_sparse_step %lld, %u mlp_only_layers) are not read",
+                              (long long)step, only_count);
+        in->shared_hidden = (uint32_t)shared;
+        in->experts_norm = (uint32_t)norm;
+    }
+    if (in->experts > 256 || in->experts_used > in->experts || in->experts_used > 16)
+        return MODEL_FAIL(m->ctx, MCL_ERROR_UNSUPPORTED,
+                          "model: %u experts with %u per token (the library routes up to 256 "
+                          "experts, 16 per token)", in->experts, in->experts_used);
+    return MCL_SUCCESS;
+}
+
 static mcl_status read_config(mcl_model *m, checkpoint *c)
 {
     mcl_model_info *in = &m->info;
@@ -176,14 +285,18 @@ static mcl_status read_config(mcl_model *m, checkpoint *c)
         !type)
         return MODEL_FAIL(m->ctx, MCL_ERROR_BAD_FILE,
                           "model: config.json is not an object with a \"model_type\"");
+    /* Mixtures: transformers' names of the architectures GGUF calls llama (with experts) and
+     * qwen2moe. */
+    int moe = strcmp(type, "mixtral") == 0 ? 1 : strcmp(type, "qwen2_moe") == 0 ? 2 : 0;
+    const char *arch = moe == 1 ? "llama" : moe == 2 ? "qwen2moe" : type;
     int known = 0;
     for (uint32_t i = 0; mcl_model_architecture_name(i); i++)
-        known |= strcmp(type, mcl_model_architecture_name(i)) == 0;
-    if (!known || strlen(type) >= sizeof in->architecture)
+        known |= strcmp(arch, mcl_model_architecture_name(i)) == 0;
+    if (!known || strlen(arch) >= sizeof in->architecture)
         return MODEL_FAIL(m->ctx, MCL_ERROR_UNSUPPORTED,
                           "model: architecture \"%.64s\" is not read (the library reads llama, "
-                          "mistral, qwen2)", type);
-    snprintf(in->architecture, sizeof in->architecture, "%s", type);
+                          "mistral, qwen2, mixtral, qwen2_moe)", type);
+    snprintf(in->architecture, sizeof in->architecture, "%s", arch);
     const char *name = NULL;
     if (mcl_config_string(cfg, "_name_or_path", "", &name, why, sizeof why) == MCL_SUCCESS &&
         name)
@@ -244,13 +357,99 @@ static mcl_status read_config(mcl_model *m, checkpoint *c)
         in->rope_high_freq_factor = (float)rs.high_freq_factor;
         in->rope_original_context = (uint32_t)rs.original_max_position_embeddings;
     }
-    in->qkv_bias = strcmp(type, "qwen2") == 0;
+    in->qkv_bias = strcmp(type, "qwen2") == 0 || moe == 2;
     c->tied = tied;
+    return moe ? read_experts_config(m, cfg, moe) : MCL_SUCCESS;
+}
+
+/* An expert's tensor found in a shard, until its stack is made. */
+typedef struct expert_part {
+    unsigned layer, expert;
+    int stack;
+    const mcl_st_tensor *st;
+    uint32_t type;
+} expert_part;
+
+/* The ggml type of a checkpoint dtype read, or UINT32_MAX. */
+static uint32_t ggml_type_of(mcl_st_dtype dtype)
+{
+    return dtype == MCL_ST_F32    ? MCL_GGML_F32
+           : dtype == MCL_ST_F16  ? MCL_GGML_F16
+           : dtype == MCL_ST_BF16 ? MCL_GGML_BF16
+                                  : UINT32_MAX;
+}
+
+/* The mixture's expert tensors, each a separate tensor of the checkpoint, as GGUF's stacks
+ * [experts, rows, K]: every expert present once, all of one shape and type. */
+static mcl_status make_stacks(mcl_model *m, expert_part *parts, uint32_t count)
+{
+    const uint32_t experts = m->info.experts;
+    if (count && !experts)
+        return MODEL_FAIL(m->ctx, MCL_ERROR_BAD_FILE,
+                          "model: tensor \"%.80s\" is an expert's, and config.json names no "
+                          "experts", parts[0].st->name);
+    for (uint32_t i = 0; i < count; i++) {
+        if (!parts[i].st)
+            continue; /* taken into an earlier stack */
+        unsigned layer = parts[i].layer;
+        int stack = parts[i].stack;
+        char name[96];
+        snprintf(name, sizeof name, "blk.%u.%s", layer, stack_names[stack]);
+        const unsigned char **data = mcl_mem_calloc(experts, sizeof *data);
+        if (!data)
+            return MODEL_FAIL(m->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        const mcl_st_tensor *first = parts[i].st;
+        uint32_t type = parts[i].type, found = 0;
+        mcl_status status = MCL_SUCCESS;
+        for (uint32_t j = i; j < count && status == MCL_SUCCESS; j++) {
+            const mcl_st_tensor *st = parts[j].st;
+            if (!st || parts[j].layer != layer || parts[j].stack != stack)
+                continue;
+            if (parts[j].expert >= experts || data[parts[j].expert])
+                status = MODEL_FAIL(m->ctx, MCL_ERROR_BAD_FILE,
+                                    "model: tensor \"%.80s\": expert %u twice or beyond the "
+                                    "%u of config.json", st->name, parts[j].expert, experts);
+            else if (st->ndim != 2 || first->ndim != 2 || st->shape[0] != first->shape[0] ||
+                     st->shape[1] != first->shape[1] || parts[j].type != type)
+                status = MODEL_FAIL(m->ctx, MCL_ERROR_BAD_FILE,
+                                    "model: tensor \"%.80s\" differs in shape or type from "
+                                    "its layer's other experts", st->name);
+            else {
+                data[parts[j].expert] = st->data;
+                found++;
+                parts[j].st = NULL;
+            }
+        }
+        if (status == MCL_SUCCESS && found != experts)
+            status = MODEL_FAIL(m->ctx, MCL_ERROR_BAD_FILE,
+                                "model: %s: %u of the %u experts are in the checkpoint", name,
+                                found, experts);
+        model_tensor *t = NULL;
+        if (status == MCL_SUCCESS && mcl_model_tensor_named(m, name))
+            status = MODEL_FAIL(m->ctx, MCL_ERROR_BAD_FILE, "model: %s twice", name);
+        if (status == MCL_SUCCESS)
+            status = mcl_model_add_tensor(m, name, strlen(name), &t);
+        if (status != MCL_SUCCESS) {
+            mcl_mem_free(data);
+            return status;
+        }
+        t->file_type = type;
+        t->ndim = 3;
+        t->shape[0] = experts;
+        t->shape[1] = first->shape[0];
+        t->shape[2] = first->shape[1];
+        t->part_data = data;
+        t->parts = experts;
+        t->part_rows = (uint64_t)first->shape[0];
+        t->bytes = (first->end - first->begin) * (uint64_t)experts;
+    }
     return MCL_SUCCESS;
 }
 
-/* Map and parse every shard, and take their tensors. */
-static mcl_status read_shards(mcl_model *m, checkpoint *c, const mcl_st_shards *list)
+/* Map and parse every shard, and take their tensors (a mixture's experts into parts). */
+static mcl_status read_shard_tensors(mcl_model *m, checkpoint *c, const mcl_st_shards *list,
+                                     expert_part **parts, uint32_t *part_count,
+                                     uint32_t *part_capacity)
 {
     char why[256];
     m->files = mcl_mem_calloc(list->count ? list->count : 1, sizeof *m->files);
@@ -273,6 +472,27 @@ static mcl_status read_shards(mcl_model *m, checkpoint *c, const mcl_st_shards *
         for (uint64_t i = 0; i < mcl_safetensors_count(c->shards[s]); i++) {
             const mcl_st_tensor *st = mcl_safetensors_at(c->shards[s], i);
             char name[96];
+            unsigned layer = 0, expert = 0;
+            int stack = 0;
+            if (expert_tensor(st->name, &layer, &expert, &stack)) {
+                if (*part_count == *part_capacity) {
+                    uint32_t grown_to = *part_capacity ? 2 * *part_capacity : 64;
+                    expert_part *grown = mcl_mem_realloc(*parts, grown_to * sizeof *grown);
+                    if (!grown)
+                        return MODEL_FAIL(m->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY,
+                                          "out of host memory");
+                    *parts = grown;
+                    *part_capacity = grown_to;
+                }
+                uint32_t type = ggml_type_of(st->dtype);
+                if (type == UINT32_MAX)
+                    return MODEL_FAIL(m->ctx, MCL_ERROR_UNSUPPORTED,
+                                      "model: tensor \"%.80s\" is %s, which the library does "
+                                      "not read (it reads F32, F16 and BF16)", st->name,
+                                      mcl_st_dtype_name(st->dtype));
+                (*parts)[(*part_count)++] = (expert_part){layer, expert, stack, st, type};
+                continue;
+            }
             int known = gguf_name(st->name, name, sizeof name);
             if (known < 0)
                 continue;
@@ -283,10 +503,7 @@ static mcl_status read_shards(mcl_model *m, checkpoint *c, const mcl_st_shards *
             if (mcl_model_tensor_named(m, name))
                 return MODEL_FAIL(m->ctx, MCL_ERROR_BAD_FILE,
                                   "model: tensor \"%.80s\" appears in two shards", st->name);
-            uint32_t type = st->dtype == MCL_ST_F32    ? MCL_GGML_F32
-                            : st->dtype == MCL_ST_F16  ? MCL_GGML_F16
-                            : st->dtype == MCL_ST_BF16 ? MCL_GGML_BF16
-                                                       : UINT32_MAX;
+            uint32_t type = ggml_type_of(st->dtype);
             if (type == UINT32_MAX)
                 return MODEL_FAIL(m->ctx, MCL_ERROR_UNSUPPORTED,
                                   "model: tensor \"%.80s\" is %s, which the library does not "
@@ -304,11 +521,29 @@ static mcl_status read_shards(mcl_model *m, checkpoint *c, const mcl_st_shards *
             t->ndim = st->ndim;
             for (uint32_t d = 0; d < st->ndim; d++)
                 t->shape[d] = st->shape[d];
+            /* Qwen2-MoE's shared expert gate is a [1, dim] matrix; GGUF's a vector. */
+            if (ends_with(name, ".ffn_gate_inp_shexp.weight") && st->ndim == 2 &&
+                st->shape[0] == 1) {
+                t->ndim = 1;
+                t->shape[0] = st->shape[1];
+            }
             t->data = st->data;
             t->bytes = st->end - st->begin;
         }
     }
     return MCL_SUCCESS;
+}
+
+/* Map and parse every shard, and take their tensors. */
+static mcl_status read_shards(mcl_model *m, checkpoint *c, const mcl_st_shards *list)
+{
+    expert_part *parts = NULL;
+    uint32_t part_count = 0, part_capacity = 0;
+    mcl_status status = read_shard_tensors(m, c, list, &parts, &part_count, &part_capacity);
+    if (status == MCL_SUCCESS)
+        status = make_stacks(m, parts, part_count);
+    mcl_mem_free(parts);
+    return status;
 }
 
 mcl_status mcl_model_open_checkpoint(mcl_model *m, const char *path)

@@ -20,6 +20,11 @@ typedef struct model_tensor {
     int64_t shape[4];          /* the library's order: [N, K] for a weight */
     const unsigned char *data; /* its bytes in a mapped file */
     uint64_t bytes;
+    /* A checkpoint's expert stack, its experts separate tensors of the files: `parts` of
+     * part_rows rows each, stacked in order (data is then NULL; bytes counts them all). */
+    const unsigned char **part_data;
+    uint32_t parts;
+    uint64_t part_rows;
     uint32_t unpermute_heads;  /* >0: rows are llama.cpp's RoPE permutation over this many
                                 * heads; the loader restores Hugging Face's order */
     mcl_dtype dtype;           /* on the device (decided before the upload) */

@@ -52,11 +52,16 @@ static void *readahead_main(void *arg)
     unsigned sum = 0;
     for (uint32_t i = 0; i < r->m->tensor_count; i++) {
         const model_tensor *t = &r->m->tensors[i];
-        for (uint64_t o = 0; o < t->bytes; o += page) {
-            if (o % (4u << 20) == 0 && !readahead_wait(r, touched + (4u << 20)))
-                return NULL;
-            sum += ((const volatile unsigned char *)t->data)[o];
-            touched += page < t->bytes - o ? page : t->bytes - o;
+        uint32_t parts = t->parts ? t->parts : 1;
+        uint64_t each = t->bytes / parts;
+        for (uint32_t q = 0; q < parts; q++) {
+            const unsigned char *data = t->parts ? t->part_data[q] : t->data;
+            for (uint64_t o = 0; o < each; o += page) {
+                if (o % (4u << 20) == 0 && !readahead_wait(r, touched + (4u << 20)))
+                    return NULL;
+                sum += ((const volatile unsigned char *)data)[o];
+                touched += page < each - o ? page : each - o;
+            }
         }
     }
     return (void *)(uintptr_t)(sum & 1); /* keeps the reads */
@@ -198,11 +203,19 @@ static uint64_t src_row(const model_tensor *t, uint64_t r)
     return head * hd + 2 * (j % half) + j / half;
 }
 
+/* Row `row` of the file's tensor t: in its part where its experts are separate tensors. */
+static const unsigned char *file_row(const model_tensor *t, uint64_t row)
+{
+    if (t->parts)
+        return t->part_data[row / t->part_rows] + row % t->part_rows * file_row_bytes(t);
+    return t->data + row * file_row_bytes(t);
+}
+
 /* Row `row` of the file's tensor t into `k` floats. */
 static mcl_status row_to_f32(const model_tensor *t, uint64_t row, float *out)
 {
     int64_t k = t->shape[t->ndim - 1];
-    const unsigned char *p = t->data + row * file_row_bytes(t);
+    const unsigned char *p = file_row(t, row);
     switch (t->file_type) {
     case MCL_GGML_F32:
         mcl_convert_f32_to_f32(p, out, (uint64_t)k);
@@ -235,14 +248,16 @@ static mcl_status upload(model_tensor *t, float *f32, unsigned char *dev,
         if (chunk_rows == 0)
             chunk_rows = 1;
     }
-    for (uint64_t r0 = 0; status == MCL_SUCCESS && r0 < rows; r0 += chunk_rows) {
-        uint64_t n = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
+    for (uint64_t r0 = 0, n = 0; status == MCL_SUCCESS && r0 < rows; r0 += n) {
+        n = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
+        if (t->parts && n > t->part_rows - r0 % t->part_rows) /* within one part */
+            n = t->part_rows - r0 % t->part_rows;
         const void *src = dev;
         if (same && !t->unpermute_heads) {
-            src = t->data + r0 * in_row;  /* straight from the mapped file */
+            src = file_row(t, r0);  /* straight from the mapped file */
         } else if (same) {
             for (uint64_t r = 0; r < n; r++)
-                memcpy(dev + r * out_row, t->data + src_row(t, r0 + r) * in_row, in_row);
+                memcpy(dev + r * out_row, file_row(t, src_row(t, r0 + r)), in_row);
         } else {
             for (uint64_t r = 0; status == MCL_SUCCESS && r < n; r++)
                 status = row_to_f32(t, src_row(t, r0 + r), f32 + r * (uint64_t)k);
