@@ -18,12 +18,6 @@ static double seconds_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 static mcl_status open_gguf(mcl_model *m, const char *path)
 {
     char why[256];
@@ -88,7 +82,7 @@ mcl_status mcl_model_open(mcl_context *ctx, const char *path, const mcl_model_de
     mcl_context_adopt(ctx, &m->child, model_release_child);
     m->info.size = sizeof m->info;
     m->info.bos = m->info.eos = -1;
-    mcl_status status = ends_with(path, ".gguf") || !mcl_model_checkpoint_path(path)
+    mcl_status status = mcl_model_ends_with(path, ".gguf") || !mcl_model_checkpoint_path(path)
                             ? open_gguf(m, path)
                             : mcl_model_open_checkpoint(m, path);
     if (status == MCL_SUCCESS)

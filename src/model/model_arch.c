@@ -211,12 +211,6 @@ mcl_status mcl_model_arch_from_gguf(mcl_model *m)
     return MCL_SUCCESS;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 mcl_status mcl_model_tensors_from_gguf(mcl_model *m)
 {
     int permutes = mcl_model_arch_permutes_qk(m->info.architecture);
@@ -232,9 +226,9 @@ mcl_status mcl_model_tensors_from_gguf(mcl_model *m)
             t->shape[d] = (int64_t)g->dims[g->ndim - 1 - d];
         t->data = g->data;
         t->bytes = g->bytes;
-        if (permutes && ends_with(t->name, ".attn_q.weight"))
+        if (permutes && mcl_model_ends_with(t->name, ".attn_q.weight"))
             t->unpermute_heads = m->info.heads;
-        else if (permutes && ends_with(t->name, ".attn_k.weight"))
+        else if (permutes && mcl_model_ends_with(t->name, ".attn_k.weight"))
             t->unpermute_heads = m->info.kv_heads;
     }
     return MCL_SUCCESS;

@@ -30,16 +30,10 @@ typedef struct checkpoint {
 /* pi, to double precision (math.h's M_PI is not C11's). */
 #define PI 3.14159265358979323846
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 int mcl_model_checkpoint_path(const char *path)
 {
     struct stat st;
-    if (ends_with(path, ".safetensors") || ends_with(path, ".json"))
+    if (mcl_model_ends_with(path, ".safetensors") || mcl_model_ends_with(path, ".json"))
         return 1;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
@@ -110,7 +104,7 @@ static int gguf_name(const char *hf, char *out, size_t size)
             return 1;
         }
     }
-    if (ends_with(hf, "rotary_emb.inv_freq"))
+    if (mcl_model_ends_with(hf, "rotary_emb.inv_freq"))
         return -1;
     unsigned layer = 0;
     int used = 0;
@@ -522,7 +516,7 @@ static mcl_status read_shard_tensors(mcl_model *m, checkpoint *c, const mcl_st_s
             for (uint32_t d = 0; d < st->ndim; d++)
                 t->shape[d] = st->shape[d];
             /* Qwen2-MoE's shared expert gate is a [1, dim] matrix; GGUF's a vector. */
-            if (ends_with(name, ".ffn_gate_inp_shexp.weight") && st->ndim == 2 &&
+            if (mcl_model_ends_with(name, ".ffn_gate_inp_shexp.weight") && st->ndim == 2 &&
                 st->shape[0] == 1) {
                 t->ndim = 1;
                 t->shape[0] = st->shape[1];

@@ -5,6 +5,7 @@
 #define MCL_MODEL_MODEL_INTERNAL_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "motifcl.h"
 #include "../io/gguf.h"
@@ -30,6 +31,13 @@ typedef struct model_tensor {
     mcl_dtype dtype;           /* on the device (decided before the upload) */
     mcl_tensor *tensor;        /* on the device; NULL without weights */
 } model_tensor;
+
+/* Whether s ends with suffix (file names, tensor names). */
+static inline int mcl_model_ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
 
 /* MCL_SUCCESS while the model's context lives (the engine asks before a session). */
 mcl_status mcl_model_context_check(const mcl_model *model);
