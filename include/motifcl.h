@@ -1118,7 +1118,9 @@ typedef struct mcl_gpt_desc {
                                  none but block 0's (the embedding, kept anyway), 1 every
                                  block's (no inversion); must be 0 without the flag. Read only
                                  when `size` covers it (0 otherwise) */
-    uint32_t reserved0;
+    uint32_t counter_c;     /**< with MCL_GPT_COUNTER (experimental section): the counter range
+                                 C of the blocks' linear layers, 0 meaning 11; must be 0
+                                 without it. Read only when `size` covers it */
     uint64_t reserved[3];
 } mcl_gpt_desc;
 
@@ -1721,6 +1723,49 @@ typedef struct mcl_counter_update_desc {
 MCL_API mcl_status mcl_counter_linear_backward(mcl_counter_linear *layer, const mcl_tensor *x,
                                                const mcl_tensor *grad_out, mcl_tensor *grad_x,
                                                const mcl_counter_update_desc *update);
+
+/* --- The GPT with counter-state linear layers ----------------------------------------- */
+
+/** mcl_gpt_desc.flags: the blocks' seven linear layers (wq, wk, wv, wo, w_gate, w_up, w_down)
+ *  are counter-state layers (mcl_counter_linear, C = mcl_gpt_desc.counter_c) instead of f32
+ *  parameters; the embedding, the norms and the head stay f32 with AdamW. dim and hidden must
+ *  be multiples of 16. mcl_gpt_param() and mcl_gpt_parameters() then hold the f32 parameters
+ *  only, and the layers are reached through mcl_gpt_counter_layer(). The layers' update is
+ *  fused into mcl_gpt_backward(): that call records each layer's grad_x with the weights of
+ *  the forward pass, then its update with the parameters of mcl_gpt_set_counter_update();
+ *  mcl_gpt_step() then steps the f32 parameters (the gradient-norm clip sees their gradients
+ *  only). Combines with MCL_GPT_REVERSIBLE. Checkpoints hold the layers' states, scales and
+ *  moments and the hash seed (docs/gpt-checkpoint.md, version 3). */
+#define MCL_GPT_COUNTER 2u
+
+/** The linear layers of a block, for mcl_gpt_counter_layer(). */
+typedef enum mcl_gpt_linear {
+    MCL_GPT_WQ = 0,
+    MCL_GPT_WK = 1,
+    MCL_GPT_WV = 2,
+    MCL_GPT_WO = 3,
+    MCL_GPT_W_GATE = 4,
+    MCL_GPT_W_UP = 5,
+    MCL_GPT_W_DOWN = 6
+} mcl_gpt_linear;
+
+/** Layer `which` of block `layer` of a model made with MCL_GPT_COUNTER, owned by the model
+ *  (never destroy it; read and write its tensors, convert it with mcl_counter_linear_to_f32()
+ *  and mcl_counter_linear_from_f32()). NULL for another model, a block or layer out of range.
+ *  NULL: gpt may be (then NULL). */
+MCL_API mcl_counter_linear *mcl_gpt_counter_layer(mcl_gpt *gpt, int32_t layer,
+                                                  mcl_gpt_linear which);
+
+/** The counter layers' update for the next backward passes and replays: lr, lr_scale, beta
+ *  and eps as for mcl_counter_linear_backward() (defaults for zeros likewise), and `seed`,
+ *  the base seed of the stochastic rounding. The seed of a step is a function of the base seed
+ *  and the step last set by mcl_gpt_set_optimizer() (the layers are told apart within it), so
+ *  a captured step replays with a new seed each step. Until called: lr 3e-3, lr_scale 0,
+ *  beta 0.9, eps 1e-3, seed 12345. Not during a capture. Errors: MCL_ERROR_INVALID_ARGUMENT
+ *  (a model without MCL_GPT_COUNTER, a bad descriptor as for mcl_counter_linear_backward()).
+ *  NULL: neither gpt nor desc may be. */
+MCL_API mcl_status mcl_gpt_set_counter_update(mcl_gpt *gpt,
+                                              const mcl_counter_update_desc *desc);
 
 #endif /* MOTIFCL_EXPERIMENTAL */
 

@@ -11,18 +11,24 @@
 // state, which no other invocation reads or writes in this dispatch.
 //
 //   workgroup size : 64 (specialization constant 0; the host asks for 64)
+//   HYPER_BUF      : specialization constant 1: 0, the seed is the push constant's; 1, it is
+//                    the hyper buffer's word 4 plus the push constant (wrapping), a step's
+//                    seed that a replayed recording reads anew, offset per layer
 //   set 0 binding 0: x (readonly float[], [N, in]); binding 1: grad_out (readonly, [N, out]);
-//   binding 2: rowfac (readonly float[], [out, 2]); binding 3: the packed state (uint[])
+//   binding 2: rowfac (readonly float[], [out, 2]); binding 3: hyper (readonly uint[], bound
+//   but unread with HYPER_BUF 0); binding 4: the packed state (uint[])
 //   push constants : { uint n, out_dim, in_dim, C, seed; }
 //   grid           : (ceil(in / 64), ceil(out / 16), 1)
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0, local_size_x = 64) in;
+layout(constant_id = 1) const uint HYPER_BUF = 0u;
 
 layout(std430, set = 0, binding = 0) readonly buffer BufX { float x_data[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufGo { float go_data[]; };
 layout(std430, set = 0, binding = 2) readonly buffer BufRowfac { float rowfac[]; };
-layout(std430, set = 0, binding = 3) buffer BufPacked { uint packed_words[]; };
+layout(std430, set = 0, binding = 3) readonly buffer BufHyper { uint hyper_words[]; };
+layout(std430, set = 0, binding = 4) buffer BufPacked { uint packed_words[]; };
 
 layout(push_constant) uniform Push { uint n, out_dim, in_dim, C, seed; } pc;
 
@@ -37,6 +43,7 @@ void main() {
     float g[16];
     counter_grad_tile(pc.n, pc.out_dim, pc.in_dim, o0, i0, g);
 
+    const uint seed = HYPER_BUF != 0u ? hyper_words[4] + pc.seed : pc.seed;
     const uint o = o0 + (l >> 2);
     const uint i = i0 + 16u * (l & 3u);
     if (o >= pc.out_dim || i >= pc.in_dim) {
@@ -58,7 +65,7 @@ void main() {
         val = min(max(val, -limit), limit);
         const float fl = floor(val);
         precise float frac = val - fl;
-        const uint h = mcl_hash(pc.seed ^ mcl_hash(e0 + j));
+        const uint h = mcl_hash(seed ^ mcl_hash(e0 + j));
         const float u = float(h & 0xffffffu) * (1.0 / 16777216.0);
         const int r = int(fl) + (u < frac ? 1 : 0);
         const int carry = r >= 0 ? r / C : -((-r) / C);

@@ -10,19 +10,25 @@
 // on its own (precise). tests/ref/ref_counter.c repeats this sequence.
 //
 //   workgroup size : specialization constant 0
-//   set 0 binding 0: partials (readonly float[], [out, tiles, 2]); bindings 1, 2: s, v
-//   (float[out], read and written); binding 3: rowfac (float[], [out, 2])
+//   HYPER_BUF      : specialization constant 1: 0, lr, lr_scale, beta and eps from the push
+//                    constants; 1, from the hyper buffer (a recorded step that replays reads
+//                    what the host wrote there before each replay)
+//   set 0 binding 0: partials (readonly float[], [out, tiles, 2]); binding 1: hyper (readonly
+//   float[]: lr, lr_scale, beta, eps; bound but unread with HYPER_BUF 0); bindings 2, 3: s, v
+//   (float[out], read and written); binding 4: rowfac (float[], [out, 2])
 //   push constants : see Push
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0, local_size_x = 64) in;
+layout(constant_id = 1) const uint HYPER_BUF = 0u;
 
 #include "grid_loop.glsl"
 
 layout(std430, set = 0, binding = 0) readonly buffer BufPartial { float partial[]; };
-layout(std430, set = 0, binding = 1) buffer BufS { float s[]; };
-layout(std430, set = 0, binding = 2) buffer BufV { float v[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer BufRowfac { float rowfac[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufHyper { float hyper[]; };
+layout(std430, set = 0, binding = 2) buffer BufS { float s[]; };
+layout(std430, set = 0, binding = 3) buffer BufV { float v[]; };
+layout(std430, set = 0, binding = 4) writeonly buffer BufRowfac { float rowfac[]; };
 
 layout(push_constant) uniform Push {
     uint out_dim, in_dim, tiles, C;
@@ -31,6 +37,10 @@ layout(push_constant) uniform Push {
 
 void main() {
     const uint stride = grid_stride();
+    const float lr = HYPER_BUF != 0u ? hyper[0] : pc.lr;
+    const float lr_scale = HYPER_BUF != 0u ? hyper[1] : pc.lr_scale;
+    const float beta = HYPER_BUF != 0u ? hyper[2] : pc.beta;
+    const float eps = HYPER_BUF != 0u ? hyper[3] : pc.eps;
     for (uint o = gl_GlobalInvocationID.x; o < pc.out_dim;) {
         precise float sq = 0.0;
         precise float gt = 0.0;
@@ -40,13 +50,13 @@ void main() {
         }
         const float n_in = float(pc.in_dim);
         precise float gsq = sq / n_in;
-        precise float vo = pc.beta * v[o] + (1.0 - pc.beta) * gsq;
-        precise float d = max(sqrt(vo), pc.eps);
+        precise float vo = beta * v[o] + (1.0 - beta) * gsq;
+        precise float d = max(sqrt(vo), eps);
         precise float gs = gt / sqrt(n_in);
         const float so = s[o];
-        precise float sn = min(max(so - pc.lr_scale * gs, 1e-5), 10.0);
+        precise float sn = min(max(so - lr_scale * gs, 1e-5), 10.0);
         precise float ratio = so / sn;
-        precise float k = (-pc.lr / d) * (float(pc.C) / sn);
+        precise float k = (-lr / d) * (float(pc.C) / sn);
         v[o] = vo;
         s[o] = sn;
         rowfac[2u * o] = ratio;

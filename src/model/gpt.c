@@ -24,6 +24,7 @@
 #include "gpt_internal.h"
 #include "../ops/ops_internal.h"
 #include "core/alloc.h"
+#include "../ops/counter.h"
 
 static const char *const layer_param_names[GPT_LAYER_PARAMS] = {
     "attn_norm", "wq", "wk", "wv", "wo", "mlp_norm", "w_gate", "w_up", "w_down"};
@@ -60,11 +61,15 @@ static mcl_status build_params(mcl_gpt *gpt, const gpt_plan *plan)
         return mcl_fail(gpt->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     add_param(gpt, "tok_embedding", c->vocab, d);
     char name[GPT_NAME_MAX];
+    const int counter = mcl_gpt_counter(gpt);
     for (int32_t l = 0; l < c->layers; l++) {
         const int64_t shapes[GPT_LAYER_PARAMS][2] = {
             {d, 0}, {c->heads * hd, d}, {c->kv_heads * hd, d}, {c->kv_heads * hd, d},
             {d, c->heads * hd}, {d, 0}, {c->hidden, d}, {c->hidden, d}, {d, c->hidden}};
         for (int i = 0; i < GPT_LAYER_PARAMS; i++) {
+            /* A counter-state model's linears are its counter layers, not parameters. */
+            if (counter && shapes[i][1] != 0)
+                continue;
             snprintf(name, sizeof name, "layers.%d.%s", (int)l, layer_param_names[i]);
             add_param(gpt, name, shapes[i][0], shapes[i][1]);
         }
@@ -114,20 +119,90 @@ static mcl_status param_views(mcl_gpt *gpt)
     return MCL_SUCCESS;
 }
 
+int mcl_gpt_counter(const mcl_gpt *gpt)
+{
+    return (gpt->cfg.flags & MCL_GPT_COUNTER) != 0;
+}
+
+/* Parameters a block has in the table. */
+static int32_t block_params(const mcl_gpt *gpt)
+{
+    return mcl_gpt_counter(gpt) ? GPT_LAYER_PARAMS_COUNTER : GPT_LAYER_PARAMS;
+}
+
 gpt_param *mcl_gpt_layer_param(mcl_gpt *gpt, int32_t l, int which)
 {
-    return &gpt->params[1 + l * GPT_LAYER_PARAMS + which];
+    if (!mcl_gpt_counter(gpt))
+        return &gpt->params[1 + l * GPT_LAYER_PARAMS + which];
+    if (which != P_ATTN_NORM && which != P_MLP_NORM)
+        return NULL;
+    return &gpt->params[1 + l * GPT_LAYER_PARAMS_COUNTER + (which == P_MLP_NORM)];
 }
 
 gpt_param *mcl_gpt_final_norm_param(mcl_gpt *gpt)
 {
-    return &gpt->params[1 + gpt->cfg.layers * GPT_LAYER_PARAMS];
+    return &gpt->params[1 + gpt->cfg.layers * block_params(gpt)];
 }
 
 gpt_param *mcl_gpt_head_param(mcl_gpt *gpt)
 {
     return gpt->cfg.tied_head ? &gpt->params[0]
-                              : &gpt->params[2 + gpt->cfg.layers * GPT_LAYER_PARAMS];
+                              : &gpt->params[2 + gpt->cfg.layers * block_params(gpt)];
+}
+
+/* The counter layer of linear P_WQ .. P_W_DOWN of block l. */
+static mcl_counter_linear *counter_of(mcl_gpt *gpt, int32_t l, int which)
+{
+    static const int8_t index[GPT_LAYER_PARAMS] = {-1, MCL_GPT_WQ, MCL_GPT_WK, MCL_GPT_WV,
+                                                   MCL_GPT_WO, -1, MCL_GPT_W_GATE,
+                                                   MCL_GPT_W_UP, MCL_GPT_W_DOWN};
+    return gpt->counter[(size_t)l * GPT_COUNTER_LINEARS + (size_t)index[which]];
+}
+
+mcl_status mcl_gpt_block_linear(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *x,
+                                mcl_tensor *y, mcl_tensor *scratch)
+{
+    if (mcl_gpt_counter(gpt))
+        return mcl_counter_linear_forward(counter_of(gpt, l, which), x, y);
+    gpt_param *w = mcl_gpt_layer_param(gpt, l, which);
+    if (scratch)
+        return mcl_matmul_f32_scratch(gpt->ctx, x, MCL_NO_TRANSPOSE, w->p, MCL_TRANSPOSE, NULL,
+                                      y, scratch);
+    return mcl_matmul(gpt->ctx, x, MCL_NO_TRANSPOSE, w->p, MCL_TRANSPOSE, NULL, y);
+}
+
+/* c = op(a) op(b), through the scratch where there is one. */
+static mcl_status product(mcl_gpt *gpt, const mcl_tensor *a, mcl_transpose ta,
+                          const mcl_tensor *b, mcl_transpose tb, mcl_tensor *c,
+                          mcl_tensor *scratch)
+{
+    if (scratch)
+        return mcl_matmul_f32_scratch(gpt->ctx, a, ta, b, tb, NULL, c, scratch);
+    return mcl_matmul(gpt->ctx, a, ta, b, tb, NULL, c);
+}
+
+mcl_status mcl_gpt_block_linear_backward(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *x,
+                                         mcl_tensor *dy, mcl_tensor *dx, mcl_tensor *scratch)
+{
+    if (mcl_gpt_counter(gpt)) {
+        const uint32_t salt = (uint32_t)l * GPT_COUNTER_LINEARS + (uint32_t)which;
+        return mcl_counter_linear_backward_dev(counter_of(gpt, l, which), x, dy, dx,
+                                               gpt->counter_hyper, salt * 0x9E3779B9u,
+                                               gpt->counter_partial, gpt->counter_factors);
+    }
+    gpt_param *w = mcl_gpt_layer_param(gpt, l, which);
+    mcl_status status = product(gpt, dy, MCL_TRANSPOSE, x, MCL_NO_TRANSPOSE, w->g, scratch);
+    if (status != MCL_SUCCESS || !dx)
+        return status;
+    return product(gpt, dy, MCL_NO_TRANSPOSE, w->p, MCL_NO_TRANSPOSE, dx, scratch);
+}
+
+mcl_counter_linear *mcl_gpt_counter_layer(mcl_gpt *gpt, int32_t layer, mcl_gpt_linear which)
+{
+    if (!gpt || !gpt->counter || layer < 0 || layer >= gpt->cfg.layers || (int)which < 0 ||
+        (int)which >= GPT_COUNTER_LINEARS)
+        return NULL;
+    return gpt->counter[(size_t)layer * GPT_COUNTER_LINEARS + (size_t)which];
 }
 
 /* splitmix64 and Box-Muller: the same initial parameters on every machine for one seed. */
@@ -175,6 +250,120 @@ static mcl_status make_f32(mcl_context *ctx, int64_t n, mcl_tensor **out)
     return mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &n, out);
 }
 
+/* The seed of the counter layers' rounding at `step`: a mix of the base seed and the step. */
+static uint32_t step_seed(uint32_t base, int64_t step)
+{
+    uint64_t state = ((uint64_t)base << 32) ^ (uint64_t)step;
+    return (uint32_t)(splitmix64(&state) >> 32);
+}
+
+mcl_status mcl_gpt_counter_upload(mcl_gpt *gpt)
+{
+    if (!gpt->counter)
+        return MCL_SUCCESS;
+    float words[MCL_COUNTER_HYPER_COUNT] = {0};
+    mcl_status status = mcl_counter_update_hyper(gpt->ctx, "mcl_gpt_set_counter_update",
+                                                 &gpt->counter_update, words);
+    if (status != MCL_SUCCESS)
+        return status;
+    uint32_t seed = step_seed(gpt->counter_update.seed, gpt->step);
+    memcpy(&words[4], &seed, sizeof seed);
+    return mcl_tensor_upload(gpt->counter_hyper, 0, words, sizeof words);
+}
+
+mcl_status mcl_gpt_set_counter_update(mcl_gpt *gpt, const mcl_counter_update_desc *desc)
+{
+    if (!gpt)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (mcl_context_check(gpt->ctx) != MCL_SUCCESS)
+        return MCL_ERROR_CONTEXT_DESTROYED;
+    static const char op[] = "mcl_gpt_set_counter_update";
+    if (!desc)
+        return mcl_fail(gpt->ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", op);
+    if (!gpt->counter)
+        return mcl_fail(gpt->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "%s: the model has no counter-state layers (MCL_GPT_COUNTER)", op);
+    if (mcl_capturing(gpt->ctx))
+        return mcl_fail(gpt->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "%s: not during a capture (set, then replay)", op);
+    float check[4];
+    mcl_status status = mcl_counter_update_hyper(gpt->ctx, op, desc, check);
+    if (status != MCL_SUCCESS)
+        return status;
+    mcl_counter_update_desc saved = gpt->counter_update;
+    memset(&gpt->counter_update, 0, sizeof gpt->counter_update);
+    memcpy(&gpt->counter_update, desc,
+           desc->size < sizeof gpt->counter_update ? desc->size : sizeof gpt->counter_update);
+    gpt->counter_update.size = sizeof gpt->counter_update;
+    if ((status = mcl_gpt_counter_upload(gpt)) != MCL_SUCCESS)
+        gpt->counter_update = saved;
+    return status;
+}
+
+/* The counter layers of a MCL_GPT_COUNTER model, their shared update scratch and hyper
+ * tensor, with the spec's default update. */
+static mcl_status counter_alloc(mcl_gpt *gpt)
+{
+    mcl_context *ctx = gpt->ctx;
+    const mcl_gpt_desc *c = &gpt->cfg;
+    size_t n = (size_t)c->layers * GPT_COUNTER_LINEARS;
+    gpt->counter = mcl_mem_calloc(n, sizeof *gpt->counter);
+    if (!gpt->counter)
+        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    int64_t partial = 0, factors = 0;
+    mcl_status status = MCL_SUCCESS;
+    for (size_t i = 0; i < n && status == MCL_SUCCESS; i++) {
+        mcl_counter_linear_desc d = {.size = sizeof d, .C = c->counter_c};
+        mcl_gpt_linear_shape(c, (int)(i % GPT_COUNTER_LINEARS), &d.out, &d.in);
+        int64_t p = mcl_counter_linear_partial_floats(d.out, d.in);
+        partial = p > partial ? p : partial;
+        factors = 2 * d.out > factors ? 2 * d.out : factors;
+        status = mcl_counter_linear_create(ctx, &d, &gpt->counter[i]);
+    }
+    if (status == MCL_SUCCESS)
+        status = make_f32(ctx, partial, &gpt->counter_partial);
+    if (status == MCL_SUCCESS)
+        status = make_f32(ctx, factors, &gpt->counter_factors);
+    if (status == MCL_SUCCESS)
+        status = make_f32(ctx, MCL_COUNTER_HYPER_COUNT, &gpt->counter_hyper);
+    if (status != MCL_SUCCESS)
+        return status;
+    gpt->counter_update = (mcl_counter_update_desc){.size = sizeof gpt->counter_update,
+                                                    .lr = 3e-3f, .seed = 12345u};
+    return mcl_gpt_counter_upload(gpt);
+}
+
+/* Initial counter layers: each weight drawn as an f32 model's (init_params' rule), then made
+ * ternary with the ternary-weight-network threshold (0.7 x the row's mean |w|). */
+static mcl_status counter_init(mcl_gpt *gpt, uint64_t seed)
+{
+    const mcl_gpt_desc *c = &gpt->cfg;
+    uint64_t state = seed ^ 0x636F756E74657273ull; /* apart from the f32 parameters' draws */
+    const double std = 0.02, proj_std = 0.02 / sqrt(2.0 * c->layers);
+    mcl_status status = MCL_SUCCESS;
+    for (size_t i = 0; i < (size_t)c->layers * GPT_COUNTER_LINEARS && status == MCL_SUCCESS;
+         i++) {
+        int which = (int)(i % GPT_COUNTER_LINEARS);
+        int64_t out, in;
+        mcl_gpt_linear_shape(c, which, &out, &in);
+        size_t count = (size_t)(out * in);
+        float *w = mcl_mem_malloc(count * sizeof *w);
+        if (!w)
+            return mcl_fail(gpt->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        double sd = which == MCL_GPT_WO || which == MCL_GPT_W_DOWN ? proj_std : std;
+        for (size_t j = 0; j < count; j += 2) {
+            double u1 = uniform01(&state), u2 = uniform01(&state);
+            double r = sqrt(-2.0 * log(u1));
+            w[j] = (float)(sd * r * cos(6.283185307179586 * u2));
+            if (j + 1 < count)
+                w[j + 1] = (float)(sd * r * sin(6.283185307179586 * u2));
+        }
+        status = mcl_counter_linear_from_f32(gpt->counter[i], w, 0.7f);
+        mcl_mem_free(w);
+    }
+    return status;
+}
+
 /* Everything but the parameter values: shapes, flat tensors (moments and gradients zeroed),
  * views. */
 static void gpt_release_child(mcl_child *child);
@@ -197,6 +386,8 @@ mcl_status mcl_gpt_alloc(mcl_context *ctx, const mcl_gpt_desc *config, mcl_gpt *
     memcpy(&gpt->cfg, config, offsetof(mcl_gpt_desc, reversible_anchor));
     if (config->size >= offsetof(mcl_gpt_desc, reversible_anchor) + sizeof(int32_t))
         gpt->cfg.reversible_anchor = config->reversible_anchor;
+    if (config->size >= offsetof(mcl_gpt_desc, counter_c) + sizeof(uint32_t))
+        gpt->cfg.counter_c = config->counter_c;
     gpt->cfg.size = sizeof gpt->cfg;
     gpt_plan plan;
     mcl_status status = mcl_gpt_plan(ctx, &gpt->cfg, &plan);
@@ -218,6 +409,8 @@ mcl_status mcl_gpt_alloc(mcl_context *ctx, const mcl_gpt_desc *config, mcl_gpt *
         status = make_f32(ctx, 1, &gpt->norm);
     if (status == MCL_SUCCESS)
         status = param_views(gpt);
+    if (status == MCL_SUCCESS && mcl_gpt_counter(gpt))
+        status = counter_alloc(gpt);
     if (status == MCL_SUCCESS && (status = mcl_tensor_zero(gpt->flat_g)) == MCL_SUCCESS &&
         (status = mcl_tensor_zero(gpt->flat_m)) == MCL_SUCCESS &&
         (status = mcl_tensor_zero(gpt->flat_v)) == MCL_SUCCESS)
@@ -248,6 +441,8 @@ mcl_status mcl_gpt_create(mcl_context *ctx, const mcl_gpt_desc *config, uint64_t
     init_params(gpt, host, seed);
     status = mcl_tensor_upload(gpt->flat_p, 0, host, gpt->flat_p->nbytes);
     mcl_mem_free(host);
+    if (status == MCL_SUCCESS && gpt->counter)
+        status = counter_init(gpt, seed);
     if (status != MCL_SUCCESS) {
         mcl_gpt_destroy(gpt);
         return status;
@@ -307,8 +502,9 @@ static void gpt_release(mcl_gpt *gpt)
         mcl_tensor_destroy(gpt->params[i].g);
         gpt->params[i].p = gpt->params[i].g = NULL;
     }
-    mcl_tensor **t[] = {&gpt->flat_p, &gpt->flat_g, &gpt->flat_m, &gpt->flat_v, &gpt->hyper,
-                        &gpt->norm};
+    mcl_tensor **t[] = {&gpt->flat_p,          &gpt->flat_g,         &gpt->flat_m,
+                        &gpt->flat_v,          &gpt->hyper,          &gpt->norm,
+                        &gpt->counter_hyper,   &gpt->counter_partial, &gpt->counter_factors};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
         mcl_tensor_destroy(*t[i]);
         *t[i] = NULL;
@@ -325,6 +521,11 @@ void mcl_gpt_destroy(mcl_gpt *gpt)
     if (!gpt)
         return;
     gpt_release(gpt);
+    /* The counter layers are the context's children too: released with it, destroyed here
+     * (safe after it). */
+    for (size_t i = 0; gpt->counter && i < (size_t)gpt->cfg.layers * GPT_COUNTER_LINEARS; i++)
+        mcl_counter_linear_destroy(gpt->counter[i]);
+    mcl_mem_free(gpt->counter);
     mcl_mem_free(gpt->params);
     mcl_context_disown(gpt->ctx, &gpt->child);
     mcl_mem_free(gpt);

@@ -5,6 +5,7 @@
 
 #include "gpt_internal.h"
 #include "core/alloc.h"
+#include "../ops/counter.h"
 
 
 static void put_u32(unsigned char *p, uint32_t v)
@@ -31,7 +32,9 @@ static void encode_header(const mcl_gpt *gpt, unsigned char *h)
     const mcl_gpt_desc *c = &gpt->cfg;
     memset(h, 0, GPT_HEADER_BYTES);
     memcpy(h, GPT_MAGIC, 8);
-    put_u32(h + 8, c->flags ? GPT_VERSION_FLAGS : GPT_VERSION_ORDINARY);
+    put_u32(h + 8, (c->flags & MCL_GPT_COUNTER) ? GPT_VERSION_COUNTER
+                   : c->flags                   ? GPT_VERSION_FLAGS
+                                                : GPT_VERSION_ORDINARY);
     put_u32(h + 12, GPT_HEADER_BYTES);
     const int32_t fields[9] = {c->vocab, c->dim, c->layers, c->heads, c->kv_heads,
                                c->hidden, c->max_seq, c->tied_head, (int32_t)c->rope_layout};
@@ -49,6 +52,40 @@ static void encode_header(const mcl_gpt *gpt, unsigned char *h)
     }
 }
 
+/* The counter section's bytes of each layer, in file order: the packed state, the scales,
+ * the moments. */
+static mcl_tensor *counter_part(mcl_gpt *gpt, size_t layer, int part)
+{
+    mcl_counter_linear *c = gpt->counter[layer];
+    return part == 0 ? mcl_counter_linear_state(c)
+           : part == 1 ? mcl_counter_linear_scale(c)
+                       : mcl_counter_linear_moment(c);
+}
+
+/* Copy the counter section between the model and `bytes` (plan.counter_bytes long): to the
+ * host (download) or to the device. */
+static mcl_status counter_section(mcl_gpt *gpt, unsigned char *bytes, int download)
+{
+    if (download) {
+        memset(bytes, 0, GPT_COUNTER_HEADER_BYTES);
+        put_u32(bytes, gpt->cfg.counter_c);
+        put_u32(bytes + 4, gpt->counter_update.seed);
+    }
+    size_t at = GPT_COUNTER_HEADER_BYTES;
+    for (size_t i = 0; i < (size_t)gpt->cfg.layers * GPT_COUNTER_LINEARS; i++) {
+        for (int part = 0; part < 3; part++) {
+            mcl_tensor *t = counter_part(gpt, i, part);
+            size_t n = (size_t)mcl_tensor_nbytes(t);
+            mcl_status s = download ? mcl_tensor_download(t, 0, bytes + at, n)
+                                    : mcl_tensor_upload(t, 0, bytes + at, n);
+            if (s != MCL_SUCCESS)
+                return s;
+            at += n;
+        }
+    }
+    return MCL_SUCCESS;
+}
+
 /* Host buffers are little-endian on every platform the library builds for; a big-endian
  * host would swap here. */
 mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path)
@@ -61,18 +98,26 @@ mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path)
     if (!path)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_gpt_save: path is NULL");
     size_t floats = (size_t)gpt->flat_floats;
-    float *buf = mcl_mem_malloc(floats * 3 * sizeof *buf);
+    gpt_plan plan;
+    mcl_gpt_desc cfg = gpt->cfg;
+    mcl_status s = mcl_gpt_plan(ctx, &cfg, &plan);
+    if (s != MCL_SUCCESS)
+        return s;
+    size_t counter_bytes = (size_t)plan.counter_bytes;
+    float *buf = mcl_mem_malloc(floats * 3 * sizeof *buf + counter_bytes);
     char *tmp = mcl_mem_malloc(strlen(path) + 5);
     if (!buf || !tmp) {
         mcl_mem_free(buf);
         mcl_mem_free(tmp);
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
-    mcl_status s = mcl_tensor_download(gpt->flat_p, 0, buf, floats * 4);
+    s = mcl_tensor_download(gpt->flat_p, 0, buf, floats * 4);
     if (s == MCL_SUCCESS)
         s = mcl_tensor_download(gpt->flat_m, 0, buf + floats, floats * 4);
     if (s == MCL_SUCCESS)
         s = mcl_tensor_download(gpt->flat_v, 0, buf + 2 * floats, floats * 4);
+    if (s == MCL_SUCCESS && counter_bytes)
+        s = counter_section(gpt, (unsigned char *)(buf + 3 * floats), 1);
     if (s != MCL_SUCCESS) {
         mcl_mem_free(buf);
         mcl_mem_free(tmp);
@@ -81,12 +126,13 @@ mcl_status mcl_gpt_save(mcl_gpt *gpt, const char *path)
     unsigned char header[GPT_HEADER_BYTES], trailer[8];
     encode_header(gpt, header);
     uint64_t sum = mcl_gpt_checksum(GPT_CHECKSUM_SEED, header, sizeof header);
-    sum = mcl_gpt_checksum(sum, buf, floats * 3 * sizeof *buf);
+    const size_t payload = floats * 3 * sizeof *buf + counter_bytes;
+    sum = mcl_gpt_checksum(sum, buf, payload);
     put_u64(trailer, sum);
     sprintf(tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "wb");
     int ok = f && fwrite(header, sizeof header, 1, f) == 1 &&
-             fwrite(buf, sizeof *buf, floats * 3, f) == floats * 3 &&
+             fwrite(buf, 1, payload, f) == payload &&
              fwrite(trailer, sizeof trailer, 1, f) == 1;
     if (f && fclose(f) != 0)
         ok = 0;
@@ -138,22 +184,35 @@ static mcl_status read_checked(mcl_context *ctx, const char *path, FILE *f, mcl_
                         "where its configuration needs %llu",
                         path, (long long)length, (unsigned long long)need);
 
-    size_t floats = (size_t)plan->flat_floats * 3;
-    float *data = mcl_mem_malloc(floats * sizeof *data);
+    const size_t payload = (size_t)plan->flat_floats * 3 * sizeof(float) +
+                           (size_t)plan->counter_bytes;
+    float *data = mcl_mem_malloc(payload);
     if (!data)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     unsigned char trailer[GPT_TRAILER_BYTES];
-    int ok = fread(data, sizeof *data, floats, f) == floats &&
+    int ok = fread(data, 1, payload, f) == payload &&
              fread(trailer, sizeof trailer, 1, f) == 1 && fgetc(f) == EOF;
     if (ok) {
         uint64_t sum = mcl_gpt_checksum(GPT_CHECKSUM_SEED, h, sizeof h);
-        sum = mcl_gpt_checksum(sum, data, floats * sizeof *data);
+        sum = mcl_gpt_checksum(sum, data, payload);
         ok = sum == mcl_gpt_get_u64(trailer);
     }
     if (!ok) {
         mcl_mem_free(data);
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "mcl_gpt_load: %s is truncated or corrupt (checksum)", path);
+    }
+    if (plan->counter_bytes) {
+        /* The counter section's header: C (checked as mcl_gpt_create checks it) and the
+         * seed; its reserved bytes zero. */
+        const unsigned char *section = (const unsigned char *)(data + 3 * plan->flat_floats);
+        uint32_t C = mcl_gpt_get_u32(section);
+        if (C < 1 || C > MCL_COUNTER_MAX_C || mcl_gpt_get_u64(section + 8) != 0) {
+            mcl_mem_free(data);
+            return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                            "mcl_gpt_load: %s: its counter section is invalid (C %u)", path, C);
+        }
+        cfg->counter_c = C;
     }
     *buf = data;
     return MCL_SUCCESS;
@@ -188,12 +247,19 @@ mcl_status mcl_gpt_load(mcl_context *ctx, const char *path, mcl_gpt **out)
         s = mcl_tensor_upload(gpt->flat_m, 0, buf + floats, floats * 4);
     if (s == MCL_SUCCESS)
         s = mcl_tensor_upload(gpt->flat_v, 0, buf + 2 * floats, floats * 4);
+    if (s == MCL_SUCCESS && gpt->counter) {
+        unsigned char *section = (unsigned char *)(buf + 3 * floats);
+        s = counter_section(gpt, section, 0);
+        gpt->counter_update.seed = mcl_gpt_get_u32(section + 4);
+    }
     mcl_mem_free(buf);
+    gpt->step = (int64_t)step;
+    if (s == MCL_SUCCESS)
+        s = mcl_gpt_counter_upload(gpt);
     if (s != MCL_SUCCESS) {
         mcl_gpt_destroy(gpt);
         return s;
     }
-    gpt->step = (int64_t)step;
     *out = gpt;
     return MCL_SUCCESS;
 }

@@ -69,6 +69,13 @@ struct mcl_gpt {
     int64_t total_params; /* floats that belong to a parameter */
     mcl_tensor *flat_p, *flat_g, *flat_m, *flat_v;
     mcl_tensor *hyper, *norm;
+    /* MCL_GPT_COUNTER: the blocks' layers [layers x GPT_COUNTER_LINEARS] (NULL otherwise),
+     * their update's parameters on the device (MCL_COUNTER_HYPER_COUNT words, uploaded by
+     * mcl_gpt_set_counter_update and mcl_gpt_set_optimizer), the update as last set, and the
+     * scratch that every layer's update shares (the partial sums, the row factors). */
+    mcl_counter_linear **counter;
+    mcl_tensor *counter_hyper, *counter_partial, *counter_factors;
+    mcl_counter_update_desc counter_update;
     int64_t step;
     int hyper_set;
     gpt_acts acts;
@@ -78,10 +85,27 @@ struct mcl_gpt {
 };
 
 /* Parameter `which` (P_*) of layer l, the final norm's, the output head's (the embedding's
- * when the head is tied). */
+ * when the head is tied). A counter-state model has only P_ATTN_NORM and P_MLP_NORM. */
 gpt_param *mcl_gpt_layer_param(mcl_gpt *gpt, int32_t l, int which);
 gpt_param *mcl_gpt_final_norm_param(mcl_gpt *gpt);
 gpt_param *mcl_gpt_head_param(mcl_gpt *gpt);
+
+/* Whether the model's block linears are counter-state layers (MCL_GPT_COUNTER). */
+int mcl_gpt_counter(const mcl_gpt *gpt);
+
+/* Upload the counter layers' update (gpt->counter_update, the seed of gpt->step) to
+ * gpt->counter_hyper; nothing for a model without them. */
+mcl_status mcl_gpt_counter_upload(mcl_gpt *gpt);
+
+/* y = x W^T for the linear P_WQ .. P_W_DOWN of block l: an f32 product (split-K partials in
+ * `scratch`, or made per call where it is NULL) or the counter-state layer's forward pass. */
+mcl_status mcl_gpt_block_linear(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *x,
+                                mcl_tensor *y, mcl_tensor *scratch);
+
+/* Its backward pass for dy: dx = dy W where dx is not NULL (the weights of the forward pass),
+ * then the f32 weight's gradient dW = dy^T x, or the counter-state layer's update. */
+mcl_status mcl_gpt_block_linear_backward(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *x,
+                                         mcl_tensor *dy, mcl_tensor *dx, mcl_tensor *scratch);
 
 /* mcl_gpt_plan_check with its message through ctx: used by mcl_gpt_create and the
  * checkpoint loader before either allocates. Errors:

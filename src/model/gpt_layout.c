@@ -58,9 +58,20 @@ static int add_floats(uint64_t *sum, uint64_t x, uint64_t times)
 /* Field checks and hard bounds, then the layout's sizes in unsigned 64-bit arithmetic that
  * stops at the flat buffers' limit: every field is at most 2^31 - 1, so a product of two fits,
  * and each sum is checked before it is made. Nothing is allocated. */
+void mcl_gpt_linear_shape(const mcl_gpt_desc *c, int which, int64_t *out, int64_t *in)
+{
+    const int64_t d = c->dim, qd = c->dim, kvd = (int64_t)c->kv_heads * (c->dim / c->heads);
+    const int64_t shapes[GPT_COUNTER_LINEARS][2] = {{qd, d}, {kvd, d}, {kvd, d}, {d, qd},
+                                                    {c->hidden, d}, {c->hidden, d},
+                                                    {d, c->hidden}};
+    *out = shapes[which][0];
+    *in = shapes[which][1];
+}
+
 mcl_status mcl_gpt_plan_check(mcl_gpt_desc *c, gpt_plan *plan, char *why, size_t why_size)
 {
     memset(plan, 0, sizeof *plan);
+    const int counter = (c->flags & MCL_GPT_COUNTER) != 0;
     if (c->kv_heads == 0)
         c->kv_heads = c->heads;
     if (c->rope_theta == 0.0f)
@@ -92,12 +103,29 @@ mcl_status mcl_gpt_plan_check(mcl_gpt_desc *c, gpt_plan *plan, char *why, size_t
         bad = "rope_theta must be positive and finite";
     else if (!(c->norm_eps > 0.0f) || !isfinite(c->norm_eps))
         bad = "norm_eps must be positive and finite";
-    else if (c->flags & ~(uint32_t)MCL_GPT_REVERSIBLE)
+    else if (c->flags & ~(uint32_t)(MCL_GPT_REVERSIBLE | MCL_GPT_COUNTER))
         bad = "flags has unknown bits";
     else if (c->reversible_anchor < 0 || c->reversible_anchor > GPT_MAX_LAYERS)
         bad = "reversible_anchor must be in 0.." GPT_MAX_LAYERS_TEXT;
     else if (c->reversible_anchor != 0 && !(c->flags & MCL_GPT_REVERSIBLE))
         bad = "reversible_anchor needs flags MCL_GPT_REVERSIBLE";
+    else if (c->counter_c != 0 && !counter)
+        bad = "counter_c needs flags MCL_GPT_COUNTER";
+    else if (counter && c->counter_c > MCL_COUNTER_MAX_C)
+        bad = "counter_c must be in 0..11";
+    else if (counter && (c->dim % 16 != 0 || c->hidden % 16 != 0))
+        bad = "a counter-state model's dim and hidden must be multiples of 16";
+    if (!bad && counter) {
+        if (c->counter_c == 0)
+            c->counter_c = MCL_COUNTER_DEFAULT_C;
+        for (int i = 0; i < GPT_COUNTER_LINEARS; i++) {
+            int64_t o, n;
+            mcl_gpt_linear_shape(c, i, &o, &n);
+            if ((uint64_t)o * (uint64_t)n >= (UINT64_C(1) << 32) || o > 1048560)
+                bad = "a counter-state layer must have fewer than 2^32 weights and at most "
+                      "1048560 rows";
+        }
+    }
     if (bad) {
         snprintf(why, why_size, "%s", bad);
         return MCL_ERROR_INVALID_ARGUMENT;
@@ -107,12 +135,14 @@ mcl_status mcl_gpt_plan_check(mcl_gpt_desc *c, gpt_plan *plan, char *why, size_t
     const uint64_t layers = (uint64_t)c->layers, heads = (uint64_t)c->heads;
     const uint64_t kvd = (uint64_t)c->kv_heads * (d / heads);
     const uint64_t tables = c->tied_head ? 1 : 2; /* the embedding, and the head if untied */
-    /* Per layer, 2-D: wq and wo [d, d], wk and wv [kvd, d], w_gate, w_up, w_down [f, d]. */
+    /* Per layer, 2-D: wq and wo [d, d], wk and wv [kvd, d], w_gate, w_up, w_down [f, d]
+     * (none in the flat buffer of a counter-state model). */
     uint64_t per_layer = 0, flat = 0;
     int fits = add_floats(&per_layer, padded(d * d), 2) &&
                add_floats(&per_layer, padded(kvd * d), 2) &&
                add_floats(&per_layer, padded(f * d), 3) &&
-               add_floats(&flat, padded(v * d), tables) && add_floats(&flat, per_layer, layers);
+               add_floats(&flat, padded(v * d), tables) &&
+               add_floats(&flat, per_layer, counter ? 0 : layers);
     const uint64_t decay_end = flat;
     /* 1-D: two norms a layer and the final norm, [d] each. */
     fits = fits && add_floats(&flat, padded(d), 2 * layers + 1);
@@ -125,6 +155,16 @@ mcl_status mcl_gpt_plan_check(mcl_gpt_desc *c, gpt_plan *plan, char *why, size_t
     plan->decay_end = (int64_t)decay_end;
     /* Each term is at most flat now. */
     const uint64_t per_layer_counts = 2 * d * d + 2 * kvd * d + 3 * f * d;
+    if (counter) {
+        /* Each layer below 2^32 weights (checked above): no sum here passes 2^48. */
+        plan->total_params = (int64_t)(tables * v * d + (2 * layers + 1) * d);
+        plan->param_count = (uint32_t)(1 + layers * GPT_LAYER_PARAMS_COUNTER + 1 + (tables - 1));
+        plan->counter_weights = (int64_t)(layers * per_layer_counts);
+        const uint64_t rows = 3 * d + 2 * kvd + 2 * f;
+        plan->counter_bytes = GPT_COUNTER_HEADER_BYTES +
+                              layers * (per_layer_counts / 4 * 3 + 8 * rows);
+        return MCL_SUCCESS;
+    }
     plan->total_params =
         (int64_t)(tables * v * d + layers * per_layer_counts + (2 * layers + 1) * d);
     plan->param_count = (uint32_t)(1 + layers * GPT_LAYER_PARAMS + 1 + (tables - 1));
@@ -164,6 +204,14 @@ mcl_status mcl_gpt_checkpoint_header(const unsigned char *h, mcl_gpt_desc *cfg,
             snprintf(why, why_size, "a version %u checkpoint without flags", version);
             return MCL_ERROR_INVALID_ARGUMENT;
         }
+        /* A counter-state model is written as version 3 only, the other models as 1 or 2, so
+         * that an older reader refuses it; its C is in the counter section (read after the
+         * checksum), the default standing in until then. */
+        if (((cfg->flags & MCL_GPT_COUNTER) != 0) != (version >= GPT_VERSION_COUNTER)) {
+            snprintf(why, why_size, "a version %u checkpoint with flags 0x%x", version,
+                     cfg->flags);
+            return MCL_ERROR_INVALID_ARGUMENT;
+        }
     }
     /* mcl_gpt_save writes only configurations that pass these checks: any failure is a
      * damaged or foreign file (INVALID_ARGUMENT, whatever the check's own status). */
@@ -179,6 +227,6 @@ mcl_status mcl_gpt_checkpoint_header(const unsigned char *h, mcl_gpt_desc *cfg,
     }
     *step = mcl_gpt_get_u64(h + 64);
     *file_bytes = GPT_HEADER_BYTES + (uint64_t)plan->flat_floats * 3 * sizeof(float) +
-                  GPT_TRAILER_BYTES;
+                  plan->counter_bytes + GPT_TRAILER_BYTES;
     return MCL_SUCCESS;
 }

@@ -27,27 +27,8 @@
             return try_status_;                                                            \
     } while (0)
 
-/* The products take their split-K partials from the shared scratch: one made per call
- * would be held until the whole recorded pass has run, growing with depth. */
-static mcl_status product(mcl_gpt *gpt, const mcl_tensor *a, mcl_transpose ta,
-                          const mcl_tensor *b, mcl_transpose tb, mcl_tensor *c)
-{
-    return mcl_matmul_f32_scratch(gpt->ctx, a, ta, b, tb, NULL, c, gpt->acts.mm_scratch);
-}
-
-static mcl_status linear(mcl_gpt *gpt, mcl_tensor *x, gpt_param *w, mcl_tensor *y)
-{
-    return product(gpt, x, MCL_NO_TRANSPOSE, w->p, MCL_TRANSPOSE, y);
-}
-
-/* dw = dy^T x and dx = dy w of y = x w^T. */
-static mcl_status linear_backward(mcl_gpt *gpt, mcl_tensor *x, gpt_param *w, mcl_tensor *dy,
-                                  mcl_tensor *dx)
-{
-    TRY(product(gpt, dy, MCL_TRANSPOSE, x, MCL_NO_TRANSPOSE, w->g));
-    return product(gpt, dy, MCL_NO_TRANSPOSE, w->p, MCL_NO_TRANSPOSE, dx);
-}
-
+/* The products take their split-K partials from the shared scratch (acts.mm_scratch): one
+ * made per call would be held until the whole recorded pass has run, growing with depth. */
 static gpt_param *param(mcl_gpt *gpt, int32_t l, int which)
 {
     return mcl_gpt_layer_param(gpt, l, which);
@@ -61,13 +42,13 @@ static mcl_status attention_forward(mcl_gpt *gpt, int32_t l, mcl_tensor *x, mcl_
     gpt_layer_acts *s = &gpt->acts.layer[0];
     mcl_attention_desc att = {.size = sizeof att, .causal = 1};
     TRY(mcl_rmsnorm(ctx, x, param(gpt, l, P_ATTN_NORM)->p, c->norm_eps, s->h));
-    TRY(linear(gpt, s->h, param(gpt, l, P_WQ), s->q));
-    TRY(linear(gpt, s->h, param(gpt, l, P_WK), s->k));
-    TRY(linear(gpt, s->h, param(gpt, l, P_WV), s->v));
+    TRY(mcl_gpt_block_linear(gpt, l, P_WQ, s->h, s->q, gpt->acts.mm_scratch));
+    TRY(mcl_gpt_block_linear(gpt, l, P_WK, s->h, s->k, gpt->acts.mm_scratch));
+    TRY(mcl_gpt_block_linear(gpt, l, P_WV, s->h, s->v, gpt->acts.mm_scratch));
     TRY(mcl_rope(ctx, s->q4, c->rope_layout, c->rope_theta, 0, s->q4));
     TRY(mcl_rope(ctx, s->k4, c->rope_layout, c->rope_theta, 0, s->k4));
     TRY(mcl_attention(ctx, s->q4, s->k4, s->v4, &att, s->att4));
-    return linear(gpt, s->att, param(gpt, l, P_WO), out);
+    return mcl_gpt_block_linear(gpt, l, P_WO, s->att, out, gpt->acts.mm_scratch);
 }
 
 /* out = G_l(x): the MLP sub-block, its activations in the scratch set. */
@@ -76,10 +57,10 @@ static mcl_status mlp_forward(mcl_gpt *gpt, int32_t l, mcl_tensor *x, mcl_tensor
     mcl_context *ctx = gpt->ctx;
     gpt_layer_acts *s = &gpt->acts.layer[0];
     TRY(mcl_rmsnorm(ctx, x, param(gpt, l, P_MLP_NORM)->p, gpt->cfg.norm_eps, s->h2));
-    TRY(linear(gpt, s->h2, param(gpt, l, P_W_GATE), s->gate));
-    TRY(linear(gpt, s->h2, param(gpt, l, P_W_UP), s->up));
+    TRY(mcl_gpt_block_linear(gpt, l, P_W_GATE, s->h2, s->gate, gpt->acts.mm_scratch));
+    TRY(mcl_gpt_block_linear(gpt, l, P_W_UP, s->h2, s->up, gpt->acts.mm_scratch));
     TRY(mcl_swiglu(ctx, s->gate, s->up, s->act));
-    return linear(gpt, s->act, param(gpt, l, P_W_DOWN), out);
+    return mcl_gpt_block_linear(gpt, l, P_W_DOWN, s->act, out, gpt->acts.mm_scratch);
 }
 
 /* acc += dF_l(x)^T dy, and F_l's parameter gradients, from the scratch set that
@@ -92,15 +73,15 @@ static mcl_status attention_backward(mcl_gpt *gpt, int32_t l, mcl_tensor *x, mcl
     gpt_acts *a = &gpt->acts;
     gpt_layer_acts *s = &a->layer[0];
     mcl_attention_desc att = {.size = sizeof att, .causal = 1};
-    TRY(linear_backward(gpt, s->att, param(gpt, l, P_WO), dy, a->datt));
+    TRY(mcl_gpt_block_linear_backward(gpt, l, P_WO, s->att, dy, a->datt, a->mm_scratch));
     TRY(mcl_attention_backward_scratch(ctx, s->q4, s->k4, s->v4, s->att4, a->datt4, &att,
                                        a->dq4, a->dk4, a->dv4, a->attn_scratch));
     TRY(mcl_rope_backward(ctx, a->dq4, c->rope_layout, c->rope_theta, 0, a->dq4));
     TRY(mcl_rope_backward(ctx, a->dk4, c->rope_layout, c->rope_theta, 0, a->dk4));
-    TRY(linear_backward(gpt, s->h, param(gpt, l, P_WQ), a->dq, a->dh));
-    TRY(linear_backward(gpt, s->h, param(gpt, l, P_WK), a->dk, a->tmp));
+    TRY(mcl_gpt_block_linear_backward(gpt, l, P_WQ, s->h, a->dq, a->dh, a->mm_scratch));
+    TRY(mcl_gpt_block_linear_backward(gpt, l, P_WK, s->h, a->dk, a->tmp, a->mm_scratch));
     TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
-    TRY(linear_backward(gpt, s->h, param(gpt, l, P_WV), a->dv, a->tmp));
+    TRY(mcl_gpt_block_linear_backward(gpt, l, P_WV, s->h, a->dv, a->tmp, a->mm_scratch));
     TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
     TRY(mcl_rmsnorm_backward_scratch(ctx, x, param(gpt, l, P_ATTN_NORM)->p, a->dh, c->norm_eps,
                                      a->tmp, param(gpt, l, P_ATTN_NORM)->g, a->norm_scratch, a->norm_partial));
@@ -115,10 +96,10 @@ static mcl_status mlp_backward(mcl_gpt *gpt, int32_t l, mcl_tensor *x, mcl_tenso
     mcl_context *ctx = gpt->ctx;
     gpt_acts *a = &gpt->acts;
     gpt_layer_acts *s = &a->layer[0];
-    TRY(linear_backward(gpt, s->act, param(gpt, l, P_W_DOWN), dy, a->dff));
+    TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_DOWN, s->act, dy, a->dff, a->mm_scratch));
     TRY(mcl_swiglu_backward(ctx, s->gate, s->up, a->dff, a->dgate, a->dup));
-    TRY(linear_backward(gpt, s->h2, param(gpt, l, P_W_GATE), a->dgate, a->dh));
-    TRY(linear_backward(gpt, s->h2, param(gpt, l, P_W_UP), a->dup, a->tmp));
+    TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_GATE, s->h2, a->dgate, a->dh, a->mm_scratch));
+    TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_UP, s->h2, a->dup, a->tmp, a->mm_scratch));
     TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
     TRY(mcl_rmsnorm_backward_scratch(ctx, x, param(gpt, l, P_MLP_NORM)->p, a->dh,
                                      gpt->cfg.norm_eps, a->tmp, param(gpt, l, P_MLP_NORM)->g,

@@ -81,19 +81,19 @@ mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens, const mcl_ten
     for (int32_t l = 0; l < c->layers; l++) {
         gpt_layer_acts *la = &a->layer[l];
         TRY(mcl_rmsnorm(ctx, a->x[l], mcl_gpt_layer_param(gpt, l, P_ATTN_NORM)->p, eps, la->h));
-        TRY(linear(ctx, la->h, mcl_gpt_layer_param(gpt, l, P_WQ), la->q));
-        TRY(linear(ctx, la->h, mcl_gpt_layer_param(gpt, l, P_WK), la->k));
-        TRY(linear(ctx, la->h, mcl_gpt_layer_param(gpt, l, P_WV), la->v));
+        TRY(mcl_gpt_block_linear(gpt, l, P_WQ, la->h, la->q, NULL));
+        TRY(mcl_gpt_block_linear(gpt, l, P_WK, la->h, la->k, NULL));
+        TRY(mcl_gpt_block_linear(gpt, l, P_WV, la->h, la->v, NULL));
         TRY(mcl_rope(ctx, la->q4, c->rope_layout, c->rope_theta, 0, la->q4));
         TRY(mcl_rope(ctx, la->k4, c->rope_layout, c->rope_theta, 0, la->k4));
         TRY(mcl_attention(ctx, la->q4, la->k4, la->v4, &att, la->att4));
-        TRY(linear(ctx, la->att, mcl_gpt_layer_param(gpt, l, P_WO), a->tmp));
+        TRY(mcl_gpt_block_linear(gpt, l, P_WO, la->att, a->tmp, NULL));
         TRY(mcl_add(ctx, a->x[l], a->tmp, la->x_mid));
         TRY(mcl_rmsnorm(ctx, la->x_mid, mcl_gpt_layer_param(gpt, l, P_MLP_NORM)->p, eps, la->h2));
-        TRY(linear(ctx, la->h2, mcl_gpt_layer_param(gpt, l, P_W_GATE), la->gate));
-        TRY(linear(ctx, la->h2, mcl_gpt_layer_param(gpt, l, P_W_UP), la->up));
+        TRY(mcl_gpt_block_linear(gpt, l, P_W_GATE, la->h2, la->gate, NULL));
+        TRY(mcl_gpt_block_linear(gpt, l, P_W_UP, la->h2, la->up, NULL));
         TRY(mcl_swiglu(ctx, la->gate, la->up, la->act));
-        TRY(linear(ctx, la->act, mcl_gpt_layer_param(gpt, l, P_W_DOWN), a->tmp));
+        TRY(mcl_gpt_block_linear(gpt, l, P_W_DOWN, la->act, a->tmp, NULL));
         TRY(mcl_add(ctx, la->x_mid, a->tmp, a->x[l + 1]));
     }
     return finish_forward(gpt, tokens, targets, loss, a->x[c->layers]);
@@ -171,24 +171,24 @@ mcl_status mcl_gpt_backward(mcl_gpt *gpt)
     for (int32_t l = c->layers - 1; l >= 0; l--) {
         gpt_layer_acts *la = &a->layer[l];
         /* x[l+1] = x_mid + act w_down^T; act = silu(gate) * up. */
-        TRY(linear_backward(ctx, la->act, mcl_gpt_layer_param(gpt, l, P_W_DOWN), a->dx, a->dff));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_DOWN, la->act, a->dx, a->dff, NULL));
         TRY(mcl_swiglu_backward(ctx, la->gate, la->up, a->dff, a->dgate, a->dup));
-        TRY(linear_backward(ctx, la->h2, mcl_gpt_layer_param(gpt, l, P_W_GATE), a->dgate, a->dh));
-        TRY(linear_backward(ctx, la->h2, mcl_gpt_layer_param(gpt, l, P_W_UP), a->dup, a->tmp));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_GATE, la->h2, a->dgate, a->dh, NULL));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_UP, la->h2, a->dup, a->tmp, NULL));
         TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
         TRY(mcl_rmsnorm_backward(ctx, la->x_mid, mcl_gpt_layer_param(gpt, l, P_MLP_NORM)->p, a->dh,
                                  eps, a->tmp, mcl_gpt_layer_param(gpt, l, P_MLP_NORM)->g));
         TRY(mcl_add(ctx, a->dx, a->tmp, a->dx));
         /* x_mid = x[l] + att wo^T; att = attention(rope(q), rope(k), v). */
-        TRY(linear_backward(ctx, la->att, mcl_gpt_layer_param(gpt, l, P_WO), a->dx, a->datt));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_WO, la->att, a->dx, a->datt, NULL));
         TRY(mcl_attention_backward(ctx, la->q4, la->k4, la->v4, la->att4, a->datt4, &att,
                                    a->dq4, a->dk4, a->dv4));
         TRY(mcl_rope_backward(ctx, a->dq4, c->rope_layout, c->rope_theta, 0, a->dq4));
         TRY(mcl_rope_backward(ctx, a->dk4, c->rope_layout, c->rope_theta, 0, a->dk4));
-        TRY(linear_backward(ctx, la->h, mcl_gpt_layer_param(gpt, l, P_WQ), a->dq, a->dh));
-        TRY(linear_backward(ctx, la->h, mcl_gpt_layer_param(gpt, l, P_WK), a->dk, a->tmp));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_WQ, la->h, a->dq, a->dh, NULL));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_WK, la->h, a->dk, a->tmp, NULL));
         TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
-        TRY(linear_backward(ctx, la->h, mcl_gpt_layer_param(gpt, l, P_WV), a->dv, a->tmp));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_WV, la->h, a->dv, a->tmp, NULL));
         TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
         TRY(mcl_rmsnorm_backward(ctx, a->x[l], mcl_gpt_layer_param(gpt, l, P_ATTN_NORM)->p, a->dh, eps,
                                  a->tmp, mcl_gpt_layer_param(gpt, l, P_ATTN_NORM)->g));
@@ -218,7 +218,8 @@ mcl_status mcl_gpt_set_optimizer(mcl_gpt *gpt, const mcl_adamw_desc *desc, float
     TRY(mcl_tensor_upload(gpt->hyper, 0, hyper, sizeof hyper));
     gpt->step = desc->step;
     gpt->hyper_set = 1;
-    return MCL_SUCCESS;
+    /* The counter layers' seed follows the step. */
+    return mcl_gpt_counter_upload(gpt);
 }
 
 mcl_status mcl_gpt_step(mcl_gpt *gpt)

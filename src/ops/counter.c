@@ -321,12 +321,13 @@ static mcl_status check_input(mcl_counter_linear *layer, const char *op, const m
     return MCL_SUCCESS;
 }
 
-static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t local_size,
-                             uint32_t spec1, uint32_t push_size, const mcl_kernel **kernel)
+static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindings,
+                             uint32_t local_size, uint32_t spec1, uint32_t push_size,
+                             const mcl_kernel **kernel)
 {
     mcl_kernel_desc desc = {
         .id = id,
-        .binding_count = 4,
+        .binding_count = bindings,
         .push_size = push_size,
         .local_size_x = local_size,
         .spec_count = 1,
@@ -345,7 +346,7 @@ static mcl_status record_matmul(mcl_counter_linear *layer, int transposed,
                                 const mcl_tensor *a, mcl_tensor *c, int64_t rows)
 {
     const mcl_kernel *kernel;
-    mcl_status status = get_kernel(layer->ctx, MCL_KERNEL_COUNTER_MATMUL_F32,
+    mcl_status status = get_kernel(layer->ctx, MCL_KERNEL_COUNTER_MATMUL_F32, 4,
                                    COUNTER_MATMUL_WG, transposed != 0, sizeof(matmul_push),
                                    &kernel);
     if (status != MCL_SUCCESS || rows == 0)
@@ -383,15 +384,11 @@ mcl_status mcl_counter_linear_forward(mcl_counter_linear *layer, const mcl_tenso
     return record_matmul(layer, 0, x, y, rows);
 }
 
-/* Zero-initialised update fields with their defaults; MCL_ERROR_INVALID_ARGUMENT for a bad
- * descriptor. */
-static mcl_status read_update(mcl_counter_linear *layer, const mcl_counter_update_desc *desc,
-                              rows_push *push, uint32_t *seed)
+mcl_status mcl_counter_update_hyper(mcl_context *ctx, const char *op,
+                                    const mcl_counter_update_desc *desc, float hyper[4])
 {
-    static const char op[] = "mcl_counter_linear_backward";
     if (desc->size < offsetof(mcl_counter_update_desc, reserved))
-        return mcl_fail(layer->ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: update->size not set",
-                        op);
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: update->size not set", op);
     int reserved_set = 0;
     if (desc->size >= sizeof *desc) {
         for (size_t i = 0; i < sizeof desc->reserved / sizeof *desc->reserved; i++)
@@ -405,77 +402,107 @@ static mcl_status read_update(mcl_counter_linear *layer, const mcl_counter_updat
         !(desc->lr >= 0.0f) || !isfinite(desc->lr) || !(desc->lr_scale >= 0.0f) ||
         !isfinite(desc->lr_scale) || !(beta >= 0.0f && beta < 1.0f) || !(eps > 0.0f) ||
         !isfinite(eps))
-        return mcl_fail(layer->ctx, MCL_ERROR_INVALID_ARGUMENT,
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "%s: lr and lr_scale finite and >= 0, beta in [0, 1), eps finite and "
                         "> 0, known flags and zero reserved fields are required", op);
+    hyper[0] = desc->lr;
+    hyper[1] = desc->lr_scale;
+    hyper[2] = beta;
+    hyper[3] = eps;
+    return MCL_SUCCESS;
+}
+
+/* Zero-initialised update fields with their defaults; MCL_ERROR_INVALID_ARGUMENT for a bad
+ * descriptor. */
+static mcl_status read_update(mcl_counter_linear *layer, const mcl_counter_update_desc *desc,
+                              rows_push *push, uint32_t *seed)
+{
+    float h[4];
+    mcl_status status = mcl_counter_update_hyper(layer->ctx, "mcl_counter_linear_backward",
+                                                 desc, h);
+    if (status != MCL_SUCCESS)
+        return status;
     *push = (rows_push){
         .out_dim = (uint32_t)layer->out,
         .in_dim = (uint32_t)layer->in,
         .tiles = (uint32_t)((layer->in + COUNTER_TILE_COLS - 1) / COUNTER_TILE_COLS),
         .C = layer->C,
-        .lr = desc->lr,
-        .lr_scale = desc->lr_scale,
-        .beta = beta,
-        .eps = eps,
+        .lr = h[0],
+        .lr_scale = h[1],
+        .beta = h[2],
+        .eps = h[3],
     };
     *seed = desc->seed;
     return MCL_SUCCESS;
 }
 
-/* The three dispatches of the update; row_factors NULL: a scratch tensor. */
+/* The three dispatches of the update. The scratch: partial [out, tiles, 2] and row_factors
+ * [out, 2] f32, each NULL for a tensor made here. hyper NULL: lr, lr_scale, beta, eps and
+ * the seed from `push_hyper` and `seed`; else read from hyper on the device (its floats 0-3
+ * and word 4 plus `seed`). */
 static mcl_status record_update(mcl_counter_linear *layer, const mcl_tensor *x,
                                 const mcl_tensor *grad_out, int64_t rows,
-                                const rows_push *hyper, uint32_t seed, mcl_tensor *row_factors)
+                                const rows_push *push_hyper, mcl_tensor *hyper, uint32_t seed,
+                                mcl_tensor *partial_scratch, mcl_tensor *row_factors)
 {
     mcl_context *ctx = layer->ctx;
     const mcl_kernel *stats, *finish, *apply;
+    const uint32_t from_buffer = hyper != NULL;
     mcl_status status;
-    if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, COUNTER_UPDATE_WG, 0,
+    if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, 4, COUNTER_UPDATE_WG, 0,
                              sizeof(grad_push), &stats)) != MCL_SUCCESS ||
-        (status = get_kernel(ctx, MCL_KERNEL_COUNTER_ROWS_F32, COUNTER_ROWS_WG, 0,
+        (status = get_kernel(ctx, MCL_KERNEL_COUNTER_ROWS_F32, 5, COUNTER_ROWS_WG, from_buffer,
                              sizeof(rows_push), &finish)) != MCL_SUCCESS ||
-        (status = get_kernel(ctx, MCL_KERNEL_COUNTER_APPLY_F32, COUNTER_UPDATE_WG, 0,
-                             sizeof(grad_push), &apply)) != MCL_SUCCESS)
+        (status = get_kernel(ctx, MCL_KERNEL_COUNTER_APPLY_F32, 5, COUNTER_UPDATE_WG,
+                             from_buffer, sizeof(grad_push), &apply)) != MCL_SUCCESS)
         return status;
-    const int64_t partial_len = layer->out * (int64_t)hyper->tiles * 2;
+    const int64_t partial_len = layer->out * (int64_t)push_hyper->tiles * 2;
     const int64_t factors_len = layer->out * 2;
-    mcl_tensor *partial = NULL, *scratch = NULL;
-    if ((status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &partial_len, &partial)) !=
-            MCL_SUCCESS ||
+    mcl_tensor *made_partial = NULL, *made_factors = NULL;
+    if ((!partial_scratch &&
+         (status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &partial_len, &made_partial)) !=
+             MCL_SUCCESS) ||
         (!row_factors &&
-         (status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &factors_len, &scratch)) !=
+         (status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &factors_len, &made_factors)) !=
              MCL_SUCCESS))
         goto done;
-    mcl_tensor *factors = row_factors ? row_factors : scratch;
-    const uint32_t groups_x = hyper->tiles;
+    mcl_tensor *partial = partial_scratch ? partial_scratch : made_partial;
+    mcl_tensor *factors = row_factors ? row_factors : made_factors;
+    /* With push constants the hyper binding is bound but unread: a tensor of the layer that
+     * the dispatch does not write. */
+    const uint32_t groups_x = push_hyper->tiles;
     const uint32_t groups_y = (uint32_t)((layer->out + COUNTER_TILE_ROWS - 1) /
                                          COUNTER_TILE_ROWS);
     grad_push push = {(uint32_t)rows, (uint32_t)layer->out, (uint32_t)layer->in, layer->C,
-                      hyper->tiles};
+                      push_hyper->tiles};
     mcl_tensor *stats_reads[3] = {(mcl_tensor *)x, (mcl_tensor *)grad_out, layer->state};
     if ((status = mcl_dispatch(ctx, stats, stats_reads, 3, &partial, 1, &push, groups_x,
                                groups_y, 1)) != MCL_SUCCESS)
         goto done;
     uint64_t row_groups = ((uint64_t)layer->out + COUNTER_ROWS_WG - 1) / COUNTER_ROWS_WG;
+    mcl_tensor *row_reads[2] = {partial, hyper ? hyper : layer->state};
     mcl_tensor *row_writes[3] = {layer->scale, layer->moment, factors};
-    if ((status = mcl_dispatch(ctx, finish, &partial, 1, row_writes, 3, hyper,
+    if ((status = mcl_dispatch(ctx, finish, row_reads, 2, row_writes, 3, push_hyper,
                                (uint32_t)row_groups, 1, 1)) != MCL_SUCCESS)
         goto done;
     push.last = seed;
-    mcl_tensor *apply_reads[3] = {(mcl_tensor *)x, (mcl_tensor *)grad_out, factors};
-    status = mcl_dispatch(ctx, apply, apply_reads, 3, &layer->state, 1, &push, groups_x,
+    mcl_tensor *apply_reads[4] = {(mcl_tensor *)x, (mcl_tensor *)grad_out, factors,
+                                  hyper ? hyper : layer->scale};
+    status = mcl_dispatch(ctx, apply, apply_reads, 4, &layer->state, 1, &push, groups_x,
                           groups_y, 1);
 done:
     /* Safe with the dispatches still recorded: the memory is held until they have run. */
-    mcl_tensor_destroy(partial);
-    mcl_tensor_destroy(scratch);
+    mcl_tensor_destroy(made_partial);
+    mcl_tensor_destroy(made_factors);
     return status;
 }
 
-mcl_status mcl_counter_linear_backward_ex(mcl_counter_linear *layer, const mcl_tensor *x,
-                                          const mcl_tensor *grad_out, mcl_tensor *grad_x,
-                                          const mcl_counter_update_desc *update,
-                                          mcl_tensor *row_factors)
+/* The backward pass with its update from `update` (push constants), or from the device
+ * tensor `hyper` (HYPER_BUF kernels, seed offset `salt`), or none (both NULL). */
+static mcl_status backward(mcl_counter_linear *layer, const mcl_tensor *x,
+                           const mcl_tensor *grad_out, mcl_tensor *grad_x,
+                           const mcl_counter_update_desc *update, mcl_tensor *hyper,
+                           uint32_t salt, mcl_tensor *partial, mcl_tensor *row_factors)
 {
     static const char op[] = "mcl_counter_linear_backward";
     if (!layer)
@@ -485,15 +512,20 @@ mcl_status mcl_counter_linear_backward_ex(mcl_counter_linear *layer, const mcl_t
         (status = check_input(layer, op, grad_out, "grad_out")) != MCL_SUCCESS ||
         (grad_x && (status = check_input(layer, op, grad_x, "grad_x")) != MCL_SUCCESS) ||
         (row_factors &&
-         (status = check_input(layer, op, row_factors, "row_factors")) != MCL_SUCCESS))
+         (status = check_input(layer, op, row_factors, "row_factors")) != MCL_SUCCESS) ||
+        (partial && (status = check_input(layer, op, partial, "partial")) != MCL_SUCCESS) ||
+        (hyper && (status = check_input(layer, op, hyper, "hyper")) != MCL_SUCCESS))
         return status;
     if (grad_x && (grad_x == x || grad_x == grad_out))
         return mcl_fail(layer->ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "%s: grad_x aliases an input", op);
     const int64_t rows = rows_of(x, layer->in);
+    const int64_t tiles = (layer->in + COUNTER_TILE_COLS - 1) / COUNTER_TILE_COLS;
     if (rows == 0 || rows_of(grad_out, layer->out) != rows || grad_out->ndim != x->ndim ||
         (grad_x && (rows_of(grad_x, layer->in) != rows || grad_x->ndim != x->ndim)) ||
-        (row_factors && mcl_tensor_numel(row_factors) != 2 * layer->out))
+        (row_factors && mcl_tensor_numel(row_factors) < 2 * layer->out) ||
+        (partial && mcl_tensor_numel(partial) < 2 * layer->out * tiles) ||
+        (hyper && mcl_tensor_numel(hyper) < MCL_COUNTER_HYPER_COUNT))
         return mcl_fail(layer->ctx, MCL_ERROR_SHAPE_MISMATCH,
                         "%s: x [..., %lld], grad_out [..., %lld] and grad_x like x, with the "
                         "same rows, are required", op, (long long)layer->in,
@@ -501,15 +533,38 @@ mcl_status mcl_counter_linear_backward_ex(mcl_counter_linear *layer, const mcl_t
     if (rows > COUNTER_MAX_ROWS)
         return mcl_fail(layer->ctx, MCL_ERROR_TOO_LARGE, "%s: more than %lld rows", op,
                         (long long)COUNTER_MAX_ROWS);
-    rows_push hyper;
-    uint32_t seed = 0;
-    if (update && (status = read_update(layer, update, &hyper, &seed)) != MCL_SUCCESS)
+    rows_push push = {.out_dim = (uint32_t)layer->out, .in_dim = (uint32_t)layer->in,
+                      .tiles = (uint32_t)tiles, .C = layer->C};
+    uint32_t seed = salt;
+    if (update && (status = read_update(layer, update, &push, &seed)) != MCL_SUCCESS)
         return status;
     if (grad_x && (status = record_matmul(layer, 1, grad_out, grad_x, rows)) != MCL_SUCCESS)
         return status;
-    if (!update)
+    if (!update && !hyper)
         return MCL_SUCCESS;
-    return record_update(layer, x, grad_out, rows, &hyper, seed, row_factors);
+    return record_update(layer, x, grad_out, rows, &push, update ? NULL : hyper, seed, partial,
+                         row_factors);
+}
+
+mcl_status mcl_counter_linear_backward_ex(mcl_counter_linear *layer, const mcl_tensor *x,
+                                          const mcl_tensor *grad_out, mcl_tensor *grad_x,
+                                          const mcl_counter_update_desc *update,
+                                          mcl_tensor *row_factors)
+{
+    return backward(layer, x, grad_out, grad_x, update, NULL, 0, NULL, row_factors);
+}
+
+mcl_status mcl_counter_linear_backward_dev(mcl_counter_linear *layer, const mcl_tensor *x,
+                                           const mcl_tensor *grad_out, mcl_tensor *grad_x,
+                                           mcl_tensor *hyper, uint32_t salt,
+                                           mcl_tensor *partial, mcl_tensor *row_factors)
+{
+    return backward(layer, x, grad_out, grad_x, NULL, hyper, salt, partial, row_factors);
+}
+
+int64_t mcl_counter_linear_partial_floats(int64_t out, int64_t in)
+{
+    return 2 * out * ((in + COUNTER_TILE_COLS - 1) / COUNTER_TILE_COLS);
 }
 
 mcl_status mcl_counter_linear_backward(mcl_counter_linear *layer, const mcl_tensor *x,

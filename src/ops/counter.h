@@ -13,4 +13,28 @@ mcl_status mcl_counter_linear_backward_ex(mcl_counter_linear *layer, const mcl_t
                                           const mcl_counter_update_desc *update,
                                           mcl_tensor *row_factors);
 
+/* The f32 words of the device hyper tensor of mcl_counter_linear_backward_dev: lr,
+ * lr_scale, beta, eps (floats 0-3, defaults not applied: the values as used), the step's seed
+ * (word 4, a u32's bits), and three unused. */
+#define MCL_COUNTER_HYPER_COUNT 8
+
+/* The backward pass with the update's parameters read on the device from `hyper` (as above),
+ * so that a recorded pass replays with whatever the host wrote there since: the seed of the
+ * stochastic rounding is hyper word 4 plus `salt` (wrapping), which tells layers apart. The
+ * scratch tensors (f32): partial of mcl_counter_linear_partial_floats(out, in) floats and
+ * row_factors of 2 x out, or NULL for ones made per call (held until the recorded work
+ * runs). NULL: grad_x, partial, row_factors may be; hyper may not. */
+mcl_status mcl_counter_linear_backward_dev(mcl_counter_linear *layer, const mcl_tensor *x,
+                                           const mcl_tensor *grad_out, mcl_tensor *grad_x,
+                                           mcl_tensor *hyper, uint32_t salt,
+                                           mcl_tensor *partial, mcl_tensor *row_factors);
+
+/* An update descriptor checked (MCL_ERROR_INVALID_ARGUMENT, through ctx, named by op) and
+ * its lr, lr_scale, beta and eps with the defaults applied. */
+mcl_status mcl_counter_update_hyper(mcl_context *ctx, const char *op,
+                                    const mcl_counter_update_desc *desc, float hyper[4]);
+
+/* Floats of the update's partial sums for a layer of out x in. */
+int64_t mcl_counter_linear_partial_floats(int64_t out, int64_t in);
+
 #endif
