@@ -3,7 +3,9 @@
  *
  * What is exact and what has a tolerance:
  *  - The packed state after an update: byte-identical to the reference's weight step run with
- *    the device's row factors, on every device (the weight step uses only products, sums,
+ *    the device's row factors, on every device, with the update's parameters as push
+ *    constants (steps 1 and 3 of each case) and read from a device tensor with the seed
+ *    offset by a salt (step 2: the GPT's path, mcl_counter_linear_backward_dev) (the weight step uses only products, sums,
  *    floor and integers, each rounded on its own: Vulkan makes them correctly rounded).
  *  - The row factors, s and v: within 2 ulp of the reference's. They take one division and a
  *    square root per row, which Vulkan lets a device round to 2.5 ulp (1/inversesqrt for
@@ -278,7 +280,21 @@ static void run_case(const update_case *k, uint32_t seed0, update_result *res)
         const uint32_t seed = seed0 * 7919u + (uint32_t)step;
         mcl_counter_update_desc up = {.size = sizeof up, .lr = k->lr, .lr_scale = k->lr_scale,
                                       .beta = k->beta, .eps = k->eps, .seed = seed};
-        assert_mcl_ok(mcl_counter_linear_backward_ex(layer, tx, tgo, NULL, &up, tf));
+        if (step == 1) {
+            /* The GPT's path: the parameters from a device tensor, the seed its word 4 plus
+             * a salt (here so that the sum is this step's seed). */
+            float words[MCL_COUNTER_HYPER_COUNT] = {0};
+            assert_mcl_ok(mcl_counter_update_hyper(ctx, "test", &up, words));
+            const uint32_t salt = 0x9E3779B9u * 5u, word4 = seed - salt;
+            memcpy(&words[4], &word4, 4);
+            const int64_t hn = MCL_COUNTER_HYPER_COUNT;
+            mcl_tensor *th = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, &hn, words);
+            assert_mcl_ok(mcl_counter_linear_backward_dev(layer, tx, tgo, NULL, th, salt, NULL,
+                                                          tf));
+            mcl_tensor_destroy(th);
+        } else {
+            assert_mcl_ok(mcl_counter_linear_backward_ex(layer, tx, tgo, NULL, &up, tf));
+        }
         uint8_t *got = download_codes(layer, n);
         assert_mcl_ok(mcl_tensor_download(tf, 0, fac_dev, (uint64_t)fs * 4));
         assert_mcl_ok(mcl_tensor_download(mcl_counter_linear_scale(layer), 0, s_dev,
