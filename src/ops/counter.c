@@ -2,7 +2,7 @@
  * to f32 weights on the host, and the dispatches of its forward and backward passes.
  *
  * Dispatch plan (kernels in shaders/counter_*):
- *   forward   counter_matmul_f32 (TRANSPOSED 0): y = x W^T, W decoded per 16 x 16 tile
+ *   forward   counter_matmul_f32 (TRANSPOSED 0): y = x W^T, W decoded per 16 x 64 step
  *   backward  counter_matmul_f32 (TRANSPOSED 1): grad_x = grad_out W (the W before the update)
  *             counter_stats_f32: G per 16 x 64 tile, each row's partial sum G^2 and G t
  *             counter_rows_f32:  the row sums, v, s and the two factors of the row
@@ -21,7 +21,7 @@
 #define COUNTER_TILE_ROWS 16u
 #define COUNTER_TILE_COLS 64u
 #define COUNTER_UPDATE_WG 64u
-#define COUNTER_MATMUL_TILE 16u
+#define COUNTER_MATMUL_TILE 64u
 #define COUNTER_MATMUL_WG 256u
 #define COUNTER_ROWS_WG 64u
 /* Vulkan's minimum maxComputeWorkGroupCount per dimension. */
