@@ -11,13 +11,20 @@
  *   train_chars [--data FILE] [--steps N] [--batch B] [--seq T] [--dim D] [--layers L]
  *               [--heads H] [--kv-heads H] [--hidden F] [--lr LR] [--seed S] [--log N]
  *               [--sample N] [--temperature X] [--save FILE] [--load FILE] [--no-replay]
- *               [--witness FILE] [--min-drop X] [--reversible[=A]]
+ *               [--witness FILE] [--min-drop X] [--reversible[=A]] [--counter[=C]]
+ *               [--counter-lr LR]
  *
  * --reversible[=A]: reversible blocks (MCL_GPT_REVERSIBLE, docs/reversible.md): the backward
  * pass reconstructs block inputs instead of keeping activations, keeping the inputs of every
  * A-th block (default 0: none but the embedding; 1: every block's, no reconstruction). For a
  * new model only: a loaded one keeps its checkpoint's blocks. Memory is printed as
  * persistent (what stays allocated between steps) and peak (the most at any time).
+ *
+ * --counter[=C]: the blocks' linear layers as counter-state synapses (MCL_GPT_COUNTER,
+ * docs/counter-state.md): 6 bits of state per weight, no f32 weight, no optimizer moments,
+ * their update fused into the backward pass; C the counter range (default 11). The
+ * embedding, the norms and the head stay f32 with AdamW. --counter-lr LR: the layers' peak
+ * learning rate (default: --lr), on the same warm-up and cosine. For a new model only.
  *
  * --min-drop X: exit 1 unless the final validation loss is at least X nats below the first
  * one (the demo uses it so that a model that does not learn fails loudly).
@@ -53,8 +60,8 @@
 typedef struct options {
     const char *data, *save, *load, *witness;
     int steps, batch, seq, dim, layers, heads, kv_heads, hidden, log_every, sample, replay;
-    int reversible, anchor;
-    double lr, temperature, min_drop;
+    int reversible, anchor, counter, counter_c;
+    double lr, temperature, min_drop, counter_lr;
     uint64_t seed;
 } options;
 
@@ -160,6 +167,12 @@ static int parse(int argc, char **argv, options *o)
                 return -1;
             continue;
         }
+        if (strcmp(a, "--counter") == 0 || strncmp(a, "--counter=", 10) == 0) {
+            o->counter = 1;
+            if (a[9] == '=' && int_option("--counter", a + 10, 1, 11, &o->counter_c) != 0)
+                return -1;
+            continue;
+        }
         if (strncmp(a, "--", 2) != 0) {
             fprintf(stderr, "train_chars: %s: not an option\n", a);
             return -1;
@@ -184,6 +197,8 @@ static int parse(int argc, char **argv, options *o)
             known = 1, o->witness = v;
         } else if (strcmp(a, "--lr") == 0) {
             known = 1, bad = v && real_option(a, v, 0.0, 10.0, 0, &o->lr);
+        } else if (strcmp(a, "--counter-lr") == 0) {
+            known = 1, bad = v && real_option(a, v, 0.0, 10.0, 0, &o->counter_lr);
         } else if (strcmp(a, "--temperature") == 0) {
             known = 1, bad = v && real_option(a, v, 0.0, 100.0, 1, &o->temperature);
         } else if (strcmp(a, "--min-drop") == 0) {
@@ -203,9 +218,14 @@ static int parse(int argc, char **argv, options *o)
             return -1;
         i++;
     }
-    if (o->reversible && o->load) {
-        fprintf(stderr, "train_chars: --reversible: a loaded model keeps its checkpoint's "
-                        "blocks (drop --reversible or --load)\n");
+    if ((o->reversible || o->counter) && o->load) {
+        fprintf(stderr, "train_chars: --reversible and --counter: a loaded model keeps its "
+                        "checkpoint's blocks (drop them or --load)\n");
+        return -1;
+    }
+    if (o->counter && (o->dim % 16 != 0 || (o->hidden != 0 && o->hidden % 16 != 0))) {
+        fprintf(stderr, "train_chars: --counter: --dim and --hidden must be multiples of "
+                        "16\n");
         return -1;
     }
     if (o->hidden == 0)
@@ -215,13 +235,18 @@ static int parse(int argc, char **argv, options *o)
 
 /* The learning rate of step s (1-based): linear warm-up over the first 5%, then a cosine
  * decay to a tenth. */
-static double schedule(const options *o, int s)
+static double schedule_factor(const options *o, int s)
 {
     int warm = o->steps / 20 > 0 ? o->steps / 20 : 1;
     if (s <= warm)
-        return o->lr * s / warm;
+        return (double)s / warm;
     double t = (double)(s - warm) / (double)(o->steps - warm > 0 ? o->steps - warm : 1);
-    return o->lr * (0.1 + 0.9 * 0.5 * (1.0 + cos(3.141592653589793 * t)));
+    return 0.1 + 0.9 * 0.5 * (1.0 + cos(3.141592653589793 * t));
+}
+
+static double schedule(const options *o, int s)
+{
+    return o->lr * schedule_factor(o, s);
 }
 
 /* Byte -> token: the distinct bytes of the text, in byte order. */
@@ -264,7 +289,7 @@ int main(int argc, char **argv)
                         "[--layers L] [--heads H] [--kv-heads H] [--hidden F] [--lr LR] "
                         "[--seed S] [--log N] [--sample N] [--temperature X] [--save FILE] "
                         "[--load FILE] [--no-replay] [--witness FILE] [--min-drop X] "
-                        "[--reversible[=A]]\n",
+                        "[--reversible[=A]] [--counter[=C]] [--counter-lr LR]\n",
                 argv[0]);
         return 1;
     }
@@ -316,8 +341,9 @@ int main(int argc, char **argv)
         mcl_gpt_desc cfg = {.size = sizeof cfg, .vocab = v.size, .dim = o.dim,
                             .layers = o.layers, .heads = o.heads, .kv_heads = o.kv_heads,
                             .hidden = o.hidden, .max_seq = o.seq, .tied_head = 1,
-                            .flags = o.reversible ? MCL_GPT_REVERSIBLE : 0u,
-                            .reversible_anchor = o.anchor};
+                            .flags = (o.reversible ? MCL_GPT_REVERSIBLE : 0u) |
+                                     (o.counter ? MCL_GPT_COUNTER : 0u),
+                            .reversible_anchor = o.anchor, .counter_c = (uint32_t)o.counter_c};
         CHECK(mcl_gpt_create(ctx, &cfg, o.seed, &gpt));
     }
     mcl_gpt_desc cfg = {.size = sizeof cfg};
@@ -338,6 +364,11 @@ int main(int argc, char **argv)
                cfg.reversible_anchor);
     else
         printf("blocks: ordinary (activations of every block kept)\n");
+    const int counter = (cfg.flags & MCL_GPT_COUNTER) != 0;
+    if (counter)
+        printf("linears: counter-state, C %u (0.75 B of state per weight; f32 parameters "
+               "above are the embedding and the norms), peak lr %g\n", cfg.counter_c,
+               o.counter_lr > 0.0 ? o.counter_lr : o.lr);
     printf("batch %d x %d tokens, %d steps, lr %g (warm-up, cosine), %s\n", o.batch, o.seq,
            o.steps, o.lr, o.replay ? "step replayed from a graph" : "step recorded each time");
     fflush(stdout);
@@ -405,6 +436,14 @@ int main(int argc, char **argv)
                                .beta1 = 0.9f, .beta2 = 0.95f, .weight_decay = 0.1f,
                                .step = first_step + s + 1};
         CHECK(mcl_gpt_set_optimizer(gpt, &adam, 1.0f));
+        if (counter) {
+            /* The same schedule, scaled to the layers' peak; the seed is the model's. */
+            double peak = o.counter_lr > 0.0 ? o.counter_lr : o.lr;
+            mcl_counter_update_desc up = {.size = sizeof up,
+                                          .lr = (float)(schedule_factor(&o, s + 1) * peak),
+                                          .seed = (uint32_t)o.seed};
+            CHECK(mcl_gpt_set_counter_update(gpt, &up));
+        }
         if (o.replay) {
             if (!step_graph) {
                 CHECK(mcl_graph_begin(ctx));
@@ -514,10 +553,11 @@ int main(int argc, char **argv)
             fprintf(w, "  \"config\": {\"vocab\": %d, \"dim\": %d, \"layers\": %d, \"heads\": %d, "
                        "\"kv_heads\": %d, \"hidden\": %d, \"batch\": %d, \"seq\": %d, "
                        "\"steps\": %d, \"lr\": %g, \"replay\": %d, \"parameters\": %lld, "
-                       "\"reversible\": %d, \"reversible_anchor\": %d},\n",
+                       "\"reversible\": %d, \"reversible_anchor\": %d, \"counter_c\": %u},\n",
                     cfg.vocab, cfg.dim, cfg.layers, cfg.heads, cfg.kv_heads, cfg.hidden,
                     o.batch, o.seq, o.steps, o.lr, o.replay,
-                    (long long)mcl_gpt_param_numel(gpt), reversible, cfg.reversible_anchor);
+                    (long long)mcl_gpt_param_numel(gpt), reversible, cfg.reversible_anchor,
+                    counter ? cfg.counter_c : 0u);
             fprintf(w, "  \"figures\": [\n"
                        "    {\"name\": \"validation loss, first\", \"value\": %.6f, "
                        "\"unit\": \"nats\", \"label\": \"measured\"},\n"
