@@ -219,8 +219,9 @@ static int parse(int argc, char **argv, options *o)
         i++;
     }
     if ((o->reversible || o->counter) && o->load) {
-        fprintf(stderr, "train_chars: --reversible and --counter: a loaded model keeps its "
-                        "checkpoint's blocks (drop them or --load)\n");
+        const char *opt = o->reversible ? "--reversible" : "--counter";
+        fprintf(stderr, "train_chars: %s: a loaded model keeps its checkpoint's blocks (drop "
+                        "%s or --load)\n", opt, opt);
         return -1;
     }
     if (o->counter && (o->dim % 16 != 0 || (o->hidden != 0 && o->hidden % 16 != 0))) {

@@ -21,6 +21,13 @@ set(bad_runs
   "--reversible=-1" "--reversible"
   "--reversible=4x" "--reversible"
   "--reversible:--load:m.bin" "--reversible"
+  "--counter=x"     "--counter"
+  "--counter=0"     "--counter"
+  "--counter=12"    "--counter"
+  "--counter:--dim:24" "--counter"
+  "--counter:--load:m.bin" "--counter"
+  "--counter-lr:abc" "--counter-lr"
+  "--counter-lr:-1" "--counter-lr"
   "--steps"      "--steps")
 list(LENGTH bad_runs n)
 math(EXPR last "${n} - 1")
@@ -43,7 +50,8 @@ foreach(i RANGE 0 ${last} 2)
 endforeach()
 
 execute_process(COMMAND "${EXE}" --data "${missing}" --steps 3 --lr 1e-3 --seed 7
-                        --temperature 0.5 --min-drop 0.1 --reversible=4
+                        --temperature 0.5 --min-drop 0.1 --reversible=4 --counter=5
+                        --counter-lr 1e-3
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 string(FIND "${err}" "cannot open" opened)
 if(NOT rc EQUAL 1 OR opened EQUAL -1)
