@@ -11,9 +11,10 @@
  *    negated: the control) gives NMSE ~1e-5 or more;
  *  - learning: the loss on a fixed batch falls below 60% of its first value within
  *    LEARN_STEPS; with every learning rate 0 it stays within 1e-6 of it;
- *  - memory: persistent bytes of the counter model at most 0.15x the f32 model's at a shape
- *    whose weights are mostly in the blocks (the per-weight state is 0.75 B + 8 / in B against
- *    16 B: parameter, gradient and two moments). */
+ *  - memory: persistent bytes of the counter model, and the peak of a training step in a
+ *    context of its own, at most 0.15x the f32 model's at a shape whose weights are mostly in
+ *    the blocks (the per-weight state is 0.75 B + 8 / in B against 16 B: parameter, gradient
+ *    and two moments; the activations at 2 x 8 tokens are small). */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -507,6 +508,61 @@ static void persistent_memory(void **state)
                                 ratio, MEMORY_RATIO));
 }
 
+/* A training step's device memory, in a context of its own (its peak starts at zero):
+ * persistent (allocated after the step: the model, its optimizer state and activations)
+ * and peak (the most at any time, scratch included). */
+static void step_memory(const mcl_gpt_desc *desc, uint64_t *persistent, uint64_t *peak,
+                        uint64_t *validation_errors)
+{
+    mcl_context *own;
+    assert_mcl_ok(mcl_context_create(NULL, &own));
+    mcl_gpt *gpt;
+    assert_mcl_ok(mcl_gpt_create(own, desc, 1, &gpt));
+    int32_t tok[B * T];
+    random_ids(tok, B * T, desc->vocab, 5);
+    int64_t shape[2] = {B, T}, one = 1;
+    mcl_tensor *tokens = mcl_test_tensor(own, MCL_DTYPE_I32, 2, shape, tok);
+    mcl_tensor *loss = mcl_test_tensor(own, MCL_DTYPE_F32, 1, &one, NULL);
+    mcl_adamw_desc adam = {.size = sizeof adam, .lr = 1e-3f, .step = 1};
+    assert_mcl_ok(mcl_gpt_set_optimizer(gpt, &adam, 1.0f));
+    assert_mcl_ok(mcl_gpt_forward(gpt, tokens, tokens, loss));
+    assert_mcl_ok(mcl_gpt_backward(gpt));
+    assert_mcl_ok(mcl_gpt_step(gpt));
+    assert_mcl_ok(mcl_finish(own));
+    mcl_memory_stats st = {.size = sizeof st};
+    assert_mcl_ok(mcl_context_memory_stats(own, &st));
+    *persistent = st.bytes_allocated;
+    *peak = st.bytes_allocated_peak;
+    *validation_errors = mcl_context_validation_errors(own);
+    mcl_tensor_destroy(tokens), mcl_tensor_destroy(loss);
+    mcl_gpt_destroy(gpt);
+    mcl_context_destroy(own);
+}
+
+static void training_step_memory(void **state)
+{
+    (void)state;
+    mcl_gpt_desc desc = {.size = sizeof desc, .vocab = 16, .dim = 128, .layers = 4,
+                         .heads = 4, .hidden = 512, .max_seq = T, .tied_head = 1,
+                         .rope_layout = MCL_ROPE_INTERLEAVED};
+    uint64_t persistent[2], peak[2], errors[2];
+    for (int counter = 0; counter < 2; counter++) {
+        desc.flags = counter ? MCL_GPT_COUNTER : 0;
+        step_memory(&desc, &persistent[counter], &peak[counter], &errors[counter]);
+    }
+    printf("a training step (dim 128, 4 blocks, %d x %d tokens): f32 + AdamW %.1f KiB "
+           "persistent, %.1f KiB peak; counter-state %.1f KiB persistent, %.1f KiB peak\n", B,
+           T, persistent[0] / 1024.0, peak[0] / 1024.0, persistent[1] / 1024.0,
+           peak[1] / 1024.0);
+    mcl_test_record_figure("counter GPT step peak memory / f32 + AdamW (dim 128, 4 blocks)",
+                           (double)peak[1] / (double)peak[0], "ratio");
+    int passed = mcl_test_record("counter GPT: a step's peak memory against f32 + AdamW",
+                                 "ratio", (double)peak[1] / (double)peak[0], MEMORY_RATIO);
+    passed &= mcl_test_record("counter GPT: memory contexts' validation errors", "count",
+                              (double)(errors[0] + errors[1]), 0);
+    assert_true(passed);
+}
+
 /* --- Configuration --------------------------------------------------------------------- */
 
 #define INVALID MCL_ERROR_INVALID_ARGUMENT
@@ -566,6 +622,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(checkpoint_round_trip, mcl_test_scratch_setup,
                                         mcl_test_scratch_teardown),
         cmocka_unit_test(persistent_memory),
+        cmocka_unit_test(training_step_memory),
         cmocka_unit_test(configuration_checks),
     };
     return mcl_test_finish(cmocka_run_group_tests(tests, NULL, NULL));
