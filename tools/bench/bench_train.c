@@ -1,11 +1,15 @@
 /* Training throughput: one whole GPT training step (forward, backward, gradient norm and
  * clipping, AdamW) captured as a graph and replayed, on random tokens. The default shape is
  * stories15M's (vocab 32000, dim 288, 6 layers, 6 heads, SwiGLU hidden 768) at batch 16 x 256;
- * key=value options change it: vocab, dim, layers, heads, kv_heads, hidden, batch, seq.
- * Figures: wall time per replayed step (after a warm-up), tokens per second, and the peak of
- * live tensor memory (parameters, gradients, moments, activations, scratch). */
+ * key=value options change it: vocab, dim, layers, heads, kv_heads, hidden, batch, seq;
+ * counter=C (1..11) makes the blocks' linears counter-state layers (MCL_GPT_COUNTER), and
+ * reversible=A reversible blocks with anchors every A (MCL_GPT_REVERSIBLE; -1, the default:
+ * ordinary blocks). Figures: wall time per replayed step (after a warm-up), tokens per second,
+ * the live tensor memory after a step (persistent) and its peak (parameters, gradients,
+ * moments, activations, scratch). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench.h"
 
@@ -36,6 +40,21 @@ int bench_train(bench *b)
     };
     int batch = (int)bench_arg(b, "batch", 16), seq = (int)bench_arg(b, "seq", 256);
     cfg.max_seq = seq;
+    const int counter = (int)bench_arg(b, "counter", 0);
+    const int anchor = (int)bench_arg(b, "reversible", -1);
+    if (counter < 0 || counter > MCL_COUNTER_MAX_C || anchor < -1) {
+        fprintf(stderr, "motifcl-bench train: counter must be in 0..%d, reversible >= -1\n",
+                MCL_COUNTER_MAX_C);
+        return 1;
+    }
+    if (counter) {
+        cfg.flags |= MCL_GPT_COUNTER;
+        cfg.counter_c = (uint32_t)counter;
+    }
+    if (anchor >= 0) {
+        cfg.flags |= MCL_GPT_REVERSIBLE;
+        cfg.reversible_anchor = anchor;
+    }
     mcl_gpt *gpt = NULL;
     mcl_tensor *tokens = NULL, *targets = NULL, *loss = NULL;
     mcl_graph *graph = NULL;
@@ -49,6 +68,14 @@ int bench_train(bench *b)
     if (!ids)
         return 1;
     TRY(mcl_gpt_create(ctx, &cfg, 1, &gpt));
+    /* Every weight the step trains: the f32 parameters and the counter layers'. */
+    int64_t weights = mcl_gpt_param_numel(gpt);
+    for (int32_t l = 0; counter && l < cfg.layers; l++) {
+        for (int w = MCL_GPT_WQ; w <= MCL_GPT_W_DOWN; w++) {
+            mcl_counter_linear *layer = mcl_gpt_counter_layer(gpt, l, (mcl_gpt_linear)w);
+            weights += mcl_tensor_numel(mcl_counter_linear_state(layer)) / 3 * 4;
+        }
+    }
     int64_t shape[2] = {batch, seq}, one = 1;
     TRY(mcl_tensor_create(ctx, MCL_DTYPE_I32, 2, shape, &tokens));
     TRY(mcl_tensor_create(ctx, MCL_DTYPE_I32, 2, shape, &targets));
@@ -100,24 +127,32 @@ int bench_train(bench *b)
     mcl_memory_stats st = {.size = sizeof st};
     TRY(mcl_context_memory_stats(ctx, &st));
     char name[160];
-    snprintf(name, sizeof name, "train step d%d L%d H%d/%d F%d V%d, %dx%d",
+    char kind[48] = "";
+    if (counter)
+        snprintf(kind, sizeof kind, " counter C%d", counter);
+    if (anchor >= 0)
+        snprintf(kind + strlen(kind), sizeof kind - strlen(kind), " reversible A%d", anchor);
+    snprintf(name, sizeof name, "train step d%d L%d H%d/%d F%d V%d, %dx%d%s",
              (int)cfg.dim, (int)cfg.layers, (int)cfg.heads,
              (int)(cfg.kv_heads ? cfg.kv_heads : cfg.heads), (int)cfg.hidden, (int)cfg.vocab,
-             batch, seq);
-    printf("%s: %lld parameters, %u dispatches per step (replayed)\n", name,
-           (long long)mcl_gpt_param_numel(gpt), mcl_graph_dispatch_count(graph));
-    char fig[200];
+             batch, seq, kind);
+    printf("%s: %lld weights (%lld f32 parameters), %u dispatches per step (replayed)\n", name,
+           (long long)weights, (long long)mcl_gpt_param_numel(gpt),
+           mcl_graph_dispatch_count(graph));
+    char fig[256];
     snprintf(fig, sizeof fig, "%s: time per step", name);
     bench_figure(b, fig, dt * 1e3, "ms");
     snprintf(fig, sizeof fig, "%s: tokens/s", name);
     bench_figure(b, fig, (double)bt / dt, "tokens/s");
+    snprintf(fig, sizeof fig, "%s: persistent tensor memory (after a step)", name);
+    bench_figure(b, fig, (double)st.bytes_allocated / (double)MIB, "MiB");
     snprintf(fig, sizeof fig, "%s: peak tensor memory", name);
     bench_figure(b, fig, (double)st.bytes_allocated_peak / (double)MIB, "MiB");
     snprintf(fig, sizeof fig, "%s: device memory reserved", name);
     bench_figure(b, fig, (double)st.bytes_reserved / (double)MIB, "MiB");
     /* 6 N flops per token for the matrices plus the attention's 12 L T d per token: the
      * usual estimate, labelled modeled. */
-    double flops = 6.0 * (double)mcl_gpt_param_numel(gpt) * (double)bt +
+    double flops = 6.0 * (double)weights * (double)bt +
                    12.0 * cfg.layers * (double)seq * cfg.dim * (double)bt;
     snprintf(fig, sizeof fig, "%s: model FLOP rate (6N + 12LTd per token)", name);
     bench_modeled(b, fig, flops / dt * 1e-12, "TFLOP/s");
