@@ -219,6 +219,18 @@ static double uniform01(uint64_t *state)
     return ((double)(splitmix64(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
+/* count normal values of standard deviation sd (Box-Muller, pairs from one draw each). */
+static void fill_normal(float *dst, int64_t count, double sd, uint64_t *state)
+{
+    for (int64_t j = 0; j < count; j += 2) {
+        double u1 = uniform01(state), u2 = uniform01(state);
+        double r = sqrt(-2.0 * log(u1));
+        dst[j] = (float)(sd * r * cos(6.283185307179586 * u2));
+        if (j + 1 < count)
+            dst[j + 1] = (float)(sd * r * sin(6.283185307179586 * u2));
+    }
+}
+
 static void init_params(mcl_gpt *gpt, float *host, uint64_t seed)
 {
     uint64_t state = seed;
@@ -234,14 +246,7 @@ static void init_params(mcl_gpt *gpt, float *host, uint64_t seed)
         size_t len = strlen(p->name);
         int proj = (len > 3 && strcmp(p->name + len - 3, ".wo") == 0) ||
                    (len > 7 && strcmp(p->name + len - 7, ".w_down") == 0);
-        double s = proj ? proj_std : std;
-        for (int64_t j = 0; j < p->count; j += 2) {
-            double u1 = uniform01(&state), u2 = uniform01(&state);
-            double r = sqrt(-2.0 * log(u1));
-            dst[j] = (float)(s * r * cos(6.283185307179586 * u2));
-            if (j + 1 < p->count)
-                dst[j + 1] = (float)(s * r * sin(6.283185307179586 * u2));
-        }
+        fill_normal(dst, p->count, proj ? proj_std : std, &state);
     }
 }
 
@@ -350,14 +355,8 @@ static mcl_status counter_init(mcl_gpt *gpt, uint64_t seed)
         float *w = mcl_mem_malloc(count * sizeof *w);
         if (!w)
             return mcl_fail(gpt->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-        double sd = which == MCL_GPT_WO || which == MCL_GPT_W_DOWN ? proj_std : std;
-        for (size_t j = 0; j < count; j += 2) {
-            double u1 = uniform01(&state), u2 = uniform01(&state);
-            double r = sqrt(-2.0 * log(u1));
-            w[j] = (float)(sd * r * cos(6.283185307179586 * u2));
-            if (j + 1 < count)
-                w[j + 1] = (float)(sd * r * sin(6.283185307179586 * u2));
-        }
+        fill_normal(w, (int64_t)count,
+                    which == MCL_GPT_WO || which == MCL_GPT_W_DOWN ? proj_std : std, &state);
         status = mcl_counter_linear_from_f32(gpt->counter[i], w, 0.7f);
         mcl_mem_free(w);
     }
