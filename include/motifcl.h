@@ -1284,7 +1284,13 @@ enum {
      *  quantizes f32, f16 and bf16 weights with the library's quantizer (block-quantised ones
      *  stay as they are); MCL_DTYPE_F32 dequantizes block-quantised ones. Without the flag
      *  weights keep their file's type (f16 and bf16 become f32). */
-    MCL_MODEL_WEIGHT_TYPE_SET = 1u << 1
+    MCL_MODEL_WEIGHT_TYPE_SET = 1u << 1,
+    /** A mixture's expert stacks in host memory that the device reads (system memory on a
+     *  device with memory of its own; the same memory where memory is unified), outside
+     *  memory_budget and device_bytes: a session's expert cache
+     *  (mcl_session_desc.expert_budget) then keeps the experts in use in device memory. Without
+     *  a cache every expert is read across the bus. */
+    MCL_MODEL_EXPERTS_IN_HOST_MEMORY = 1u << 2
 };
 
 /** How to open a model. Zero-initialise, set `size`. */
@@ -1457,11 +1463,14 @@ typedef struct mcl_session_desc {
     uint64_t memory_budget;     /**< device bytes the cache and the activations may take; 0
                                      means what the device heap has left */
     uint64_t expert_budget;     /**< a mixture's: device bytes for an expert cache of each
-                                     layer (mcl_session_expert_stats); 0, or a budget that
-                                     holds every expert, means none: the experts are used
-                                     where the model holds them. A budget of fewer slots a
-                                     layer than the experts a token uses is
-                                     MCL_ERROR_INVALID_ARGUMENT. Ignored for a dense model */
+                                     layer (mcl_session_expert_stats); 0 means none: the
+                                     experts are used where the model holds them, as is a
+                                     budget that holds every expert of a model whose experts
+                                     are in device memory (in host memory,
+                                     MCL_MODEL_EXPERTS_IN_HOST_MEMORY, every expert then gets
+                                     a slot). A budget of fewer slots a layer than the experts
+                                     a token uses is MCL_ERROR_INVALID_ARGUMENT. Ignored for a
+                                     dense model */
     uint64_t reserved[7];
 } mcl_session_desc;
 

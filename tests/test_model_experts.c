@@ -160,8 +160,15 @@ static int residency_of(const char *arch, uint32_t type, int shared, int control
     assert_mcl_ok(mcl_session_expert_stats(s, &fs));
     mcl_session_destroy(s);
 
+    /* The budget's model keeps its stacks in host memory (the pool the slots fill from). */
+    mcl_model *hm = NULL;
+    mcl_model_desc md = {.size = sizeof md, .flags = MCL_MODEL_EXPERTS_IN_HOST_MEMORY};
+    assert_mcl_ok(mcl_model_open(ctx, path, &md, &hm));
+    mcl_model_info di = {.size = sizeof di}, hi = {.size = sizeof hi};
+    assert_mcl_ok(mcl_model_file_info(m, &di));
+    assert_mcl_ok(mcl_model_file_info(hm, &hi));
     sd.expert_budget = per_slot * EXPERTS / 4;
-    assert_mcl_ok(mcl_session_create(m, &sd, &s));
+    assert_mcl_ok(mcl_session_create(hm, &sd, &s));
     run_rows(s, quarter);
     mcl_expert_stats qs = {.size = sizeof qs};
     assert_mcl_ok(mcl_session_expert_stats(s, &qs));
@@ -182,6 +189,10 @@ static int residency_of(const char *arch, uint32_t type, int shared, int control
     snprintf(name, sizeof name, "%s %s%s: the budget's logits equal full residency's", arch,
              what, sh);
     ok &= mcl_test_record_bool(name, same);
+    snprintf(name, sizeof name, "%s %s%s: stacks in host memory leave the device %llu of "
+             "%llu bytes", arch, what, sh, (unsigned long long)hi.device_bytes,
+             (unsigned long long)di.device_bytes);
+    ok &= mcl_test_record_bool(name, di.device_bytes - hi.device_bytes >= per_slot * EXPERTS);
     snprintf(name, sizeof name, "%s %s%s: every expert resident counts nothing (%u resident)",
              arch, what, sh, fs.resident);
     ok &= mcl_test_record_bool(name, fs.slots == 0 && fs.hits == 0 && fs.misses == 0 &&
@@ -230,6 +241,7 @@ static int residency_of(const char *arch, uint32_t type, int shared, int control
         free(w1);
     }
     mcl_session_destroy(s);
+    mcl_model_close(hm);
     mcl_model_close(m);
     model_fixture_free(&f);
     free(want);
@@ -255,8 +267,9 @@ static void qwen2moe_shared_expert(void **state)
     assert_true(residency_of("qwen2moe", MCL_GGML_Q8_0, 1, 1));
 }
 
-/* A budget of one slot a layer, below the two experts a token uses, is refused by name; the
- * control is every_weight_type's budget of two. */
+/* A budget of one slot a layer, below the two experts a token uses, is refused by name (the
+ * control is every_weight_type's budget of two); a budget of every expert is no cache, or a
+ * slot for each where the stacks are in host memory. */
 static void budget_too_small(void **state)
 {
     (void)state;
@@ -285,6 +298,16 @@ static void budget_too_small(void **state)
     st.size = 4;
     assert_int_equal(mcl_session_expert_stats(s, &st), MCL_ERROR_INVALID_ARGUMENT);
     mcl_session_destroy(s);
+    /* The same budget over stacks in host memory: a slot for every expert. */
+    mcl_model *hm = NULL;
+    mcl_model_desc md = {.size = sizeof md, .flags = MCL_MODEL_EXPERTS_IN_HOST_MEMORY};
+    assert_mcl_ok(mcl_model_open(ctx, path, &md, &hm));
+    assert_mcl_ok(mcl_session_create(hm, &sd, &s));
+    st.size = sizeof st;
+    assert_mcl_ok(mcl_session_expert_stats(s, &st));
+    assert_int_equal(st.slots, EXPERTS);
+    mcl_session_destroy(s);
+    mcl_model_close(hm);
     mcl_model_close(m);
     model_fixture_free(&f);
 }

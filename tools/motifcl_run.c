@@ -50,9 +50,10 @@ static void usage(const char *argv0)
             "             (llama3 or chatml; by default the one whose tokens the model has)\n"
             "  --ctx N    context length (default: the model's, at most 4096)\n"
             "  --kv T     the cache's type: f32 (the default) or f16 (half the memory)\n"
-            "  --expert-budget BYTES  a mixture's experts: device bytes of the expert cache\n"
-            "             (default 0: every expert where the model holds it); the cache's\n"
-            "             counts are printed at the end\n"
+            "  --expert-budget BYTES  a mixture's experts: their stacks stay in host memory and\n"
+            "             a cache of this many device bytes holds those in use (default 0:\n"
+            "             every expert in device memory); the cache's counts are printed at\n"
+            "             the end\n"
             "  --temp T   temperature; 0 (the default) is greedy\n",
             argv0);
 }
@@ -430,7 +431,9 @@ static int chat(mcl_context *ctx, mcl_model *model, mcl_session *s, const option
 
 static int generate(mcl_context *ctx, const options *o, const char *prompt, run *r)
 {
-    mcl_model_desc md = {.size = sizeof md, .progress = o->json ? NULL : progress};
+    /* Under an expert budget the stacks stay in host memory; the cache holds what is used. */
+    mcl_model_desc md = {.size = sizeof md, .progress = o->json ? NULL : progress,
+                         .flags = o->expert_budget ? MCL_MODEL_EXPERTS_IN_HOST_MEMORY : 0};
     mcl_model *model = NULL;
     double t0 = now();
     if (mcl_model_open(ctx, o->model, &md, &model) != MCL_SUCCESS) {

@@ -42,8 +42,12 @@ mcl_status mcl_engine_experts_create(mcl_session *s, uint64_t budget)
     for (uint32_t l = 0; l < m->layers; l++)
         per_slot += expert_bytes(s, &s->layers[l]);
     uint64_t slots = per_slot ? budget / per_slot : 0;
-    if (slots >= m->experts)
-        return MCL_SUCCESS; /* every expert fits: used where the model holds them */
+    /* Every expert fits: used where the model holds them, unless that is host memory (every
+     * expert then gets a slot). */
+    if (slots >= m->experts && !mcl_tensor_in_host_pool(s->layers[0].w_gate_exps))
+        return MCL_SUCCESS;
+    if (slots > m->experts)
+        slots = m->experts;
     if (slots < m->experts_used)
         return mcl_fail(s->ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "session: an expert budget of %llu bytes holds %llu expert(s) a layer; "
