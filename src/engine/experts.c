@@ -54,6 +54,19 @@ mcl_status mcl_engine_experts_create(mcl_session *s, uint64_t budget)
                         "a token uses %u (at least %llu bytes)", (unsigned long long)budget,
                         (unsigned long long)slots, m->experts_used,
                         (unsigned long long)(per_slot * m->experts_used));
+    /* The copies bind a layer's stack whole (expert_copy.comp). */
+    uint64_t binding = mcl_traits_of(s->ctx)->max_binding_bytes;
+    for (uint32_t l = 0; l < m->layers; l++) {
+        const mcl_tensor *stacks[3] = {s->layers[l].w_gate_exps, s->layers[l].w_up_exps,
+                                       s->layers[l].w_down_exps};
+        for (int i = 0; i < 3; i++)
+            if ((stacks[i]->nbytes + 3) / 4 * 4 > binding)
+                return mcl_fail(s->ctx, MCL_ERROR_UNSUPPORTED,
+                                "session: the expert cache copies from a layer's stack bound "
+                                "whole; layer %u's stack of %llu bytes is larger than one "
+                                "binding (%llu)", l, (unsigned long long)stacks[i]->nbytes,
+                                (unsigned long long)binding);
+    }
     s->expert_slots = (uint32_t)slots;
     uint64_t words = mcl_expert_state_words(m->experts, s->expert_slots);
     int32_t *init = mcl_mem_malloc((size_t)words * sizeof *init);
