@@ -1286,7 +1286,13 @@ enum {
      *  quantizes f32, f16 and bf16 weights with the library's quantizer (block-quantised ones
      *  stay as they are); MCL_DTYPE_F32 dequantizes block-quantised ones. Without the flag
      *  weights keep their file's type (f16 and bf16 become f32). */
-    MCL_MODEL_WEIGHT_TYPE_SET = 1u << 1
+    MCL_MODEL_WEIGHT_TYPE_SET = 1u << 1,
+    /** A mixture's expert stacks in host memory that the device reads (system memory on a
+     *  device with memory of its own; the same memory where memory is unified), outside
+     *  memory_budget and device_bytes: a session's expert cache
+     *  (mcl_session_desc.expert_budget) then keeps the experts in use in device memory. Without
+     *  a cache every expert is read across the bus. */
+    MCL_MODEL_EXPERTS_IN_HOST_MEMORY = 1u << 2
 };
 
 /** How to open a model. Zero-initialise, set `size`. */
@@ -1458,7 +1464,16 @@ typedef struct mcl_session_desc {
                                      f16) where the device stores 16-bit values */
     uint64_t memory_budget;     /**< device bytes the cache and the activations may take; 0
                                      means what the device heap has left */
-    uint64_t reserved[8];
+    uint64_t expert_budget;     /**< a mixture's: device bytes for an expert cache of each
+                                     layer (mcl_session_expert_stats); 0 means none: the
+                                     experts are used where the model holds them, as is a
+                                     budget that holds every expert of a model whose experts
+                                     are in device memory (in host memory,
+                                     MCL_MODEL_EXPERTS_IN_HOST_MEMORY, every expert then gets
+                                     a slot). A budget of fewer slots a layer than the experts
+                                     a token uses is MCL_ERROR_INVALID_ARGUMENT. Ignored for a
+                                     dense model */
+    uint64_t reserved[7];
 } mcl_session_desc;
 
 /** Create a session over `model`. MCL_ERROR_UNSUPPORTED (a model the engine does not run
@@ -1541,6 +1556,34 @@ MCL_API mcl_status mcl_session_sample(mcl_session *session, uint32_t seq,
 MCL_API mcl_status mcl_session_sample_batch(mcl_session *session, const uint32_t *seqs,
                                             uint32_t count, const mcl_sampler_desc *desc,
                                             int32_t *tokens);
+
+/** A session's expert cache (mcl_session_desc.expert_budget). Each mixture layer keeps
+ *  `slots` of its experts in device memory; the layer's stacks stay where the model holds them
+ *  (the pool). On the device, after the routing of each batch: an expert the batch uses that is
+ *  resident is a hit; one that is not takes the slot of the least recently used expert that the
+ *  batch does not use (a miss: its bytes are copied into the slot); where every slot is the
+ *  batch's (a prompt's batch may use more experts than there are slots), the expert is read
+ *  from the pool in place. Counts are per layer and batch, summed over both. */
+typedef struct mcl_expert_stats {
+    size_t size;                /**< sizeof(mcl_expert_stats). Required. */
+    uint32_t experts;           /**< experts of all mixture layers (0: a dense model) */
+    uint32_t slots;             /**< cache slots per layer; 0: no cache (every expert used in
+                                     place, nothing counted) */
+    uint32_t resident;          /**< experts in a slot now, all layers */
+    uint32_t reserved0;
+    uint64_t cache_bytes;       /**< device bytes of the slots, all layers */
+    uint64_t hits;              /**< experts found resident */
+    uint64_t misses;            /**< experts copied into a slot */
+    uint64_t pool_reads;        /**< experts read from the pool in place */
+    uint64_t bytes_moved;       /**< bytes copied into slots */
+    uint64_t bytes_read_in_place; /**< bytes of the experts read from the pool in place */
+    uint64_t reserved[4];
+} mcl_expert_stats;
+
+/** The expert cache's counts so far (a sync point: waits for the work recorded before it).
+ *  MCL_ERROR_INVALID_ARGUMENT for a stats->size too small.
+ *  NULL: neither may be. */
+MCL_API mcl_status mcl_session_expert_stats(mcl_session *session, mcl_expert_stats *stats);
 
 /* --- The GPU profiler ------------------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /* The tensor allocator on a device: no aliasing across a large pool, exhaustion and recovery,
- * chunked and zero-copy transfers, statistics, memory classes. */
+ * chunked and zero-copy transfers, statistics, memory classes, the runtime's host pool. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -632,6 +632,50 @@ static void scratch_class_resets(void **state)
     assert_int_equal(mcl_tensor_create_ex(ctx, &bad, &none), MCL_ERROR_INVALID_ARGUMENT);
 }
 
+/* The host pool (a model's expert stacks): host-visible memory, outside device-local memory
+ * on a device with memory of its own and the tensors' own memory where memory is unified;
+ * each tensor an allocation of its own; read by a kernel and transferred like any tensor. A
+ * caller's descriptor cannot name it: the class past the public ones is refused. */
+static void host_pool_class(void **state)
+{
+    (void)state;
+    const uint32_t visible = 0x2 /* VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT */,
+                   local = 0x1 /* VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT */;
+    int64_t n = 5000;
+    mcl_tensor *a = NULL, *b = NULL, *dev = NULL;
+    assert_mcl_ok(mcl_tensor_create_host_pool(ctx, MCL_DTYPE_F32, 1, &n, &a));
+    assert_mcl_ok(mcl_tensor_create_host_pool(ctx, MCL_DTYPE_F32, 1, &n, &b));
+    assert_mcl_ok(mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &n, &dev));
+    uint32_t flags = mcl_inspect_memory_flags(a), dev_flags = mcl_inspect_memory_flags(dev);
+    int unified = info.device_type == MCL_DEVICE_TYPE_INTEGRATED ||
+                  info.device_type == MCL_DEVICE_TYPE_CPU;
+    int ok = (flags & visible) && mcl_tensor_in_host_pool(a) && !mcl_tensor_in_host_pool(dev);
+    ok &= unified ? flags == dev_flags : !(flags & local);
+    ok &= mcl_inspect_placement(a).offset == 0 &&
+          mcl_inspect_placement(a).block != mcl_inspect_placement(b).block;
+    float *host = malloc((size_t)n * sizeof *host), *back = malloc((size_t)n * sizeof *back);
+    assert_true(host && back);
+    for (int64_t i = 0; i < n; i++)
+        host[i] = (float)i * 0.5f - 7.0f;
+    assert_mcl_ok(mcl_tensor_upload(a, 0, host, (uint64_t)n * 4));
+    assert_mcl_ok(mcl_copy(ctx, a, dev));
+    assert_mcl_ok(mcl_tensor_download(dev, 0, back, (uint64_t)n * 4));
+    ok &= memcmp(host, back, (size_t)n * 4) == 0;
+    assert_mcl_ok(mcl_tensor_download(a, 0, back, (uint64_t)n * 4));
+    ok &= memcmp(host, back, (size_t)n * 4) == 0;
+    assert_true(mcl_test_record_bool("host pool: host-visible, its own allocation, a kernel "
+                                     "reads it, transfers round-trip", ok));
+    mcl_tensor_desc bad = {.size = sizeof bad, .dtype = MCL_DTYPE_F32, .ndim = 1, .shape = {4},
+                           .memory_class = MCL_MEMORY_CLASS_COUNT};
+    mcl_tensor *none;
+    assert_int_equal(mcl_tensor_create_ex(ctx, &bad, &none), MCL_ERROR_INVALID_ARGUMENT);
+    free(host);
+    free(back);
+    mcl_tensor_destroy(a);
+    mcl_tensor_destroy(b);
+    mcl_tensor_destroy(dev);
+}
+
 int main(int argc, char **argv)
 {
     mcl_test_begin(argc, argv);
@@ -641,6 +685,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(statistics_and_json),
         cmocka_unit_test(scratch_class_resets),
+        cmocka_unit_test(host_pool_class),
         cmocka_unit_test(transfers_default_path),
         cmocka_unit_test(transfers_staged_path),
         cmocka_unit_test(transfers_imported_path),

@@ -3,7 +3,9 @@
  * reports equal to the templates' text tokenized here (so the turns are formatted as the
  * templates say and the second turn follows the first in the cache); --json; and the
  * refusals: an unknown template, a template whose tokens the vocabulary lacks, and no template
- * found. The control: the same conversation counted with the other template's text differs. */
+ * found. The control: the same conversation counted with the other template's text differs.
+ * --expert-budget on a mixture of 8 experts: a quarter of them a layer cached, the counts in
+ * --json and on the figures line; a budget below the experts a token uses refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,8 @@
 
 static mcl_context *ctx;
 static char chat_model[256], plain_model[256];
+
+static char moe_model[256];
 
 static void write_model(char *path, int chat)
 {
@@ -160,6 +164,7 @@ static void refusals(void **state)
         {"--top-p 1.5", "--top-p \"1.5\""}, {"--temp nan", "--temp \"nan\""},
         {"--seed 12a", "--seed \"12a\""},   {"--top-k ' 4'", "--top-k \" 4\""},
         {"--bogus 1", "unknown option --bogus"},
+        {"--expert-budget 4k", "--expert-budget \"4k\""},
     };
     int refused = 1;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -176,12 +181,57 @@ static void refusals(void **state)
                                      "exits 1; good values run", refused && control));
 }
 
+/* A mixture of 8 experts (2 a token) of f32 weights, one layer: an expert's rows of the three
+ * stacks are 3 x 64 x 32 x 4 bytes. */
+#define MOE_EXPERT_BYTES (3u * 64u * 32u * 4u)
+
+static void write_moe_model(void)
+{
+    model_fixture_desc d = {.dim = 32, .layers = 1, .heads = 4, .hidden = 64, .vocab = 128,
+                            .context = 64, .seed = 9, .experts = 8, .experts_used = 2,
+                            .expert_hidden = 64};
+    model_fixture f;
+    assert_mcl_ok(model_fixture_create(&d, &f));
+    snprintf(moe_model, sizeof moe_model, "%s/moe.gguf", mcl_test_scratch_dir());
+    assert_mcl_ok(model_fixture_write_gguf(&f, moe_model));
+    model_fixture_free(&f);
+}
+
+static void expert_budget(void **state)
+{
+    (void)state;
+    static char out[1 << 16];
+    char args[512];
+    snprintf(args, sizeof args, "-m '%s' -p 'hello there' -n 8 --no-bos --expert-budget %u "
+             "--json", moe_model, 2 * MOE_EXPERT_BYTES);
+    int rc = run(args, "", out, sizeof out);
+    const char *misses = strstr(out, "\"expert_misses\": ");
+    int ok = rc == 0 && strstr(out, "\"expert_slots\": 2,") != NULL && misses &&
+             strtol(misses + strlen("\"expert_misses\": "), NULL, 10) > 0;
+    if (!ok)
+        printf("%s\n", out);
+    snprintf(args, sizeof args, "-m '%s' -p 'hello there' -n 8 --expert-budget %u", moe_model,
+             2 * MOE_EXPERT_BYTES);
+    ok &= run(args, "", out, sizeof out) == 0 && strstr(out, "experts: 2 slots a layer") != NULL;
+    assert_true(mcl_test_record_bool("motifcl-run --expert-budget: 2 of 8 experts cached, "
+                                     "misses counted in --json and on the figures line", ok));
+    /* The control: without the budget nothing is cached or printed. */
+    snprintf(args, sizeof args, "-m '%s' -p 'hello there' -n 8 --json", moe_model);
+    ok = run(args, "", out, sizeof out) == 0 && strstr(out, "\"expert_slots\": 0,") != NULL;
+    snprintf(args, sizeof args, "-m '%s' -p 'hello there' -n 2 --expert-budget %u", moe_model,
+             MOE_EXPERT_BYTES);
+    ok &= run(args, "", out, sizeof out) == 3 && strstr(out, "a token uses 2") != NULL;
+    assert_true(mcl_test_record_bool("motifcl-run: no budget, no cache; a budget of one expert "
+                                     "refused by name", ok));
+}
+
 static int setup(void **state)
 {
     if (mcl_test_scratch_setup(state) != 0)
         return -1;
     write_model(chat_model, 1);
     write_model(plain_model, 0);
+    write_moe_model();
     return 0;
 }
 
@@ -193,6 +243,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(prompt_and_json),
         cmocka_unit_test(chat_templates),
         cmocka_unit_test(refusals),
+        cmocka_unit_test(expert_budget),
     };
     return mcl_test_finish(cmocka_run_group_tests(tests, setup, mcl_test_scratch_teardown));
 }

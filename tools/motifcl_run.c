@@ -23,6 +23,7 @@
 typedef struct options {
     const char *model, *prompt, *prompt_file, *witness_dir, *template_name;
     uint32_t n, context;
+    uint64_t expert_budget;
     mcl_dtype kv_type;
     int json, no_bos, interactive;
     mcl_sampler_desc sampler;
@@ -39,7 +40,7 @@ static void usage(const char *argv0)
 {
     fprintf(stderr,
             "usage: %s -m FILE (-p TEXT | -f FILE | -i [--template llama3|chatml]) [-n N]\n"
-            "       [--ctx N] [--kv f32|f16] [--temp T] [--top-k K]\n"
+            "       [--ctx N] [--kv f32|f16] [--expert-budget BYTES] [--temp T] [--top-k K]\n"
             "       [--top-p P] [--min-p P] [--repeat-penalty R] [--frequency-penalty F]\n"
             "       [--presence-penalty P] [--penalty-last-n N] [--seed S] [--no-bos] [--json]\n"
             "       [--witness-dir DIR]\n"
@@ -49,6 +50,10 @@ static void usage(const char *argv0)
             "             (llama3 or chatml; by default the one whose tokens the model has)\n"
             "  --ctx N    context length (default: the model's, at most 4096)\n"
             "  --kv T     the cache's type: f32 (the default) or f16 (half the memory)\n"
+            "  --expert-budget BYTES  a mixture's experts: their stacks stay in host memory and\n"
+            "             a cache of this many device bytes holds those in use (default 0:\n"
+            "             every expert in device memory); the cache's counts are printed at\n"
+            "             the end\n"
             "  --temp T   temperature; 0 (the default) is greedy\n",
             argv0);
 }
@@ -146,6 +151,11 @@ static int parse(int argc, char **argv, options *o)
                      strcmp(a, "--frequency-penalty") == 0 ? &o->sampler.frequency_penalty
                                                            : &o->sampler.presence_penalty) != 0)
                 return -2;
+        } else if (strcmp(a, "--expert-budget") == 0) {
+            unsigned long long x;
+            if (whole(a, v, 0, UINT64_MAX, &x) != 0)
+                return -2;
+            o->expert_budget = x;
         } else if (strcmp(a, "--seed") == 0) {
             unsigned long long x;
             if (whole(a, v, 0, UINT64_MAX, &x) != 0)
@@ -241,6 +251,7 @@ typedef struct run {
     double load_s, prompt_s, decode_s;
     uint32_t prompt_tokens, generated, turns;
     uint64_t peak_bytes;
+    mcl_expert_stats experts;    /* the session's expert cache at the end */
     char *text;
 } run;
 
@@ -420,7 +431,9 @@ static int chat(mcl_context *ctx, mcl_model *model, mcl_session *s, const option
 
 static int generate(mcl_context *ctx, const options *o, const char *prompt, run *r)
 {
-    mcl_model_desc md = {.size = sizeof md, .progress = o->json ? NULL : progress};
+    /* Under an expert budget the stacks stay in host memory; the cache holds what is used. */
+    mcl_model_desc md = {.size = sizeof md, .progress = o->json ? NULL : progress,
+                         .flags = o->expert_budget ? MCL_MODEL_EXPERTS_IN_HOST_MEMORY : 0};
     mcl_model *model = NULL;
     double t0 = now();
     if (mcl_model_open(ctx, o->model, &md, &model) != MCL_SUCCESS) {
@@ -431,7 +444,7 @@ static int generate(mcl_context *ctx, const options *o, const char *prompt, run 
     mcl_model_info mi = {.size = sizeof mi};
     mcl_model_file_info(model, &mi);
     mcl_session_desc sd = {.size = sizeof sd, .context_length = o->context,
-                           .kv_type = o->kv_type};
+                           .kv_type = o->kv_type, .expert_budget = o->expert_budget};
     mcl_session *s = NULL;
     int rc = 3;
     if (mcl_session_create(model, &sd, &s) != MCL_SUCCESS)
@@ -445,6 +458,9 @@ static int generate(mcl_context *ctx, const options *o, const char *prompt, run 
 done:
     if (rc == 3)
         fprintf(stderr, "motifcl-run: %s\n", mcl_context_last_error(ctx));
+    r->experts.size = sizeof r->experts;
+    if (s && mcl_session_expert_stats(s, &r->experts) != MCL_SUCCESS)
+        r->experts = (mcl_expert_stats){.size = sizeof r->experts};
     mcl_memory_stats ms = {.size = sizeof ms};
     if (mcl_context_memory_stats(ctx, &ms) == MCL_SUCCESS)
         r->peak_bytes = ms.bytes_allocated_peak;
@@ -489,6 +505,7 @@ int main(int argc, char **argv)
     run r = {0};
     int rc = generate(ctx, &o, prompt, &r);
     double prompt_rate = r.prompt_s > 0 ? r.prompt_tokens / r.prompt_s : 0;
+    const mcl_expert_stats *x = &r.experts;
     /* A turn's first generated token comes from its prompt's logits: decode is the rest. */
     double decode_rate =
         r.decode_s > 0 && r.generated > r.turns ? (r.generated - r.turns) / r.decode_s : 0;
@@ -497,15 +514,27 @@ int main(int argc, char **argv)
         json_text(stdout, r.text ? r.text : "");
         printf(", \"load_seconds\": %.3f, \"prompt_tokens\": %u, \"prompt_tokens_per_second\": "
                "%.2f, \"generated_tokens\": %u, \"decode_tokens_per_second\": %.2f, "
-               "\"peak_device_bytes\": %llu, \"status\": \"%s\"}\n",
+               "\"peak_device_bytes\": %llu, \"expert_slots\": %u, \"expert_hits\": %llu, "
+               "\"expert_misses\": %llu, \"expert_reads_in_place\": %llu, "
+               "\"expert_bytes_moved\": %llu, \"status\": \"%s\"}\n",
                r.load_s, r.prompt_tokens, prompt_rate, r.generated, decode_rate,
-               (unsigned long long)r.peak_bytes, rc == 0 ? "ok" : "failed");
+               (unsigned long long)r.peak_bytes, x->slots, (unsigned long long)x->hits,
+               (unsigned long long)x->misses, (unsigned long long)x->pool_reads,
+               (unsigned long long)x->bytes_moved, rc == 0 ? "ok" : "failed");
     } else if (rc == 0) {
         fprintf(stderr,
                 "load %.2f s | prompt %u tokens, %.1f tokens/s | decode %u tokens, %.1f "
                 "tokens/s | peak device memory %.1f MiB\n",
                 r.load_s, r.prompt_tokens, prompt_rate, r.generated, decode_rate,
                 (double)r.peak_bytes / 1048576.0);
+        if (x->slots)
+            fprintf(stderr,
+                    "experts: %u slots a layer (%.1f MiB), %u of %u resident | %llu hits, %llu "
+                    "misses (%.1f MiB moved), %llu read in place (%.1f MiB)\n",
+                    x->slots, (double)x->cache_bytes / 1048576.0, x->resident, x->experts,
+                    (unsigned long long)x->hits, (unsigned long long)x->misses,
+                    (double)x->bytes_moved / 1048576.0, (unsigned long long)x->pool_reads,
+                    (double)x->bytes_read_in_place / 1048576.0);
     }
     if (o.witness_dir) {
         mcl_witness *w = mcl_witness_create("run", "motifcl-run", argc, argv);
@@ -529,6 +558,17 @@ int main(int argc, char **argv)
         mcl_witness_add_figure(w, "decode rate", decode_rate, "tokens/s", "measured");
         mcl_witness_add_figure(w, "peak device memory", (double)r.peak_bytes / 1048576.0,
                                "MiB", "measured");
+        if (x->slots) {
+            uint64_t named = x->hits + x->misses + x->pool_reads;
+            mcl_witness_add_figure(w, "expert slots a layer", x->slots, "slots", "measured");
+            mcl_witness_add_figure(w, "expert hit rate",
+                                   named ? (double)x->hits / (double)named : 0.0, "fraction",
+                                   "measured");
+            mcl_witness_add_figure(w, "expert bytes moved", (double)x->bytes_moved, "bytes",
+                                   "measured");
+            mcl_witness_add_figure(w, "expert bytes read in place",
+                                   (double)x->bytes_read_in_place, "bytes", "measured");
+        }
         if (mcl_witness_write(w, o.witness_dir, rc == 0 ? "passed" : "failed") != 0)
             fprintf(stderr, "motifcl-run: could not write the witness into %s\n",
                     o.witness_dir);

@@ -15,6 +15,9 @@ typedef struct engine_layer {
      * expert stacks [experts x rows, K], and the shared expert with its gate row [dim]. */
     mcl_tensor *w_router, *w_gate_exps, *w_up_exps, *w_down_exps;
     mcl_tensor *w_shared_gate_inp, *w_gate_sh, *w_up_sh, *w_down_sh;
+    /* The session's expert cache of the layer (experts.c; NULL without one): the slots' rows
+     * of each stack [slots x rows, K] and the state the device plans with (i32). */
+    mcl_tensor *gate_cache, *up_cache, *down_cache, *expert_state;
     /* The caches: one tensor of all sequences, [sequences, context, kv_heads, head_dim],
      * where one binding holds it; else one per sequence, [1, context, kv_heads, head_dim]. */
     mcl_tensor *k_all, *v_all;
@@ -81,6 +84,11 @@ struct mcl_session {
      * shared_hidden]. NULL for a dense model. */
     mcl_tensor *moe_logits, *moe_ids, *moe_weights, *moe_gate, *moe_up, *moe_down;
     mcl_tensor *sh_z, *sh_gate, *sh_up;
+    /* The expert cache's: slots per layer (0: none), device bytes of all layers' slots, and the
+     * chosen experts' virtual ids [rows x used] (mcl_expert_residency). */
+    uint32_t expert_slots;
+    uint64_t expert_cache_bytes;
+    mcl_tensor *moe_vids;
     mcl_tensor *last, *logits;   /* [sequences, dim], [sequences, vocab]: a pass's rows */
     mcl_tensor *seq_logits;      /* f32 [sequences, vocab]: each sequence's last logits */
     /* The device sampler's: parameters (ENGINE_DRAW_STRIDE words a row), the tokens
@@ -126,6 +134,25 @@ void mcl_engine_steps_destroy(mcl_session *s);
 uint32_t mcl_engine_step_dispatches(const mcl_session *s, uint32_t count);
 /* That step's recording itself (NULL where none is kept): the benchmarks replay it alone. */
 mcl_graph *mcl_engine_step_graph(const mcl_session *s, uint32_t count);
+
+/* --- experts.c ----------------------------------------------------------------------------- */
+
+/* The expert cache under `budget` bytes (0: none), once the model's weights are found: none
+ * where the budget holds every expert, MCL_ERROR_INVALID_ARGUMENT where a layer's slots would
+ * be fewer than the experts a token uses. */
+mcl_status mcl_engine_experts_create(mcl_session *s, uint64_t budget);
+/* Its tensors destroyed (pointers cleared). */
+void mcl_engine_experts_release(mcl_session *s);
+/* After the routing of a batch (ids, pairs of them): layer L's plan, vids, and its copies. */
+mcl_status mcl_engine_experts_plan(mcl_session *s, const engine_layer *L, mcl_tensor *ids,
+                                   uint32_t pairs, mcl_tensor *vids);
+/* mcl_matmul_experts of the gate and up stacks, and of the down stack, over the cache and the
+ * pool by the virtual ids. */
+mcl_status mcl_engine_experts_gate_up(mcl_session *s, const engine_layer *L, mcl_tensor *h,
+                                      mcl_tensor *vids, const mcl_experts_desc *d,
+                                      mcl_tensor *gate, mcl_tensor *up);
+mcl_status mcl_engine_experts_down(mcl_session *s, const engine_layer *L, mcl_tensor *x,
+                                   mcl_tensor *vids, const mcl_experts_desc *d, mcl_tensor *y);
 
 /* --- sampler.c ----------------------------------------------------------------------------- */
 

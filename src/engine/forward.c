@@ -216,15 +216,31 @@ static mcl_status moe_ffn(mcl_session *s, views *v, const engine_layer *L, mcl_t
     MARK(s, "routing");
     mcl_experts_desc shared_x = {.experts = m->experts, .slots = k, .per_slot = 0,
                                  .path = MCL_QUANT_PATH_AUTO};
-    TRY(mcl_matmul_experts(ctx, h, L->w_gate_exps, ids, &shared_x, gate, NULL));
-    TRY(mcl_matmul_experts(ctx, h, L->w_up_exps, ids, &shared_x, up, NULL));
-    MARK(s, "experts: gate, up");
-    TRY(mcl_swiglu(ctx, gate, up, gate));
-    MARK(s, "experts: swiglu");
     mcl_experts_desc per_slot = shared_x;
     per_slot.per_slot = 1;
-    TRY(mcl_matmul_experts(ctx, gate, L->w_down_exps, ids, &per_slot, down, NULL));
-    MARK(s, "experts: down");
+    if (s->expert_slots) {
+        /* The cache: the plan rewrites the ids as slots (or the pool's, past the slots) and
+         * copies the misses into their slots before the products read them. */
+        mcl_tensor *vids = view(v, s->moe_vids, 0, MCL_DTYPE_I32, 1, pairs, 0, 0, 0);
+        if (v->status != MCL_SUCCESS)
+            return v->status;
+        TRY(mcl_engine_experts_plan(s, L, ids, pairs, vids));
+        MARK(s, "experts: residency");
+        TRY(mcl_engine_experts_gate_up(s, L, h, vids, &shared_x, gate, up));
+        MARK(s, "experts: gate, up");
+        TRY(mcl_swiglu(ctx, gate, up, gate));
+        MARK(s, "experts: swiglu");
+        TRY(mcl_engine_experts_down(s, L, gate, vids, &per_slot, down));
+        MARK(s, "experts: down");
+    } else {
+        TRY(mcl_matmul_experts(ctx, h, L->w_gate_exps, ids, &shared_x, gate, NULL));
+        TRY(mcl_matmul_experts(ctx, h, L->w_up_exps, ids, &shared_x, up, NULL));
+        MARK(s, "experts: gate, up");
+        TRY(mcl_swiglu(ctx, gate, up, gate));
+        MARK(s, "experts: swiglu");
+        TRY(mcl_matmul_experts(ctx, gate, L->w_down_exps, ids, &per_slot, down, NULL));
+        MARK(s, "experts: down");
+    }
     TRY(mcl_moe_combine(ctx, down, weights, k, accumulate, out));
     MARK(s, "experts: weighted sum");
     if (m->shared_hidden) {

@@ -148,7 +148,7 @@ static uint64_t activation_bytes(const mcl_session *s)
     const mcl_model_info *m = &s->info;
     uint64_t per_row = 2ull * m->dim + 2ull * s->q_dim + 2ull * s->kv_dim + 2ull * m->hidden + 1;
     if (m->experts)
-        per_row += m->experts + 2ull * m->experts_used +
+        per_row += m->experts + (s->expert_slots ? 3ull : 2ull) * m->experts_used +
                    (uint64_t)m->experts_used * (2ull * m->expert_hidden + m->dim) + 1 +
                    2ull * m->shared_hidden;
     uint64_t per_seq = m->dim + 2ull * m->vocab + 3 + ENGINE_DRAW_STRIDE +
@@ -179,6 +179,8 @@ static mcl_status allocate(mcl_session *s)
         int64_t pairs = r * m->experts_used;
         if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->experts, &s->moe_logits);
         if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, pairs, 0, &s->moe_ids);
+        if (st == MCL_SUCCESS && s->expert_slots)
+            st = make(ctx, MCL_DTYPE_I32, pairs, 0, &s->moe_vids);
         if (st == MCL_SUCCESS)
             st = make(ctx, MCL_DTYPE_F32, r, m->experts_used, &s->moe_weights);
         if (st == MCL_SUCCESS)
@@ -307,7 +309,7 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
         return MCL_ERROR_CONTEXT_DESTROYED;
     mcl_session_desc d = {.size = sizeof d};
     if (desc) {
-        if (desc->size < offsetof(mcl_session_desc, reserved))
+        if (desc->size < offsetof(mcl_session_desc, expert_budget))
             return MCL_ERROR_INVALID_ARGUMENT;
         memcpy(&d, desc, desc->size < sizeof d ? desc->size : sizeof d);
     }
@@ -348,6 +350,9 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
         st = mcl_fail(s->ctx, MCL_ERROR_UNSUPPORTED, "session: %s", why);
     if (st == MCL_SUCCESS)
         st = find_weights(s);
+    /* Before the context is sized: the slots take device memory first. */
+    if (st == MCL_SUCCESS)
+        st = mcl_engine_experts_create(s, d.expert_budget);
     if (st == MCL_SUCCESS)
         st = decide_context(s, &d);
     if (st == MCL_SUCCESS)
@@ -376,11 +381,12 @@ static void session_release(mcl_session *s)
                           &s->part_ml, &s->normed, &s->act, &s->seq_logits, &s->draw_params,
                           &s->draw_tokens, &s->att_counters, &s->moe_logits, &s->moe_ids,
                           &s->moe_weights, &s->moe_gate, &s->moe_up, &s->moe_down, &s->sh_z,
-                          &s->sh_gate, &s->sh_up};
+                          &s->sh_gate, &s->sh_up, &s->moe_vids};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
         mcl_tensor_destroy(*own[i]);
         *own[i] = NULL;
     }
+    mcl_engine_experts_release(s);
     for (uint32_t l = 0; s->layers && l < s->info.layers; l++) {
         mcl_tensor_destroy(s->layers[l].k_all);
         mcl_tensor_destroy(s->layers[l].v_all);

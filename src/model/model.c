@@ -65,7 +65,8 @@ mcl_status mcl_model_open(mcl_context *ctx, const char *path, const mcl_model_de
         memcpy(&defaults, desc, desc->size < sizeof defaults ? desc->size : sizeof defaults);
     }
     desc = &defaults;
-    if (desc->flags & ~(uint32_t)(MCL_MODEL_NO_WEIGHTS | MCL_MODEL_WEIGHT_TYPE_SET))
+    if (desc->flags & ~(uint32_t)(MCL_MODEL_NO_WEIGHTS | MCL_MODEL_WEIGHT_TYPE_SET |
+                                  MCL_MODEL_EXPERTS_IN_HOST_MEMORY))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_model_open: unknown flags 0x%x",
                         desc->flags);
     if ((desc->flags & MCL_MODEL_WEIGHT_TYPE_SET) && desc->weight_type != MCL_DTYPE_F32 &&

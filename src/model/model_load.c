@@ -180,11 +180,15 @@ static uint64_t file_row_bytes(const model_tensor *t)
 
 /* The device memory the tensors need: their bytes, a split block type's d area rounded to
  * 16 bytes, each at the allocator's 256-byte alignment. */
-static uint64_t device_bytes(const mcl_model *m)
+/* Device memory of the weights: all but the expert stacks where they stay in host memory
+ * (MCL_MODEL_EXPERTS_IN_HOST_MEMORY). */
+static uint64_t device_bytes(const mcl_model *m, uint32_t flags)
 {
     uint64_t total = 0;
     for (uint32_t i = 0; i < m->tensor_count; i++) {
         const model_tensor *t = &m->tensors[i];
+        if (t->ndim == 3 && (flags & MCL_MODEL_EXPERTS_IN_HOST_MEMORY))
+            continue;
         uint64_t rows = (uint64_t)(numel(t) / t->shape[t->ndim - 1]);
         uint64_t bytes = rows * row_bytes(t->dtype, t->shape[t->ndim - 1]);
         total += (bytes + 255) / 256 * 256;
@@ -295,7 +299,7 @@ mcl_status mcl_model_plan_weights(mcl_model *m, const mcl_model_desc *desc)
             t->dtype = (mcl_dtype)-1;
     }
     if (!tolerant)
-        m->info.device_bytes = device_bytes(m);
+        m->info.device_bytes = device_bytes(m, desc->flags);
     return MCL_SUCCESS;
 }
 
@@ -310,7 +314,7 @@ mcl_status mcl_model_load_weights(mcl_model *m, const mcl_model_desc *desc)
         if (k > widest)
             widest = k;
     }
-    uint64_t need = device_bytes(m);
+    uint64_t need = device_bytes(m, desc->flags);
     uint64_t budget = desc->memory_budget ? desc->memory_budget : mcl_device_memory_left(m->ctx);
     if (need > budget)
         return MODEL_FAIL(m->ctx, MCL_ERROR_OUT_OF_DEVICE_MEMORY,
@@ -337,9 +341,12 @@ mcl_status mcl_model_load_weights(mcl_model *m, const mcl_model_desc *desc)
         /* An expert stack [experts, rows, K] is one matrix [experts x rows, K] on the
          * device: expert e's rows start at row e x rows. */
         int64_t stacked[2] = {t->ndim == 3 ? t->shape[0] * t->shape[1] : 0, t->shape[2]};
-        status = t->ndim == 3 ? mcl_tensor_create(m->ctx, t->dtype, 2, stacked, &t->tensor)
-                              : mcl_tensor_create(m->ctx, t->dtype, t->ndim, t->shape,
-                                                  &t->tensor);
+        if (t->ndim == 3 && (desc->flags & MCL_MODEL_EXPERTS_IN_HOST_MEMORY))
+            status = mcl_tensor_create_host_pool(m->ctx, t->dtype, 2, stacked, &t->tensor);
+        else
+            status = t->ndim == 3 ? mcl_tensor_create(m->ctx, t->dtype, 2, stacked, &t->tensor)
+                                  : mcl_tensor_create(m->ctx, t->dtype, t->ndim, t->shape,
+                                                      &t->tensor);
         if (status == MCL_SUCCESS)
             status = upload(t, f32, dev, chunk_rows, desc, &done, total,
                             reading_ahead ? &r : NULL);

@@ -139,6 +139,7 @@ static mcl_status experts_check(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, 
     if (y == x || y == ids || y == w || y == d->act)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_matmul_experts: y aliases an input");
     if (w->ndim != 2 || x->ndim < 2 || y->ndim < 2 || d->experts == 0 || d->slots == 0 ||
+        d->experts > UINT32_MAX - d->id_base ||
         w->shape[0] % d->experts != 0 || w->shape[1] != x->shape[x->ndim - 1] ||
         w->shape[0] / d->experts > UINT32_MAX || w->shape[0] / d->experts !=
                                                      y->shape[y->ndim - 1] ||
@@ -218,7 +219,8 @@ static mcl_status experts_quant_part(mcl_context *ctx, const experts_product *p,
     mcl_status status = mcl_kernel_exact(ctx, &desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
-    mcl_gemv_push push = {.n = p->n, .k = p->k, .ldc = p->n, .dlo = w->dlo, .e_lo = e0,
+    mcl_gemv_push push = {.n = p->n, .k = p->k, .ldc = p->n, .dlo = w->dlo,
+                          .e_lo = d->id_base + e0,
                           .e_n = count, .xdiv = d->per_slot ? 1 : d->slots,
                           .xrows = p->xrows, .ids0 = d->ids_first};
     uint32_t groups = ceil_div(p->n, (uint64_t)plan.g * plan.nr);
@@ -255,7 +257,7 @@ static mcl_status experts_f32_part(mcl_context *ctx, const experts_product *p,
         return status;
     struct {
         uint32_t n, k, e_lo, e_n, xdiv, ids0;
-    } push = {p->n, p->k, e0, count, d->per_slot ? 1 : d->slots, d->ids_first};
+    } push = {p->n, p->k, d->id_base + e0, count, d->per_slot ? 1 : d->slots, d->ids_first};
     uint32_t groups = ceil_div(p->n, rows);
     uint32_t gx = groups < MOE_MAX_GROUPS ? groups : MOE_MAX_GROUPS, gy = ceil_div(groups, gx);
     mcl_tensor *reads[3] = {x, w, ids};

@@ -253,6 +253,9 @@ typedef struct mcl_experts_desc {
     mcl_tensor *act;    /* DOT: x already quantized for the integer-dot path (i32; from
                          * mcl_quantize_activations or mcl_swiglu_q8, every row of x), or NULL
                          * to quantize it here */
+    uint32_t id_base;   /* the id of W's expert 0: W's experts are ids [id_base, id_base + E)
+                         * (an expert cache's slots and its pool, one ids tensor for both);
+                         * 0 usually */
 } mcl_experts_desc;
 
 /* The expert GEMVs of a routed batch: y[p, :] = W_e x_p^T for every pair p, e = ids[ids_first
@@ -267,6 +270,45 @@ typedef struct mcl_experts_desc {
 mcl_status mcl_matmul_experts(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *ids,
                               const mcl_experts_desc *desc, mcl_tensor *y,
                               mcl_quant_path *ran);
+
+/* ---- Expert cache (expert_cache.c) ------------------------------------------------------ */
+
+/* The state of one layer's expert cache (i32 words, expert_residency.comp): clock, hits,
+ * misses, pool reads (experts a batch read from the pool in place), the count of the latest
+ * plan's copies, its copies (slots of them), slot_of (experts), owners (slots), last uses
+ * (slots). */
+#define MCL_EXPERT_STATE_CLOCK 0u
+#define MCL_EXPERT_STATE_HITS 1u
+#define MCL_EXPERT_STATE_MISSES 2u
+#define MCL_EXPERT_STATE_POOL_READS 3u
+#define MCL_EXPERT_STATE_COPIES 4u
+#define MCL_EXPERT_STATE_HEADER 5u
+/* Words of a state of `experts` experts and `slots` slots. */
+uint64_t mcl_expert_state_words(uint32_t experts, uint32_t slots);
+/* The state of an empty cache (nothing resident, every count 0) into words. */
+void mcl_expert_state_init(uint32_t experts, uint32_t slots, int32_t *words);
+/* Where the slot-sized ranges of one expert lie in a stack: a pool of `experts` experts and a
+ * cache of `slots` slots of them (f32 and K-quants: one segment; a split block type: block
+ * bodies, then d values). Expert e's bytes of segment i are [pool_at + e bytes, + bytes). */
+typedef struct mcl_expert_segment {
+    uint64_t pool_at, cache_at, bytes;
+} mcl_expert_segment;
+mcl_status mcl_expert_segments(const mcl_tensor *stack, uint32_t experts, uint32_t slots,
+                               mcl_expert_segment seg[2], uint32_t *count);
+/* The plan of a batch for one layer (expert_residency.comp, one invocation): hits refresh
+ * their slots, misses take the least recently used slot the batch does not use and are listed
+ * for mcl_expert_copy, and where every slot is the batch's the expert is read from the pool
+ * in place. vids[p] (i32, pairs) becomes the slot of ids[p]'s expert, or slots + the expert
+ * for one read from the pool, or -1 for an id outside [0, experts). state (i32,
+ * mcl_expert_state_words) is read and written on the device. */
+mcl_status mcl_expert_residency(mcl_context *ctx, mcl_tensor *ids, uint32_t pairs,
+                                uint32_t experts, uint32_t slots, mcl_tensor *state,
+                                mcl_tensor *vids);
+/* The copies of the latest plan in state: each listed expert's rows from pool [experts x N,
+ * K] into its slot of cache [slots x N, K] (one dtype, f32 or block-quantised, each within
+ * one binding and 4 GiB): expert_copy.comp, a dispatch of fixed size per segment. */
+mcl_status mcl_expert_copy(mcl_context *ctx, mcl_tensor *state, uint32_t experts,
+                           uint32_t slots, mcl_tensor *pool, mcl_tensor *cache);
 
 /* A mixture's weighted sum: out[r, :] = sum_j weights[r, j] y[r k + j, :] (in slot order), or
  * out += it where accumulate is not 0; y f32 [rows k, D], weights f32 [rows, k] (as

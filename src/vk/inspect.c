@@ -11,6 +11,12 @@ mcl_placement mcl_inspect_placement(const mcl_tensor *t)
     return (mcl_placement){.block = a->block, .offset = a->offset, .size = a->size};
 }
 
+uint32_t mcl_inspect_memory_flags(const mcl_tensor *t)
+{
+    const mcl_block *b = mcl_rt(t)->alloc.block;
+    return (uint32_t)t->ctx->memory_properties.memoryTypes[b->type].propertyFlags;
+}
+
 void mcl_inspect_transfers(const mcl_context *ctx, uint64_t *imported, uint64_t *pinned)
 {
     *imported = ctx->allocator.imported_transfers;

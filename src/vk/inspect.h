@@ -13,6 +13,9 @@ typedef struct mcl_placement {
 } mcl_placement;
 mcl_placement mcl_inspect_placement(const mcl_tensor *t);
 
+/* The property flags (VkMemoryPropertyFlags) of the memory type that holds t's bytes. */
+uint32_t mcl_inspect_memory_flags(const mcl_tensor *t);
+
 /* Transfers that went through imported caller memory, and straight from or to
  * mcl_host_alloc memory, since the context was created. */
 void mcl_inspect_transfers(const mcl_context *ctx, uint64_t *imported, uint64_t *pinned);

@@ -109,6 +109,14 @@ mcl_status mcl_memory_init(mcl_context *ctx)
                                 unified ? 0 : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
     if (a->tensor_type == UINT32_MAX || a->staging_type == UINT32_MAX)
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "no memory type fits storage buffers");
+    /* The host pool: host-visible and coherent, outside device-local memory (not the small
+     * BAR window) where the device has its own; the tensors' type where memory is unified
+     * or no such type exists. */
+    a->host_pool_type = unified ? UINT32_MAX
+                                : pick_type(props, req.memoryTypeBits, host, 0,
+                                            VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    if (a->host_pool_type == UINT32_MAX)
+        a->host_pool_type = a->tensor_type;
     VkMemoryPropertyFlags tensor_flags = props->memoryTypes[a->tensor_type].propertyFlags;
     a->tensor_mappable = (tensor_flags & host) == host;
 
@@ -285,7 +293,10 @@ static mcl_status alloc_dedicated(mcl_context *ctx, uint64_t size, mcl_memory_cl
 {
     mcl_allocator *a = &ctx->allocator;
     mcl_block *b;
-    mcl_status status = block_create(ctx, a->tensor_type, size, class_priority[cls], &b);
+    int host = cls == MCL_MEMORY_HOST_POOL;
+    mcl_status status = block_create(ctx, host ? a->host_pool_type : a->tensor_type, size,
+                                     host ? class_priority[MCL_MEMORY_WEIGHTS]
+                                          : class_priority[cls], &b);
     if (status != MCL_SUCCESS)
         return status;
     b->dedicated = 1;
@@ -362,14 +373,14 @@ mcl_status mcl_alloc(mcl_context *ctx, uint64_t size, mcl_memory_class cls, mcl_
     mcl_allocator *a = &ctx->allocator;
     mcl_status status;
     *out = (mcl_allocation){0};
-    if (size == 0 || (unsigned)cls >= MCL_MEMORY_CLASS_COUNT)
+    if (size == 0 || (unsigned)cls > (unsigned)MCL_MEMORY_HOST_POOL)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "bad allocation request");
     if (size > ctx->info.max_memory_allocation_size)
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
                         "%llu bytes exceed the device's maxMemoryAllocationSize (%llu)",
                         (unsigned long long)size,
                         (unsigned long long)ctx->info.max_memory_allocation_size);
-    if (size > a->block_size / MCL_DEDICATED_FRACTION)
+    if (size > a->block_size / MCL_DEDICATED_FRACTION || cls == MCL_MEMORY_HOST_POOL)
         status = alloc_dedicated(ctx, size, cls, out);
     else
         status = alloc_pooled(ctx, size, cls, out);

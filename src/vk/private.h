@@ -75,8 +75,14 @@ typedef struct mcl_allocation {
     uint64_t size;
 } mcl_allocation;
 
+/* Host-visible memory that kernels read in place (system memory on a discrete device, over
+ * the bus; ordinary tensor memory where memory is unified): a class of the runtime's own, past
+ * the public ones, each tensor an allocation of its own. */
+#define MCL_MEMORY_HOST_POOL ((mcl_memory_class)MCL_MEMORY_CLASS_COUNT)
+
 typedef struct mcl_allocator {
     uint32_t tensor_type, staging_type;
+    uint32_t host_pool_type;      /* MCL_MEMORY_HOST_POOL's memory type */
     int tensor_mappable;          /* tensors are host-visible and coherent: zero-copy */
     mcl_transfer_mode transfer_mode;
     uint64_t imported_transfers;  /* copies that went through imported host memory */

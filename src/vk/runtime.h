@@ -119,6 +119,15 @@ int mcl_capturing(const mcl_context *ctx);
 mcl_status mcl_tensor_view(mcl_tensor *owner, uint64_t offset, mcl_dtype dtype, uint32_t ndim,
                            const int64_t *shape, mcl_tensor **out);
 
+/* mcl_tensor_create in host-visible memory that kernels read in place: system memory on a
+ * device with memory of its own (reads cross the bus), ordinary tensor memory where memory is
+ * unified. Each such tensor is an allocation of its own (a model's expert stacks). */
+mcl_status mcl_tensor_create_host_pool(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
+                                       const int64_t *shape, mcl_tensor **out);
+
+/* Whether t (or the tensor t views) lives in that host-visible memory. */
+int mcl_tensor_in_host_pool(const mcl_tensor *t);
+
 /* A 1-D u8 tensor over `bytes` at byte `offset` of owner's allocation (which may extend past
  * owner's bytes: a split block type's padding), offset aligned as mcl_tensor_view's. */
 mcl_status mcl_tensor_bytes_view(mcl_tensor *owner, uint64_t offset, uint64_t bytes,

@@ -23,7 +23,9 @@ mcl_status mcl_tensor_create(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
     return mcl_tensor_create_ex(ctx, &desc, out);
 }
 
-static mcl_status create_entered(mcl_context *ctx, const mcl_tensor_desc *desc, mcl_tensor **out)
+/* host_pool: in MCL_MEMORY_HOST_POOL, which no caller's desc names. */
+static mcl_status create_entered(mcl_context *ctx, const mcl_tensor_desc *desc, int host_pool,
+                                 mcl_tensor **out)
 {
     if (!out)
         return MCL_ERROR_INVALID_ARGUMENT;
@@ -37,6 +39,7 @@ static mcl_status create_entered(mcl_context *ctx, const mcl_tensor_desc *desc, 
     if (ndim == 0 || ndim > MCL_MAX_DIMS)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "a tensor has 1 to %d dimensions, not %u", MCL_MAX_DIMS, ndim);
+    mcl_memory_class cls = host_pool ? MCL_MEMORY_HOST_POOL : desc->memory_class;
     if ((unsigned)desc->memory_class >= MCL_MEMORY_CLASS_COUNT)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "unknown memory class %d",
                         (int)desc->memory_class);
@@ -80,7 +83,7 @@ static mcl_status create_entered(mcl_context *ctx, const mcl_tensor_desc *desc, 
     uint64_t storage = bytes;
     if (mcl_quant_layout_of(dtype, &layout) && layout.split)
         storage = (bytes + 15) / 16 * 16;
-    mcl_status status = mcl_alloc(ctx, storage, desc->memory_class, &t->alloc);
+    mcl_status status = mcl_alloc(ctx, storage, cls, &t->alloc);
     if (status != MCL_SUCCESS) {
         mcl_mem_free(t);
         return status;
@@ -91,7 +94,7 @@ static mcl_status create_entered(mcl_context *ctx, const mcl_tensor_desc *desc, 
     for (uint32_t i = 0; i < ndim; i++)
         t->t.shape[i] = desc->shape[i];
     t->t.nbytes = bytes;
-    t->cls = desc->memory_class;
+    t->cls = cls;
     t->next = ctx->tensors;
     if (ctx->tensors)
         ctx->tensors->prev = t;
@@ -110,7 +113,30 @@ mcl_status mcl_tensor_create_ex(mcl_context *ctx, const mcl_tensor_desc *desc, m
             *out = NULL;
         return status;
     }
-    status = create_entered(ctx, desc, out);
+    status = create_entered(ctx, desc, 0, out);
+    mcl_context_leave(ctx);
+    return status;
+}
+
+int mcl_tensor_in_host_pool(const mcl_tensor *t)
+{
+    return t && mcl_rt(t)->cls == MCL_MEMORY_HOST_POOL;
+}
+
+mcl_status mcl_tensor_create_host_pool(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
+                                       const int64_t *shape, mcl_tensor **out)
+{
+    *out = NULL;
+    if (ndim == 0 || ndim > MCL_MAX_DIMS)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "a tensor has 1 to %d dimensions, not %u", MCL_MAX_DIMS, ndim);
+    mcl_tensor_desc desc = {.size = sizeof desc, .dtype = dtype, .ndim = ndim};
+    for (uint32_t i = 0; i < ndim; i++)
+        desc.shape[i] = shape[i];
+    mcl_status status = mcl_context_enter(ctx);
+    if (status != MCL_SUCCESS)
+        return status;
+    status = create_entered(ctx, &desc, 1, out);
     mcl_context_leave(ctx);
     return status;
 }

@@ -10,7 +10,11 @@
  * token, CPU time and dispatches per token, and the weight bytes a token reads over its time
  * against the stream read measured in the same run; the recorded step replayed alone, and
  * each op's GPU time in it; modeled RX 580 decode rates at the measured share. `prefill`:
- * the prompt pass alone, repeat=R times. The file is removed at the end. */
+ * the prompt pass alone, repeat=R times. expert_mib=M (a mixture): the expert stacks in host
+ * memory and a session's expert cache of M MiB; figures of one more decode run of tokens=M
+ * steps: tokens/s, the cache's hit rate and bytes moved per token, and in the same run the
+ * rate at which the device reads host memory (a copy out of a host-memory tensor) and the
+ * upload rate through the staging path. The file is removed at the end. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,9 +150,93 @@ static uint32_t median_index(const double *v, uint32_t n)
     return 0;
 }
 
+/* Bytes of the host-to-device measurements: larger than the caches, and within one binding on
+ * any device (Vulkan's least maxStorageBufferRange). */
+#define HOST_RATE_BYTES (128ull << 20)
+
+/* The device reading host memory (a copy out of a host-pool tensor into a device tensor), and
+ * an upload through the staging path: GB/s each, the best of three. */
+static int host_rates(bench *b, const char *label)
+{
+    int64_t n = (int64_t)(HOST_RATE_BYTES / 4);
+    mcl_tensor *host = NULL, *dev = NULL;
+    float *data = calloc((size_t)n, sizeof *data);
+    int rc = 1;
+    if (!data || mcl_tensor_create_host_pool(b->ctx, MCL_DTYPE_F32, 1, &n, &host) != MCL_SUCCESS ||
+        mcl_tensor_create(b->ctx, MCL_DTYPE_F32, 1, &n, &dev) != MCL_SUCCESS ||
+        mcl_tensor_upload(host, 0, data, HOST_RATE_BYTES) != MCL_SUCCESS ||
+        mcl_finish(b->ctx) != MCL_SUCCESS)
+        goto done;
+    double best_read = 1e30, best_upload = 1e30;
+    for (int i = 0; i < 3; i++) {
+        double t0 = bench_now();
+        if (mcl_copy(b->ctx, host, dev) != MCL_SUCCESS || mcl_finish(b->ctx) != MCL_SUCCESS)
+            goto done;
+        double t1 = bench_now();
+        if (mcl_tensor_upload(dev, 0, data, HOST_RATE_BYTES) != MCL_SUCCESS ||
+            mcl_finish(b->ctx) != MCL_SUCCESS)
+            goto done;
+        double t2 = bench_now();
+        best_read = t1 - t0 < best_read ? t1 - t0 : best_read;
+        best_upload = t2 - t1 < best_upload ? t2 - t1 : best_upload;
+    }
+    char name[160];
+    snprintf(name, sizeof name, "%s: the device reading host memory (a copy of 128 MiB)", label);
+    bench_figure(b, name, HOST_RATE_BYTES / best_read / 1e9, "GB/s");
+    snprintf(name, sizeof name, "%s: an upload through the staging path (128 MiB)", label);
+    bench_figure(b, name, HOST_RATE_BYTES / best_upload / 1e9, "GB/s");
+    rc = 0;
+done:
+    mcl_tensor_destroy(host);
+    mcl_tensor_destroy(dev);
+    free(data);
+    return rc;
+}
+
+/* One more decode run of `steps` tokens under the expert cache: tokens/s, hit rate and bytes
+ * moved per token (the counts' differences over the run), then the host rates. */
+static int expert_run(bench *b, mcl_session *s, const int32_t *tokens, uint32_t prompt,
+                      uint32_t steps, const char *label)
+{
+    mcl_expert_stats before = {.size = sizeof before}, after = {.size = sizeof after};
+    if (mcl_session_reset(s, 0) != MCL_SUCCESS ||
+        mcl_session_feed(s, 0, tokens, prompt, NULL) != MCL_SUCCESS ||
+        mcl_session_expert_stats(s, &before) != MCL_SUCCESS)
+        return 1;
+    double t0 = bench_now();
+    int32_t next = tokens[0];
+    for (uint32_t i = 0; i < steps; i++)
+        if (mcl_session_feed(s, 0, &next, 1, NULL) != MCL_SUCCESS ||
+            mcl_session_sample(s, 0, NULL, &next) != MCL_SUCCESS)
+            return 1;
+    double t = (bench_now() - t0) / steps;
+    if (mcl_session_expert_stats(s, &after) != MCL_SUCCESS)
+        return 1;
+    uint64_t hits = after.hits - before.hits, misses = after.misses - before.misses;
+    uint64_t in_place = after.pool_reads - before.pool_reads;
+    char name[200];
+    snprintf(name, sizeof name, "%s: expert cache, %u slots a layer (%.0f MiB)", label,
+             after.slots, (double)after.cache_bytes / 1048576.0);
+    bench_figure(b, name, after.slots, "slots");
+    snprintf(name, sizeof name, "%s: decode under the expert cache, one sequence", label);
+    bench_figure(b, name, 1.0 / t, "tokens/s");
+    snprintf(name, sizeof name, "%s: expert hit rate over the decode", label);
+    bench_figure(b, name, hits + misses + in_place
+                              ? 100.0 * (double)hits / (double)(hits + misses + in_place)
+                              : 0.0, "%");
+    snprintf(name, sizeof name, "%s: expert bytes moved per decoded token", label);
+    bench_figure(b, name, (double)(after.bytes_moved - before.bytes_moved) / steps / 1048576.0,
+                 "MiB");
+    snprintf(name, sizeof name, "%s: expert bytes read in place per decoded token", label);
+    bench_figure(b, name,
+                 (double)(after.bytes_read_in_place - before.bytes_read_in_place) / steps /
+                     1048576.0, "MiB");
+    return host_rates(b, label);
+}
+
 static int run(bench *b, const char *path, const bench_llama_shape *shape, uint32_t prompt,
                uint32_t steps, uint32_t seqs, uint32_t repeat, mcl_dtype kv_type,
-               int prefill_only, const char *label)
+               uint64_t expert_budget, int prefill_only, const char *label)
 {
     mcl_model *model = NULL;
     mcl_session *s = NULL;
@@ -160,13 +248,16 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
     for (uint32_t i = 0; i < prompt || i < seqs; i++)
         tokens[i] = (int32_t)((i * 7919u + 13u) % shape->vocab);
     double t0 = bench_now();
-    if (mcl_model_open(b->ctx, path, NULL, &model) != MCL_SUCCESS)
+    mcl_model_desc md = {.size = sizeof md,
+                         .flags = expert_budget ? MCL_MODEL_EXPERTS_IN_HOST_MEMORY : 0};
+    if (mcl_model_open(b->ctx, path, &md, &model) != MCL_SUCCESS)
         goto done;
     char name[160];
     snprintf(name, sizeof name, "%s: load", label);
     bench_figure(b, name, bench_now() - t0, "s");
     mcl_session_desc sd = {.size = sizeof sd, .context_length = prompt + steps + 8,
-                           .sequences = seqs, .batch_tokens = prompt, .kv_type = kv_type};
+                           .sequences = seqs, .batch_tokens = prompt, .kv_type = kv_type,
+                           .expert_budget = expert_budget};
     if (mcl_session_create(model, &sd, &s) != MCL_SUCCESS)
         goto done;
     /* Everything once before the clock: pipelines are created on first use, and each shape
@@ -391,6 +482,8 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
         if (shape->type == MCL_GGML_Q4_0 && shape->experts == 0)
             model_rx580(b, rate / b->stream_read_gbs);
     }
+    if (expert_budget && expert_run(b, s, tokens, prompt, steps, label) != 0)
+        goto done;
     if (seqs > 1) {
         /* Every sequence from 8 prompt tokens, then steps tokens each, together. */
         for (uint32_t q = 0; q < seqs; q++) {
@@ -474,6 +567,12 @@ int bench_decode(bench *b, int prefill_only)
     uint32_t steps = (uint32_t)bench_arg(b, "tokens", 64);
     uint32_t seqs = (uint32_t)bench_arg(b, "seqs", 1);
     uint32_t repeat = (uint32_t)bench_arg(b, "repeat", 1);
+    double expert_mib = bench_arg(b, "expert_mib", 0);
+    if (expert_mib < 0 || expert_mib > 1e9 || (expert_mib > 0 && shape.experts == 0)) {
+        fprintf(stderr, "motifcl-bench %s: expert_mib is a mixture's cache, 0 to 1e9 MiB\n",
+                what);
+        return 1;
+    }
     if (prompt < 1 || steps < 1 || seqs < 1 || repeat < 1 || repeat > BENCH_MAX_REPEAT) {
         fprintf(stderr, "motifcl-bench %s: prompt, tokens and seqs are at least 1, repeat "
                         "1 to %u\n", what, BENCH_MAX_REPEAT);
@@ -483,11 +582,13 @@ int bench_decode(bench *b, int prefill_only)
         return 1;
     char path[512], label[64];
     snprintf(path, sizeof path, "%s/motifcl-bench-decode-%d.gguf", dir, (int)getpid());
-    snprintf(label, sizeof label, "%s %s%s", shape_name, type_name,
-             kv_type == MCL_DTYPE_F16 ? " f16 cache" : "");
+    snprintf(label, sizeof label, "%s %s%s%s", shape_name, type_name,
+             kv_type == MCL_DTYPE_F16 ? " f16 cache" : "",
+             expert_mib > 0 ? ", experts in host memory" : "");
     if (bench_write_llama(path, &shape) != 0)
         return 1;
-    int rc = run(b, path, &shape, prompt, steps, seqs, repeat, kv_type, prefill_only, label);
+    int rc = run(b, path, &shape, prompt, steps, seqs, repeat, kv_type,
+                 (uint64_t)(expert_mib * 1048576.0), prefill_only, label);
     unlink(path);
     return rc;
 }

@@ -29,7 +29,8 @@
  *   motifcl-bench transfer            upload/download GB/s against a plain vkCmdCopyBuffer
  *   motifcl-bench decode              a session's prefill and decode on a llama-shaped model
  *                                     of random weights (shape=7b|1b type=q4_0|q8_0|q4_K
- *                                     prompt=N tokens=M seqs=S repeat=R kv=f32|f16),
+ *                                     prompt=N tokens=M seqs=S repeat=R kv=f32|f16;
+ *                                     shape=mixtral|moe-small expert_mib=M: an expert cache),
  *                                     against the stream read; per-op GPU times of a step
  *   motifcl-bench prefill             the same, the prompt pass alone, repeat=R times
  *   motifcl-bench all                 stream, peak, gemv, gemm, rows, replay
