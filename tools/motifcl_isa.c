@@ -399,7 +399,7 @@ static int compile_variant(const isa_device *d, const variant *v, const char *is
         else
             printf(" %s=%g", stats[i].name, value);
         printf("%s", i + 1 < count ? ";" : "");
-        char name[512];
+        char name[sizeof label + 2 + VK_MAX_DESCRIPTION_SIZE];
         snprintf(name, sizeof name, "%s: %s", label, stats[i].name);
         mcl_witness_add_figure(w, name, value, "count", "measured");
         if (strcmp(stats[i].name, "Spilled VGPRs") == 0)
