@@ -1464,8 +1464,9 @@ typedef struct mcl_session_desc {
                                      f16) where the device stores 16-bit values */
     uint64_t memory_budget;     /**< device bytes the cache and the activations may take; 0
                                      means what the device heap has left */
-    uint64_t expert_budget;     /**< a mixture's: device bytes for an expert cache of each
-                                     layer (mcl_session_expert_stats); 0 means none: the
+    uint64_t expert_budget;     /**< a mixture's: device bytes of its expert caches, all
+                                     layers together, each layer getting as many slots
+                                     (mcl_session_expert_stats); 0 means none: the
                                      experts are used where the model holds them, as is a
                                      budget that holds every expert of a model whose experts
                                      are in device memory (in host memory,
