@@ -273,3 +273,12 @@ const char *mcl_test_scratch_dir(void)
 {
     return scratch_dir;
 }
+
+void mcl_test_random_ids(int32_t *ids, size_t n, int vocab, uint32_t seed)
+{
+    uint32_t s = seed * 2654435761u + 1u;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        ids[i] = (int32_t)((s >> 8) % (uint32_t)vocab);
+    }
+}

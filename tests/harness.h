@@ -89,6 +89,9 @@ mcl_tensor *mcl_test_tensor(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
                             const int64_t *shape, const void *data);
 
 /* malloc'd floats (the test fails if out of memory), random in [lo, hi) or uninitialised. */
+/* n token ids in [0, vocab), the same for a seed on every machine (a linear congruential
+ * sequence). */
+void mcl_test_random_ids(int32_t *ids, size_t n, int vocab, uint32_t seed);
 float *mcl_test_random_floats(size_t n, uint32_t seed, float lo, float hi);
 float *mcl_test_floats(size_t n);
 

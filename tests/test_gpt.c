@@ -57,14 +57,6 @@ static mcl_tensor *ids_tensor(const int32_t *ids, int batch, int seq)
     return mcl_test_tensor(ctx, MCL_DTYPE_I32, 2, shape, ids);
 }
 
-static void random_ids(int32_t *ids, size_t n, int vocab, uint32_t seed)
-{
-    uint32_t s = seed * 2654435761u + 1u;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        ids[i] = (int32_t)((s >> 8) % (uint32_t)vocab);
-    }
-}
 
 static float *download_flat(mcl_tensor *t)
 {
@@ -113,8 +105,8 @@ static void step_matches_reference(void **state)
         size_t bt = (size_t)sh->batch * (size_t)sh->seq;
         int32_t *tok = calloc(bt, 4), *tgt = calloc(bt, 4);
         assert_true(tok && tgt);
-        random_ids(tok, bt, cfg.vocab, 7 + (uint32_t)c);
-        random_ids(tgt, bt, cfg.vocab, 9 + (uint32_t)c);
+        mcl_test_random_ids(tok, bt, cfg.vocab, 7 + (uint32_t)c);
+        mcl_test_random_ids(tgt, bt, cfg.vocab, 9 + (uint32_t)c);
         tgt[1] = -1; /* an excluded position */
         mcl_tensor *tokens = ids_tensor(tok, sh->batch, sh->seq);
         mcl_tensor *targets = ids_tensor(tgt, sh->batch, sh->seq);
@@ -280,8 +272,8 @@ static void replay_matches_eager(void **state)
     (void)state;
     enum { B = 2, T = 12, STEPS = 3 };
     int32_t tok[B * T], tgt[B * T];
-    random_ids(tok, B * T, learn_cfg.vocab, 3);
-    random_ids(tgt, B * T, learn_cfg.vocab, 4);
+    mcl_test_random_ids(tok, B * T, learn_cfg.vocab, 3);
+    mcl_test_random_ids(tgt, B * T, learn_cfg.vocab, 4);
     mcl_tensor *tokens = ids_tensor(tok, B, T), *targets = ids_tensor(tgt, B, T);
     const int64_t one = 1;
     mcl_tensor *loss = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, &one, NULL);
@@ -366,8 +358,8 @@ static void checkpoint_round_trip(void **state)
     (void)state;
     enum { B = 2, T = 8 };
     int32_t tok[B * T], tgt[B * T];
-    random_ids(tok, B * T, learn_cfg.vocab, 11);
-    random_ids(tgt, B * T, learn_cfg.vocab, 12);
+    mcl_test_random_ids(tok, B * T, learn_cfg.vocab, 11);
+    mcl_test_random_ids(tgt, B * T, learn_cfg.vocab, 12);
     mcl_tensor *tokens = ids_tensor(tok, B, T), *targets = ids_tensor(tgt, B, T);
     const int64_t one = 1;
     mcl_tensor *loss = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, &one, NULL);

@@ -40,14 +40,6 @@ static mcl_gpt_desc counter_desc(int32_t layers, uint32_t flags, uint32_t C)
                           .flags = flags, .counter_c = (flags & MCL_GPT_COUNTER) ? C : 0};
 }
 
-static void random_ids(int32_t *ids, size_t n, int vocab, uint32_t seed)
-{
-    uint32_t s = seed * 2654435761u + 1u;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        ids[i] = (int32_t)((s >> 8) % (uint32_t)vocab);
-    }
-}
 
 typedef struct batch {
     int32_t tok[B * T], tgt[B * T];
@@ -56,8 +48,8 @@ typedef struct batch {
 
 static void batch_make(batch *b, uint32_t seed)
 {
-    random_ids(b->tok, B * T, VOCAB, seed);
-    random_ids(b->tgt, B * T, VOCAB, seed + 1);
+    mcl_test_random_ids(b->tok, B * T, VOCAB, seed);
+    mcl_test_random_ids(b->tgt, B * T, VOCAB, seed + 1);
     int64_t shape[2] = {B, T};
     b->tokens = mcl_test_tensor(ctx, MCL_DTYPE_I32, 2, shape, b->tok);
     b->targets = mcl_test_tensor(ctx, MCL_DTYPE_I32, 2, shape, b->tgt);
@@ -519,7 +511,7 @@ static void step_memory(const mcl_gpt_desc *desc, uint64_t *persistent, uint64_t
     mcl_gpt *gpt;
     assert_mcl_ok(mcl_gpt_create(own, desc, 1, &gpt));
     int32_t tok[B * T];
-    random_ids(tok, B * T, desc->vocab, 5);
+    mcl_test_random_ids(tok, B * T, desc->vocab, 5);
     int64_t shape[2] = {B, T}, one = 1;
     mcl_tensor *tokens = mcl_test_tensor(own, MCL_DTYPE_I32, 2, shape, tok);
     mcl_tensor *loss = mcl_test_tensor(own, MCL_DTYPE_F32, 1, &one, NULL);

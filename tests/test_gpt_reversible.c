@@ -61,14 +61,6 @@ static mcl_tensor *ids_tensor(mcl_context *c, const int32_t *ids)
     return mcl_test_tensor(c, MCL_DTYPE_I32, 2, shape, ids);
 }
 
-static void random_ids(int32_t *ids, size_t n, int vocab, uint32_t seed)
-{
-    uint32_t s = seed * 2654435761u + 1u;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        ids[i] = (int32_t)((s >> 8) % (uint32_t)vocab);
-    }
-}
 
 static float *download_flat(mcl_tensor *t)
 {
@@ -105,8 +97,8 @@ typedef struct batch {
 
 static void batch_make(batch *b, mcl_context *c, int vocab, uint32_t seed)
 {
-    random_ids(b->tok, B * T, vocab, seed);
-    random_ids(b->tgt, B * T, vocab, seed + 1);
+    mcl_test_random_ids(b->tok, B * T, vocab, seed);
+    mcl_test_random_ids(b->tgt, B * T, vocab, seed + 1);
     b->tokens = ids_tensor(c, b->tok);
     b->targets = ids_tensor(c, b->tgt);
     const int64_t one = 1;
@@ -337,7 +329,7 @@ static double step_peak_kib(const mcl_gpt_desc *desc)
     mcl_gpt *gpt;
     assert_mcl_ok(mcl_gpt_create(c, desc, 1, &gpt));
     int32_t ids[MB * MT];
-    random_ids(ids, MB * MT, desc->vocab, 5);
+    mcl_test_random_ids(ids, MB * MT, desc->vocab, 5);
     int64_t shape[2] = {MB, MT};
     const int64_t one = 1;
     batch b = {.tokens = mcl_test_tensor(c, MCL_DTYPE_I32, 2, shape, ids),
