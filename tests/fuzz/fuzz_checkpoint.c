@@ -1,7 +1,7 @@
 /* libFuzzer harness: each input as a MotifCL GPT checkpoint (docs/gpt-checkpoint.md), through
  * the checks mcl_gpt_load makes before it allocates (src/model/gpt_layout.c): the header's
- * configuration checked and planned with overflow-checked arithmetic, the file length that
- * configuration needs against the input's, and where they agree the checksum. The plan must
+ * configuration checked and planned with overflow-checked arithmetic (version 3's counter
+ * section included), the file length that configuration needs against the input's, and where they agree the checksum. The plan must
  * stay inside the bounds the loader then allocates by; nothing here allocates by the
  * input's claims. */
 #include <stddef.h>
@@ -27,7 +27,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         plan.decay_end > plan.flat_floats || plan.total_params > plan.flat_floats ||
         plan.param_count > 2u + GPT_MAX_LAYERS * GPT_LAYER_PARAMS + 1u ||
         cfg.layers < 1 || cfg.layers > GPT_MAX_LAYERS ||
-        need != GPT_HEADER_BYTES + (uint64_t)plan.flat_floats * 12u + GPT_TRAILER_BYTES)
+        /* A counter section exactly where the counter flag is, each layer below 2^32
+         * weights: below 2^48 bytes in all. */
+        ((cfg.flags & MCL_GPT_COUNTER) != 0) != (plan.counter_bytes != 0) ||
+        plan.counter_bytes >= (UINT64_C(1) << 48) ||
+        need != GPT_HEADER_BYTES + (uint64_t)plan.flat_floats * 12u + plan.counter_bytes +
+                    GPT_TRAILER_BYTES)
         __builtin_trap();
     if (need != size)
         return 0;
