@@ -473,6 +473,19 @@ static void graphs_and_models(void **state)
     mcl_counter_linear_destroy(layer);
     mcl_counter_linear_destroy(NULL);
 
+    /* The GPT's counter-state layers. */
+    mcl_gpt_desc gd = {.size = sizeof gd, .vocab = 4, .dim = 16, .layers = 1, .heads = 1,
+                       .hidden = 16, .max_seq = 2, .tied_head = 1, .flags = MCL_GPT_COUNTER};
+    mcl_gpt *cgpt = NULL;
+    OK(mcl_gpt_create(ctx, &gd, 1, &cgpt));
+    EXPECT_VALUE(mcl_gpt_counter_layer(cgpt, 0, MCL_GPT_WQ) != NULL);
+    EXPECT_VALUE(mcl_gpt_counter_layer(NULL, 0, MCL_GPT_WQ) == NULL);
+    mcl_counter_update_desc ud = {.size = sizeof ud, .lr = 1e-3f};
+    OK(mcl_gpt_set_counter_update(cgpt, &ud));
+    NULL_REFUSED(mcl_gpt_set_counter_update(NULL, &ud));
+    NULL_REFUSED(mcl_gpt_set_counter_update(cgpt, NULL));
+    mcl_gpt_destroy(cgpt);
+
     /* The profiler. */
     NULL_REFUSED(mcl_profiler_start(NULL));
     OK(mcl_profiler_start(ctx));
