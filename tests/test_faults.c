@@ -485,12 +485,11 @@ static outcome model_decode(const void *arg)
     return o;
 }
 
-/* A GPT checkpoint of the fuzz corpus loaded and saved again. */
+/* A GPT checkpoint of the fuzz corpus (arg: its file name) loaded and saved again. */
 static outcome gpt_checkpoint(const void *arg)
 {
-    (void)arg;
     char path[512], out_path[600];
-    snprintf(path, sizeof path, "%s/checkpoint/tiny-untied.mclgpt", MCL_TEST_CORPUS_DIR);
+    snprintf(path, sizeof path, "%s/checkpoint/%s", MCL_TEST_CORPUS_DIR, (const char *)arg);
     snprintf(out_path, sizeof out_path, "%s/resaved.mclgpt", mcl_test_scratch_dir());
     mcl_context *ctx = NULL;
     mcl_gpt *gpt = NULL;
@@ -712,7 +711,8 @@ static void device_allocations(void **state)
     sweep("tensor ops", tensor_ops, NULL);
     sweep("model (gguf) decode", model_decode, gguf_path);
     sweep("model (checkpoint) decode", model_decode, ckpt_dir);
-    sweep("gpt checkpoint", gpt_checkpoint, NULL);
+    sweep("gpt checkpoint", gpt_checkpoint, "tiny-untied.mclgpt");
+    sweep("gpt checkpoint (counter)", gpt_checkpoint, "tiny-counter-reversible.mclgpt");
 }
 
 /* The tiny model, as a GGUF file and as a checkpoint folder in the scratch folder. */
