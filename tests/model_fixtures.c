@@ -474,3 +474,24 @@ const model_fixture_tensor *model_fixture_find(const model_fixture *f, const cha
             return &f->tensors[i];
     return NULL;
 }
+
+double model_fixture_rel_rms(const float *got, const double *want, size_t n)
+{
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)got[i] - want[i];
+        num += d * d;
+        den += want[i] * want[i];
+    }
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
+}
+
+double model_fixture_tolerance(mcl_context *ctx, uint32_t type)
+{
+    mcl_device_info info = {.size = sizeof info};
+    /* Without the device's features the stricter tolerance stands. */
+    if (mcl_context_device_info(ctx, &info) != MCL_SUCCESS)
+        info.features_enabled = 0;
+    uint64_t approx = MCL_FEATURE_INTEGER_DOT_ACCELERATED | MCL_FEATURE_COOPERATIVE_MATRIX;
+    return type != MCL_GGML_F32 && (info.features_enabled & approx) ? 3e-2 : 1e-4;
+}

@@ -154,6 +154,15 @@ mcl_status model_fixture_decode(uint32_t type, const void *data, int64_t n, floa
 /* Hugging Face's name of a GGUF tensor name into hf (size bytes); 0 if it has none. With
  * arch (the fixture's), a mixture's tensors too: an expert stack's name is the pattern of its
  * experts' names, "%d" standing for the expert. */
+/* Relative RMS of got (floats) against want (doubles), n values (the plain RMS where want is
+ * all zero): how logits are held to the reference. */
+double model_fixture_rel_rms(const float *got, const double *want, size_t n);
+
+/* The logits' tolerance for matrices of GGUF type `type` on ctx's device: 3e-2 where a path
+ * that rounds the activations runs (integer dot product, cooperative matrices) and the type
+ * is not f32, else 1e-4. */
+double model_fixture_tolerance(mcl_context *ctx, uint32_t type);
+
 int model_fixture_hf_name(const char *gguf, char *hf, size_t size);
 int model_fixture_hf_name_of(const char *arch, const char *gguf, char *hf, size_t size);
 

@@ -72,18 +72,6 @@ static model_fixture_desc base_desc(void)
     return d;
 }
 
-/* Relative RMS of got (floats) against want (doubles), n values. */
-static double rel_rms(const float *got, const double *want, size_t n)
-{
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)got[i] - want[i];
-        num += d * d;
-        den += want[i] * want[i];
-    }
-    return den > 0.0 ? sqrt(num / den) : sqrt(num);
-}
-
 static double rel_rms_f(const float *got, const float *want, size_t n)
 {
     double num = 0.0, den = 0.0;
@@ -134,7 +122,7 @@ static double against_reference(const char *label, const char *path, const ref_l
     assert_int_equal(ref_llama_forward(ref, all, PROMPT + STEPS, want), 0);
 
     assert_mcl_ok(mcl_session_feed(s, 0, prompt, PROMPT, got));
-    double worst = rel_rms(got, want + (size_t)(PROMPT - 1) * vocab, vocab);
+    double worst = model_fixture_rel_rms(got, want + (size_t)(PROMPT - 1) * vocab, vocab);
     char name[200];
     snprintf(name, sizeof name, "%s: prompt of %d tokens", label, PROMPT);
     assert_true(mcl_test_record(name, "relative rms", worst, tol));
@@ -143,9 +131,9 @@ static double against_reference(const char *label, const char *path, const ref_l
         other.rope_interleaved = 1;
         double *alt = malloc((size_t)PROMPT * vocab * sizeof *alt);
         assert_int_equal(ref_llama_forward(&other, prompt, PROMPT, alt), 0);
-        double e1 = rel_rms(got, alt + (size_t)(PROMPT - 1) * vocab, vocab);
+        double e1 = model_fixture_rel_rms(got, alt + (size_t)(PROMPT - 1) * vocab, vocab);
         assert_int_equal(ref_llama_forward(ref, prompt + 1, PROMPT - 1, alt), 0);
-        double e2 = rel_rms(got, alt + (size_t)(PROMPT - 2) * vocab, vocab);
+        double e2 = model_fixture_rel_rms(got, alt + (size_t)(PROMPT - 2) * vocab, vocab);
         snprintf(name, sizeof name, "%s: control, RoPE on interleaved pairs (%.3g) and the "
                                     "prompt less its first token (%.3g) exceed the tolerance",
                  label, e1, e2);
@@ -154,7 +142,7 @@ static double against_reference(const char *label, const char *path, const ref_l
     }
     for (int t = 0; t < STEPS; t++) {
         assert_mcl_ok(mcl_session_feed(s, 0, &steps[t], 1, got));
-        double e = rel_rms(got, want + (size_t)(PROMPT + t) * vocab, vocab);
+        double e = model_fixture_rel_rms(got, want + (size_t)(PROMPT + t) * vocab, vocab);
         snprintf(name, sizeof name, "%s: decode step at position %d", label, PROMPT + t);
         assert_true(mcl_test_record(name, "relative rms", e, tol));
         if (e > worst)
@@ -277,7 +265,7 @@ static void llama3_scaling(void **state)
     ref_llama plain = f.gguf_ref;
     plain.rope_freqs = NULL;
     assert_int_equal(ref_llama_forward(&plain, prompt, PROMPT, want), 0);
-    double e = rel_rms(got, want + (size_t)(PROMPT - 1) * vocab, vocab);
+    double e = model_fixture_rel_rms(got, want + (size_t)(PROMPT - 1) * vocab, vocab);
     char name[160];
     snprintf(name, sizeof name, "llama 3.1 RoPE scaling: control, the reference without the "
                                 "divisors (%.3g) exceeds the tolerance", e);

@@ -38,25 +38,6 @@ static const int32_t steps1[BATCH_STEPS] = {12, 6, 39, 21};
 /* Rows of logits a run produces: each prompt's last, the batch's two a step, the singles. */
 #define ROWS (2 + 2 * BATCH_STEPS + SINGLE_STEPS)
 
-static double rel_rms(const float *got, const double *want)
-{
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < V; i++) {
-        double d = (double)got[i] - want[i];
-        num += d * d;
-        den += want[i] * want[i];
-    }
-    return sqrt(num / den);
-}
-
-static double tol_of(uint32_t type)
-{
-    mcl_device_info info = {.size = sizeof info};
-    assert_mcl_ok(mcl_context_device_info(ctx, &info));
-    uint64_t approx = MCL_FEATURE_INTEGER_DOT_ACCELERATED | MCL_FEATURE_COOPERATIVE_MATRIX;
-    return type != MCL_GGML_F32 && (info.features_enabled & approx) ? 3e-2 : 1e-4;
-}
-
 /* The reference's logits of each row a run produces, in its order. */
 static void reference_rows(const ref_llama *ref, double *rows)
 {
@@ -120,7 +101,7 @@ static uint64_t slot_bytes(mcl_model *m, uint32_t layers)
 static void worst_of(const float *got, const double *want, double *worst)
 {
     for (int r = 0; r < ROWS; r++) {
-        double e = rel_rms(got + V * r, want + V * r);
+        double e = model_fixture_rel_rms(got + V * r, want + V * r, V);
         *worst = e > *worst ? e : *worst;
     }
 }
@@ -173,7 +154,7 @@ static int residency_of(const char *arch, uint32_t type, int shared, int control
     mcl_expert_stats qs = {.size = sizeof qs};
     assert_mcl_ok(mcl_session_expert_stats(s, &qs));
 
-    double tol = tol_of(type), worst_full = 0.0, worst_quarter = 0.0;
+    double tol = model_fixture_tolerance(ctx, type), worst_full = 0.0, worst_quarter = 0.0;
     worst_of(full, want, &worst_full);
     worst_of(quarter, want, &worst_quarter);
     int same = memcmp(full, quarter, ROWS * V * sizeof *full) == 0;
@@ -234,7 +215,7 @@ static int residency_of(const char *arch, uint32_t type, int shared, int control
         assert_int_equal(ref_llama_forward(&f.gguf_ref, all1, PROMPT1 + BATCH_STEPS + 1, w1), 0);
         float got[V];
         assert_mcl_ok(mcl_session_feed(s, 1, &all1[PROMPT1 + BATCH_STEPS], 1, got));
-        double e = rel_rms(got, w1 + (PROMPT1 + BATCH_STEPS) * V);
+        double e = model_fixture_rel_rms(got, w1 + (PROMPT1 + BATCH_STEPS) * V, V);
         snprintf(name, sizeof name, "%s %s: control, a table with every expert in slot 0, "
                  "exceeds the tolerance (%.3g)", arch, what, e);
         ok &= mcl_test_record_bool(name, e > tol);

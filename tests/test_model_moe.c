@@ -120,26 +120,6 @@ static void mixtral_and_qwen2moe(void **state)
 static const int32_t prompt[PROMPT] = {1, 17, 32, 9, 5, 23, 34, 2, 17, 38, 13};
 static const int32_t steps[STEPS] = {7, 20, 3, 35, 17};
 
-static double rel_rms(const float *got, const double *want, size_t n)
-{
-    double num = 0.0, den = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)got[i] - want[i];
-        num += d * d;
-        den += want[i] * want[i];
-    }
-    return sqrt(num / den);
-}
-
-/* The tolerance of block weights here: 3e-2 where a path that rounds activations runs. */
-static double tol_of(uint32_t type)
-{
-    mcl_device_info info = {.size = sizeof info};
-    assert_mcl_ok(mcl_context_device_info(ctx, &info));
-    uint64_t approx = MCL_FEATURE_INTEGER_DOT_ACCELERATED | MCL_FEATURE_COOPERATIVE_MATRIX;
-    return type != MCL_GGML_F32 && (info.features_enabled & approx) ? 3e-2 : 1e-4;
-}
-
 /* A prompt and STEPS decode steps of a mixture against the reference; the control (a
  * reference that differs in the mixture only) must exceed the tolerance. */
 static void session_against_reference_of(const char *arch, uint32_t type, int shared,
@@ -189,15 +169,15 @@ static void session_against_reference_of(const char *arch, uint32_t type, int sh
     mcl_session_desc sd = {.size = sizeof sd, .sequences = sequences, .batch_tokens = 16};
     mcl_session *s = NULL;
     assert_mcl_ok(mcl_session_create(m, &sd, &s));
-    double tol = tol_of(type), worst = 0.0, control_best = 1e9;
+    double tol = model_fixture_tolerance(ctx, type), worst = 0.0, control_best = 1e9;
     uint32_t q = sequences - 1; /* the last sequence: a batch's rows are not all row 0 */
     assert_mcl_ok(mcl_session_feed(s, q, prompt, PROMPT, got));
-    worst = rel_rms(got, want + (PROMPT - 1) * V, V);
-    control_best = rel_rms(got, other + (PROMPT - 1) * V, V);
+    worst = model_fixture_rel_rms(got, want + (PROMPT - 1) * V, V);
+    control_best = model_fixture_rel_rms(got, other + (PROMPT - 1) * V, V);
     for (int t = 0; t < STEPS; t++) {
         assert_mcl_ok(mcl_session_feed(s, q, &steps[t], 1, got));
-        double e = rel_rms(got, want + (PROMPT + t) * V, V);
-        double c = rel_rms(got, other + (PROMPT + t) * V, V);
+        double e = model_fixture_rel_rms(got, want + (PROMPT + t) * V, V);
+        double c = model_fixture_rel_rms(got, other + (PROMPT + t) * V, V);
         worst = e > worst ? e : worst;
         control_best = c < control_best ? c : control_best;
     }
