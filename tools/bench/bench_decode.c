@@ -37,6 +37,14 @@ static double cpu_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* CPU time of the calling thread alone. */
+static double thread_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Weight bytes one decode step reads: every matrix, the norms, one embedding row. */
 static uint64_t bytes_per_token(const bench_llama_shape *s)
 {
@@ -45,7 +53,7 @@ static uint64_t bytes_per_token(const bench_llama_shape *s)
            bench_llama_matrix_bytes(s, 1, s->dim) + s->dim * 4ull;
 }
 
-/* Per-op GPU times of a recorded decode step: a timestamp after each op (engine marks). */
+/* Per-op GPU times of a pass: a timestamp after each op (the engine's marks). */
 #define PROFILE_MARKS 2048u
 #define PROFILE_OPS 16u
 typedef struct profile {
@@ -63,9 +71,13 @@ static mcl_status profile_mark(void *user, const char *op)
     return mcl_timer_mark(p->timer, p->marks++, 0);
 }
 
-/* One decode step recorded with marks, replayed; each op's summed time as a figure. */
-static int profile_step(bench *b, mcl_session *s, const int32_t *token, const char *label)
+/* One pass of `count` tokens of sequence 0 with marks after each op, each op's summed time
+ * as a figure: a decode step (count 1: recorded again with its marks, replayed) or a prompt
+ * (count > 1: the sequence reset first, the pass recorded op by op as it always is). */
+static int profile_pass(bench *b, mcl_session *s, const int32_t *token, uint32_t count,
+                        const char *label)
 {
+    const char *what = count == 1 ? "decode step" : "prefill";
     profile p = {0};
     if (mcl_timer_create(b->ctx, PROFILE_MARKS, &p.timer) != MCL_SUCCESS)
         return 0;  /* no timestamps on this device: no profile */
@@ -76,8 +88,9 @@ static int profile_step(bench *b, mcl_session *s, const int32_t *token, const ch
     mcl_engine_steps_destroy(s);
     s->mark = profile_mark;
     s->mark_user = &p;
-    if (mcl_timer_reset(p.timer, PROFILE_MARKS) != MCL_SUCCESS ||
-        mcl_session_feed(s, 0, token, 1, NULL) != MCL_SUCCESS)
+    if ((count > 1 && mcl_session_reset(s, 0) != MCL_SUCCESS) ||
+        mcl_timer_reset(p.timer, PROFILE_MARKS) != MCL_SUCCESS ||
+        mcl_session_feed(s, 0, token, count, NULL) != MCL_SUCCESS)
         goto done;
     s->mark = NULL;
     mcl_engine_steps_destroy(s);
@@ -100,10 +113,10 @@ static int profile_step(bench *b, mcl_session *s, const int32_t *token, const ch
     }
     char name[160];
     for (uint32_t k = 0; k < kinds; k++) {
-        snprintf(name, sizeof name, "%s: decode step on the GPU, %s", label, names[k]);
+        snprintf(name, sizeof name, "%s: %s on the GPU, %s", label, what, names[k]);
         bench_figure(b, name, total[k] * 1e3, "ms");
     }
-    snprintf(name, sizeof name, "%s: decode step on the GPU, all ops after the embedding", label);
+    snprintf(name, sizeof name, "%s: %s on the GPU, all ops after the embedding", label, what);
     bench_figure(b, name, sec[n - 1] * 1e3, "ms");
     rc = 0;
 done:
@@ -281,21 +294,28 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
                 goto done;
     }
     /* The prompt as one pass: `repeat` times for `prefill`, the median the figure. */
-    double pre[BENCH_MAX_REPEAT];
+    double pre[BENCH_MAX_REPEAT], pre_host[BENCH_MAX_REPEAT];
     uint32_t pre_runs = prefill_only ? repeat : 1;
     for (uint32_t r = 0; r < pre_runs; r++) {
         if (r > 0 && mcl_session_reset(s, 0) != MCL_SUCCESS)
             goto done;
         t0 = bench_now();
-        if (mcl_session_feed(s, 0, tokens, prompt, NULL) != MCL_SUCCESS ||
-            mcl_finish(b->ctx) != MCL_SUCCESS)
+        double c0 = thread_now();
+        if (mcl_session_feed(s, 0, tokens, prompt, NULL) != MCL_SUCCESS)
+            goto done;
+        pre_host[r] = thread_now() - c0;
+        if (mcl_finish(b->ctx) != MCL_SUCCESS)
             goto done;
         pre[r] = bench_now() - t0;
     }
-    double t = pre[median_index(pre, pre_runs)];
+    uint32_t pre_mid = median_index(pre, pre_runs);
+    double t = pre[pre_mid];
     snprintf(name, sizeof name, "%s: prefill of %u tokens%s", label, prompt,
              pre_runs > 1 ? " (the median run)" : "");
     bench_figure(b, name, prompt / t, "tokens/s");
+    /* What the calling thread spent recording and submitting that pass (the same run). */
+    snprintf(name, sizeof name, "%s: prefill, the calling thread's CPU time", label);
+    bench_figure(b, name, pre_host[pre_mid] * 1e3, "ms");
     if (prefill_only) {
         rc = 0;
         goto done;
@@ -469,7 +489,8 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
         free(logits);
         snprintf(name, sizeof name, "%s: decode step replayed, then its logits downloaded", label);
         bench_figure(b, name, (bench_now() - t0) / steps * 1e3, "ms");
-        if (profile_step(b, s, tokens, label) != 0)
+        if (profile_pass(b, s, tokens, 1, label) != 0 ||
+            profile_pass(b, s, tokens, prompt, label) != 0)
             goto done;
     }
     double rate = (double)bytes_per_token(shape) / t / 1e9;
