@@ -415,6 +415,13 @@ void mcl_env_read(mcl_env_settings *s)
         else
             s->gemm_slices = (uint32_t)n;
     }
+    if ((v = mcl_env("MOTIFCL_ATTENTION_SPLITS"))) {
+        long long n = whole_number(v, 1, 64);
+        if (n < 0)
+            problem(s, "MOTIFCL_ATTENTION_SPLITS=%s is not 1..64; ignored", v);
+        else
+            s->attention_splits = (uint32_t)n;
+    }
     if ((v = mcl_env("MOTIFCL_QUANT_GEMM_UNROLL"))) {
         long long n = whole_number(v, 1, 16);
         if (n < 0 || (n & (n - 1)) != 0)

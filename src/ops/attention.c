@@ -373,6 +373,8 @@ mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, 
         splits = div_up(seq_kv, MCL_ATTN_KEYS);
     if (splits > MCL_ATTN_MAX_SPLITS)
         splits = MCL_ATTN_MAX_SPLITS;
+    if (mcl_traits_of(ctx)->attention_splits) /* MOTIFCL_ATTENTION_SPLITS (tuning) */
+        splits = mcl_traits_of(ctx)->attention_splits;
     attention_plan plan;
     mcl_status status = make_plan(ctx, push.rows, d, seq_kv, heads_kv, (uint32_t)batch,
                                   (uint32_t)splits, 1, &plan);
