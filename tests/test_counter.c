@@ -32,7 +32,11 @@
 #include "ref/ref_counter.h"
 
 #define MATMUL_TOLERANCE 1e-10
-#define FACTOR_ULP 2
+/* The row factors pass through a square root and three divisions, which Vulkan lets a driver
+ * round to 2.5 ulp each (a square root as 1 / inversesqrt: up to 4.5), the errors carried
+ * down the chain: the NVIDIA driver lands within 10 ulp of the reference where Lavapipe
+ * lands on it. Twice that bound; the codes are still compared exactly. */
+#define FACTOR_ULP 20
 #define LEARN_STEPS 200
 #define LEARN_AGREEMENT 0.90
 #define LEARN_BASELINE_MAX 0.50
@@ -227,6 +231,7 @@ typedef struct update_case {
 /* The outcome of one case's steps, summed. */
 typedef struct update_result {
     uint64_t bytes_differ, factors_inexact, factors_far, control_bytes_differ;
+    uint32_t factors_max_ulp;
     ref_counter_counts counts;
 } update_result;
 
@@ -308,11 +313,14 @@ static void run_case(const update_case *k, uint32_t seed0, update_result *res)
             const uint32_t d = ulp_distance(fac[i], fac_dev[i]);
             res->factors_inexact += d != 0;
             res->factors_far += d > FACTOR_ULP;
+            res->factors_max_ulp = d > res->factors_max_ulp ? d : res->factors_max_ulp;
         }
         for (int64_t o = 0; o < out; o++) {
             res->factors_inexact += (s[o] != s_dev[o]) + (v[o] != v_dev[o]);
-            res->factors_far += (ulp_distance(s[o], s_dev[o]) > FACTOR_ULP) +
-                                (ulp_distance(v[o], v_dev[o]) > FACTOR_ULP);
+            const uint32_t ds = ulp_distance(s[o], s_dev[o]), dv = ulp_distance(v[o], v_dev[o]);
+            res->factors_far += (ds > FACTOR_ULP) + (dv > FACTOR_ULP);
+            res->factors_max_ulp = ds > res->factors_max_ulp ? ds : res->factors_max_ulp;
+            res->factors_max_ulp = dv > res->factors_max_ulp ? dv : res->factors_max_ulp;
         }
         memcpy(want, codes, n);
         memcpy(control, codes, n);
@@ -368,8 +376,10 @@ static void update_matches_reference(void **state)
                            "codes");
     assert_true(mcl_test_record("counter: update codes differing from the reference",
                                 "codes", (double)res.bytes_differ, 0.0));
-    assert_true(mcl_test_record("counter: row factors, s, v beyond 2 ulp", "values",
-                                (double)res.factors_far, 0.0));
+    mcl_test_record("counter: row factors, s, v: the largest distance from the reference",
+                    "ulp", (double)res.factors_max_ulp, (double)FACTOR_ULP);
+    assert_true(mcl_test_record("counter: row factors, s, v farther from the reference than "
+                                "FACTOR_ULP", "values", (double)res.factors_far, 0.0));
     assert_true(mcl_test_record_bool("counter: the inputs reach carries, walls and roundings",
                                      res.counts.carried > 0 && res.counts.walled > 0 &&
                                          res.counts.rounded_up > 0 && res.counts.changed > 0));

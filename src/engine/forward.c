@@ -431,7 +431,7 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         /* The attention quantizes its output for the output projection where that takes the
          * integer-dot path. */
         const mcl_tensor *wo[1] = {L->wo};
-        act = s->q_dim % 32 == 0 ? norm_act(s, att, 1, wo, &h) : NULL;
+        act = m->head_dim % 32 == 0 ? norm_act(s, att, 1, wo, &h) : NULL;
         TRY(attend_step(s, v, L, seqs, count, act));
         MARK(s, "attention");
         TRY(step_linears(ctx, att, act, 1, wo, NULL, &h));

@@ -178,6 +178,8 @@ typedef struct device_caps {
     VkPhysicalDeviceShaderIntegerDotProductProperties int_dot_props;
     VkPhysicalDeviceExternalMemoryHostPropertiesEXT host_import_props;
     VkPhysicalDeviceCooperativeMatrixPropertiesNV coop_props;
+    VkPhysicalDeviceMaintenance4Properties m4_props; /* Vulkan 1.3: maxBufferSize */
+    int has_m4;
     int has_size_control, has_int_dot, has_budget, has_priority, has_host_import, has_coop;
     int coop_f16; /* a 16 x 16 x 16 f16 -> f32 subgroup product is listed */
 } device_caps;
@@ -227,6 +229,7 @@ static mcl_status query_caps(mcl_context *ctx, device_caps *caps, VkExtensionPro
     caps->has_host_import =
         has_extension(exts, ext_count, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
     caps->has_coop = has_extension(exts, ext_count, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    caps->has_m4 = api13;
 
     caps->features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
     caps->v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
@@ -285,6 +288,11 @@ static mcl_status query_caps(mcl_context *ctx, device_caps *caps, VkExtensionPro
         *tail = &caps->coop_props;
         tail = &caps->coop_props.pNext;
     }
+    if (caps->has_m4) {
+        caps->m4_props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES;
+        *tail = &caps->m4_props;
+        tail = &caps->m4_props.pNext;
+    }
     vki->vkGetPhysicalDeviceProperties2(ctx->physical, &caps->props);
     caps->coop_f16 = caps->has_coop && coop_f16_listed(&ctx->vki, ctx->physical);
     return MCL_SUCCESS;
@@ -330,10 +338,13 @@ static uint64_t available_features(const device_caps *caps, uint32_t timestamp_b
     if (caps->has_host_import && caps->host_import_props.minImportedHostPointerAlignment > 0)
         f |= MCL_FEATURE_EXTERNAL_HOST_MEMORY;
     /* The matrix kernels run subgroups of 32, hold f16 values in shared memory, and declare
-     * the Vulkan memory model (glslang writes cooperative-matrix code with it). */
+     * the Vulkan memory model (glslang writes cooperative-matrix code with it). With that
+     * model enabled, every kernel's device-scope atomics and barriers (the GLSL default of
+     * atomicAdd and memoryBarrierBuffer) need its device scope too. */
     if (caps->coop_f16 && caps->coop.cooperativeMatrix &&
         (caps->coop_props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
-        caps->p11.subgroupSize == 32 && caps->v12.shaderFloat16 && caps->v12.vulkanMemoryModel)
+        caps->p11.subgroupSize == 32 && caps->v12.shaderFloat16 && caps->v12.vulkanMemoryModel &&
+        caps->v12.vulkanMemoryModelDeviceScope)
         f |= MCL_FEATURE_COOPERATIVE_MATRIX;
     return f;
 }
@@ -366,6 +377,9 @@ static void record_info(mcl_context *ctx, const device_caps *caps)
     }
     info->max_storage_buffer_range = p->limits.maxStorageBufferRange;
     info->max_memory_allocation_size = caps->p11.maxMemoryAllocationSize;
+    /* A buffer may be as large as Vulkan 1.3 says, else as one allocation. */
+    ctx->max_buffer_size = caps->has_m4 ? caps->m4_props.maxBufferSize
+                                        : caps->p11.maxMemoryAllocationSize;
     info->min_storage_buffer_offset_alignment = p->limits.minStorageBufferOffsetAlignment;
     info->max_compute_shared_memory_size = p->limits.maxComputeSharedMemorySize;
     info->max_compute_workgroup_invocations = p->limits.maxComputeWorkGroupInvocations;
@@ -436,6 +450,7 @@ mcl_status mcl_device_create(mcl_context *ctx)
         .shaderInt8 = (on & MCL_FEATURE_SHADER_INT8) != 0,
         .bufferDeviceAddress = (on & MCL_FEATURE_BUFFER_DEVICE_ADDRESS) != 0,
         .vulkanMemoryModel = (on & MCL_FEATURE_COOPERATIVE_MATRIX) != 0,
+        .vulkanMemoryModelDeviceScope = (on & MCL_FEATURE_COOPERATIVE_MATRIX) != 0,
     };
     VkPhysicalDeviceSubgroupSizeControlFeatures size_control = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,

@@ -375,12 +375,26 @@ mcl_status mcl_alloc(mcl_context *ctx, uint64_t size, mcl_memory_class cls, mcl_
     *out = (mcl_allocation){0};
     if (size == 0 || (unsigned)cls > (unsigned)MCL_MEMORY_HOST_POOL)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "bad allocation request");
-    if (size > ctx->info.max_memory_allocation_size)
-        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
-                        "%llu bytes exceed the device's maxMemoryAllocationSize (%llu)",
-                        (unsigned long long)size,
-                        (unsigned long long)ctx->info.max_memory_allocation_size);
-    if (size > a->block_size / MCL_DEDICATED_FRACTION || cls == MCL_MEMORY_HOST_POOL)
+    if (size > ctx->info.max_memory_allocation_size) {
+        /* Past maxMemoryAllocationSize an allocation may fail, and Vulkan lets it be tried:
+         * drivers that report 4 GiB there (NVIDIA's) make larger ones. One buffer holds it
+         * where maxBufferSize allows; the driver's refusal is the answer otherwise. */
+        if (size > ctx->max_buffer_size)
+            return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
+                            "%llu bytes exceed the device's maxBufferSize (%llu)",
+                            (unsigned long long)size, (unsigned long long)ctx->max_buffer_size);
+        mcl_ctx_log(ctx, MCL_LOG_INFO,
+                    "allocator: %llu bytes are past maxMemoryAllocationSize (%llu): tried as "
+                    "one allocation", (unsigned long long)size,
+                    (unsigned long long)ctx->info.max_memory_allocation_size);
+        status = alloc_dedicated(ctx, size, cls, out);
+        if (status == MCL_ERROR_OUT_OF_DEVICE_MEMORY || status == MCL_ERROR_OUT_OF_HOST_MEMORY)
+            return mcl_fail(ctx, MCL_ERROR_TOO_LARGE,
+                            "%llu bytes exceed the device's maxMemoryAllocationSize (%llu), and "
+                            "the driver refused them as one allocation",
+                            (unsigned long long)size,
+                            (unsigned long long)ctx->info.max_memory_allocation_size);
+    } else if (size > a->block_size / MCL_DEDICATED_FRACTION || cls == MCL_MEMORY_HOST_POOL)
         status = alloc_dedicated(ctx, size, cls, out);
     else
         status = alloc_pooled(ctx, size, cls, out);

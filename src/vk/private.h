@@ -228,6 +228,7 @@ struct mcl_context {
     struct VolkDeviceTable vk;
     VkPhysicalDeviceMemoryProperties memory_properties;
     mcl_device_info info;          /* filled at creation; budgets refreshed on query */
+    uint64_t max_buffer_size;      /* maxBufferSize (Vulkan 1.3), else maxMemoryAllocationSize */
     uint64_t validation_errors;    /* counted by the debug messenger */
     mcl_stream stream;
     mcl_allocator allocator;
