@@ -236,7 +236,11 @@ static void witness_is_written(void **state)
     char dir[] = "/tmp/mcl-witness-XXXXXX";
     assert_non_null(mkdtemp(dir));
     char *argv[] = {"/some/where/test_witness_probe", "--flag"};
+    /* The MOTIFCL_* environment as the run began: this one recorded, a later change not. */
+    setenv("MOTIFCL_WITNESS_PROBE", "a \"value\"", 1);
+    setenv("OTHER_WITNESS_PROBE", "unrelated", 1);
     mcl_witness *w = mcl_witness_create("test", argv[0], 2, argv);
+    setenv("MOTIFCL_WITNESS_PROBE", "changed", 1);
     mcl_witness_add_check(w, "a \"quoted\" check", "nmse", 1e-9, 1e-6, 1);
     mcl_witness_add_figure(w, "speed", 12.5, "GB/s", "measured");
     mcl_witness_set_note(w, "strict", "1");
@@ -255,6 +259,11 @@ static void witness_is_written(void **state)
     assert_non_null(strstr(text, "\"label\": \"measured\""));
     assert_non_null(strstr(text, "\"git_commit\""));
     assert_non_null(strstr(text, "--flag"));
+    assert_non_null(strstr(text, "\"MOTIFCL_WITNESS_PROBE\": \"a \\\"value\\\"\""));
+    assert_null(strstr(text, "changed"));
+    assert_null(strstr(text, "OTHER_WITNESS_PROBE"));
+    unsetenv("MOTIFCL_WITNESS_PROBE");
+    unsetenv("OTHER_WITNESS_PROBE");
     remove(path);
     remove(dir);
     /* Negative control: an unwritable directory is reported, not ignored. */

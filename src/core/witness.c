@@ -10,6 +10,10 @@
 
 #define MCL_WITNESS_TEXT 256
 
+#if !defined(_WIN32)
+extern char **environ;
+#endif
+
 typedef struct witness_entry {
     char name[MCL_WITNESS_TEXT];
     char metric[64];   /* check: metric; figure: unit */
@@ -29,6 +33,7 @@ struct mcl_witness {
     mcl_device_info device;
     uint64_t validation_errors;
     char *traits;      /* the context's traits, a JSON object; NULL when not given */
+    char environment[4096]; /* the MOTIFCL_* variables as the run began, "NAME=value\n" each */
     witness_entry *entries;
     size_t count, capacity;
 };
@@ -64,6 +69,21 @@ mcl_witness *mcl_witness_create(const char *kind, const char *name, int argc,
         used += (size_t)n;
     }
     utc_now(w->started, sizeof w->started);
+    /* Every MOTIFCL_* variable that shaped the run (a tuning override, a forced path, the
+     * pipeline cache's folder), as it stood when the run began. */
+#if !defined(_WIN32)
+    used = 0;
+    for (char **e = environ; e && *e && used + 1 < sizeof w->environment; e++) {
+        if (strncmp(*e, "MOTIFCL_", 8) != 0)
+            continue;
+        int n = snprintf(w->environment + used, sizeof w->environment - used, "%s\n", *e);
+        if (n < 0 || (size_t)n >= sizeof w->environment - used) {
+            w->environment[used] = '\0'; /* no half a variable */
+            break;
+        }
+        used += (size_t)n;
+    }
+#endif
     return w;
 }
 
@@ -254,6 +274,20 @@ int mcl_witness_write(mcl_witness *w, const char *dir, const char *result)
     else
         fputs("  \"device\": null,\n", f);
     fprintf(f, "  \"traits\": %s,\n", w->traits ? w->traits : "null");
+    fputs("  \"environment\": {", f);
+    const char *line = w->environment;
+    for (int first = 1; *line; first = 0) {
+        const char *eq = strchr(line, '='), *end = strchr(line, '\n');
+        char name[MCL_WITNESS_TEXT], value[MCL_WITNESS_TEXT];
+        snprintf(name, sizeof name, "%.*s", (int)(eq - line), line);
+        snprintf(value, sizeof value, "%.*s", (int)(end - eq - 1), eq + 1);
+        fputs(first ? "\n    " : ",\n    ", f);
+        put_string(f, name);
+        fputs(": ", f);
+        put_string(f, value);
+        line = end + 1;
+    }
+    fputs(w->environment[0] ? "\n  },\n" : "},\n", f);
 
     static const char *const sections[] = {"checks", "figures", "notes"};
     for (int kind = 0; kind < 3; kind++) {
