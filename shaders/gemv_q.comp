@@ -24,14 +24,15 @@
 //     one full-rate instruction, and for Q5_K)
 //   set 0: 0 x [M, K] f32, 1 W bodies, 2 W's d values (any buffer for Q4_K, Q5_K), 3 bias [N]
 //     (any buffer when unused), 4 y [M, N]
-//     9 EXPERTS (experts mode, gemv_q.glsl: W a stack of experts, the expert of workgroup z
-//     read from ids; M = 1)
+//     9 EXPERTS (experts modes, gemv_q.glsl: W a stack of experts, each pair's expert read
+//     from ids; 0 off, 1 per pair (workgroup z the pair, M = 1), 2 grouped (workgroup z an
+//     expert of the part, its pairs M at a time))
 //   set 0: with EXPERTS, binding 3 is the ids (i32) instead of a bias
 //   push constants: N, K, has_bias, ldy, y0, dlo: y[m, y0 + n] is y[m * ldy + y0 + n] and its
 //     bias bias[y0 + n] (a W split in row ranges); block b's d is the (dlo + b)th half of
-//     binding 2. With EXPERTS, e_lo, e_n, xdiv, xrows, ids0 (gemv_q.glsl; xrows unused here).
-//     The workgroup index is x + y * (groups in x): a grid beyond 65535 workgroups folds into
-//     y; with EXPERTS, z is the pair.
+//     binding 2. With EXPERTS, e_lo, e_n, xdiv, xrows, ids0, pairs (gemv_q.glsl; xrows unused
+//     here). The workgroup index is x + y * (groups in x): a grid beyond 65535 workgroups
+//     folds into y; with EXPERTS, z is the pair (per pair) or the part's expert (grouped).
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 
@@ -44,7 +45,7 @@ layout(constant_id = 6) const uint PB = 16;
 layout(constant_id = 7) const bool STAGE = false;
 layout(constant_id = 8) const bool CVT_ASKED = false;
 const bool CVT = CVT_ASKED && M == 1u;  // the host asks only at one row of x
-layout(constant_id = 9) const bool EXPERTS = false;
+layout(constant_id = 9) const uint EXPERTS = 0u;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufX4 { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };
@@ -60,7 +61,7 @@ layout(push_constant) uniform Push {
     uint has_bias;
     uint ldy, y0;  // y's row stride and the column of W's row 0 (a W split in row ranges)
     uint dlo;      // the half of binding 2 that is block 0's d
-    uint e_lo, e_n, xdiv, xrows, ids0;  // experts mode (gemv_q.glsl)
+    uint e_lo, e_n, xdiv, xrows, ids0, pairs;  // experts modes (gemv_q.glsl)
 } pc;
 
 #include "quant.glsl"

@@ -24,23 +24,35 @@
 // two steps (no subgroup size assumed): at T = 128 a single invocation adding all of them
 // left a tail of microseconds at the end of a grid that is one wave.
 //
-// Experts mode (EXPERTS; a mixture of experts' expert GEMVs): W is a stack of experts of N
-// rows each, the part bound holding experts [e_lo, e_lo + e_n); workgroup z is the pair
-// (row r, slot j) = (z / slots, z % slots) of the batch, whose expert ids[ids0 + z] is read
-// here, on the device, so that a recorded step follows any routing. A workgroup whose expert
-// lies outside the part returns at once (each part of a stack bound in parts is one dispatch
-// over every pair); it multiplies row z / xdiv of x (xdiv = slots: x shared by a row's
-// experts; 1: a row of x per pair) by that expert's rows, (id - e_lo) N onwards, into row z of
-// y. One row of x per workgroup (M = 1), no bias. Off (a constant false), it compiles away.
+// Experts modes (EXPERTS: 0 off, 1 per pair, 2 grouped; a mixture of experts' expert GEMVs):
+// W is a stack of experts of N rows each, the part bound holding experts [e_lo, e_lo + e_n);
+// a pair is (row r, slot j) of the batch, number z = r slots + j, its expert ids[ids0 + z]
+// read here, on the device, so that a recorded step follows any routing. Pair z multiplies
+// row z / xdiv of x (xdiv = slots: x shared by a row's experts; 1: a row of x per pair) by its
+// expert's rows, (id - e_lo) N onwards, into row z of y; a pair whose expert lies outside the
+// part is another dispatch's (each part of a stack bound in parts is one dispatch) and writes
+// nothing here. No bias.
+//  - Per pair (1): workgroup z is pair z, one row of x (M = 1); a workgroup whose expert lies
+//    outside the part returns at once. For decode, where the pairs are few.
+//  - Grouped (2): workgroup z is expert e_lo + z of the part. It scans ids[ids0 .. ids0 +
+//    pairs) in windows of GEMV_WINDOW pairs, listing its expert's pairs in shared memory, and
+//    multiplies them M at a time (the kernel's M rows of x are a chunk of the list), so that
+//    the expert's rows are read once per M pairs, not once per pair. Fewer than M matches
+//    left at the end of a window wait in the list for the next one; the last chunk of the
+//    last window may be partial: its rows past the list's end repeat the chunk's last pair
+//    (an x row that exists; the kernel's M rows are unrolled) and write nothing. The list's
+//    order (shared atomics) varies from run to run; a pair's result does not, since rows of x
+//    never mix in a sum.
+// Off (0), the modes compile away.
 //
 // The includer declares, before including this file and after quant.glsl:
 //   layout(local_size_x_id = 0, local_size_y_id = 4) in;   (T lanes along K, G row groups)
 //   spec constants FORMAT (1), M (2), NR (3), U (5), PB (6), STAGE (7, or a constant false)
-//   and EXPERTS
+//   and EXPERTS (uint, the mode)
 //   buffers `uint wq[]`, `uvec2 wq2[]`, `uvec4 wq4[]` aliasing the block bodies, `uint wd[]`,
 //   `float bias[]` and `uint ids[]` (aliased: experts mode has no bias), `float y[]`, and push
 //   constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0, pc.dlo, pc.e_lo, pc.e_n, pc.xdiv,
-//   pc.ids0; after it, the decoder piece() (prototype below) and a main() that calls
+//   pc.ids0, pc.pairs; after it, the decoder piece() (prototype below) and a main() that calls
 //   gemv_main().
 #ifndef GEMV_Q_GLSL
 #define GEMV_Q_GLSL
@@ -55,17 +67,31 @@ const uint ROWS = G * NR;           // rows of W per workgroup
 // invocation per output sums the T / F results.
 shared float gemv_red[NR * M * G * T];
 
-// Experts mode: the workgroup's pair (y's row) and its row of x (gemv_main sets them).
+const bool GEMV_PAIR = EXPERTS == 1u;
+const bool GEMV_GROUPED = EXPERTS == 2u;
+const bool GEMV_EXPERTS = EXPERTS != 0u;
+
+// Per-pair mode: the workgroup's pair (y's row) and its row of x (gemv_main sets them).
 uint gemv_pair = 0u;
 uint gemv_xrow = 0u;
 
+// Grouped mode: pairs scanned a window at a time, the list of the expert's pairs (a window's
+// matches and fewer than M carried over from the last window), and the rows of x and of y of
+// the chunk in flight, of which gemv_valid are the list's.
+const uint GEMV_WINDOW = 1024u;  // MCL_GEMV_GROUPED_WINDOW (quant_plan.h)
+shared uint gemv_list[GEMV_GROUPED ? GEMV_WINDOW + M : 1u];
+shared uint gemv_listed;
+uint gemv_cx[M];
+uint gemv_cy[M];
+uint gemv_valid = M;
+
 // The row of x, and of y, that the kernel's row m of x stands for.
 uint gemv_x_row(uint m) {
-    return EXPERTS ? gemv_xrow : m;
+    return GEMV_GROUPED ? gemv_cx[m] : GEMV_PAIR ? gemv_xrow : m;
 }
 
 uint gemv_y_row(uint m) {
-    return EXPERTS ? gemv_pair : m;
+    return GEMV_GROUPED ? gemv_cy[m] : GEMV_PAIR ? gemv_pair : m;
 }
 const uint GEMV_F = T >= 8u ? 8u : 1u;
 
@@ -97,7 +123,7 @@ void gemv_finish(float acc[NR][M], uint wg) {
         for (uint k = 0u; k < T; k += GEMV_F) {
             sum += gemv_red[o * T + k];
         }
-        if (n < pc.N) {
+        if (n < pc.N && (!GEMV_GROUPED || m < gemv_valid)) {
             y[gemv_y_row(m) * pc.ldy + pc.y0 + n] = pc.has_bias != 0u ? sum + bias[pc.y0 + n] : sum;
         }
     }
@@ -118,28 +144,12 @@ void gemv_load(uint row_blk[NR], uint b, uint p, out uint r[NR][RP]) {
     }
 }
 
-// The streaming loop, shared by both kernels (their main()).
-void gemv_main() {
-    const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;
-    const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+// The streaming loop over the workgroup's rows of W (row_blk) and the kernel's M rows of x,
+// its results written by gemv_finish.
+void gemv_rows(uint row_blk[NR], uint wg) {
+    const uint t = gl_LocalInvocationID.x;
     const uint nb = pc.K / QK;
     const uint P = nb * PPB;
-    // Experts mode: the pair's expert, its first row in the part bound (32 bits hold it: a
-    // part is one binding, and its blocks are fewer than its bytes).
-    uint expert_row = 0u;
-    if (EXPERTS) {
-        gemv_pair = gl_WorkGroupID.z;
-        const uint e = ids[pc.ids0 + gemv_pair] - pc.e_lo;  // below e_lo wraps past e_n
-        if (e >= pc.e_n) {
-            return;  // another part's expert (or no expert): the whole workgroup leaves
-        }
-        gemv_xrow = gemv_pair / pc.xdiv;
-        expert_row = e * pc.N;
-    }
-    uint row_blk[NR];
-    [[unroll]] for (uint i = 0u; i < NR; i++) {
-        row_blk[i] = (expert_row + min((wg * G + g) * NR + i, pc.N - 1u)) * nb;
-    }
     float acc[NR][M];
     [[unroll]] for (uint i = 0u; i < NR; i++) {
         [[unroll]] for (uint m = 0u; m < M; m++) {
@@ -194,6 +204,76 @@ void gemv_main() {
         }
     }
     gemv_finish(acc, wg);
+}
+
+// Grouped mode: the expert's pairs listed a window at a time and multiplied in chunks of M
+// (the barriers' trip counts come from shared memory read after a barrier: uniform).
+void gemv_grouped(uint row_blk[NR], uint wg) {
+    const uint lane = gl_LocalInvocationIndex, lanes = T * G;
+    const uint expert = pc.e_lo + gl_WorkGroupID.z;
+    uint held = 0u;  // matches carried over at the list's front (fewer than M)
+    for (uint w0 = 0u; w0 < pc.pairs; w0 += GEMV_WINDOW) {
+        const uint wn = min(GEMV_WINDOW, pc.pairs - w0);
+        if (lane == 0u) {
+            gemv_listed = held;
+        }
+        barrier();
+        for (uint i = lane; i < wn; i += lanes) {
+            if (ids[pc.ids0 + w0 + i] == expert) {
+                gemv_list[atomicAdd(gemv_listed, 1u)] = w0 + i;
+            }
+        }
+        barrier();
+        const uint listed = gemv_listed;
+        const uint full = w0 + wn >= pc.pairs ? listed : listed / M * M;
+        for (uint c0 = 0u; c0 < full; c0 += M) {
+            gemv_valid = min(M, full - c0);
+            [[unroll]] for (uint m = 0u; m < M; m++) {
+                const uint pair = gemv_list[c0 + min(m, gemv_valid - 1u)];
+                gemv_cx[m] = pair / pc.xdiv;
+                gemv_cy[m] = pair;
+            }
+            gemv_rows(row_blk, wg);
+            barrier();  // the chunk's reads of the list and of gemv_red are done
+        }
+        held = listed - full;
+        const uint keep = lane < held ? gemv_list[full + lane] : 0u;
+        barrier();
+        if (lane < held) {
+            gemv_list[lane] = keep;
+        }
+    }
+}
+
+// The kernels' main(): the workgroup's rows of W (for an expert, in its rows of the part), then
+// the streaming loop over the rows of x of its mode.
+void gemv_main() {
+    const uint g = gl_LocalInvocationID.y;
+    const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    const uint nb = pc.K / QK;
+    // An expert's first row in the part bound (32 bits hold it: a part is one binding, and its
+    // blocks are fewer than its bytes).
+    uint expert_row = 0u;
+    if (GEMV_GROUPED) {
+        expert_row = gl_WorkGroupID.z * pc.N;
+    } else if (GEMV_PAIR) {
+        gemv_pair = gl_WorkGroupID.z;
+        const uint e = ids[pc.ids0 + gemv_pair] - pc.e_lo;  // below e_lo wraps past e_n
+        if (e >= pc.e_n) {
+            return;  // another part's expert (or no expert): the whole workgroup leaves
+        }
+        gemv_xrow = gemv_pair / pc.xdiv;
+        expert_row = e * pc.N;
+    }
+    uint row_blk[NR];
+    [[unroll]] for (uint i = 0u; i < NR; i++) {
+        row_blk[i] = (expert_row + min((wg * G + g) * NR + i, pc.N - 1u)) * nb;
+    }
+    if (GEMV_GROUPED) {
+        gemv_grouped(row_blk, wg);
+    } else {
+        gemv_rows(row_blk, wg);
+    }
 }
 
 #endif

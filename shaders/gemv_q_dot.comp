@@ -13,13 +13,14 @@
 //   Q6_K         per quarter k of the piece: d sc * d_x * (sum(codes * x codes) - 32 * sum(x
 //                codes)), the code sums over its 16 positions taken by dot products with 1s
 //
-//   specialization constants: as gemv_q.comp, less STAGE and CVT; 7 EXPERTS (experts mode,
-//     gemv_q.glsl)
+//   specialization constants: as gemv_q.comp, less STAGE and CVT; 7 EXPERTS (experts modes,
+//     gemv_q.glsl: 0 off, 1 per pair, 2 grouped)
 //   set 0: 0 quantized x (qdot.glsl's layout), 1 W bodies, 2 W's d values (any buffer for
 //     Q4_K, Q5_K), 3 bias [N] (any buffer when unused; with EXPERTS the ids, i32), 4 y [M, N]
-//   push constants: N, K, has_bias, ldy, y0, dlo, e_lo, e_n, xdiv, xrows, ids0 (as
+//   push constants: N, K, has_bias, ldy, y0, dlo, e_lo, e_n, xdiv, xrows, ids0, pairs (as
 //     gemv_q.comp; with EXPERTS, x holds xrows rows, its scales and sums after all of their
-//     codes). The workgroup index is x + y * (groups in x); with EXPERTS, z is the pair.
+//     codes). The workgroup index is x + y * (groups in x); with EXPERTS, z is the pair (per
+//     pair) or the part's expert (grouped).
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 
@@ -30,7 +31,7 @@ layout(constant_id = 3) const uint NR = 1;
 layout(constant_id = 5) const uint U = 2;
 layout(constant_id = 6) const uint PB = 16;
 const bool STAGE = false;
-layout(constant_id = 7) const bool EXPERTS = false;
+layout(constant_id = 7) const uint EXPERTS = 0u;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct { uint act[]; };
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct2 { uvec2 act2[]; };
@@ -48,7 +49,7 @@ layout(push_constant) uniform Push {
     uint has_bias;
     uint ldy, y0;  // y's row stride and the column of W's row 0 (a W split in row ranges)
     uint dlo;      // the half of binding 2 that is block 0's d
-    uint e_lo, e_n, xdiv, xrows, ids0;  // experts mode (gemv_q.glsl)
+    uint e_lo, e_n, xdiv, xrows, ids0, pairs;  // experts modes (gemv_q.glsl)
 } pc;
 
 #include "quant.glsl"
@@ -83,7 +84,7 @@ int dot4(uvec4 w, uvec4 a) {
 
 // acc[i][m] += piece p of block b of row i (words r[i]) . x[m]; nothing where !ok.
 void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
-    const uint nb32 = pc.K / 32u, AB = (EXPERTS ? pc.xrows : M) * nb32;
+    const uint nb32 = pc.K / 32u, AB = (GEMV_EXPERTS ? pc.xrows : M) * nb32;
     if (FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0) {
         [[unroll]] for (uint m = 0u; m < M; m++) {
             const uint ab = gemv_x_row(m) * nb32 + b;

@@ -21,6 +21,12 @@
  * Negative controls: a reference with every id moved to the next expert, and one with the
  * expert's rows one row off, are both caught by the same checks.
  *
+ * Batches of 4 rows or more take the grouped mode (a workgroup per expert, its pairs 4 or 8 at
+ * a time): a batch of 64 rows whose experts get 64, 63, 1 and 0 pairs, checked against the
+ * reference and against the same pairs run a row at a time (the per-pair mode), with a
+ * reference whose one id is changed as the control; and 1400 pairs (past one scan window of
+ * the ids), read from ids_first = 5, with ids read from 0 as the control.
+ *
  * Stacks past one binding: MOTIFCL_MAX_BINDING set small binds them in parts of two experts
  * (a limit below one expert is refused), and a Q8_0 stack just past maxStorageBufferRange
  * (where that is small, as on Lavapipe; MOTIFCL_TEST_EXPERTS_BYTES asks for any size, past
@@ -452,9 +458,11 @@ static int64_t stack_k(mcl_dtype t, int i)
     return mcl_dtype_block_weights(t) == 32 ? (i ? 1120 : 96) : (i ? 768 : 256);
 }
 
+/* Batches of 4 rows or more run the grouped mode (4 rows of x a chunk from 4 rows, 8 from 8):
+ * {5, 8, 0} and {9, 2, 1}; the others a workgroup per pair. */
 static const ex_case ex_cases[] = {
     {1, 1, 0}, {1, 2, 0}, {1, 8, 0}, {3, 2, 0}, {5, 8, 0}, /* gate and up: x shared */
-    {1, 8, 1}, {3, 2, 1}, {2, 8, 1},                       /* down: a row of x per pair */
+    {1, 8, 1}, {3, 2, 1}, {2, 8, 1}, {9, 2, 1},            /* down: a row of x per pair */
 };
 #define EX_CASES (sizeof ex_cases / sizeof ex_cases[0])
 
@@ -482,8 +490,185 @@ static void experts_paths(void **state)
     mcl_test_record_bool("experts: ids one off and rows one off are caught", 1);
 }
 
+/* A batch whose pairs share experts, which mcl_matmul_experts multiplies in its grouped mode
+ * (64 rows: a workgroup per expert, its pairs 8 at a time). Rows of 2 slots; expert 3 is
+ * chosen by no pair, expert 2 by exactly one (row 17's first slot), experts 0 and 1 by the rest
+ * (64 and 63 pairs: one count not a multiple of the chunk). */
+#define GROUPED_ROWS 64
+#define GROUPED_LONE_PAIR 34
+
+static int32_t *grouped_ids(void)
+{
+    int32_t *ids = malloc(2 * GROUPED_ROWS * sizeof *ids);
+    assert_non_null(ids);
+    seed_rng(5000);
+    for (int r = 0; r < GROUPED_ROWS; r++) {
+        int first = (int)(next_u32() % 2);
+        ids[2 * r] = first;
+        ids[2 * r + 1] = 1 - first;
+    }
+    ids[GROUPED_LONE_PAIR] = 2;
+    ids[GROUPED_LONE_PAIR + 1] = 0;
+    return ids;
+}
+
+/* The grouped batch on `path`, against the CPU reference; as a control the same pairs run a
+ * row at a time (2 pairs over 4 experts: the per-pair mode) give the same values; and a
+ * reference with one id changed (the lone pair of expert 2, or the first pair) is told apart
+ * by the same check. */
+static void check_grouped(const stack *s, int per_slot, mcl_quant_path path, uint32_t seed)
+{
+    const int64_t rows = GROUPED_ROWS, pairs = 2 * GROUPED_ROWS;
+    const int64_t xrows = per_slot ? pairs : rows, row_x = per_slot ? 2 : 1;
+    float *x = mcl_test_random_floats((size_t)(xrows * s->k), seed, -1, 1);
+    int32_t *ids = grouped_ids();
+    int64_t xs[2] = {xrows, s->k}, ys[2] = {pairs, s->n}, is = pairs;
+    mcl_tensor *tx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, x);
+    mcl_tensor *ty = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ys, NULL);
+    mcl_tensor *ti = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, &is, ids);
+    mcl_tensor *act = NULL;
+    const float *xref = x;
+    float *xq = NULL;
+    if (path == MCL_QUANT_PATH_DOT) {
+        xq = quantized_x(tx, xrows, s->k, &act);
+        xref = xq;
+    }
+    mcl_experts_desc d = {.experts = (uint32_t)s->e, .slots = 2, .per_slot = per_slot,
+                          .path = path};
+    assert_mcl_ok(mcl_matmul_experts(ctx, tx, s->t, ti, &d, ty, NULL));
+    size_t count = (size_t)(pairs * s->n);
+    float *got = malloc(count * sizeof *got), *single = malloc(count * sizeof *single);
+    assert_true(got && single);
+    assert_mcl_ok(mcl_tensor_download(ty, 0, got, (uint64_t)count * 4));
+
+    /* The control: row r alone, its ids from ids_first = 2 r. */
+    int64_t rxs[2] = {row_x, s->k}, rys[2] = {2, s->n};
+    mcl_tensor *rx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, rxs, NULL);
+    mcl_tensor *ry = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, rys, NULL);
+    for (int64_t r = 0; r < rows; r++) {
+        mcl_experts_desc dr = d;
+        dr.ids_first = (uint32_t)(2 * r);
+        assert_mcl_ok(mcl_tensor_upload(rx, 0, x + r * row_x * s->k,
+                                        (uint64_t)(row_x * s->k) * 4));
+        assert_mcl_ok(mcl_matmul_experts(ctx, rx, s->t, ti, &dr, ry, NULL));
+        assert_mcl_ok(mcl_tensor_download(ry, 0, single + 2 * r * s->n,
+                                          (uint64_t)(2 * s->n) * 4));
+    }
+    float *want = ref_experts(s, xref, ids, pairs, 2, per_slot, 0, 0);
+    char name[160];
+    snprintf(name, sizeof name, "experts grouped %s %s E=%lld N=%lld K=%lld rows=%lld k=2 %s",
+             mcl_dtype_name(s->dtype), path == MCL_QUANT_PATH_DOT ? "dot" : "float",
+             (long long)s->e, (long long)s->n, (long long)s->k, (long long)rows,
+             per_slot ? "per-slot x" : "shared x");
+    expect_nmse(name, mcl_nmse(got, want, count), NMSE_EXACT_WEIGHTS);
+    snprintf(name, sizeof name, "  the same pairs a row at a time (per pair)");
+    expect_nmse(name, mcl_nmse(single, want, count), NMSE_EXACT_WEIGHTS);
+    snprintf(name, sizeof name, "  grouped against per pair");
+    expect_nmse(name, mcl_nmse(got, single, count), NMSE_EXACT_WEIGHTS);
+    const int64_t changed[2] = {GROUPED_LONE_PAIR, 0};
+    for (int i = 0; i < 2; i++) {
+        int32_t keep = ids[changed[i]];
+        ids[changed[i]] = 3;
+        float *wrong = ref_experts(s, xref, ids, pairs, 2, per_slot, 0, 0);
+        ids[changed[i]] = keep;
+        double nmse = mcl_nmse(got, wrong, count);
+        printf("  control (pair %lld's expert changed to 3): nmse %.3g\n",
+               (long long)changed[i], nmse);
+        assert_true(nmse > NMSE_EXACT_WEIGHTS);
+        free(wrong);
+    }
+    free(want);
+    free(got);
+    free(single);
+    free(xq);
+    free(x);
+    free(ids);
+    mcl_tensor *all[] = {act, tx, ty, ti, rx, ry};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+}
+
+/* More pairs than one scan of the ids holds (gemv_q.glsl's window of 1024 pairs): 700 rows of
+ * 2 slots over 8 random experts, the ids from ids_first = 5 (the 5 before name expert 0 and
+ * must be skipped), so that matches carry over from one window to the next. */
+static void check_grouped_windows(const stack *s, int per_slot, mcl_quant_path path,
+                                  uint32_t seed)
+{
+    const int64_t rows = 700, pairs = 2 * rows, xrows = per_slot ? pairs : rows, skip = 5;
+    float *x = mcl_test_random_floats((size_t)(xrows * s->k), seed, -1, 1);
+    int32_t *ids = random_ids(rows, 2, s->e, seed + 1);
+    int32_t *all_ids = calloc((size_t)(skip + pairs), sizeof *all_ids);
+    assert_non_null(all_ids);
+    memcpy(all_ids + skip, ids, (size_t)pairs * sizeof *ids);
+    int64_t xs[2] = {xrows, s->k}, ys[2] = {pairs, s->n}, is = skip + pairs;
+    mcl_tensor *tx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, x);
+    mcl_tensor *ty = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ys, NULL);
+    mcl_tensor *ti = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, &is, all_ids);
+    mcl_tensor *act = NULL;
+    const float *xref = x;
+    float *xq = NULL;
+    if (path == MCL_QUANT_PATH_DOT) {
+        xq = quantized_x(tx, xrows, s->k, &act);
+        xref = xq;
+    }
+    mcl_experts_desc d = {.experts = (uint32_t)s->e, .slots = 2, .per_slot = per_slot,
+                          .path = path, .ids_first = (uint32_t)skip};
+    assert_mcl_ok(mcl_matmul_experts(ctx, tx, s->t, ti, &d, ty, NULL));
+    size_t count = (size_t)(pairs * s->n);
+    float *got = malloc(count * sizeof *got);
+    assert_non_null(got);
+    assert_mcl_ok(mcl_tensor_download(ty, 0, got, (uint64_t)count * 4));
+    float *want = ref_experts(s, xref, ids, pairs, 2, per_slot, 0, 0);
+    char name[160];
+    snprintf(name, sizeof name, "experts grouped %s %s E=%lld rows=%lld k=2 %s, ids from %lld",
+             mcl_dtype_name(s->dtype), path == MCL_QUANT_PATH_DOT ? "dot" : "float",
+             (long long)s->e, (long long)rows, per_slot ? "per-slot x" : "shared x",
+             (long long)skip);
+    expect_nmse(name, mcl_nmse(got, want, count), NMSE_EXACT_WEIGHTS);
+    /* Control: the ids read from 0 instead (the window's pairs shifted by 5). */
+    float *wrong = ref_experts(s, xref, all_ids, pairs, 2, per_slot, 0, 0);
+    double nmse = mcl_nmse(got, wrong, count);
+    printf("  control (ids from 0): nmse %.3g\n", nmse);
+    assert_true(nmse > NMSE_WRONG);
+    free(wrong);
+    free(want);
+    free(got);
+    free(xq);
+    free(x);
+    free(ids);
+    free(all_ids);
+    mcl_tensor *all[] = {act, tx, ty, ti};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+}
+
+static void experts_grouped(void **state)
+{
+    (void)state;
+    uint32_t seed = 5100;
+    for (size_t f = 1; f < STACK_TYPES; f++, seed += 20) {
+        mcl_dtype t = stack_types[f];
+        stack s;
+        stack_make(&s, t, 4, 37, stack_k(t, 1), seed);
+        for (int per_slot = 0; per_slot < 2; per_slot++) {
+            check_grouped(&s, per_slot, MCL_QUANT_PATH_FLOAT, seed + 1 + (uint32_t)per_slot);
+            if (has_dot)
+                check_grouped(&s, per_slot, MCL_QUANT_PATH_DOT, seed + 3 + (uint32_t)per_slot);
+        }
+        stack_free(&s);
+        stack_make(&s, t, 8, 37, stack_k(t, 0), seed + 10);
+        check_grouped_windows(&s, 0, MCL_QUANT_PATH_FLOAT, seed + 11);
+        if (has_dot)
+            check_grouped_windows(&s, 1, MCL_QUANT_PATH_DOT, seed + 13);
+        stack_free(&s);
+    }
+    mcl_test_record_bool("experts grouped: a changed id and shifted ids are caught", 1);
+}
+
 /* A stack bound in parts of whole experts (MOTIFCL_MAX_BINDING set small): pairs whose
- * experts lie in different parts. The control: a limit below one expert is refused. */
+ * experts lie in different parts, a workgroup per pair (3 and 2 rows) and grouped (6 and 8
+ * rows: a dispatch a part, a workgroup per expert of the part). The control: a limit below
+ * one expert is refused. */
 static void experts_parts(void **state)
 {
     (void)state;
@@ -497,13 +682,14 @@ static void experts_parts(void **state)
         {MCL_DTYPE_Q4_K, 256, "12000"}, /* 5328 */
         {MCL_DTYPE_F32, 96, "30000"},   /* 14208 */
     };
-    const ex_case c[] = {{3, 8, 0}, {2, 8, 1}};
+    const ex_case c[] = {{3, 8, 0}, {2, 8, 1}, {6, 4, 0}, {8, 2, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         switch_env("MOTIFCL_MAX_BINDING", cases[i].limit);
         stack s;
         stack_make(&s, cases[i].t, 8, 37, cases[i].k, (uint32_t)(2000 + i));
-        for (size_t j = 0; j < 2; j++) {
-            check_experts(&s, &c[j], MCL_QUANT_PATH_FLOAT, 0, j == 0, (uint32_t)(2100 + 10 * i + j));
+        for (size_t j = 0; j < sizeof c / sizeof c[0]; j++) {
+            check_experts(&s, &c[j], MCL_QUANT_PATH_FLOAT, 0, j == 0 || j == 2,
+                          (uint32_t)(2100 + 10 * i + j));
             if (has_dot && cases[i].t != MCL_DTYPE_F32)
                 check_experts(&s, &c[j], MCL_QUANT_PATH_DOT, 0, 0, (uint32_t)(2200 + 10 * i + j));
         }
@@ -818,6 +1004,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(route),
         cmocka_unit_test(route_edges),
         cmocka_unit_test(experts_paths),
+        cmocka_unit_test(experts_grouped),
         cmocka_unit_test(experts_parts),
         cmocka_unit_test(experts_beyond_binding),
         cmocka_unit_test(combine),

@@ -16,14 +16,15 @@ typedef struct weight_part {
     uint32_t dlo;
 } weight_part;
 
-/* The push constants of the GEMV kernels (gemv_q.comp, gemv_q_dot.comp). ldc, c0: the
- * output's row stride and the column of this W's row 0 (a W split in row ranges writes its
- * columns of the whole output). The rest is experts mode's (matmul_experts.c), zero
- * otherwise: the experts the part binds [e_lo, e_lo + e_n), the pairs per row of x (xdiv),
- * the rows of x (xrows), ids' first element (ids0). */
+/* The push constants of the GEMV kernels (gemv_q.comp, gemv_q_dot.comp; the same order as
+ * their pc). ldc, c0: the output's row stride and the column of this W's row 0 (a W split in
+ * row ranges writes its columns of the whole output). The rest is the experts modes' (moe.c),
+ * zero otherwise: the experts the part binds [e_lo, e_lo + e_n), the pairs per row of x
+ * (xdiv), the rows of x (xrows), ids' first element (ids0), the pairs (grouped mode scans
+ * them). */
 typedef struct mcl_gemv_push {
     uint32_t n, k, has_bias, ldc, c0, dlo;
-    uint32_t e_lo, e_n, xdiv, xrows, ids0;
+    uint32_t e_lo, e_n, xdiv, xrows, ids0, pairs;
 } mcl_gemv_push;
 
 /* Get a kernel and check that the device gave it the workgroup size its tiles assume

@@ -1,7 +1,8 @@
 /* Mixtures of experts on the device: the routing (moe_route_f32.comp), the expert GEMVs that
- * read only the chosen experts' rows of a stack (gemv_q / gemv_q_dot in experts mode for
- * block-quantised stacks, gemv_experts_f32.comp for f32 ones), and the weighted sum of the
- * experts' outputs (moe_combine_f32.comp). The expert of each (row, slot) pair is read from
+ * read only the chosen experts' rows of a stack (gemv_q / gemv_q_dot in an experts mode for
+ * block-quantised stacks: a workgroup per pair for decode, grouped by expert for a batch of
+ * several rows; gemv_experts_f32.comp for f32 ones), and the weighted sum of the experts'
+ * outputs (moe_combine_f32.comp). The expert of each (row, slot) pair is read from
  * an ids tensor on the device, so that a recorded step replays for any routing.
  *
  * Offsets. A stack may exceed one binding (a model's [E, N, K] expert tensor is one matrix
@@ -190,19 +191,67 @@ static mcl_status experts_check(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, 
     return experts_per_part(ctx, d->experts, p);
 }
 
-/* One part of a block-quantised stack (experts [e0, e0 + count)), gemv_q or gemv_q_dot in
- * experts mode over every pair. */
+/* The experts modes of gemv_q / gemv_q_dot (their EXPERTS constant, gemv_q.glsl). */
+#define EXPERTS_PER_PAIR 1u
+#define EXPERTS_GROUPED 2u
+/* The grouped mode from this many rows of the batch (tokens) on: a prompt, or a batch of
+ * several sequences; decode's one row (or a few) keeps a workgroup per pair, which spreads its
+ * few pairs widest. The choice, and the grouped mode's rows of x per chunk, follow from the
+ * batch alone, never from the stack's experts: an expert cache runs one product over its slots
+ * and again over its pool (id_base), and each pair's values must be those of the same product
+ * over the whole stack, bit for bit (the mode and the plan fix the order of summation). */
+#define GROUPED_MIN_ROWS 4u
+/* Rows of x a grouped workgroup multiplies at once: the GEMV kernels' most (8), or 4 where the
+ * batch has fewer than 8 rows (an expert holds at most one pair a row: the slots of a row are
+ * distinct experts, so a chunk longer than the rows could never fill). */
+#define GROUPED_MAX_ROWS 8u
+
+/* The grouped mode's rows of x per chunk for a batch of `pairs` pairs, `slots` a row; 0 where
+ * the per-pair mode is the one to run. */
+static uint32_t grouped_rows(uint32_t pairs, uint32_t slots)
+{
+    uint32_t rows = pairs / slots;
+    if (rows < GROUPED_MIN_ROWS)
+        return 0;
+    return rows >= GROUPED_MAX_ROWS ? GROUPED_MAX_ROWS : GROUPED_MIN_ROWS;
+}
+
+/* One part of a block-quantised stack (experts [e0, e0 + count)), gemv_q or gemv_q_dot in an
+ * experts mode: grouped (a workgroup per expert of the part, its pairs m at a time) for a
+ * batch of several rows where the plan leaves room for the list of pairs in shared memory,
+ * else per pair (a workgroup per pair, one row of x). */
 static mcl_status experts_quant_part(mcl_context *ctx, const experts_product *p,
                                      const mcl_experts_desc *d, mcl_tensor *in,
                                      const weight_part *w, mcl_tensor *ids, mcl_tensor *y,
                                      uint32_t e0, uint32_t count)
 {
     int dot = p->path == MCL_QUANT_PATH_DOT;
-    /* The plan of one row of x; the grid it sizes its lanes for holds every pair's rows. */
-    uint64_t grid_rows = (uint64_t)p->n * p->pairs;
+    uint32_t m = grouped_rows(p->pairs, d->slots), mode = EXPERTS_GROUPED;
     mcl_gemv_plan plan;
-    mcl_gemv_plan_for(ctx, dot, (uint32_t)p->fmt, 1,
-                      grid_rows > UINT32_MAX ? UINT32_MAX : (uint32_t)grid_rows, p->k, &plan);
+    if (m) {
+        /* The grid the plan sizes its lanes for: the chunks of m pairs, as many as if every
+         * chunk were full (of the batch, not of the part: see GROUPED_MIN_ROWS). */
+        uint64_t grid_rows = (uint64_t)p->n * ceil_div(p->pairs, m);
+        mcl_gemv_plan_reserving(ctx, dot, (uint32_t)p->fmt, m,
+                                grid_rows > UINT32_MAX ? UINT32_MAX : (uint32_t)grid_rows, p->k,
+                                MCL_GEMV_GROUPED_SHARED(m), &plan);
+        if (mcl_gemv_shared_bytes((uint32_t)p->fmt, &plan, m) + MCL_GEMV_GROUPED_SHARED(m) >
+            mcl_traits_of(ctx)->max_shared_bytes)
+            m = 0;
+    }
+    if (!m) {
+        /* The plan of one row of x; the grid it sizes its lanes for holds every pair's rows. */
+        uint64_t grid_rows = (uint64_t)p->n * p->pairs;
+        m = 1;
+        mode = EXPERTS_PER_PAIR;
+        mcl_gemv_plan_for(ctx, dot, (uint32_t)p->fmt, 1,
+                          grid_rows > UINT32_MAX ? UINT32_MAX : (uint32_t)grid_rows, p->k, &plan);
+    }
+    mcl_ctx_log(ctx, MCL_LOG_DEBUG,
+                "experts part [%u, %u): %s, %u rows of x a workgroup: t=%u g=%u nr=%u u=%u "
+                "pb=%u st=%u cvt=%u", e0, e0 + count,
+                mode == EXPERTS_GROUPED ? "grouped" : "per pair", m, plan.t, plan.g, plan.nr,
+                plan.u, plan.pb, plan.stage, plan.cvt);
     mcl_kernel_desc desc = {
         .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
         .binding_count = 5,
@@ -210,9 +259,9 @@ static mcl_status experts_quant_part(mcl_context *ctx, const experts_product *p,
         .local_size_x = plan.t,
         .spec_count = dot ? 7 : 9,
     };
-    const uint32_t spec_float[9] = {(uint32_t)p->fmt, 1, plan.nr, plan.g, plan.u, plan.pb,
-                                    plan.stage, plan.cvt, 1};
-    const uint32_t spec_dot[7] = {(uint32_t)p->fmt, 1, plan.nr, plan.g, plan.u, plan.pb, 1};
+    const uint32_t spec_float[9] = {(uint32_t)p->fmt, m, plan.nr, plan.g, plan.u, plan.pb,
+                                    plan.stage, plan.cvt, mode};
+    const uint32_t spec_dot[7] = {(uint32_t)p->fmt, m, plan.nr, plan.g, plan.u, plan.pb, mode};
     for (uint32_t i = 0; i < desc.spec_count; i++)
         desc.spec[i] = dot ? spec_dot[i] : spec_float[i];
     const mcl_kernel *kernel;
@@ -222,19 +271,30 @@ static mcl_status experts_quant_part(mcl_context *ctx, const experts_product *p,
     mcl_gemv_push push = {.n = p->n, .k = p->k, .ldc = p->n, .dlo = w->dlo,
                           .e_lo = d->id_base + e0,
                           .e_n = count, .xdiv = d->per_slot ? 1 : d->slots,
-                          .xrows = p->xrows, .ids0 = d->ids_first};
+                          .xrows = p->xrows, .ids0 = d->ids_first, .pairs = p->pairs};
     uint32_t groups = ceil_div(p->n, (uint64_t)plan.g * plan.nr);
     uint32_t gx = groups < MOE_MAX_GROUPS ? groups : MOE_MAX_GROUPS, gy = ceil_div(groups, gx);
     mcl_tensor *reads[4] = {in, w->body, w->d, ids};
-    /* Bytes: the chosen experts' rows at most once each. */
+    /* Bytes: per pair, the chosen experts' rows at most once each; grouped, modeled as if the
+     * pairs were spread evenly over the stack's experts, each of the part's read once per
+     * chunk of m (and its ids scanned). */
     uint64_t chosen = p->pairs < count ? p->pairs : count;
-    mcl_profile_op(ctx, dot ? "matmul experts, integer dot" : "matmul experts, float",
-                   (double)chosen * p->n * p->row_bytes + 4.0 * p->pairs * p->n,
-                   2.0 * p->pairs * p->n * p->k);
-    return mcl_dispatch(ctx, kernel, reads, 4, &y, 1, &push, gx, gy, p->pairs);
+    double bytes = (double)chosen * p->n * p->row_bytes;
+    if (mode == EXPERTS_GROUPED)
+        bytes = (double)count * ceil_div(ceil_div(p->pairs, d->experts), m) * p->n *
+                    p->row_bytes + 4.0 * count * groups * p->pairs;
+    mcl_profile_op(ctx,
+                   mode == EXPERTS_GROUPED
+                       ? (dot ? "matmul experts grouped, integer dot"
+                              : "matmul experts grouped, float")
+                       : (dot ? "matmul experts, integer dot" : "matmul experts, float"),
+                   bytes + 4.0 * p->pairs * p->n, 2.0 * p->pairs * p->n * p->k);
+    return mcl_dispatch(ctx, kernel, reads, 4, &y, 1, &push, gx, gy,
+                        mode == EXPERTS_GROUPED ? count : p->pairs);
 }
 
-/* One part of an f32 stack: gemv_experts_f32. */
+/* One part of an f32 stack: gemv_experts_f32, a workgroup per pair whatever the batch (the
+ * grouped mode is the block-quantised kernels' only). */
 static mcl_status experts_f32_part(mcl_context *ctx, const experts_product *p,
                                    const mcl_experts_desc *d, mcl_tensor *x, mcl_tensor *w,
                                    mcl_tensor *ids, mcl_tensor *y, uint32_t e0, uint32_t count)

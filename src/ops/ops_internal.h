@@ -262,9 +262,10 @@ typedef struct mcl_experts_desc {
  * + p] read from the device when the work runs (a recorded step replays for any routing) and
  * x_p x's row p (per_slot) or p / slots. W [E N, K] is f32 or block-quantised (the stack a
  * model file's [E, N, K] expert tensor loads as); x f32 [.., K]; y f32 [.., N] with rows x
- * slots rows (at most 65535 pairs); ids i32. Only the chosen experts' rows are read. A W
- * larger than one binding is bound in parts of whole experts (each part one dispatch over
- * every pair, a pair's workgroups leaving at once where its expert is another part's). A pair
+ * slots rows (at most 65535 pairs); ids i32. Only the chosen experts' rows are read: once per
+ * pair for a batch of fewer than 4 rows (decode), once per chunk of up to 8 of its pairs for
+ * more (a block-quantised W; the grouped mode, moe.c). A W larger than one binding is bound in
+ * parts of whole experts, each part one dispatch over every pair. A pair
  * whose id is outside [0, E) gets nothing written. `ran`, if not NULL, receives the path
  * recorded (FLOAT for an f32 W). */
 mcl_status mcl_matmul_experts(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *ids,

@@ -215,10 +215,16 @@ static uint64_t span_shared_bytes(uint32_t fmt, const mcl_gemv_plan *q, uint32_t
     return bytes;
 }
 
+uint64_t mcl_gemv_shared_bytes(uint32_t fmt, const mcl_gemv_plan *plan, uint32_t m)
+{
+    return span_shared_bytes(fmt, plan, m);
+}
+
 /* MOTIFCL_QUANT_GEMV_PLAN's keys applied to p where the result fits the kernels, the product
- * and the device; else p stays and a warning says so. */
+ * and the device (with `reserve` bytes of its shared memory taken); else p stays and a
+ * warning says so. */
 static void gemv_override(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m,
-                          mcl_gemv_plan *p)
+                          uint64_t reserve, mcl_gemv_plan *p)
 {
     const mcl_traits *tr = mcl_traits_of(ctx);
     const mcl_gemv_override *o = &tr->gemv;
@@ -236,7 +242,7 @@ static void gemv_override(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
              q.g <= tr->max_workgroup_size[1] && (uint64_t)q.t * q.g <= tr->max_invocations &&
              (q.nr == 1 || q.nr == 2 || q.nr == 4 || q.nr == 8) && q.u >= 1 && q.u <= 8 && ppb &&
              q.t % ppb == 0 && !(q.stage && dot) && !(q.cvt && (dot || m > 1)) &&
-             span_shared_bytes(fmt, &q, m) <= tr->max_shared_bytes;
+             span_shared_bytes(fmt, &q, m) + reserve <= tr->max_shared_bytes;
     if (!ok) {
         mcl_ctx_log(ctx, MCL_LOG_WARNING,
                     "MOTIFCL_QUANT_GEMV_PLAN does not fit this product or device; ignored");
@@ -245,8 +251,8 @@ static void gemv_override(const mcl_context *ctx, int dot, uint32_t fmt, uint32_
     *p = q;
 }
 
-void mcl_gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m, uint32_t n,
-                       uint32_t k, mcl_gemv_plan *p)
+void mcl_gemv_plan_reserving(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m,
+                             uint32_t n, uint32_t k, uint64_t reserve, mcl_gemv_plan *p)
 {
     const mcl_traits *tr = mcl_traits_of(ctx);
     const gemv_rule *r = &gemv_rules[dot != 0][m > 1][fmt];
@@ -255,6 +261,7 @@ void mcl_gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m
     uint64_t shared = wave64 ? SPAN_MAX_SHARED_WAVE64 : SPAN_MAX_SHARED;
     if (shared > tr->max_shared_bytes)
         shared = tr->max_shared_bytes;
+    shared = shared > reserve ? shared - reserve : 0;
     uint32_t threads = wave64 ? SPAN_THREADS_WAVE64 : SPAN_THREADS;
     if (threads > tr->max_invocations)
         threads = tr->max_invocations;
@@ -304,7 +311,13 @@ void mcl_gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m
         else
             break;
     }
-    gemv_override(ctx, dot, fmt, m, p);
+    gemv_override(ctx, dot, fmt, m, reserve, p);
+}
+
+void mcl_gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m, uint32_t n,
+                       uint32_t k, mcl_gemv_plan *p)
+{
+    mcl_gemv_plan_reserving(ctx, dot, fmt, m, n, k, 0, p);
 }
 
 mcl_status mcl_quant_gemv_plan(const mcl_context *ctx, int dot, mcl_dtype dtype, uint32_t m,

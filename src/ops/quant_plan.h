@@ -75,6 +75,20 @@ typedef struct mcl_gemv_plan {
 void mcl_gemv_plan_for(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m, uint32_t n,
                        uint32_t k, mcl_gemv_plan *plan);
 
+/* The same with `reserve` bytes of the workgroup's shared memory kept for the caller's use
+ * of the kernel (experts grouped mode's list of pairs). */
+void mcl_gemv_plan_reserving(const mcl_context *ctx, int dot, uint32_t fmt, uint32_t m,
+                             uint32_t n, uint32_t k, uint64_t reserve, mcl_gemv_plan *plan);
+
+/* The shared memory a GEMV plan takes at m rows of x, less what an experts mode adds. */
+uint64_t mcl_gemv_shared_bytes(uint32_t fmt, const mcl_gemv_plan *plan, uint32_t m);
+
+/* Experts grouped mode (gemv_q.glsl's GEMV_WINDOW): the pairs one scan of the ids covers, and
+ * the shared memory its list takes at m rows of x (a window's matches, fewer than m carried
+ * over, and the count). */
+#define MCL_GEMV_GROUPED_WINDOW 1024u
+#define MCL_GEMV_GROUPED_SHARED(m) ((MCL_GEMV_GROUPED_WINDOW + (uint64_t)(m) + 1u) * 4u)
+
 /* The same for a dtype, checked, so that the tests can hold the rule to the plans it was
  * measured with. MCL_ERROR_INVALID_ARGUMENT for a dtype that is not a block type, m outside
  * 1..8, n = 0 or k not a whole number of blocks. */
