@@ -778,6 +778,26 @@ static void experts_beyond_binding(void **state)
                  path ? "dot" : "float", (long long)e, (unsigned long long)total);
         /* The dot path quantizes x: its rounding, not a wrong row, is what it is held to. */
         expect_nmse(name, mcl_nmse(got, want, 4 * (size_t)n), path ? 1e-4 : NMSE_EXACT_WEIGHTS);
+        /* Negative control, past 4 GiB: pair 0's expert (the last) read where a 32-bit byte
+         * offset would wrap to (down to a block boundary) is far from what the op gave. */
+        uint64_t last = (uint64_t)ids[0] * (uint64_t)n * (uint64_t)(k / 32) * 34;
+        if (last > UINT32_MAX) {
+            for (int64_t r = 0; r < n; r++) {
+                uint64_t at = ((uint64_t)ids[0] * (uint64_t)n + (uint64_t)r) * (uint64_t)(k / 32) *
+                              34;
+                uint64_t wrapped = (uint64_t)(uint32_t)at / 34 * 34;
+                assert_mcl_ok(mcl_dequantize(MCL_DTYPE_Q8_0, q + wrapped, row, k));
+                double acc = 0.0;
+                for (int64_t i = 0; i < k; i++)
+                    acc += (double)row[i] * x[i];
+                want[r] = (float)acc;
+            }
+            double wrong = mcl_nmse(got, want, (size_t)n);
+            snprintf(name, sizeof name, "experts q8_0 %s: control, the last expert read at a "
+                     "32-bit wrapped offset is far off (nmse %.3g)", path ? "dot" : "float",
+                     wrong);
+            assert_true(mcl_test_record_bool(name, wrong > NMSE_WRONG));
+        }
     }
     free(got);
     free(want);
