@@ -192,6 +192,19 @@ static void ffn_add(const double *h, const float *gate, const float *up, const f
     }
 }
 
+/* The smallest routing margin since ref_llama_margin_reset() (ref_llama.h). */
+static double routing_margin = 1.0;
+
+void ref_llama_margin_reset(void)
+{
+    routing_margin = 1.0;
+}
+
+double ref_llama_margin(void)
+{
+    return routing_margin;
+}
+
 /* The mixture's feed-forward of one row h [D], added into x [D] (ref_llama.h); scratch: p
  * [experts], g and u [max(expert_hidden, shared_hidden)]. */
 static void moe_add(const ref_llama *m, const ref_llama_layer *b, const double *h, double *x,
@@ -223,6 +236,17 @@ static void moe_add(const ref_llama *m, const ref_llama_layer *b, const double *
         w[j] = p[best];
         total += w[j];
     }
+    /* The margin of this choice: the last chosen against the best left out. */
+    double left_out = 0.0;
+    for (int64_t e = 0; e < E; e++) {
+        int taken = 0;
+        for (int i = 0; i < m->experts_used; i++)
+            taken |= chosen[i] == (int)e;
+        if (!taken && p[e] > left_out)
+            left_out = p[e];
+    }
+    if (m->experts_used < E && w[m->experts_used - 1] - left_out < routing_margin)
+        routing_margin = w[m->experts_used - 1] - left_out;
     for (int j = 0; j < m->experts_used; j++) {
         const int64_t e = chosen[j];
         ffn_add(h, b->ffn_gate_exps + e * F * D, b->ffn_up_exps + e * F * D,

@@ -121,4 +121,13 @@ int ref_llama_forward_kv(const ref_llama *m, ref_llama_kv *kv, const int32_t *to
  * cache. Returns 0 or -1 as above. */
 int ref_llama_forward(const ref_llama *m, const int32_t *tokens, int T, double *logits);
 
+/* The smallest routing margin of a mixture's forward passes since the last reset: over every
+ * row and layer, the probability of the last expert chosen less the best one not chosen (1
+ * before any mixture ran). Where a path perturbs the activations (the integer-dot path's
+ * 8-bit quantization moves a router probability by about 1e-3), a margin near that flips the
+ * choice, and the logits then differ by far more than the path's rounding: a comparison with
+ * the reference is only sound where the margins are well clear of it. Not thread-safe. */
+void ref_llama_margin_reset(void);
+double ref_llama_margin(void);
+
 #endif
