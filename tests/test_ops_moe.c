@@ -389,6 +389,34 @@ static void expect_nmse(const char *name, double nmse, double tolerance)
         fail_msg("%s: nmse %g above %g", name, nmse, tolerance);
 }
 
+/* The device side of one expert product: x [xrows, k], y [pairs, n], the ids; on the dot path
+ * x's quantization (act) and the x the reference multiplies (xref: x as quantized). */
+typedef struct ex_io {
+    mcl_tensor *tx, *ty, *ti, *act;
+    const float *xref;
+    float *xq;
+} ex_io;
+
+static void ex_io_make(const stack *s, const float *x, int64_t xrows, const int32_t *ids,
+                       int64_t id_count, int64_t pairs, mcl_quant_path path, ex_io *io)
+{
+    int64_t xs[2] = {xrows, s->k}, ys[2] = {pairs, s->n};
+    io->tx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, x);
+    io->ty = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ys, NULL);
+    io->ti = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, &id_count, ids);
+    io->act = NULL;
+    io->xq = path == MCL_QUANT_PATH_DOT ? quantized_x(io->tx, xrows, s->k, &io->act) : NULL;
+    io->xref = io->xq ? io->xq : x;
+}
+
+static void ex_io_free(ex_io *io)
+{
+    free(io->xq);
+    mcl_tensor *all[] = {io->act, io->tx, io->ty, io->ti};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+}
+
 /* One expert product on `path` (FLOAT for f32 stacks), checked; with controls, the two wrong
  * references are shown to fail. given_act: the dot path gets x's quantization made here. */
 static void check_experts(const stack *s, const ex_case *c, mcl_quant_path path, int given_act,
@@ -397,26 +425,18 @@ static void check_experts(const stack *s, const ex_case *c, mcl_quant_path path,
     int64_t pairs = c->rows * c->k, xrows = c->per_slot ? pairs : c->rows;
     float *x = mcl_test_random_floats((size_t)(xrows * s->k), seed, -1, 1);
     int32_t *ids = random_ids(c->rows, c->k, s->e, seed + 1);
-    int64_t xs[2] = {xrows, s->k}, ys[2] = {pairs, s->n}, is = pairs;
-    mcl_tensor *tx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, x);
-    mcl_tensor *ty = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ys, NULL);
-    mcl_tensor *ti = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, &is, ids);
-    mcl_tensor *act = NULL;
-    const float *xref = x;
-    float *xq = NULL;
-    if (path == MCL_QUANT_PATH_DOT) {
-        xq = quantized_x(tx, xrows, s->k, &act);
-        xref = xq;
-    }
+    ex_io io;
+    ex_io_make(s, x, xrows, ids, pairs, pairs, path, &io);
+    const float *xref = io.xref;
     mcl_experts_desc d = {.experts = (uint32_t)s->e, .slots = (uint32_t)c->k,
                           .per_slot = c->per_slot, .path = path,
-                          .act = given_act ? act : NULL};
+                          .act = given_act ? io.act : NULL};
     mcl_quant_path ran = MCL_QUANT_PATH_AUTO;
-    assert_mcl_ok(mcl_matmul_experts(ctx, tx, s->t, ti, &d, ty, &ran));
+    assert_mcl_ok(mcl_matmul_experts(ctx, io.tx, s->t, io.ti, &d, io.ty, &ran));
     assert_int_equal(ran, path);
     float *got = malloc((size_t)(pairs * s->n) * sizeof *got);
     assert_non_null(got);
-    assert_mcl_ok(mcl_tensor_download(ty, 0, got, (uint64_t)(pairs * s->n) * 4));
+    assert_mcl_ok(mcl_tensor_download(io.ty, 0, got, (uint64_t)(pairs * s->n) * 4));
     float *want = ref_experts(s, xref, ids, pairs, c->k, c->per_slot, 0, 0);
     char name[160];
     snprintf(name, sizeof name, "experts %s %s E=%lld N=%lld K=%lld rows=%lld k=%d %s%s",
@@ -437,13 +457,9 @@ static void check_experts(const stack *s, const ex_case *c, mcl_quant_path path,
     }
     free(want);
     free(got);
-    free(xq);
     free(x);
     free(ids);
-    mcl_tensor_destroy(act);
-    mcl_tensor_destroy(tx);
-    mcl_tensor_destroy(ty);
-    mcl_tensor_destroy(ti);
+    ex_io_free(&io);
 }
 
 static const mcl_dtype stack_types[] = {MCL_DTYPE_F32,  MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0,
@@ -522,24 +538,16 @@ static void check_grouped(const stack *s, int per_slot, mcl_quant_path path, uin
     const int64_t xrows = per_slot ? pairs : rows, row_x = per_slot ? 2 : 1;
     float *x = mcl_test_random_floats((size_t)(xrows * s->k), seed, -1, 1);
     int32_t *ids = grouped_ids();
-    int64_t xs[2] = {xrows, s->k}, ys[2] = {pairs, s->n}, is = pairs;
-    mcl_tensor *tx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, x);
-    mcl_tensor *ty = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ys, NULL);
-    mcl_tensor *ti = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, &is, ids);
-    mcl_tensor *act = NULL;
-    const float *xref = x;
-    float *xq = NULL;
-    if (path == MCL_QUANT_PATH_DOT) {
-        xq = quantized_x(tx, xrows, s->k, &act);
-        xref = xq;
-    }
+    ex_io io;
+    ex_io_make(s, x, xrows, ids, pairs, pairs, path, &io);
+    const float *xref = io.xref;
     mcl_experts_desc d = {.experts = (uint32_t)s->e, .slots = 2, .per_slot = per_slot,
                           .path = path};
-    assert_mcl_ok(mcl_matmul_experts(ctx, tx, s->t, ti, &d, ty, NULL));
+    assert_mcl_ok(mcl_matmul_experts(ctx, io.tx, s->t, io.ti, &d, io.ty, NULL));
     size_t count = (size_t)(pairs * s->n);
     float *got = malloc(count * sizeof *got), *single = malloc(count * sizeof *single);
     assert_true(got && single);
-    assert_mcl_ok(mcl_tensor_download(ty, 0, got, (uint64_t)count * 4));
+    assert_mcl_ok(mcl_tensor_download(io.ty, 0, got, (uint64_t)count * 4));
 
     /* The control: row r alone, its ids from ids_first = 2 r. */
     int64_t rxs[2] = {row_x, s->k}, rys[2] = {2, s->n};
@@ -550,7 +558,7 @@ static void check_grouped(const stack *s, int per_slot, mcl_quant_path path, uin
         dr.ids_first = (uint32_t)(2 * r);
         assert_mcl_ok(mcl_tensor_upload(rx, 0, x + r * row_x * s->k,
                                         (uint64_t)(row_x * s->k) * 4));
-        assert_mcl_ok(mcl_matmul_experts(ctx, rx, s->t, ti, &dr, ry, NULL));
+        assert_mcl_ok(mcl_matmul_experts(ctx, rx, s->t, io.ti, &dr, ry, NULL));
         assert_mcl_ok(mcl_tensor_download(ry, 0, single + 2 * r * s->n,
                                           (uint64_t)(2 * s->n) * 4));
     }
@@ -580,12 +588,11 @@ static void check_grouped(const stack *s, int per_slot, mcl_quant_path path, uin
     free(want);
     free(got);
     free(single);
-    free(xq);
     free(x);
     free(ids);
-    mcl_tensor *all[] = {act, tx, ty, ti, rx, ry};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        mcl_tensor_destroy(all[i]);
+    ex_io_free(&io);
+    mcl_tensor_destroy(rx);
+    mcl_tensor_destroy(ry);
 }
 
 /* More pairs than one scan of the ids holds (gemv_q.glsl's window of 1024 pairs): 700 rows of
@@ -600,24 +607,16 @@ static void check_grouped_windows(const stack *s, int per_slot, mcl_quant_path p
     int32_t *all_ids = calloc((size_t)(skip + pairs), sizeof *all_ids);
     assert_non_null(all_ids);
     memcpy(all_ids + skip, ids, (size_t)pairs * sizeof *ids);
-    int64_t xs[2] = {xrows, s->k}, ys[2] = {pairs, s->n}, is = skip + pairs;
-    mcl_tensor *tx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, x);
-    mcl_tensor *ty = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ys, NULL);
-    mcl_tensor *ti = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, &is, all_ids);
-    mcl_tensor *act = NULL;
-    const float *xref = x;
-    float *xq = NULL;
-    if (path == MCL_QUANT_PATH_DOT) {
-        xq = quantized_x(tx, xrows, s->k, &act);
-        xref = xq;
-    }
+    ex_io io;
+    ex_io_make(s, x, xrows, all_ids, skip + pairs, pairs, path, &io);
+    const float *xref = io.xref;
     mcl_experts_desc d = {.experts = (uint32_t)s->e, .slots = 2, .per_slot = per_slot,
                           .path = path, .ids_first = (uint32_t)skip};
-    assert_mcl_ok(mcl_matmul_experts(ctx, tx, s->t, ti, &d, ty, NULL));
+    assert_mcl_ok(mcl_matmul_experts(ctx, io.tx, s->t, io.ti, &d, io.ty, NULL));
     size_t count = (size_t)(pairs * s->n);
     float *got = malloc(count * sizeof *got);
     assert_non_null(got);
-    assert_mcl_ok(mcl_tensor_download(ty, 0, got, (uint64_t)count * 4));
+    assert_mcl_ok(mcl_tensor_download(io.ty, 0, got, (uint64_t)count * 4));
     float *want = ref_experts(s, xref, ids, pairs, 2, per_slot, 0, 0);
     char name[160];
     snprintf(name, sizeof name, "experts grouped %s %s E=%lld rows=%lld k=2 %s, ids from %lld",
@@ -633,13 +632,10 @@ static void check_grouped_windows(const stack *s, int per_slot, mcl_quant_path p
     free(wrong);
     free(want);
     free(got);
-    free(xq);
     free(x);
     free(ids);
     free(all_ids);
-    mcl_tensor *all[] = {act, tx, ty, ti};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        mcl_tensor_destroy(all[i]);
+    ex_io_free(&io);
 }
 
 static void experts_grouped(void **state)
