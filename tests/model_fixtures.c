@@ -206,6 +206,57 @@ static void llama3_factors(const model_fixture_desc *d, float *out)
     }
 }
 
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* A uniform value in [0, 1) from word i of a seeded pattern. */
+static double unit(uint32_t seed, uint32_t i)
+{
+    return (double)(ref_pattern(seed, i) >> 8) / 16777216.0;
+}
+
+/* desc.clear_routing (model_fixtures.h): the generated values of t shaped so that the token
+ * alone decides each routing choice. */
+static void clear_routing(const model_fixture_desc *d, model_fixture_tensor *t, uint32_t seed)
+{
+    const int64_t E = d->experts, D = d->dim, U = d->experts_used;
+    int layer = 0;
+    if (strcmp(t->name, "token_embd.weight") == 0) {
+        for (int64_t v = 0; v < d->vocab; v++) {
+            int64_t order[256];
+            for (int64_t e = 0; e < E; e++)
+                order[e] = e;
+            for (int64_t e = E - 1; e > 0; e--) { /* Fisher-Yates, seeded by the token */
+                int64_t j = (int64_t)(unit(seed ^ 0x5bd1e995u, (uint32_t)(v * E + e)) *
+                                      (double)(e + 1));
+                int64_t x = order[e];
+                order[e] = order[j];
+                order[j] = x;
+            }
+            for (int64_t i = 0; i < E; i++) {
+                double u = unit(seed ^ 0x27d4eb2fu, (uint32_t)(v * E + i));
+                t->source[v * D + order[i]] = (float)(i < U ? 0.8 + 0.2 * u : -u);
+            }
+        }
+    } else if (ends_with(t->name, "ffn_gate_inp.weight") &&
+               sscanf(t->name, "blk.%d.", &layer) == 1) {
+        for (int64_t e = 0; e < E; e++) {
+            for (int64_t c = 0; c < D; c++)
+                t->source[e * D + c] *= 0.05f;
+            t->source[e * D + (e + layer) % E] += 0.75f;
+        }
+    } else if (ends_with(t->name, "attn_output.weight") ||
+               ends_with(t->name, "ffn_down_exps.weight") ||
+               ends_with(t->name, "ffn_down_shexp.weight")) {
+        for (int64_t r = 0; r < t->shape[0]; r++)
+            if (r % D < E)
+                memset(t->source + r * t->shape[1], 0, (size_t)t->shape[1] * sizeof(float));
+    }
+}
+
 /* Tensor `name` added with its values generated and both forms' values computed. */
 static mcl_status add(model_fixture *f, const char *name, int cls, uint32_t ndim, int64_t n,
                       int64_t k, int64_t permute_heads, int init)
@@ -243,6 +294,8 @@ static mcl_status add(model_fixture *f, const char *name, int cls, uint32_t ndim
         mcl_fill_random(t->source, (size_t)count, seed, -0.5f, 0.5f);
     else
         llama3_factors(d, t->source);
+    if (d->clear_routing)
+        clear_routing(d, t, seed);
 
     /* The GGUF's values: encoded in the file's row order, decoded, put back (a bias's
      * permutation moves single elements: rows of one). */
@@ -366,6 +419,9 @@ mcl_status model_fixture_create(const model_fixture_desc *desc, model_fixture *f
                             "experts %d (%d used, shared %d) for arch %s: llama or qwen2moe "
                             "with experts, a shared expert for qwen2moe only", d->experts,
                             d->experts_used, d->shared_hidden, d->arch);
+    if (d->clear_routing && (d->experts < 1 || d->experts > d->dim || d->experts > 256))
+        return fixture_fail(MCL_ERROR_INVALID_ARGUMENT, "clear routing needs a mixture of at "
+                            "most dim (%d) and 256 experts, not %d", d->dim, d->experts);
     if (d->dim < 1 || d->layers < 0 || d->heads < 1 || d->kv_heads < 1 || d->hidden < 1 ||
         d->vocab < 1 || d->head_dim < 2 || d->head_dim % 2 || d->heads % d->kv_heads)
         return fixture_fail(MCL_ERROR_INVALID_ARGUMENT, "shape: dim %d, heads %d/%d, head_dim %d",

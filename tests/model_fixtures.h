@@ -79,6 +79,19 @@ typedef struct model_fixture_desc {
     int experts_used;       /* the experts a token takes; 0 means 2 */
     int expert_hidden;      /* each expert's width; 0 means hidden */
     int shared_hidden;      /* qwen2moe: > 0 adds the shared expert of this width */
+    int clear_routing;      /* 1 (a mixture, dim >= experts): every routing choice is decided
+                               by the token alone, with a wide margin, so that a path which
+                               rounds its activations chooses as the reference does. The
+                               residual's first `experts` components hold the embedding's
+                               values through every block (attn_output's and the down
+                               products' rows there are zero); a token's embedding is in
+                               [0.8, 1] there for experts_used of them (a shuffle seeded by
+                               the token) and in [-1, 0] for the rest; layer l's router row e
+                               is 0.75 at component (e + l) % experts plus a twentieth of a
+                               random row. The rounding of a path then moves a router
+                               probability by about 1e-3 (only the norm's scale and the small
+                               random part see it), and the reference's margins
+                               (ref_llama_margin) are 0.045 or more in the mixture tests */
     int chat_tokens;        /* 1: the vocabulary's last pieces are ChatML's and llama 3's
                              * control tokens (<|im_start|>, <|im_end|>,
                              * <|start_header_id|>, <|end_header_id|>, <|eot_id|>) */

@@ -5,8 +5,10 @@
  * of each decode step (a recorded step, the experts chosen on the device) against the
  * double-precision reference (tests/ref/ref_llama.c), to 1e-4 relative RMS with f32 weights
  * and with block weights on the float path, 3e-2 where products round activations (integer
- * dot products, cooperative matrices). Controls: the reference with the routing weights
- * normalised the other way, or without the shared expert, exceeds the tolerance. */
+ * dot products, cooperative matrices), the fixtures' routing clear of near ties (every margin
+ * of the reference 0.02 or more) so that rounded activations choose the same experts.
+ * Controls: the reference with the routing weights normalised the other way, or without the
+ * shared expert, exceeds the tolerance; the routing left random has a margin below 0.02. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +119,10 @@ static void mixtral_and_qwen2moe(void **state)
 
 #define PROMPT 11
 #define STEPS 5
+/* The smallest routing margin (ref_llama.h) the fixtures must keep: ten times what 8-bit
+ * activations move a router probability by in them (model_fixtures.h). */
+#define ROUTING_MARGIN 0.02
+
 static const int32_t prompt[PROMPT] = {1, 17, 32, 9, 5, 23, 34, 2, 17, 38, 13};
 static const int32_t steps[STEPS] = {7, 20, 3, 35, 17};
 
@@ -132,7 +138,8 @@ static void session_against_reference_of(const char *arch, uint32_t type, int sh
                             .hidden = width, .vocab = 40, .experts = 4, .experts_used = 2,
                             .expert_hidden = width, .shared_hidden = shared ? width : 0,
                             .qkv_bias = strcmp(arch, "qwen2moe") == 0, .context = 64,
-                            .seed = 29, .hf_type = hf_type == UINT32_MAX ? 0 : hf_type};
+                            .seed = 29, .hf_type = hf_type == UINT32_MAX ? 0 : hf_type,
+                            .clear_routing = 1};
     for (int c = 0; c < FIXTURE_CLASSES; c++)
         d.gguf_type[c] = type;
     model_fixture f;
@@ -156,7 +163,9 @@ static void session_against_reference_of(const char *arch, uint32_t type, int sh
     int32_t all[PROMPT + STEPS];
     memcpy(all, prompt, sizeof prompt);
     memcpy(all + PROMPT, steps, sizeof steps);
+    ref_llama_margin_reset();
     assert_int_equal(ref_llama_forward(ref, all, PROMPT + STEPS, want), 0);
+    const double margin = ref_llama_margin();
     ref_llama control = *ref;
     if (shared)
         control.shared_hidden = 0;
@@ -192,6 +201,12 @@ static void session_against_reference_of(const char *arch, uint32_t type, int sh
              shared ? "without the shared expert" : "with the weights normalised the other way",
              control_best);
     ok &= mcl_test_record_bool(name, control_best > tol);
+    /* The fixture's routing is clear (model_fixtures.h): no choice of the reference is a near
+     * tie that the path's rounding could flip. */
+    snprintf(name, sizeof name, "%s %s%s: the reference's smallest routing margin (%.3g) is "
+             "clear of the rounding", arch, mcl_ggml_type_name(type), shared ? ", shared" : "",
+             margin);
+    ok &= mcl_test_record_bool(name, margin >= ROUTING_MARGIN);
     mcl_session_destroy(s);
     mcl_model_close(m);
     model_fixture_free(&f);
@@ -206,9 +221,36 @@ static void session_against_reference(const char *arch, uint32_t type, int share
     session_against_reference_of(arch, type, shared, sequences, UINT32_MAX);
 }
 
+/* Control of the margin check: the same mixture with its routing left random has a choice
+ * of the reference below ROUTING_MARGIN (the near ties that clear_routing removes). */
+static void margin_control(void)
+{
+    model_fixture_desc d = {.arch = "llama", .dim = 32, .layers = 2, .heads = 4, .kv_heads = 2,
+                            .hidden = 64, .vocab = 40, .experts = 4, .experts_used = 2,
+                            .context = 64, .seed = 29};
+    model_fixture f;
+    assert_mcl_ok(model_fixture_create(&d, &f));
+    int32_t all[PROMPT + STEPS];
+    memcpy(all, prompt, sizeof prompt);
+    memcpy(all + PROMPT, steps, sizeof steps);
+    double *logits = malloc((PROMPT + STEPS) * 40 * sizeof *logits);
+    assert_non_null(logits);
+    ref_llama_margin_reset();
+    assert_int_equal(ref_llama_forward(&f.gguf_ref, all, PROMPT + STEPS, logits), 0);
+    const double margin = ref_llama_margin();
+    char name[200];
+    snprintf(name, sizeof name, "control: the routing left random has a margin (%.3g) below "
+             "%g", margin, ROUTING_MARGIN);
+    int ok = mcl_test_record_bool(name, margin < ROUTING_MARGIN);
+    free(logits);
+    model_fixture_free(&f);
+    assert_true(ok);
+}
+
 static void sessions(void **state)
 {
     (void)state;
+    margin_control();
     session_against_reference("llama", MCL_GGML_F32, 0, 1);
     session_against_reference("llama", MCL_GGML_Q4_0, 0, 2);
     session_against_reference("qwen2moe", MCL_GGML_F32, 1, 1);
