@@ -15,13 +15,14 @@ static int record_failures;
 
 void mcl_test_begin(int argc, char **argv)
 {
-    /* One witness per suite and profile: test_ops_add.json, test_ops_add.polaris.json. */
+    /* One witness per suite, profile and forced quantized path: test_ops_add.json,
+     * test_ops_add.polaris.json, test_engine.dot.json. */
     const char *profile = mcl_env("MOTIFCL_DEVICE_PROFILE");
+    const char *path = mcl_env("MOTIFCL_QUANT_PATH");
     char name[256];
-    if (profile && strcmp(profile, "none") != 0)
-        snprintf(name, sizeof name, "%s.%s", argv[0], profile);
-    else
-        snprintf(name, sizeof name, "%s", argv[0]);
+    snprintf(name, sizeof name, "%s%s%s%s%s", argv[0], profile && strcmp(profile, "none") ? "."
+             : "", profile && strcmp(profile, "none") ? profile : "",
+             path && strcmp(path, "auto") ? "." : "", path && strcmp(path, "auto") ? path : "");
     witness = mcl_witness_create("test", name, argc, argv);
     /* A development aid: run only the tests whose names match the pattern (cmocka's). The
      * witness records it, so that a filtered run never passes for a whole one. */

@@ -190,13 +190,34 @@ static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *laye
     return MCL_SUCCESS;
 }
 
+/* Whether a decode step's mixture layer L reads quantized activations anywhere (an expert
+ * stack or a shared expert's product on the integer-dot path): the step then quantizes the
+ * normed rows in the norm's dispatch (moe_ffn's act). */
+static int moe_quantizes(mcl_session *s, const engine_layer *L)
+{
+    mcl_context *ctx = s->ctx;
+    int any = mcl_matmul_experts_quantizes(ctx, L->w_gate_exps) ||
+              mcl_matmul_experts_quantizes(ctx, L->w_up_exps) ||
+              mcl_matmul_experts_quantizes(ctx, L->w_down_exps);
+    /* A decode step's few rows take the GEMV, whose path follows the type alone. */
+    if (s->info.shared_hidden)
+        any |= mcl_matmul_experts_quantizes(ctx, L->w_gate_sh) ||
+               mcl_matmul_experts_quantizes(ctx, L->w_up_sh) ||
+               mcl_matmul_experts_quantizes(ctx, L->w_down_sh);
+    return any;
+}
+
 /* A mixture's feed-forward of the normed rows h [count, dim] into out [count, dim] (out = it,
  * or out += it where accumulate): the router's logits, the experts chosen on the device
  * (mcl_moe_route), the chosen experts' gate and up products (mcl_matmul_experts: only their
  * rows are read), SwiGLU, their down products, the weighted sum (mcl_moe_combine); then the
- * shared expert, weighted by the sigmoid of its gate row. Views in v, released at the end. */
+ * shared expert, weighted by the sigmoid of its gate row. Views in v, released at the end.
+ * Where act is not NULL (a decode step: s->act, moe_quantizes), it holds h's quantization,
+ * which every product on the integer-dot path reads, and the SwiGLUs quantize into it for the
+ * down products (mcl_swiglu_q8), as the dense step's do: no product quantizes its own input.
+ * Otherwise each product on that path quantizes its own. */
 static mcl_status moe_ffn(mcl_session *s, views *v, const engine_layer *L, mcl_tensor *h,
-                          uint32_t count, mcl_tensor *out, int accumulate)
+                          uint32_t count, mcl_tensor *out, int accumulate, mcl_tensor *act)
 {
     mcl_context *ctx = s->ctx;
     const mcl_model_info *m = &s->info;
@@ -215,47 +236,67 @@ static mcl_status moe_ffn(mcl_session *s, views *v, const engine_layer *L, mcl_t
     TRY(mcl_moe_route(ctx, logits, k, (int)m->experts_norm, ids, weights));
     MARK(s, "routing");
     mcl_experts_desc shared_x = {.experts = m->experts, .slots = k, .per_slot = 0,
-                                 .path = MCL_QUANT_PATH_AUTO};
+                                 .path = MCL_QUANT_PATH_AUTO, .act = act};
     mcl_experts_desc per_slot = shared_x;
     per_slot.per_slot = 1;
+    /* The shared expert's views; its gate and up products read h's quantization too, so they
+     * run before the routed experts' SwiGLU reuses act. */
+    mcl_tensor *z = NULL, *sg = NULL, *su = NULL, *sd = NULL, *row = NULL;
+    if (m->shared_hidden) {
+        z = view(v, s->sh_z, 0, MCL_DTYPE_F32, 2, count, 1, 0, 0);
+        sg = view(v, s->sh_gate, 0, MCL_DTYPE_F32, 2, count, m->shared_hidden, 0, 0);
+        su = view(v, s->sh_up, 0, MCL_DTYPE_F32, 2, count, m->shared_hidden, 0, 0);
+        sd = view(v, s->moe_down, 0, MCL_DTYPE_F32, 2, count, m->dim, 0, 0);
+        row = view(v, L->w_shared_gate_inp, 0, MCL_DTYPE_F32, 2, 1, m->dim, 0, 0);
+        if (v->status != MCL_SUCCESS)
+            return v->status;
+    }
+    mcl_tensor *vids = ids;
     if (s->expert_slots) {
         /* The cache: the plan rewrites the ids as slots (or the pool's, past the slots) and
          * copies the misses into their slots before the products read them. */
-        mcl_tensor *vids = view(v, s->moe_vids, 0, MCL_DTYPE_I32, 1, pairs, 0, 0, 0);
+        vids = view(v, s->moe_vids, 0, MCL_DTYPE_I32, 1, pairs, 0, 0, 0);
         if (v->status != MCL_SUCCESS)
             return v->status;
         TRY(mcl_engine_experts_plan(s, L, ids, pairs, vids));
         MARK(s, "experts: residency");
         TRY(mcl_engine_experts_gate_up(s, L, h, vids, &shared_x, gate, up));
-        MARK(s, "experts: gate, up");
-        TRY(mcl_swiglu(ctx, gate, up, gate));
-        MARK(s, "experts: swiglu");
-        TRY(mcl_engine_experts_down(s, L, gate, vids, &per_slot, down));
-        MARK(s, "experts: down");
     } else {
         TRY(mcl_matmul_experts(ctx, h, L->w_gate_exps, ids, &shared_x, gate, NULL));
         TRY(mcl_matmul_experts(ctx, h, L->w_up_exps, ids, &shared_x, up, NULL));
-        MARK(s, "experts: gate, up");
-        TRY(mcl_swiglu(ctx, gate, up, gate));
-        MARK(s, "experts: swiglu");
-        TRY(mcl_matmul_experts(ctx, gate, L->w_down_exps, ids, &per_slot, down, NULL));
-        MARK(s, "experts: down");
     }
+    MARK(s, "experts: gate, up");
+    if (m->shared_hidden) {
+        const mcl_tensor *w[2] = {L->w_gate_sh, L->w_up_sh};
+        mcl_tensor *c[2] = {sg, su};
+        if (act)
+            TRY(mcl_matmul_multi_given(ctx, h, act, 2, w, NULL, c));
+        else
+            TRY(linears(ctx, h, 2, w, NULL, c));
+        MARK(s, "shared expert: gate, up");
+    }
+    /* SwiGLU, quantized for the down products where they take the integer-dot path. */
+    if (act && mcl_matmul_experts_quantizes(ctx, L->w_down_exps))
+        TRY(mcl_swiglu_q8(ctx, gate, up, act));
+    else
+        TRY(mcl_swiglu(ctx, gate, up, gate));
+    MARK(s, "experts: swiglu");
+    if (s->expert_slots)
+        TRY(mcl_engine_experts_down(s, L, gate, vids, &per_slot, down));
+    else
+        TRY(mcl_matmul_experts(ctx, gate, L->w_down_exps, ids, &per_slot, down, NULL));
+    MARK(s, "experts: down");
     TRY(mcl_moe_combine(ctx, down, weights, k, accumulate, out));
     MARK(s, "experts: weighted sum");
     if (m->shared_hidden) {
-        mcl_tensor *z = view(v, s->sh_z, 0, MCL_DTYPE_F32, 2, count, 1, 0, 0);
-        mcl_tensor *sg = view(v, s->sh_gate, 0, MCL_DTYPE_F32, 2, count, m->shared_hidden, 0, 0);
-        mcl_tensor *su = view(v, s->sh_up, 0, MCL_DTYPE_F32, 2, count, m->shared_hidden, 0, 0);
-        mcl_tensor *sd = view(v, s->moe_down, 0, MCL_DTYPE_F32, 2, count, m->dim, 0, 0);
-        mcl_tensor *row = view(v, L->w_shared_gate_inp, 0, MCL_DTYPE_F32, 2, 1, m->dim, 0, 0);
-        if (v->status != MCL_SUCCESS)
-            return v->status;
-        const mcl_tensor *w[2] = {L->w_gate_sh, L->w_up_sh};
-        mcl_tensor *c[2] = {sg, su};
-        TRY(linears(ctx, h, 2, w, NULL, c));
-        TRY(mcl_swiglu(ctx, sg, su, sg));
-        TRY(linear(ctx, sg, L->w_down_sh, NULL, sd));
+        const mcl_tensor *wd[1] = {L->w_down_sh};
+        if (act && mcl_matmul_quantizes(ctx, sg, L->w_down_sh, sd)) {
+            TRY(mcl_swiglu_q8(ctx, sg, su, act));
+            TRY(mcl_matmul_multi_given(ctx, sg, act, 1, wd, NULL, &sd));
+        } else {
+            TRY(mcl_swiglu(ctx, sg, su, sg));
+            TRY(linear(ctx, sg, L->w_down_sh, NULL, sd));
+        }
         TRY(linear(ctx, h, row, NULL, z));
         TRY(mcl_sigmoid(ctx, z, z));
         TRY(mcl_moe_combine(ctx, sd, z, 1, 1, out));
@@ -324,7 +365,7 @@ static mcl_status record(mcl_session *s, views *v, const uint32_t *seqs, const u
         TRY(mcl_rmsnorm(ctx, x, L->ffn_norm, m->norm_eps, h));
         MARK(s, "feed-forward norm");
         if (m->experts) {
-            TRY(moe_ffn(s, v, L, h, count, x, 1));
+            TRY(moe_ffn(s, v, L, h, count, x, 1, NULL));
             continue;
         }
         const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
@@ -437,10 +478,11 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         TRY(step_linears(ctx, att, act, 1, wo, NULL, &h));
         MARK(s, "output");
         if (m->experts) {
-            /* The mixture quantizes its inputs itself where a product takes the dot path. */
-            TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, NULL));
+            /* The norm quantizes for the mixture's products where any takes the dot path. */
+            act = moe_quantizes(s, L) ? s->act : NULL;
+            TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
             MARK(s, "residual, feed-forward norm");
-            TRY(moe_ffn(s, v, L, n, count, h, 0));
+            TRY(moe_ffn(s, v, L, n, count, h, 0, act));
             delta = h;
             continue;
         }

@@ -134,13 +134,19 @@ static mcl_status make_rope_table(mcl_session *s)
 }
 
 /* Words of a decode step's quantized rows: 10 a block of 32 values (qdot.glsl), the widest
- * row of any product's input. */
+ * row of any product's input (a mixture's down products: a row's experts_used rows). */
 static int64_t act_words(const mcl_session *s)
 {
-    uint64_t widest = s->info.dim > s->info.hidden ? s->info.dim : s->info.hidden;
+    const mcl_model_info *m = &s->info;
+    uint64_t widest = m->dim > m->hidden ? m->dim : m->hidden;
     if (s->q_dim > widest)
         widest = s->q_dim;
-    return (int64_t)(s->sequences * ((widest + 31) / 32) * 10);
+    uint64_t blocks = (widest + 31) / 32;
+    uint64_t routed = (uint64_t)m->experts_used * ((m->expert_hidden + 31) / 32);
+    uint64_t shared = (m->shared_hidden + 31) / 32;
+    blocks = routed > blocks ? routed : blocks;
+    blocks = shared > blocks ? shared : blocks;
+    return (int64_t)(s->sequences * blocks * 10);
 }
 
 static uint64_t activation_bytes(const mcl_session *s)

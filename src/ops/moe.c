@@ -382,6 +382,17 @@ mcl_status mcl_matmul_experts(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, mc
     return status;
 }
 
+int mcl_matmul_experts_quantizes(mcl_context *ctx, const mcl_tensor *w)
+{
+    if (!ctx || !w)
+        return 0;
+    int fmt = mcl_quant_format(w->dtype);
+    char why[160];
+    return fmt >= 0 && mcl_quant_path_select(ctx, w->dtype) == MCL_QUANT_PATH_DOT &&
+           !mcl_quant_path_refusal(mcl_traits_of(ctx), MCL_QUANT_PATH_DOT, (uint32_t)fmt, 1, why,
+                                   sizeof why);
+}
+
 /* ---- Weighted sum ---------------------------------------------------------------------- */
 
 mcl_status mcl_moe_combine(mcl_context *ctx, mcl_tensor *y, mcl_tensor *weights, uint32_t k,

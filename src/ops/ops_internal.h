@@ -272,6 +272,10 @@ mcl_status mcl_matmul_experts(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, mc
                               const mcl_experts_desc *desc, mcl_tensor *y,
                               mcl_quant_path *ran);
 
+/* Whether mcl_matmul_experts over the stack w takes the integer-dot path with desc.path AUTO
+ * (and so reads a quantization of x: desc.act, or its own); 0 for an f32 stack. */
+int mcl_matmul_experts_quantizes(mcl_context *ctx, const mcl_tensor *w);
+
 /* ---- Expert cache (expert_cache.c) ------------------------------------------------------ */
 
 /* The state of one layer's expert cache (i32 words, expert_residency.comp): clock, hits,
