@@ -233,6 +233,40 @@ mcl_context *mcl_test_context_without_subgroups(void)
     return c;
 }
 
+mcl_context *mcl_test_context_with(const char *name, const char *value)
+{
+    const char *old = getenv(name);
+    char *saved = old ? strdup(old) : NULL;
+    setenv(name, value, 1);
+    mcl_context_desc desc = {.size = sizeof desc, .device_index = -1};
+    mcl_context *c = NULL;
+    mcl_status status = mcl_context_create(&desc, &c);
+    if (saved)
+        setenv(name, saved, 1);
+    else
+        unsetenv(name);
+    free(saved);
+    if (status != MCL_SUCCESS)
+        fprintf(stderr, "FAIL: a context with %s=%s: %s\n", name, value,
+                mcl_status_string(status));
+    return c;
+}
+
+int mcl_test_context_release(mcl_context *c, const char *what)
+{
+    if (!c)
+        return 0;
+    int failed = mcl_finish(c) != MCL_SUCCESS;
+    mcl_device_info info = {.size = sizeof info};
+    if (mcl_context_device_info(c, &info) == MCL_SUCCESS && info.validation) {
+        char name[200];
+        snprintf(name, sizeof name, "validation layer errors (the context%s)", what);
+        failed |= !mcl_test_record(name, "count", (double)mcl_context_validation_errors(c), 0.0);
+    }
+    mcl_context_destroy(c);
+    return failed;
+}
+
 void mcl_test_remove_tree(const char *path)
 {
     DIR *d = opendir(path);

@@ -34,6 +34,15 @@ mcl_context *mcl_test_device_context(void);
  * destroys it and checks its validation errors. */
 mcl_context *mcl_test_context_without_subgroups(void);
 
+/* A second context on the same device and environment with the variable `name` set to
+ * `value` while it is created (the traits read it then). NULL (reported on stderr) if
+ * creation fails. */
+mcl_context *mcl_test_context_with(const char *name, const char *value);
+
+/* Finish and destroy a second context c (NULL is harmless): 0, or 1 where its work failed or
+ * the validation layer counted errors on it (recorded as a check named after `what`). */
+int mcl_test_context_release(mcl_context *c, const char *what);
+
 /* Whether MOTIFCL_REQUIRE_VULKAN_COMPUTE asks for strict mode. */
 int mcl_test_strict(void);
 

@@ -21,7 +21,8 @@
  *    <= 1e-5 (f32 sums in another order); the slices merged by the last of them, whose
  *    counters are zero again after every dispatch; its quantized output, at an offset among
  *    more blocks, the words mcl_quantize_activations makes of out (control: of q). Control:
- *    the lengths before.
+ *    the lengths before. Again on contexts with MOTIFCL_ATTENTION_WG=128 and 256 (the
+ *    default is 64 here), each with its own validation count.
  */
 #include <math.h>
 #include <stdio.h>
@@ -276,9 +277,12 @@ static void rope_kv_matches_reference(void **state)
 #define ABLOCKS 40
 #define AFIRST 5
 
-static void attention_decode_matches_attention(void **state)
+/* The check on actx, its records' names ending in alabel. */
+static mcl_context *actx;
+static const char *alabel = "";
+
+static void attention_decode_on(void)
 {
-    (void)state;
     /* Two tokens, of sequences 2 and 0 of three caches, at lengths from 1 to 300. */
     const size_t qn = 2 * AHQ * AD, kn = (size_t)ASEQ * AS * AHKV * AD;
     const size_t seq_bytes = (size_t)AS * AHKV * AD * 4;
@@ -292,27 +296,27 @@ static void attention_decode_matches_attention(void **state)
             k1s[4] = {1, AS, AHKV, AD}, ls[1] = {5},
             pos[1] = {(int64_t)2 * MCL_ATTENTION_DECODE_MAX_SPLITS * AHQ * AD},
             pms[1] = {(int64_t)2 * MCL_ATTENTION_DECODE_MAX_SPLITS * AHQ * 2};
-    mcl_tensor *q = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, qs, q0);
-    mcl_tensor *k = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, ks, k0);
-    mcl_tensor *v = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, ks, v0);
-    mcl_tensor *out = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, qs, NULL);
-    mcl_tensor *lens = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ls, NULL);
-    mcl_tensor *po = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, pos, NULL);
-    mcl_tensor *pml = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, pms, NULL);
+    mcl_tensor *q = mcl_test_tensor(actx, MCL_DTYPE_F32, 4, qs, q0);
+    mcl_tensor *k = mcl_test_tensor(actx, MCL_DTYPE_F32, 4, ks, k0);
+    mcl_tensor *v = mcl_test_tensor(actx, MCL_DTYPE_F32, 4, ks, v0);
+    mcl_tensor *out = mcl_test_tensor(actx, MCL_DTYPE_F32, 4, qs, NULL);
+    mcl_tensor *lens = mcl_test_tensor(actx, MCL_DTYPE_I32, 1, ls, NULL);
+    mcl_tensor *po = mcl_test_tensor(actx, MCL_DTYPE_F32, 1, pos, NULL);
+    mcl_tensor *pml = mcl_test_tensor(actx, MCL_DTYPE_F32, 1, pms, NULL);
     /* The slices' counters: zero before, and after every dispatch. */
     int32_t counts[2 * AHQ] = {0}, counts_after[2 * AHQ];
     int64_t cs[1] = {2 * AHQ}, cs_small[1] = {1};
-    mcl_tensor *cnt = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, cs, counts);
-    mcl_tensor *cnt_small = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, cs_small, counts);
+    mcl_tensor *cnt = mcl_test_tensor(actx, MCL_DTYPE_I32, 1, cs, counts);
+    mcl_tensor *cnt_small = mcl_test_tensor(actx, MCL_DTYPE_I32, 1, cs_small, counts);
     int64_t as[1] = {10 * ABLOCKS}, ras[1] = {10 * 32};
-    mcl_tensor *act = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, as, NULL);
-    mcl_tensor *ract = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ras, NULL);
+    mcl_tensor *act = mcl_test_tensor(actx, MCL_DTYPE_I32, 1, as, NULL);
+    mcl_tensor *ract = mcl_test_tensor(actx, MCL_DTYPE_I32, 1, ras, NULL);
     /* The references: each token alone over its sequence's cache. */
     const int seq[2] = {2, 0};
     mcl_tensor *qr[2], *kr[2], *vr[2], *ref[2];
     for (int b = 0; b < 2; b++) {
-        qr[b] = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, q1s, q0 + (size_t)b * AHQ * AD);
-        ref[b] = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, q1s, NULL);
+        qr[b] = mcl_test_tensor(actx, MCL_DTYPE_F32, 4, q1s, q0 + (size_t)b * AHQ * AD);
+        ref[b] = mcl_test_tensor(actx, MCL_DTYPE_F32, 4, q1s, NULL);
         assert_mcl_ok(mcl_tensor_view(k, seq[b] * seq_bytes, MCL_DTYPE_F32, 4, k1s, &kr[b]));
         assert_mcl_ok(mcl_tensor_view(v, seq[b] * seq_bytes, MCL_DTYPE_F32, 4, k1s, &vr[b]));
     }
@@ -321,12 +325,12 @@ static void attention_decode_matches_attention(void **state)
     for (int i = 0; i < 4; i++) {
         int32_t l[5] = {-1, lengths[i][0], lengths[i][1], seq[0], seq[1]};
         assert_mcl_ok(mcl_tensor_upload(lens, 0, l, sizeof l));
-        assert_mcl_ok(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, po, pml, cnt,
+        assert_mcl_ok(mcl_attention_decode(actx, q, k, v, lens, 1, 3, po, pml, cnt,
                                            i % 2 ? act : NULL, AFIRST, ABLOCKS, out));
         download(out, got, qn * 4);
         for (int b = 0; b < 2; b++) {
             mcl_attention_desc d = {.size = sizeof d, .kv_length = lengths[i][b]};
-            assert_mcl_ok(mcl_attention(ctx, qr[b], kr[b], vr[b], &d, ref[b]));
+            assert_mcl_ok(mcl_attention(actx, qr[b], kr[b], vr[b], &d, ref[b]));
             download(ref[b], want + (size_t)b * AHQ * AD, qn * 2);
         }
         double e = rel_rms(got, want, qn);
@@ -341,38 +345,38 @@ static void attention_decode_matches_attention(void **state)
      * blocks AFIRST.. of ABLOCKS (codes, then scales, then sums). */
     uint32_t got_act[10 * ABLOCKS], want_act[10 * 32], mine[10 * 32];
     download(act, got_act, sizeof got_act);
-    assert_mcl_ok(mcl_quantize_activations(ctx, out, 2, AHQ * AD, ract));
+    assert_mcl_ok(mcl_quantize_activations(actx, out, 2, AHQ * AD, ract));
     download(ract, want_act, sizeof want_act);
     memcpy(mine, got_act + 8 * AFIRST, 8 * 32 * 4);
     memcpy(mine + 8 * 32, got_act + 8 * ABLOCKS + AFIRST, 32 * 4);
     memcpy(mine + 9 * 32, got_act + 9 * ABLOCKS + AFIRST, 32 * 4);
-    assert_true(mcl_test_record("mcl_attention_decode: its quantized output against "
-                                "mcl_quantize_activations of out", "mismatched words",
+    char name[200];
+    snprintf(name, sizeof name, "mcl_attention_decode%s: its quantized output against "
+             "mcl_quantize_activations of out", alabel);
+    assert_true(mcl_test_record(name, "mismatched words",
                                 (double)word_mismatches(mine, want_act, 10 * 32), 0));
-    assert_mcl_ok(mcl_quantize_activations(ctx, q, 2, AHQ * AD, ract));
+    assert_mcl_ok(mcl_quantize_activations(actx, q, 2, AHQ * AD, ract));
     download(ract, want_act, sizeof want_act);
     size_t bad = word_mismatches(mine, want_act, 10 * 32);
-    char qname[160];
-    snprintf(qname, sizeof qname, "mcl_attention_decode: control, the quantization of q "
-                                  "differs in %zu words", bad);
-    assert_true(mcl_test_record_bool(qname, bad > 160));
-    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, po, pml, cnt, act, 9,
+    snprintf(name, sizeof name, "mcl_attention_decode%s: control, the quantization of q "
+             "differs in %zu words", alabel, bad);
+    assert_true(mcl_test_record_bool(name, bad > 160));
+    EXPECT_STATUS(mcl_attention_decode(actx, q, k, v, lens, 1, 3, po, pml, cnt, act, 9,
                                        ABLOCKS, out), SHAPE);
-    assert_true(mcl_test_record("mcl_attention_decode, two tokens of two sequences, against "
-                                "mcl_attention of each, lengths 1 to 300", "relative rms",
-                                worst, 1e-5));
-    char name[160];
-    snprintf(name, sizeof name, "mcl_attention_decode: control, the lengths before (%.3g) "
-                                "exceed the tolerance", control);
+    snprintf(name, sizeof name, "mcl_attention_decode%s, two tokens of two sequences, against "
+             "mcl_attention of each, lengths 1 to 300", alabel);
+    assert_true(mcl_test_record(name, "relative rms", worst, 1e-5));
+    snprintf(name, sizeof name, "mcl_attention_decode%s: control, the lengths before (%.3g) "
+             "exceed the tolerance", alabel, control);
     assert_true(mcl_test_record_bool(name, control > 1e-5));
-    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 4, 3, po, pml, cnt, NULL, 0, 0, out), INVALID);
-    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, pml, pml, cnt, NULL, 0, 0, out), SHAPE);
-    EXPECT_STATUS(mcl_attention_decode(ctx, q, k, v, lens, 1, 3, po, pml, cnt_small, NULL, 0, 0, out),
+    EXPECT_STATUS(mcl_attention_decode(actx, q, k, v, lens, 4, 3, po, pml, cnt, NULL, 0, 0, out), INVALID);
+    EXPECT_STATUS(mcl_attention_decode(actx, q, k, v, lens, 1, 3, pml, pml, cnt, NULL, 0, 0, out), SHAPE);
+    EXPECT_STATUS(mcl_attention_decode(actx, q, k, v, lens, 1, 3, po, pml, cnt_small, NULL, 0, 0, out),
                   SHAPE);
     download(cnt, counts_after, sizeof counts_after);
-    assert_true(mcl_test_record("mcl_attention_decode: the slices' counters zero again after "
-                                "each dispatch",
-                                "nonzero counters",
+    snprintf(name, sizeof name, "mcl_attention_decode%s: the slices' counters zero again after "
+             "each dispatch", alabel);
+    assert_true(mcl_test_record(name, "nonzero counters",
                                 (double)word_mismatches(counts_after, counts, 2 * AHQ), 0));
     for (int b = 0; b < 2; b++) {
         mcl_tensor_destroy(kr[b]);
@@ -384,6 +388,31 @@ static void attention_decode_matches_attention(void **state)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         mcl_tensor_destroy(all[i]);
     free(q0), free(k0), free(v0), free(got), free(want), free(before);
+}
+
+static void attention_decode_matches_attention(void **state)
+{
+    (void)state;
+    actx = ctx;
+    alabel = "";
+    attention_decode_on();
+    /* The workgroup sizes MOTIFCL_ATTENTION_WG chooses (the default is 64 for these rows). */
+    static const char *const sizes[2] = {"128", "256"};
+    for (int i = 0; i < 2; i++) {
+        char label[64];
+        snprintf(label, sizeof label, " (MOTIFCL_ATTENTION_WG=%s)", sizes[i]);
+        actx = mcl_test_context_with("MOTIFCL_ATTENTION_WG", sizes[i]);
+        char made[96];
+        snprintf(made, sizeof made, "a context with MOTIFCL_ATTENTION_WG=%s in its traits",
+                 sizes[i]);
+        assert_true(mcl_test_record_bool(made, actx && mcl_traits_of(actx)->attention_wg ==
+                                                          (uint32_t)atoi(sizes[i])));
+        alabel = label;
+        attention_decode_on();
+        assert_int_equal(mcl_test_context_release(actx, label), 0);
+    }
+    actx = ctx;
+    alabel = "";
 }
 
 static void statuses(void **state)

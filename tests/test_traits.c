@@ -23,7 +23,7 @@ static const char *const variables[] = {
     "MOTIFCL_TRANSFER",      "MOTIFCL_QUANT_PATH",      "MOTIFCL_QUANT_GEMV_PLAN",
     "MOTIFCL_QUANT_GEMM_SLICES", "MOTIFCL_QUANT_GEMM_UNROLL", "MOTIFCL_QUANT_GEMM_FLOAT_TILE",
     "MOTIFCL_QUANT_GEMM_TILE", "MOTIFCL_PIPELINE_STATS", "MOTIFCL_MAX_BINDING",
-    "MOTIFCL_ENGINE_EAGER",  "MOTIFCL_ATTENTION_SPLITS",
+    "MOTIFCL_ENGINE_EAGER",  "MOTIFCL_ATTENTION_SPLITS", "MOTIFCL_ATTENTION_WG",
 };
 #define VARIABLE_COUNT (sizeof variables / sizeof variables[0])
 
@@ -95,6 +95,7 @@ static void every_variable_is_parsed(void **state)
     setenv("MOTIFCL_MAX_BINDING", "1048576", 1);
     setenv("MOTIFCL_ENGINE_EAGER", "1", 1);
     setenv("MOTIFCL_ATTENTION_SPLITS", "8", 1);
+    setenv("MOTIFCL_ATTENTION_WG", "256", 1);
     mcl_env_settings s;
     mcl_env_read(&s);
     assert_string_equal(s.problems, "");
@@ -114,6 +115,7 @@ static void every_variable_is_parsed(void **state)
     assert_int_equal(s.gemv.cvt, 0);
     assert_int_equal(s.gemm_slices, 3);
     assert_int_equal(s.attention_splits, 8);
+    assert_int_equal(s.attention_wg, 256);
     assert_int_equal(s.gemm_unroll, 4);
     assert_int_equal(s.gemm_float_tile[0], 64);
     assert_int_equal(s.gemm_float_tile[1], 256);
@@ -142,6 +144,7 @@ static void bad_values_are_refused_by_name(void **state)
         {"MOTIFCL_QUANT_GEMM_SLICES", "3x"},
         {"MOTIFCL_QUANT_GEMM_SLICES", "17"},
         {"MOTIFCL_ATTENTION_SPLITS", "65"},
+        {"MOTIFCL_ATTENTION_WG", "96"},
         {"MOTIFCL_QUANT_GEMM_UNROLL", "3"},
         {"MOTIFCL_QUANT_GEMM_FLOAT_TILE", "256x256"},
         {"MOTIFCL_QUANT_GEMM_TILE", "256x64"},
@@ -201,6 +204,7 @@ static void malformed_values_keep_the_defaults(void **state)
         {"MOTIFCL_MAX_BINDING", "99999999999999999999", "byte"},
         {"MOTIFCL_QUANT_GEMM_SLICES", " 3", "16"},
         {"MOTIFCL_ATTENTION_SPLITS", "0", "64"},
+        {"MOTIFCL_ATTENTION_WG", "512", "256"},
     };
     mcl_env_settings defaults;
     mcl_env_defaults(&defaults);

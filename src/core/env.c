@@ -422,6 +422,13 @@ void mcl_env_read(mcl_env_settings *s)
         else
             s->attention_splits = (uint32_t)n;
     }
+    if ((v = mcl_env("MOTIFCL_ATTENTION_WG"))) {
+        long long n = whole_number(v, 64, 256);
+        if (n < 0 || (n & (n - 1)) != 0)
+            problem(s, "MOTIFCL_ATTENTION_WG=%s is not 64, 128 or 256; ignored", v);
+        else
+            s->attention_wg = (uint32_t)n;
+    }
     if ((v = mcl_env("MOTIFCL_QUANT_GEMM_UNROLL"))) {
         long long n = whole_number(v, 1, 16);
         if (n < 0 || (n & (n - 1)) != 0)

@@ -84,10 +84,17 @@ static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_
     while (bq < rows && bq < MCL_ATTN_MAX_ROWS)
         bq *= 2;
     uint32_t wg = bq == MCL_ATTN_MAX_ROWS ? MCL_ATTN_WG_FULL : MCL_ATTN_WG_SMALL;
+    /* MOTIFCL_ATTENTION_WG (tuning): the decode kernels' workgroup, within the device's. */
+    const mcl_traits *traits = mcl_traits_of(ctx);
+    if (combine && traits->attention_wg) {
+        wg = traits->attention_wg;
+        while (wg > traits->max_invocations && wg > MCL_ATTN_WG_SMALL)
+            wg /= 2;
+    }
     uint32_t bk = MCL_ATTN_KEYS;
     /* Vulkan guarantees only 16 KiB of shared memory; large head dims shrink the key tile
      * first (it costs more barriers, not more loads), then the query tile. */
-    while (tile_shared_bytes(wg, d, bq, bk, combine) > mcl_traits_of(ctx)->max_shared_bytes) {
+    while (tile_shared_bytes(wg, d, bq, bk, combine) > traits->max_shared_bytes) {
         if (bk > MCL_ATTN_MIN_KEYS)
             bk /= 2;
         else if (bq > 1)
@@ -95,7 +102,7 @@ static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_
         else
             return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                             "mcl_attention: head dim %u does not fit %u bytes of shared memory",
-                            d, mcl_traits_of(ctx)->max_shared_bytes);
+                            d, traits->max_shared_bytes);
     }
     uint64_t row_tiles = div_up(rows, bq);
     if (row_tiles > MCL_MAX_GROUPS || heads_kv > MCL_MAX_GROUPS || batch > MCL_MAX_GROUPS)
