@@ -7,7 +7,8 @@
 // defined (the decode kernels), the slice that finishes last: each slice counts itself in
 // counters[(batch, kv head, row tile)] after its partials are visible, and the one that
 // brings the count to the number of slices merges them into out, as
-// attention_combine_f32.comp does, and sets the count back to 0 for the next dispatch. Where
+// attention_combine_f32.comp does (reading only the slices that saw keys), and sets the count
+// back to 0 for the next dispatch. Where
 // pc.act_blocks is not 0 it also quantizes out for the integer-dot product that reads it
 // (q8_1.glsl: blocks of 32 along D, block pc.act_first + (out's element) / 32).
 #ifndef ATTENTION_SPLIT_GLSL
@@ -112,10 +113,14 @@ void main() {
         return;
     }
     memoryBarrierBuffer();
+    // Only the slices that saw keys hold anything to merge: the first ceil(KV_LEN /
+    // SPLIT_KEYS) (a short sequence in a long cache leaves most of them empty).
+    const uint keys = KV_LEN, per = SPLIT_KEYS;
+    const uint used = per == 0u ? 0u : min(pc.splits, (keys + per - 1u) / per);
     // Loads from coherent buffers are not reordered or merged: none may wait on another's
     // value, or each costs a round trip to L2. So each (slice, row)'s max and sum first, one
     // independent load each, into shared memory.
-    for (uint i = tid; i < pc.splits * BQ; i += WG) {
+    for (uint i = tid; i < used * BQ; i += WG) {
         const uint s = i / BQ, rho = row0 + (i - s * BQ);
         vec2 ml = vec2(NEG, 0.0);
         if (rho < pc.rows) {
@@ -128,13 +133,13 @@ void main() {
     // Per row: the max over the slices that saw keys, each slice's weight, the total sum.
     if (tid < BQ) {
         float m = NEG;
-        for (uint s = 0u; s < pc.splits; s++) {
+        for (uint s = 0u; s < used; s++) {
             if (comb_l[s * BQ + tid] > 0.0) {
                 m = max(m, comb_w[s * BQ + tid]);
             }
         }
         float l = 0.0;
-        for (uint s = 0u; s < pc.splits; s++) {
+        for (uint s = 0u; s < used; s++) {
             const float ls = comb_l[s * BQ + tid];
             const float w = ls > 0.0 ? exp2(comb_w[s * BQ + tid] - m) : 0.0;
             comb_w[s * BQ + tid] = w;
@@ -156,7 +161,7 @@ void main() {
             uint at = ((b * pc.splits) * pc.heads_kv + hkv) * pc.rows * D4 + rho * D4 + d4;
             vec4 o = vec4(0.0);
             uint s = 0u;
-            for (; s + 8u <= pc.splits; s += 8u) {
+            for (; s + 8u <= used; s += 8u) {
                 vec4 a[8];
                 [[unroll]] for (uint j = 0u; j < 8u; j++) {
                     a[j] = part_o4[at + j * stride];
@@ -166,7 +171,7 @@ void main() {
                 }
                 at += 8u * stride;
             }
-            for (; s < pc.splits; s++) {
+            for (; s < used; s++) {
                 o += comb_w[s * BQ + r] * part_o4[at];
                 at += stride;
             }
