@@ -12,7 +12,9 @@
 //      keys set to NEG;
 //   3. V tile -> the same shared buffer, while each row's max and sum are reduced by a tree
 //      over its WG / BQ threads (shared memory, no subgroup operations: correct for any
-//      subgroup size);
+//      subgroup size); in the decode kernels, where an invocation's share of the tile fits 8
+//      vec4 registers (V_EARLY), its loads were issued with the K tile's and only the stores
+//      are left here;
 //   4. O = O * alpha + P V, with alpha = exp2(m_old - m_new) the online-softmax rescale.
 // The T x S score matrix never exists; one BQ x BK tile of it lives in shared memory.
 //
@@ -83,6 +85,20 @@ shared uint row_limit[BQ];   // keys < row_limit are visible to the row
 // Indexed only in unrolled loops, so that it stays in registers.
 vec4 acc[ACC];
 
+// A V tile's vec4s per invocation. In the decode kernels (SPLIT_COMBINE: a workgroup walks one
+// slice of a few key tiles, so each global round trip is a large share of its time), where
+// they are few enough to hold in registers, each tile's V is loaded with its K, before the
+// scores, and stored into shared memory after them: the loads' latency hides behind the K
+// tile's and the scores instead of following them. At 8 vec4s (head dim 128 at 128
+// invocations, 64 at 64) Polaris keeps two waves a SIMD; at 16, one.
+const uint VR = (BK * D4 + WG - 1u) / WG;
+#ifdef SPLIT_COMBINE
+const bool V_EARLY = VR <= 8u;
+#else
+const bool V_EARLY = false;
+#endif
+vec4 vreg[V_EARLY ? VR : 1u];
+
 #include "attention_index.glsl"
 
 // Tree reductions over the TPR threads of each row. Every invocation calls them (barriers
@@ -134,6 +150,15 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
     barrier();
 
     for (uint kt = key_begin; kt < key_stop; kt += BK) {
+        if (V_EARLY) {
+            [[unroll]] for (uint j = 0u; j < VR; j++) {
+                const uint e = tid + j * WG;
+                const uint c = e / D4;
+                vreg[j] = e < BK * D4 && kt + c < key_stop
+                              ? load_v(kv_base(b, hkv, kt + c), e - c * D4)
+                              : vec4(0.0);
+            }
+        }
         for (uint e = tid; e < BK * D4; e += WG) {
             const uint c = e / D4;
             const uint d4 = e - c * D4;
@@ -153,11 +178,21 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
         }
         barrier();
 
-        for (uint e = tid; e < BK * D4; e += WG) {
-            const uint c = e / D4;
-            const uint d4 = e - c * D4;
-            kv_tile[c * KSTRIDE + d4] =
-                kt + c < key_stop ? load_v(kv_base(b, hkv, kt + c), d4) : vec4(0.0);
+        if (V_EARLY) {
+            [[unroll]] for (uint j = 0u; j < VR; j++) {
+                const uint e = tid + j * WG;
+                if (e < BK * D4) {
+                    const uint c = e / D4;
+                    kv_tile[c * KSTRIDE + (e - c * D4)] = vreg[j];
+                }
+            }
+        } else {
+            for (uint e = tid; e < BK * D4; e += WG) {
+                const uint c = e / D4;
+                const uint d4 = e - c * D4;
+                kv_tile[c * KSTRIDE + d4] =
+                    kt + c < key_stop ? load_v(kv_base(b, hkv, kt + c), d4) : vec4(0.0);
+            }
         }
         float local_max = NEG;
         for (uint c = lane; c < BK; c += TPR) {
