@@ -129,11 +129,16 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
     const uint my_row = tid / TPR;
     const uint lane = tid - my_row * TPR;
 
-    for (uint e = tid; e < BQ * D4; e += WG) {
+    // The invocation's share of Q, loaded first and stored with the first K tile: the two
+    // loads' round trips overlap instead of following each other across a barrier.
+    vec4 qreg[ACC];
+    [[unroll]] for (uint j = 0u; j < ACC; j++) {
+        const uint e = tid + j * WG;
         const uint r = e / D4;
         const uint rho = row0 + r;
-        q_tile[e] = rho < pc.rows ? load_q(q_base(b, hkv, rho), e - r * D4) * pc.scale_log2
-                                  : vec4(0.0);
+        qreg[j] = e < BQ * D4 && rho < pc.rows
+                      ? load_q(q_base(b, hkv, rho), e - r * D4) * pc.scale_log2
+                      : vec4(0.0);
     }
     if (tid < BQ) {
         const uint rho = row0 + tid;
@@ -147,7 +152,8 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
     // The last row of the tile sees the most keys: no tile past its limit is needed.
     const uint last_row = min(row0 + BQ, pc.rows) - 1u;
     const uint key_stop = min(key_end, visible_keys(last_row));
-    barrier();
+    // The row state and Q are read only after the first tile's barrier; without a tile, the
+    // barrier after the loop makes the row state visible to the caller's invocations.
 
     for (uint kt = key_begin; kt < key_stop; kt += BK) {
         if (V_EARLY) {
@@ -164,6 +170,14 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
             const uint d4 = e - c * D4;
             kv_tile[c * KSTRIDE + d4] =
                 kt + c < key_stop ? load_k(kv_base(b, hkv, kt + c), d4) : vec4(0.0);
+        }
+        if (kt == key_begin) {
+            [[unroll]] for (uint j = 0u; j < ACC; j++) {
+                const uint e = tid + j * WG;
+                if (e < BQ * D4) {
+                    q_tile[e] = qreg[j];
+                }
+            }
         }
         barrier();
 
@@ -241,6 +255,9 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
                 }
             }
         }
+        barrier();
+    }
+    if (key_stop <= key_begin) {
         barrier();
     }
 }
