@@ -21,8 +21,8 @@
  *    <= 1e-5 (f32 sums in another order); the slices merged by the last of them, whose
  *    counters are zero again after every dispatch; its quantized output, at an offset among
  *    more blocks, the words mcl_quantize_activations makes of out (control: of q). Control:
- *    the lengths before. Again on contexts with MOTIFCL_ATTENTION_WG=128 and 256 (the
- *    default is 64 here), each with its own validation count.
+ *    the lengths before. Again on contexts with MOTIFCL_ATTENTION_WG=64 and 128 (the
+ *    default is 256), each with its own validation count.
  */
 #include <math.h>
 #include <stdio.h>
@@ -396,8 +396,8 @@ static void attention_decode_matches_attention(void **state)
     actx = ctx;
     alabel = "";
     attention_decode_on();
-    /* The workgroup sizes MOTIFCL_ATTENTION_WG chooses (the default is 64 for these rows). */
-    static const char *const sizes[2] = {"128", "256"};
+    /* The other workgroup sizes MOTIFCL_ATTENTION_WG chooses (the default is 256). */
+    static const char *const sizes[2] = {"64", "128"};
     for (int i = 0; i < 2; i++) {
         char label[64];
         snprintf(label, sizeof label, " (MOTIFCL_ATTENTION_WG=%s)", sizes[i]);

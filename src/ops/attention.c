@@ -24,9 +24,14 @@
 #define MCL_ATTN_KEYS 32u
 #define MCL_ATTN_MIN_KEYS 8u
 /* Workgroup sizes: multiples of every subgroup size in use (8, 32, 64), within the 128
- * invocations Vulkan guarantees. A full 16-row tile gets 128, smaller ones 64. */
+ * invocations Vulkan guarantees. A full 16-row tile gets 128, smaller ones 64. The decode
+ * kernels' few rows get 256 where the device allows: their slices are one or a few key tiles,
+ * whose time is the length of each invocation's serial work, not the device's throughput (a
+ * 7B q4_0 decode step on an H100: 23.7% of the stream read at 64, 35.3% at 128, 37.1% at 256;
+ * evidence/h100-5793ad7-decode). */
 #define MCL_ATTN_WG_FULL 128u
 #define MCL_ATTN_WG_SMALL 64u
+#define MCL_ATTN_WG_DECODE 256u
 /* Split heuristics. The target is a few workgroups per compute unit on the GPUs in view
  * (RX 580: 36 CUs; large NVIDIA parts: ~130 SMs); Vulkan does not report the count. */
 #define MCL_ATTN_TARGET_GROUPS 256u
@@ -84,10 +89,10 @@ static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_
     while (bq < rows && bq < MCL_ATTN_MAX_ROWS)
         bq *= 2;
     uint32_t wg = bq == MCL_ATTN_MAX_ROWS ? MCL_ATTN_WG_FULL : MCL_ATTN_WG_SMALL;
-    /* MOTIFCL_ATTENTION_WG (tuning): the decode kernels' workgroup, within the device's. */
+    /* The decode kernels' workgroup (MOTIFCL_ATTENTION_WG where set), within the device's. */
     const mcl_traits *traits = mcl_traits_of(ctx);
-    if (combine && traits->attention_wg) {
-        wg = traits->attention_wg;
+    if (combine) {
+        wg = traits->attention_wg ? traits->attention_wg : MCL_ATTN_WG_DECODE;
         while (wg > traits->max_invocations && wg > MCL_ATTN_WG_SMALL)
             wg /= 2;
     }
