@@ -26,9 +26,10 @@
 /* Workgroup sizes: multiples of every subgroup size in use (8, 32, 64), within the 128
  * invocations Vulkan guarantees. A full 16-row tile gets 128, smaller ones 64. The decode
  * kernels' few rows get 256 where the device allows: their slices are one or a few key tiles,
- * whose time is the length of each invocation's serial work, not the device's throughput (a
- * 7B q4_0 decode step on an H100: 23.7% of the stream read at 64, 35.3% at 128, 37.1% at 256;
- * evidence/h100-5793ad7-decode). */
+ * whose time is the length of each invocation's serial work, not the device's throughput (on
+ * an H100 the 7B q4_0 step's attention took 0.92 ms at 64, 0.58 at 128 and 0.69 at 256,
+ * Mixtral's 0.86 at 64 and 0.46 at 256; the 1B decoded 702, 673 and 726 tokens/s:
+ * evidence/h100-5793ad7-lease, docs/inference.md). */
 #define MCL_ATTN_WG_FULL 128u
 #define MCL_ATTN_WG_SMALL 64u
 #define MCL_ATTN_WG_DECODE 256u
