@@ -19,10 +19,17 @@
 //   specialization constants: 0 workgroup size (= (BM/TM) * (BN/TN)), 1 BM, 2 BN, 3 BK,
 //     4 TM, 5 TN (4 or 8: one or two groups of 4), 6 TRANS_A (A stored [K, M]),
 //     7 TRANS_B (B stored [N, K]), 8 VEC_A / 9 VEC_B (the stored row length is a multiple
-//     of 4, so tiles load as vec4), 10 DB (double-buffered shared tiles)
+//     of 4, so tiles load as vec4), 10 DB (double-buffered shared tiles), 11 KU (values of K
+//     per step of the loop over a tile: a divisor of BK)
 //   set 0: 0 A, 1 B, 2 bias (bound to any buffer when unused), 3 C
 //   push constants: M, N, K, batch strides of A, B (0: shared by all batches), C, has_bias,
 //     batches, k_chunk
+//
+// The loop over a tile's BK values of K is unrolled KU at a time (the host chooses KU): whole,
+// the 128 x 128 tile's 64 accumulators took the NVIDIA compiler 46-52 s a pipeline (three of
+// them were 149 of the 150 s before a training step's first step on an H100); gemm_q's
+// measured answer to the same (8 at a time: its rate for a tenth of the compile time) is
+// taken here too.
 //
 // Split K: when a problem has too few output tiles to fill the GPU, workgroup z also selects a
 // slice of k_chunk values of K; each slice writes its partial tile to C at slice * batches *
@@ -40,6 +47,7 @@ layout(constant_id = 7) const bool TRANS_B = false;
 layout(constant_id = 8) const bool VEC_A = true;
 layout(constant_id = 9) const bool VEC_B = true;
 layout(constant_id = 10) const bool DB = false;
+layout(constant_id = 11) const uint KU = 8;
 
 layout(std430, set = 0, binding = 0) readonly buffer BufA { float a[]; };
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { vec4 a4[]; };
@@ -202,7 +210,9 @@ void main() {
     #define MULTIPLY(buf)                                                                     \
         {                                                                                     \
             const uint abuf = (buf) * A_TILE, bbuf = (buf) * B_TILE;                          \
-            [[unroll]] for (uint k = 0; k < BK; k++) {                                        \
+            [[dont_unroll]] for (uint k4 = 0; k4 < BK; k4 += KU) {                            \
+            [[unroll]] for (uint kk = 0; kk < KU; kk++) {                                     \
+                const uint k = k4 + kk;                                                       \
                 float ar[TM];                                                                 \
                 float br[TN];                                                                 \
                 [[unroll]] for (uint g = 0; g < TM / 4; g++) {                                \
@@ -218,6 +228,7 @@ void main() {
                         acc[i][j] = fma(ar[i], br[j], acc[i][j]);                             \
                     }                                                                         \
                 }                                                                             \
+            }                                                                                 \
             }                                                                                 \
         }
 

@@ -174,10 +174,12 @@ static void gemm_tile_variants(void **state)
 {
     (void)state;
     /* The double-buffered scheme, which gemm_path does not reach (the library chooses the
-     * single-buffered one); few enough pipelines that a driver that compiles 128-wide tiles slowly (tens
-     * of seconds each on an H200) keeps the suite short. */
+     * single-buffered one), and the single-buffered 128-wide tile, whose K step is unrolled 8
+     * at a time (gemm_f32.comp), which a device that chooses 64-wide tiles would not reach;
+     * few enough pipelines that a driver that compiles 128-wide tiles slowly (tens of seconds
+     * each on an H200 unrolled whole) keeps the suite short. */
     static const mcl_gemm_config configs[] = {
-        {128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1},
+        {128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1}, {128, 128, 16, 8, 8, 0},
     };
     static const problem cases[] = {
         {1, 129, 131, 67, 0, 0, 1, 0},

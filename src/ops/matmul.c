@@ -23,6 +23,9 @@ typedef struct reduce_push {
  * than the parallelism gains. */
 #define MCL_GEMM_MIN_SLICE 256u
 #define MCL_GEMM_MAX_SLICES 16u
+/* gemm_f32's K step unrolled this many values at a time where an invocation holds 64
+ * accumulators (gemm_q's measured choice, FLOAT_UNROLL in quant_plan.c, for the same cost). */
+#define GEMM_F32_UNROLL 8u
 
 typedef struct gemv_push {
     uint32_t n, k;
@@ -107,14 +110,18 @@ static mcl_status gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mc
                                 uint32_t stride_a, uint32_t stride_b, mcl_tensor *scratch)
 {
     uint32_t stored_a_cols = ta ? m : k, stored_b_cols = tb ? k : n;
+    /* The K step's loop unrolled whole, or GEMM_F32_UNROLL at a time for tiles of 64
+     * accumulators an invocation (gemm_f32.comp: their compile time). */
+    uint32_t ku = cfg->tm * cfg->tn >= 64 && cfg->bk % GEMM_F32_UNROLL == 0 ? GEMM_F32_UNROLL
+                                                                           : cfg->bk;
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_GEMM_F32,
         .binding_count = 4,
         .push_size = sizeof(gemm_push),
         .local_size_x = (cfg->bm / cfg->tm) * (cfg->bn / cfg->tn),
-        .spec_count = 10,
+        .spec_count = 11,
         .spec = {cfg->bm, cfg->bn, cfg->bk, cfg->tm, cfg->tn, (uint32_t)ta, (uint32_t)tb,
-                 stored_a_cols % 4 == 0, stored_b_cols % 4 == 0, cfg->db != 0},
+                 stored_a_cols % 4 == 0, stored_b_cols % 4 == 0, cfg->db != 0, ku},
     };
     if (mcl_gemm_shared_bytes(cfg, cfg->db) > mcl_traits_of(ctx)->max_shared_bytes)
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "GEMM tile needs %u bytes of shared memory",
