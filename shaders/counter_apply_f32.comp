@@ -10,7 +10,8 @@
 // Each invocation owns 16 consecutive weights of a row: three whole 32-bit words of the packed
 // state, which no other invocation reads or writes in this dispatch.
 //
-//   workgroup size : 64 (specialization constant 0; the host asks for 64)
+//   workgroup size : 64, 128 or 256 (specialization constant 0: the tile's sums spread over
+//                    all, counter_grad.glsl; its first 64 own the weights as with 64)
 //   HYPER_BUF      : specialization constant 1: 0, the seed is the push constant's; 1, it is
 //                    the hyper buffer's word 4 plus the push constant (wrapping), a step's
 //                    seed that a replayed recording reads anew, offset per layer
@@ -46,7 +47,7 @@ void main() {
     const uint seed = HYPER_BUF != 0u ? hyper_words[4] + pc.seed : pc.seed;
     const uint o = o0 + (l >> 2);
     const uint i = i0 + 16u * (l & 3u);
-    if (o >= pc.out_dim || i >= pc.in_dim) {
+    if (l >= COUNTER_OWNERS || o >= pc.out_dim || i >= pc.in_dim) {
         return;
     }
     const uint e0 = o * pc.in_dim + i;

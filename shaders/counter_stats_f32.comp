@@ -8,7 +8,8 @@
 // +0.0, each product and sum rounded on its own; the tile's partial is +0.0 plus the four
 // invocations' sums of the row in column order (those inside W).
 //
-//   workgroup size : 64 (specialization constant 0; the host asks for 64)
+//   workgroup size : 64, 128 or 256 (specialization constant 0: the tile's sums spread over
+//                    all, counter_grad.glsl; its first 64 own the weights as with 64)
 //   set 0 binding 0: x (readonly float[], [N, in]); binding 1: grad_out (readonly, [N, out]);
 //   binding 2: the packed state (readonly uint[]); binding 3: partials (float[], [out, tiles, 2])
 //   push constants : { uint n, out_dim, in_dim, C, tiles; }
@@ -27,8 +28,8 @@ layout(push_constant) uniform Push { uint n, out_dim, in_dim, C, tiles; } pc;
 #include "counter.glsl"
 #include "counter_grad.glsl"
 
-shared float sum_sq[COUNTER_GROUP];
-shared float sum_gt[COUNTER_GROUP];
+shared float sum_sq[COUNTER_OWNERS];
+shared float sum_gt[COUNTER_OWNERS];
 
 void main() {
     const uint l = gl_LocalInvocationID.x;
@@ -41,7 +42,8 @@ void main() {
     const uint i = i0 + 16u * (l & 3u);
     precise float sq = 0.0;
     precise float gt = 0.0;
-    if (o < pc.out_dim && i < pc.in_dim) {
+    const bool owner = l < COUNTER_OWNERS;
+    if (owner && o < pc.out_dim && i < pc.in_dim) {
         const uint w0 = (o * pc.in_dim + i) / 16u * 3u;
         const uvec3 w = uvec3(packed_words[w0], packed_words[w0 + 1u], packed_words[w0 + 2u]);
         for (uint j = 0u; j < 16u; j++) {
@@ -50,10 +52,12 @@ void main() {
             gt = gt + g[j] * t;
         }
     }
-    sum_sq[l] = sq;
-    sum_gt[l] = gt;
+    if (owner) {
+        sum_sq[l] = sq;
+        sum_gt[l] = gt;
+    }
     barrier();
-    if ((l & 3u) == 0u && o < pc.out_dim) {
+    if (owner && (l & 3u) == 0u && o < pc.out_dim) {
         precise float tile_sq = 0.0;
         precise float tile_gt = 0.0;
         for (uint q = 0u; q < 4u && i0 + 16u * q < pc.in_dim; q++) {

@@ -11,7 +11,9 @@
  *    square root per row, which Vulkan lets a device round to 2.5 ulp (1/inversesqrt for
  *    sqrt); where they are correctly rounded (Lavapipe) they are bit-identical, and the count
  *    of rows that are not is recorded. The device's and the reference's G agree bit for bit
- *    (same order, no fused multiply-add), which the factors' agreement depends on.
+ *    (same order, no fused multiply-add), which the factors' agreement depends on. The update
+ *    cases run again with the passes' workgroups of 64 and 128 invocations (the library's 256
+ *    spreads a tile's sums over more of them): byte-identical as well.
  *  - Forward and grad_x: NMSE <= 1e-10 against x W^T and grad_out W in double with W decoded
  *    on the host. Float sums of at most 160 terms: NMSE ~1e-14 from rounding; ignoring s or
  *    transposing W gives NMSE >= 1e-2 (the negative controls check that).
@@ -235,11 +237,16 @@ typedef struct update_result {
     ref_counter_counts counts;
 } update_result;
 
+/* The update passes' workgroup the cases run with (mcl_counter_linear_update_wg; 0: the
+ * library's). */
+static uint32_t update_wg;
+
 static void run_case(const update_case *k, uint32_t seed0, update_result *res)
 {
     const int64_t out = k->out, in = k->in, N = k->N;
     const size_t n = (size_t)(out * in);
     mcl_counter_linear *layer = layer_create(out, in, k->C);
+    assert_mcl_ok(mcl_counter_linear_update_wg(layer, update_wg));
     float *x = mcl_test_random_floats((size_t)(N * in), seed0 + 1, -1.0f, 1.0f);
     float *go = mcl_test_random_floats((size_t)(N * out), seed0 + 2, -k->go_scale, k->go_scale);
     uint8_t *codes;
@@ -364,6 +371,21 @@ static void update_matches_reference(void **state)
     update_result res = {0};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(&cases[i], 100u + (uint32_t)i, &res);
+    /* The same with the tile's sums spread over 64 and 128 invocations (the library's 256
+     * above): which invocation sums a weight's G must not change a bit. */
+    static const uint32_t widths[2] = {64, 128};
+    for (int w = 0; w < 2; w++) {
+        update_result rw = {0};
+        update_wg = widths[w];
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+            run_case(&cases[i], 100u + (uint32_t)i, &rw);
+        update_wg = 0;
+        char name[120];
+        snprintf(name, sizeof name, "counter: update codes differing from the reference, "
+                 "workgroups of %u", widths[w]);
+        assert_true(mcl_test_record(name, "codes", (double)rw.bytes_differ, 0.0));
+    }
+    EXPECT_STATUS(mcl_counter_linear_update_wg(NULL, 64), INVALID);
     char line[160];
     snprintf(line, sizeof line, "carried %llu, walled %llu, rounded up %llu, changed %llu",
              (unsigned long long)res.counts.carried, (unsigned long long)res.counts.walled,

@@ -20,7 +20,10 @@
 /* Tile shapes the kernels are written for (counter_grad.glsl, counter_matmul_f32.comp). */
 #define COUNTER_TILE_ROWS 16u
 #define COUNTER_TILE_COLS 64u
-#define COUNTER_UPDATE_WG 64u
+/* The update passes' workgroup (counter_grad.glsl: a tile's 1,024 sums spread over it, each a
+ * chain of a batch's adds; at 64 a step of the stories15M shape spent 53 of its 76 ms in the
+ * two passes on an H100, evidence/h100-5793ad7-lease), within the device's limit. */
+#define COUNTER_UPDATE_WG 256u
 #define COUNTER_MATMUL_TILE 64u
 #define COUNTER_MATMUL_WG 256u
 #define COUNTER_ROWS_WG 64u
@@ -40,6 +43,7 @@ struct mcl_counter_linear {
     int64_t out, in;
     uint32_t C;
     mcl_tensor *state, *scale, *moment;
+    uint32_t update_wg; /* mcl_counter_linear_update_wg's choice, 0: the library's */
 };
 
 typedef struct matmul_push {
@@ -448,12 +452,15 @@ static mcl_status record_update(mcl_counter_linear *layer, const mcl_tensor *x,
     mcl_context *ctx = layer->ctx;
     const mcl_kernel *stats, *finish, *apply;
     const uint32_t from_buffer = hyper != NULL;
+    uint32_t wg = layer->update_wg ? layer->update_wg : COUNTER_UPDATE_WG;
+    while (wg > mcl_traits_of(ctx)->max_invocations && wg > 64)
+        wg /= 2;
     mcl_status status;
-    if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, 4, COUNTER_UPDATE_WG, 0,
+    if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, 4, wg, 0,
                              sizeof(grad_push), &stats)) != MCL_SUCCESS ||
         (status = get_kernel(ctx, MCL_KERNEL_COUNTER_ROWS_F32, 5, COUNTER_ROWS_WG, from_buffer,
                              sizeof(rows_push), &finish)) != MCL_SUCCESS ||
-        (status = get_kernel(ctx, MCL_KERNEL_COUNTER_APPLY_F32, 5, COUNTER_UPDATE_WG,
+        (status = get_kernel(ctx, MCL_KERNEL_COUNTER_APPLY_F32, 5, wg,
                              from_buffer, sizeof(grad_push), &apply)) != MCL_SUCCESS)
         return status;
     const int64_t partial_len = layer->out * (int64_t)push_hyper->tiles * 2;
@@ -572,4 +579,12 @@ mcl_status mcl_counter_linear_backward(mcl_counter_linear *layer, const mcl_tens
                                        const mcl_counter_update_desc *update)
 {
     return mcl_counter_linear_backward_ex(layer, x, grad_out, grad_x, update, NULL);
+}
+
+mcl_status mcl_counter_linear_update_wg(mcl_counter_linear *layer, uint32_t wg)
+{
+    if (!layer || (wg != 0 && wg != 64 && wg != 128 && wg != 256))
+        return MCL_ERROR_INVALID_ARGUMENT;
+    layer->update_wg = wg;
+    return MCL_SUCCESS;
 }

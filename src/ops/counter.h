@@ -34,6 +34,10 @@ mcl_status mcl_counter_linear_backward_dev(mcl_counter_linear *layer, const mcl_
 mcl_status mcl_counter_update_hyper(mcl_context *ctx, const char *op,
                                     const mcl_counter_update_desc *desc, float hyper[4]);
 
+/* The invocations of the update passes' workgroups for this layer: 64, 128 or 256 (within
+ * the device's limit), or 0 for the library's choice (256); the tests run each. */
+mcl_status mcl_counter_linear_update_wg(mcl_counter_linear *layer, uint32_t wg);
+
 /* Floats of the update's partial sums for a layer of out x in. */
 int64_t mcl_counter_linear_partial_floats(int64_t out, int64_t in);
 
