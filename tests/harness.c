@@ -211,26 +211,9 @@ mcl_tensor *mcl_test_tensor(mcl_context *ctx, mcl_dtype dtype, uint32_t ndim,
 mcl_context *mcl_test_context_without_subgroups(void)
 {
     const char *old = getenv("MOTIFCL_DISABLE");
-    char *saved = NULL, list[256];
-    if (old) {
-        saved = malloc(strlen(old) + 1);
-        if (saved)
-            strcpy(saved, old);
-    }
+    char list[256];
     snprintf(list, sizeof list, "subgroup-arithmetic%s%s", old ? "," : "", old ? old : "");
-    setenv("MOTIFCL_DISABLE", list, 1);
-    mcl_context_desc desc = {.size = sizeof desc, .device_index = -1};
-    mcl_context *c = NULL;
-    mcl_status status = mcl_context_create(&desc, &c);
-    if (saved) {
-        setenv("MOTIFCL_DISABLE", saved, 1);
-        free(saved);
-    } else {
-        unsetenv("MOTIFCL_DISABLE");
-    }
-    if (status != MCL_SUCCESS)
-        fprintf(stderr, "FAIL: second context: %s\n", mcl_status_string(status));
-    return c;
+    return mcl_test_context_with("MOTIFCL_DISABLE", list);
 }
 
 mcl_context *mcl_test_context_with(const char *name, const char *value)
@@ -260,7 +243,7 @@ int mcl_test_context_release(mcl_context *c, const char *what)
     mcl_device_info info = {.size = sizeof info};
     if (mcl_context_device_info(c, &info) == MCL_SUCCESS && info.validation) {
         char name[200];
-        snprintf(name, sizeof name, "validation layer errors (the context%s)", what);
+        snprintf(name, sizeof name, "validation layer errors (context%s)", what);
         failed |= !mcl_test_record(name, "count", (double)mcl_context_validation_errors(c), 0.0);
     }
     mcl_context_destroy(c);

@@ -40,7 +40,8 @@ mcl_context *mcl_test_context_without_subgroups(void);
 mcl_context *mcl_test_context_with(const char *name, const char *value);
 
 /* Finish and destroy a second context c (NULL is harmless): 0, or 1 where its work failed or
- * the validation layer counted errors on it (recorded as a check named after `what`). */
+ * the validation layer counted errors on it (recorded as the check "validation layer errors
+ * (context<what>)"). */
 int mcl_test_context_release(mcl_context *c, const char *what);
 
 /* Whether MOTIFCL_REQUIRE_VULKAN_COMPUTE asks for strict mode. */

@@ -696,16 +696,6 @@ int main(int argc, char **argv)
     int failures = cmocka_run_group_tests(tests, NULL, NULL);
 
     /* The harness checks its own context's validation errors; this one's are counted here. */
-    if (mcl_finish(ctx_tree) != MCL_SUCCESS)
-        failures++;
-    mcl_device_info info = {.size = sizeof info};
-    mcl_context_device_info(ctx_tree, &info);
-    if (info.validation) {
-        uint64_t errors = mcl_context_validation_errors(ctx_tree);
-        if (!mcl_test_record("validation layer errors (context without subgroup arithmetic)",
-                             "count", (double)errors, 0.0))
-            failures++;
-    }
-    mcl_context_destroy(ctx_tree);
+    failures += mcl_test_context_release(ctx_tree, " without subgroup arithmetic");
     return mcl_test_finish(failures);
 }

@@ -409,7 +409,8 @@ static void attention_decode_matches_attention(void **state)
                                                           (uint32_t)atoi(sizes[i])));
         alabel = label;
         attention_decode_on();
-        assert_int_equal(mcl_test_context_release(actx, label), 0);
+        snprintf(made, sizeof made, " with MOTIFCL_ATTENTION_WG=%s", sizes[i]);
+        assert_int_equal(mcl_test_context_release(actx, made), 0);
     }
     actx = ctx;
     alabel = "";
