@@ -72,9 +72,15 @@ void main() {
 #ifdef SPLIT_BATCH
     SPLIT_BATCH = b;
 #endif
+#ifdef SPLIT_BEGIN
+    SPLIT_BEGIN(b);
+#endif
     const uint key_begin = split * SPLIT_KEYS;
     const uint key_end = min(key_begin + SPLIT_KEYS, KV_LEN);
     attend(b, hkv, row0, key_begin, key_end);
+#ifdef SPLIT_AFTER
+    SPLIT_AFTER(b, hkv, key_begin, key_end);
+#endif
 
     // Slot of (batch, split, kv head): rows are contiguous inside it.
     const uint slot = (b * pc.splits + split) * pc.heads_kv + hkv;

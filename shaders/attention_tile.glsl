@@ -45,13 +45,20 @@ const float NEG = -3.0e38;
 
 layout(std430, set = 0, binding = 0) readonly buffer BufQ { float q[]; };
 // K and V in f32, or with KV_F16 defined (a cache of 16-bit floats) in f16, read as f32.
+// Their bindings 1 and 2, read only, unless the including kernel (one that also writes the
+// cache) says otherwise.
+#ifndef ATT_K_BINDING
+#define ATT_K_BINDING 1
+#define ATT_V_BINDING 2
+#define ATT_KV_ACCESS readonly
+#endif
 #ifdef KV_F16
 #extension GL_EXT_shader_16bit_storage : require
-layout(std430, set = 0, binding = 1) readonly buffer BufK { float16_t k[]; };
-layout(std430, set = 0, binding = 2) readonly buffer BufV { float16_t v[]; };
+layout(std430, set = 0, binding = ATT_K_BINDING) ATT_KV_ACCESS buffer BufK { float16_t k[]; };
+layout(std430, set = 0, binding = ATT_V_BINDING) ATT_KV_ACCESS buffer BufV { float16_t v[]; };
 #else
-layout(std430, set = 0, binding = 1) readonly buffer BufK { float k[]; };
-layout(std430, set = 0, binding = 2) readonly buffer BufV { float v[]; };
+layout(std430, set = 0, binding = ATT_K_BINDING) ATT_KV_ACCESS buffer BufK { float k[]; };
+layout(std430, set = 0, binding = ATT_V_BINDING) ATT_KV_ACCESS buffer BufV { float v[]; };
 #endif
 
 layout(push_constant) uniform Push {
@@ -70,6 +77,8 @@ layout(push_constant) uniform Push {
     uint seq_slot;     // attention_decode_f32: lens[seq_slot + b] its k/v batch, ~0: b
     uint act_blocks;   // attention_decode_f32: blocks of the quantized output, 0: none
     uint act_first;    // attention_decode_f32: the block of out's first element
+    uint pos_slot;     // attention_decode_rope: lens[pos_slot + b] is batch b's position
+    uint split_half;   // attention_decode_rope: 1, pairs (i, i + D / 2); 0, (2i, 2i + 1)
 } pc;
 
 shared vec4 q_tile[BQ * D4];
@@ -100,6 +109,14 @@ const bool V_EARLY = false;
 vec4 vreg[V_EARLY ? VR : 1u];
 
 #include "attention_index.glsl"
+
+// The head-vector loads of the loop: row rho's query, key s's k and v (vec4 d4 of each). The
+// including kernel may define its own (attention_decode.glsl's RoPE).
+#ifndef ATT_LOAD_Q
+#define ATT_LOAD_Q(b, hkv, rho, d4) load_q(q_base(b, hkv, rho), d4)
+#define ATT_LOAD_K(b, hkv, s, d4) load_k(kv_base(b, hkv, s), d4)
+#define ATT_LOAD_V(b, hkv, s, d4) load_v(kv_base(b, hkv, s), d4)
+#endif
 
 // Tree reductions over the TPR threads of each row. Every invocation calls them (barriers
 // must be in uniform control flow).
@@ -137,7 +154,7 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
         const uint r = e / D4;
         const uint rho = row0 + r;
         qreg[j] = e < BQ * D4 && rho < pc.rows
-                      ? load_q(q_base(b, hkv, rho), e - r * D4) * pc.scale_log2
+                      ? ATT_LOAD_Q(b, hkv, rho, e - r * D4) * pc.scale_log2
                       : vec4(0.0);
     }
     if (tid < BQ) {
@@ -161,7 +178,7 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
                 const uint e = tid + j * WG;
                 const uint c = e / D4;
                 vreg[j] = e < BK * D4 && kt + c < key_stop
-                              ? load_v(kv_base(b, hkv, kt + c), e - c * D4)
+                              ? ATT_LOAD_V(b, hkv, kt + c, e - c * D4)
                               : vec4(0.0);
             }
         }
@@ -169,7 +186,7 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
             const uint c = e / D4;
             const uint d4 = e - c * D4;
             kv_tile[c * KSTRIDE + d4] =
-                kt + c < key_stop ? load_k(kv_base(b, hkv, kt + c), d4) : vec4(0.0);
+                kt + c < key_stop ? ATT_LOAD_K(b, hkv, kt + c, d4) : vec4(0.0);
         }
         if (kt == key_begin) {
             [[unroll]] for (uint j = 0u; j < ACC; j++) {
@@ -205,7 +222,7 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
                 const uint c = e / D4;
                 const uint d4 = e - c * D4;
                 kv_tile[c * KSTRIDE + d4] =
-                    kt + c < key_stop ? load_v(kv_base(b, hkv, kt + c), d4) : vec4(0.0);
+                    kt + c < key_stop ? ATT_LOAD_V(b, hkv, kt + c, d4) : vec4(0.0);
             }
         }
         float local_max = NEG;

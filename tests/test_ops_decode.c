@@ -23,6 +23,13 @@
  *    more blocks, the words mcl_quantize_activations makes of out (control: of q). Control:
  *    the lengths before. Again on contexts with MOTIFCL_ATTENTION_WG=64 and 128 (the
  *    default is 256), each with its own validation count.
+ *  - mcl_attention_decode_rope (RoPE, the cache write and the attention in one dispatch)
+ *    against mcl_rope_kv then mcl_attention_decode, two tokens of two of three sequences at
+ *    positions 0 to 299, caches that hold other values at the positions written: the output
+ *    within a relative RMS of 1e-5; k's cache within 1e-6 (f32) or 1e-3 (f16: its rounding of
+ *    a rotation the two kernels may contract differently), v's bit-identical; split-half
+ *    and interleaved pairs, f32 and f16 caches. Control: mcl_attention_decode of the
+ *    rotated q over the caches as they were (the new key not written) exceeds the tolerance.
  */
 #include <math.h>
 #include <stdio.h>
@@ -416,6 +423,150 @@ static void attention_decode_matches_attention(void **state)
     alabel = "";
 }
 
+/* A 16-bit float's value (the caches of rope_attention_on). */
+static float half_value(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    float v = e == 0 ? ldexpf((float)m, -24) : ldexpf((float)(m | 1024), e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+/* The caches' values as f32 (f16 ones decoded). */
+static void cache_values(mcl_tensor *t, float *out, size_t n, int f16)
+{
+    if (!f16) {
+        download(t, out, n * 4);
+        return;
+    }
+    uint16_t *h = malloc(n * 2);
+    assert_non_null(h);
+    download(t, h, n * 2);
+    for (size_t i = 0; i < n; i++)
+        out[i] = half_value(h[i]);
+    free(h);
+}
+
+static void rope_attention_on(mcl_dtype kv, mcl_rope_layout layout, const char *label)
+{
+    const int f16 = kv == MCL_DTYPE_F16;
+    const size_t qn = 2 * AHQ * AD, nn = 2 * AHKV * AD, kn = (size_t)ASEQ * AS * AHKV * AD;
+    const size_t kbytes = kn * (f16 ? 2 : 4);
+    float *q0 = malloc(qn * 4), *kn0 = malloc(nn * 4), *vn0 = malloc(nn * 4), table[AD];
+    float *got = malloc(qn * 4), *want = malloc(qn * 4), *before = malloc(qn * 4);
+    float *gk = malloc(kn * 4), *wk = malloc(kn * 4);
+    uint32_t *c0 = malloc(kbytes), *gv = malloc(kbytes), *wv = malloc(kbytes);
+    assert_true(q0 && kn0 && vn0 && got && want && before && gk && wk && c0 && gv && wv);
+    mcl_fill_random(q0, qn, 11, -1.0f, 1.0f);
+    mcl_fill_random(kn0, nn, 12, -1.0f, 1.0f);
+    mcl_fill_random(vn0, nn, 13, -1.0f, 1.0f);
+    /* The caches' values before: random, f16 ones of magnitudes 2^-5 to 2. */
+    if (f16) {
+        uint16_t *h = (uint16_t *)c0;
+        for (size_t i = 0; i < kn; i++) {
+            uint32_t r = (uint32_t)(i * 2654435761u) ^ (uint32_t)(i >> 7) * 40503u;
+            h[i] = (uint16_t)(((r >> 5) & 0x8000) | ((10 + (r >> 11) % 6) << 10) | (r & 1023));
+        }
+    } else {
+        mcl_fill_random((float *)c0, kn, 14, -1.0f, 1.0f);
+    }
+    mcl_rope_table_values(10000.0, AD, NULL, table);
+    int64_t qs[4] = {2, 1, AHQ, AD}, q3s[3] = {2, AHQ, AD}, ns[3] = {2, AHKV, AD},
+            ks[4] = {ASEQ, AS, AHKV, AD}, ls[1] = {7}, ts[2] = {AD / 2, 2},
+            pos[1] = {(int64_t)2 * MCL_ATTENTION_DECODE_MAX_SPLITS * AHQ * AD},
+            pms[1] = {(int64_t)2 * MCL_ATTENTION_DECODE_MAX_SPLITS * AHQ * 2}, cs[1] = {2 * AHQ};
+    mcl_tensor *q = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, qs, q0);
+    mcl_tensor *qr = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, qs, q0);
+    mcl_tensor *knew = mcl_test_tensor(ctx, MCL_DTYPE_F32, 3, ns, kn0);
+    mcl_tensor *vnew = mcl_test_tensor(ctx, MCL_DTYPE_F32, 3, ns, vn0);
+    mcl_tensor *tt = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ts, table);
+    mcl_tensor *lens = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ls, NULL);
+    mcl_tensor *kc[3], *vc[3]; /* fused, reference, never written */
+    for (int i = 0; i < 3; i++) {
+        kc[i] = mcl_test_tensor(ctx, kv, 4, ks, NULL);
+        vc[i] = mcl_test_tensor(ctx, kv, 4, ks, NULL);
+        assert_mcl_ok(mcl_tensor_upload(kc[i], 0, c0, kbytes));
+        assert_mcl_ok(mcl_tensor_upload(vc[i], 0, c0, kbytes));
+    }
+    mcl_tensor *out = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, qs, NULL);
+    mcl_tensor *ref = mcl_test_tensor(ctx, MCL_DTYPE_F32, 4, qs, NULL);
+    mcl_tensor *po = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, pos, NULL);
+    mcl_tensor *pml = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, pms, NULL);
+    int32_t zeros[2 * AHQ] = {0};
+    mcl_tensor *cnt = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, cs, zeros);
+    mcl_tensor *q3 = NULL;
+    assert_mcl_ok(mcl_tensor_view(qr, 0, MCL_DTYPE_F32, 3, q3s, &q3));
+    mcl_decode_rope rope = {knew, vnew, tt, 1, layout};
+    const int32_t lengths[4][2] = {{1, 300}, {37, 2}, {160, 299}, {300, 64}};
+    double worst = 0.0, control = 0.0;
+    for (int i = 0; i < 4; i++) {
+        /* Positions at 1, lengths at 3, sequences 2 and 0 at 5. */
+        int32_t l[7] = {-1, lengths[i][0] - 1, lengths[i][1] - 1, lengths[i][0], lengths[i][1],
+                        2, 0};
+        assert_mcl_ok(mcl_tensor_upload(lens, 0, l, sizeof l));
+        assert_mcl_ok(mcl_attention_decode_rope(ctx, q, kc[0], vc[0], lens, 3, 5, &rope, po,
+                                                pml, cnt, NULL, 0, 0, out));
+        download(out, got, qn * 4);
+        assert_mcl_ok(mcl_tensor_upload(qr, 0, q0, qn * 4));
+        assert_mcl_ok(mcl_rope_kv(ctx, q3, knew, vnew, layout, tt, lens, 1, 5, 0, 2, kc[1],
+                                  vc[1]));
+        assert_mcl_ok(mcl_attention_decode(ctx, qr, kc[1], vc[1], lens, 3, 5, po, pml, cnt,
+                                           NULL, 0, 0, ref));
+        download(ref, want, qn * 4);
+        double e = rel_rms(got, want, qn);
+        worst = e > worst ? e : worst;
+        if (i == 0) {
+            assert_mcl_ok(mcl_attention_decode(ctx, qr, kc[2], vc[2], lens, 3, 5, po, pml, cnt,
+                                               NULL, 0, 0, ref));
+            download(ref, before, qn * 4);
+            control = rel_rms(before, want, qn);
+        }
+    }
+    cache_values(kc[0], gk, kn, f16);
+    cache_values(kc[1], wk, kn, f16);
+    download(vc[0], gv, kbytes);
+    download(vc[1], wv, kbytes);
+    char name[200];
+    snprintf(name, sizeof name, "mcl_attention_decode_rope%s, positions 0 to 299 of two "
+             "sequences, against mcl_rope_kv and mcl_attention_decode", label);
+    assert_true(mcl_test_record(name, "relative rms", worst, 1e-5));
+    snprintf(name, sizeof name, "mcl_attention_decode_rope%s: k's cache as mcl_rope_kv's",
+             label);
+    assert_true(mcl_test_record(name, "relative rms", rel_rms(gk, wk, kn), f16 ? 1e-3 : 1e-6));
+    snprintf(name, sizeof name, "mcl_attention_decode_rope%s: v's cache as mcl_rope_kv's",
+             label);
+    assert_true(mcl_test_record(name, "mismatched words",
+                                (double)word_mismatches(gv, wv, kbytes / 4), 0));
+    snprintf(name, sizeof name, "mcl_attention_decode_rope%s: control, the attention without "
+             "the new key written (%.3g) exceeds the tolerance", label, control);
+    assert_true(mcl_test_record_bool(name, control > 1e-5));
+    if (layout == MCL_ROPE_SPLIT_HALF && !f16) {
+        mcl_decode_rope odd = rope;
+        odd.pos_slot = 6; /* two positions from slot 6 run past lens's 7 */
+        EXPECT_STATUS(mcl_attention_decode_rope(ctx, q, kc[0], vc[0], lens, 3, 5, &odd, po,
+                                                pml, cnt, NULL, 0, 0, out), SHAPE);
+        odd = rope;
+        odd.k_new = q3;
+        EXPECT_STATUS(mcl_attention_decode_rope(ctx, q, kc[0], vc[0], lens, 3, 5, &odd, po,
+                                                pml, cnt, NULL, 0, 0, out), SHAPE);
+        EXPECT_STATUS(mcl_attention_decode_rope(ctx, q, kc[0], vc[0], lens, 3, 5, NULL, po,
+                                                pml, cnt, NULL, 0, 0, out), INVALID);
+    }
+    mcl_tensor *all[] = {q, qr, q3, knew, vnew, tt, lens, out, ref, po, pml, cnt,
+                         kc[0], kc[1], kc[2], vc[0], vc[1], vc[2]};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+    free(q0), free(kn0), free(vn0), free(got), free(want), free(before);
+    free(gk), free(wk), free(c0), free(gv), free(wv);
+}
+
+static void attention_decode_rope_matches_ops(void **state)
+{
+    (void)state;
+    rope_attention_on(MCL_DTYPE_F32, MCL_ROPE_SPLIT_HALF, "");
+    rope_attention_on(MCL_DTYPE_F32, MCL_ROPE_INTERLEAVED, " (interleaved pairs)");
+    rope_attention_on(MCL_DTYPE_F16, MCL_ROPE_SPLIT_HALF, " (f16 caches)");
+}
+
 static void statuses(void **state)
 {
     (void)state;
@@ -432,6 +583,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(swiglu_q8_matches_ops),
         cmocka_unit_test(rope_kv_matches_reference),
         cmocka_unit_test(attention_decode_matches_attention),
+        cmocka_unit_test(attention_decode_rope_matches_ops),
         cmocka_unit_test(statuses),
     };
     return mcl_test_finish(cmocka_run_group_tests(tests, NULL, NULL));

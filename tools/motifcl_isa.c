@@ -35,7 +35,7 @@
 
 #define ISA_MAX_VARIANTS 256
 #define ISA_MAX_SPEC 16
-#define ISA_BINDINGS 8
+#define ISA_BINDINGS 12 /* the library's most (MCL_MAX_BINDINGS): a kernel may use any of them */
 #define ISA_PUSH_BYTES 128
 
 /* Module i: the library's, or a tool's kernel (not in the library). */

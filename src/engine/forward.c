@@ -127,9 +127,11 @@ static mcl_status attend(mcl_session *s, views *v, const engine_layer *layer, ui
 }
 
 /* The attention of a decode step's rows, each one token of sequence seqs[i], whose
- * positions, lengths and sequences the step reads from s->ids (decode_step): RoPE with the
- * cache write as one dispatch, then the split attention over the caches. With all sequences'
- * caches in one tensor, each is one dispatch for every row; otherwise one per row. */
+ * positions, lengths and sequences the step reads from s->ids (decode_step): RoPE, the cache
+ * write and the split attention over the caches in one dispatch (mcl_attention_decode_rope),
+ * or where the head dimension is not a multiple of 8 RoPE with the cache write as a dispatch
+ * before the attention's. With all sequences' caches in one tensor, one dispatch serves every
+ * row; otherwise each row has its own. */
 static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *layer,
                               const uint32_t *seqs, uint32_t count, mcl_tensor *act)
 {
@@ -143,12 +145,23 @@ static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *laye
         return v->status;
     uint32_t pos_slot = count, len_slot = 2 * count, seq_slot = 3 * count;
     uint32_t act_blocks = count * (s->q_dim / 32); /* where act: the output's quantization */
+    /* The RoPE and the cache write in the attention's dispatch, where the head dimension
+     * allows (a multiple of 8); else a dispatch of their own before it. */
+    int fused = m->head_dim % 8 == 0;
     if (layer->k_all) {
         mcl_tensor *q4 = view(v, s->q, 0, MCL_DTYPE_F32, 4, count, 1, m->heads, m->head_dim);
         mcl_tensor *att = view(v, s->att, 0, MCL_DTYPE_F32, 4, count, 1, m->heads,
                                m->head_dim);
         if (v->status != MCL_SUCCESS)
             return v->status;
+        if (fused) {
+            mcl_decode_rope rope = {k, vv, s->rope_table, pos_slot, MCL_ROPE_SPLIT_HALF};
+            TRY(mcl_attention_decode_rope(ctx, q4, layer->k_all, layer->v_all, s->ids,
+                                          len_slot, seq_slot, &rope, s->part_o, s->part_ml,
+                                          s->att_counters, act, 0, act_blocks, att));
+            views_release(v, mark);
+            return MCL_SUCCESS;
+        }
         TRY(mcl_rope_kv(ctx, q, k, vv, MCL_ROPE_SPLIT_HALF, s->rope_table, s->ids, pos_slot,
                         seq_slot, 0, count, layer->k_all, layer->v_all));
         MARK(s, "rope, cache write");
@@ -161,11 +174,14 @@ static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *laye
     uint64_t q_row = (uint64_t)s->q_dim * 4;
     uint64_t part_o_row = (uint64_t)MCL_ATTENTION_DECODE_MAX_SPLITS * s->q_dim * 4;
     uint64_t part_ml_row = (uint64_t)MCL_ATTENTION_DECODE_MAX_SPLITS * m->heads * 2 * 4;
-    for (uint32_t i = 0; i < count; i++)
-        TRY(mcl_rope_kv(ctx, q, k, vv, MCL_ROPE_SPLIT_HALF, s->rope_table, s->ids,
-                        pos_slot + i, MCL_SLOT_NONE, i, 1, layer->k_cache[seqs[i]],
-                        layer->v_cache[seqs[i]]));
-    MARK(s, "rope, cache write");
+    uint64_t kv_row = (uint64_t)m->kv_heads * m->head_dim * 4;
+    if (!fused) {
+        for (uint32_t i = 0; i < count; i++)
+            TRY(mcl_rope_kv(ctx, q, k, vv, MCL_ROPE_SPLIT_HALF, s->rope_table, s->ids,
+                            pos_slot + i, MCL_SLOT_NONE, i, 1, layer->k_cache[seqs[i]],
+                            layer->v_cache[seqs[i]]));
+        MARK(s, "rope, cache write");
+    }
     for (uint32_t i = 0; i < count; i++) {
         uint32_t inner = v->count;
         mcl_tensor *qi = view(v, s->q, i * q_row, MCL_DTYPE_F32, 4, 1, 1, m->heads, m->head_dim);
@@ -181,9 +197,24 @@ static mcl_status attend_step(mcl_session *s, views *v, const engine_layer *laye
                                MCL_DTYPE_I32, 1, ENGINE_COUNTER_STRIDE(s), 0, 0, 0);
         if (v->status != MCL_SUCCESS)
             return v->status;
-        TRY(mcl_attention_decode(ctx, qi, layer->k_cache[seqs[i]], layer->v_cache[seqs[i]],
-                                 s->ids, len_slot + i, MCL_SLOT_NONE, po, pml, cnt, act,
-                                 i * (s->q_dim / 32), act_blocks, att));
+        if (fused) {
+            mcl_tensor *ki = view(v, s->k, i * kv_row, MCL_DTYPE_F32, 3, 1, m->kv_heads,
+                                  m->head_dim, 0);
+            mcl_tensor *vi = view(v, s->v, i * kv_row, MCL_DTYPE_F32, 3, 1, m->kv_heads,
+                                  m->head_dim, 0);
+            if (v->status != MCL_SUCCESS)
+                return v->status;
+            mcl_decode_rope rope = {ki, vi, s->rope_table, pos_slot + i, MCL_ROPE_SPLIT_HALF};
+            TRY(mcl_attention_decode_rope(ctx, qi, layer->k_cache[seqs[i]],
+                                          layer->v_cache[seqs[i]], s->ids, len_slot + i,
+                                          MCL_SLOT_NONE, &rope, po, pml, cnt, act,
+                                          i * (s->q_dim / 32), act_blocks, att));
+        } else {
+            TRY(mcl_attention_decode(ctx, qi, layer->k_cache[seqs[i]],
+                                     layer->v_cache[seqs[i]], s->ids, len_slot + i,
+                                     MCL_SLOT_NONE, po, pml, cnt, act, i * (s->q_dim / 32),
+                                     act_blocks, att));
+        }
         views_release(v, inner);
     }
     views_release(v, mark);

@@ -49,6 +49,7 @@ typedef struct attention_push {
     uint32_t keys_per_split, splits;
     uint32_t len_slot, seq_slot;
     uint32_t act_blocks, act_first; /* the decode kernels' quantized output, 0 blocks: none */
+    uint32_t pos_slot, split_half;  /* attention_decode_rope's positions and pairs */
 } attention_push;
 
 typedef struct combine_push {
@@ -337,14 +338,34 @@ mcl_status mcl_attention(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor
     return mcl_attention_ex(ctx, q, k, v, desc, 0, NULL, out);
 }
 
-mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
-                                mcl_tensor *lens, uint32_t len_slot, uint32_t seq_slot,
-                                mcl_tensor *part_o, mcl_tensor *part_ml, mcl_tensor *counters,
-                                mcl_tensor *act, uint32_t act_first, uint32_t act_blocks,
-                                mcl_tensor *out)
+/* mcl_attention_decode, and with rope not NULL mcl_attention_decode_rope. */
+static mcl_status attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k,
+                                   mcl_tensor *v, mcl_tensor *lens, uint32_t len_slot,
+                                   uint32_t seq_slot, const mcl_decode_rope *rope,
+                                   mcl_tensor *part_o, mcl_tensor *part_ml,
+                                   mcl_tensor *counters, mcl_tensor *act, uint32_t act_first,
+                                   uint32_t act_blocks, mcl_tensor *out)
 {
     if (!q || !k || !v || !lens || !out || !part_o || !part_ml || !counters)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_attention_decode: NULL tensor");
+    if (rope) {
+        const mcl_tensor *kn = rope->k_new, *vn = rope->v_new, *table = rope->table;
+        if (!kn || !vn || !table)
+            return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                            "mcl_attention_decode_rope: NULL tensor");
+        if (kn->dtype != MCL_DTYPE_F32 || vn->dtype != MCL_DTYPE_F32 ||
+            table->dtype != MCL_DTYPE_F32)
+            return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
+                            "mcl_attention_decode_rope: k_new, v_new and the table are f32");
+        if (q->ndim != 4 || k->ndim != 4 || kn->ndim != 3 || !mcl_tensor_same_shape(kn, vn) ||
+            kn->shape[0] != q->shape[0] || kn->shape[1] != k->shape[2] ||
+            kn->shape[2] != k->shape[3] || k->shape[3] % 8 != 0 || table->ndim != 2 ||
+            table->shape[0] != k->shape[3] / 2 || table->shape[1] != 2 ||
+            (int64_t)rope->pos_slot + q->shape[0] > mcl_tensor_numel(lens))
+            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                            "mcl_attention_decode_rope: k_new, v_new [B, Hkv, D], D a multiple "
+                            "of 8, the table [D / 2, 2], the positions inside lens");
+    }
     if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4 || out->ndim != 4 || q->shape[1] != 1 ||
         !mcl_tensor_same_shape(k, v) || !mcl_tensor_same_shape(q, out) ||
         k->shape[3] != q->shape[3] || q->shape[2] % k->shape[2] != 0 ||
@@ -408,10 +429,12 @@ mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, 
                         plan.row_tiles);
     /* One dispatch: the slice that finishes last merges them (attention_split.glsl). */
     const mcl_kernel *kernel;
-    mcl_status status_k = tile_kernel(ctx, k->dtype == MCL_DTYPE_F16
-                                               ? MCL_KERNEL_ATTENTION_DECODE_F16KV
-                                               : MCL_KERNEL_ATTENTION_DECODE_F32,
-                                      9, &plan, d, &kernel);
+    int f16 = k->dtype == MCL_DTYPE_F16;
+    mcl_kernel_id id = rope ? (f16 ? MCL_KERNEL_ATTENTION_DECODE_ROPE_F16KV
+                                   : MCL_KERNEL_ATTENTION_DECODE_ROPE_F32)
+                            : (f16 ? MCL_KERNEL_ATTENTION_DECODE_F16KV
+                                   : MCL_KERNEL_ATTENTION_DECODE_F32);
+    mcl_status status_k = tile_kernel(ctx, id, rope ? 12 : 9, &plan, d, &kernel);
     if (status_k != MCL_SUCCESS)
         return status_k;
     if (act) {
@@ -425,9 +448,41 @@ mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, 
         push.act_blocks = act_blocks;
         push.act_first = act_first;
     }
-    mcl_tensor *reads[4] = {q, k, v, lens};
+    uint32_t groups_z = (uint32_t)batch * plan.splits;
     /* Without act, a binding the kernel never touches: out's. */
+    if (rope) {
+        push.pos_slot = rope->pos_slot;
+        push.split_half = rope->layout == MCL_ROPE_SPLIT_HALF;
+        mcl_tensor *reads[5] = {q, lens, rope->table, rope->k_new, rope->v_new};
+        mcl_tensor *writes[7] = {k, v, part_o, part_ml, out, counters, act ? act : out};
+        return mcl_dispatch(ctx, kernel, reads, 5, writes, 7, &push, plan.row_tiles, heads_kv,
+                            groups_z);
+    }
+    mcl_tensor *reads[4] = {q, k, v, lens};
     mcl_tensor *writes[5] = {part_o, part_ml, out, counters, act ? act : out};
     return mcl_dispatch(ctx, kernel, reads, 4, writes, 5, &push, plan.row_tiles, heads_kv,
-                        (uint32_t)batch * plan.splits);
+                        groups_z);
+}
+
+mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, mcl_tensor *v,
+                                mcl_tensor *lens, uint32_t len_slot, uint32_t seq_slot,
+                                mcl_tensor *part_o, mcl_tensor *part_ml, mcl_tensor *counters,
+                                mcl_tensor *act, uint32_t act_first, uint32_t act_blocks,
+                                mcl_tensor *out)
+{
+    return attention_decode(ctx, q, k, v, lens, len_slot, seq_slot, NULL, part_o, part_ml,
+                            counters, act, act_first, act_blocks, out);
+}
+
+mcl_status mcl_attention_decode_rope(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k,
+                                     mcl_tensor *v, mcl_tensor *lens, uint32_t len_slot,
+                                     uint32_t seq_slot, const mcl_decode_rope *rope,
+                                     mcl_tensor *part_o, mcl_tensor *part_ml,
+                                     mcl_tensor *counters, mcl_tensor *act, uint32_t act_first,
+                                     uint32_t act_blocks, mcl_tensor *out)
+{
+    if (!rope)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_attention_decode_rope: NULL rope");
+    return attention_decode(ctx, q, k, v, lens, len_slot, seq_slot, rope, part_o, part_ml,
+                            counters, act, act_first, act_blocks, out);
 }

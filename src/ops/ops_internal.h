@@ -97,6 +97,26 @@ mcl_status mcl_attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k, 
                                 mcl_tensor *act, uint32_t act_first, uint32_t act_blocks,
                                 mcl_tensor *out);
 
+/* The RoPE and cache write that mcl_attention_decode_rope does with the attention: the new
+ * token's k and v [B, Hkv, D] (f32, as the products wrote them), the table of mcl_rope_kv and
+ * its pair layout, and the slot of each batch's position in lens. */
+typedef struct mcl_decode_rope {
+    mcl_tensor *k_new, *v_new, *table;
+    uint32_t pos_slot;
+    mcl_rope_layout layout;
+} mcl_decode_rope;
+/* mcl_rope_kv of the B tokens into the caches k and v, then mcl_attention_decode, as one
+ * dispatch: q is read unrotated (and left so); batch b's position lens[rope->pos_slot + b]
+ * must be its length lens[len_slot + b] less one, and the new key, which the slice holding
+ * it reads from k_new and v_new (rotated, and rounded as the cache stores it), is written
+ * into the cache of its sequence as mcl_rope_kv writes it. D a multiple of 8. */
+mcl_status mcl_attention_decode_rope(mcl_context *ctx, mcl_tensor *q, mcl_tensor *k,
+                                     mcl_tensor *v, mcl_tensor *lens, uint32_t len_slot,
+                                     uint32_t seq_slot, const mcl_decode_rope *rope,
+                                     mcl_tensor *part_o, mcl_tensor *part_ml,
+                                     mcl_tensor *counters, mcl_tensor *act, uint32_t act_first,
+                                     uint32_t act_blocks, mcl_tensor *out);
+
 /* mcl_matmul with an f32 b (matmul.c). */
 mcl_status mcl_matmul_f32(mcl_context *ctx, const mcl_tensor *a, mcl_transpose ta,
                           const mcl_tensor *b, mcl_transpose tb, const mcl_tensor *bias,
