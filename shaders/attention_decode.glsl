@@ -58,7 +58,17 @@ layout(std430, set = 0, binding = 4) readonly buffer BufVNew { float v_new[]; };
 layout(std430, set = 0, binding = ATT_K_BINDING) writeonly buffer BufKW { float16_t k_out[]; };
 layout(std430, set = 0, binding = ATT_V_BINDING) writeonly buffer BufVW { float16_t v_out[]; };
 #define KV_STORE(x) float16_t(x)
+// x rounded to the nearest 16-bit float (ties to even), kept as an f32: the value the cache
+// holds. Rounded on the bits, because a compiler may fold float(float16_t(x)) back to x (one
+// did: the new key then differed from the cached one it stands for). Exact over the 16-bit
+// normal range; below it (|x| < 2^-14) the cache keeps fewer bits than this.
+float kv_round(float x) {
+    const uint b = floatBitsToUint(x);
+    return uintBitsToFloat((b + 0xFFFu + ((b >> 13) & 1u)) & 0xFFFFE000u);
+}
+#define KV_ROUND(x) kv_round(x)
 #else
+#define KV_ROUND(x) (x)
 layout(std430, set = 0, binding = ATT_K_BINDING) writeonly buffer BufKW { float k_out[]; };
 layout(std430, set = 0, binding = ATT_V_BINDING) writeonly buffer BufVW { float v_out[]; };
 #define KV_STORE(x) (x)
@@ -115,14 +125,12 @@ vec4 new_vec(uint base, uint d4, bool is_k) {
 vec4 new_k(uint b, uint hkv, uint d4) {
     const uint base = (b * pc.heads_kv + hkv) * D;
     const vec4 y = rope_apply(new_vec(base, d4, true), new_vec(base, rope_partner(d4), true), d4);
-    return vec4(float(KV_STORE(y.x)), float(KV_STORE(y.y)), float(KV_STORE(y.z)),
-                float(KV_STORE(y.w)));
+    return vec4(KV_ROUND(y.x), KV_ROUND(y.y), KV_ROUND(y.z), KV_ROUND(y.w));
 }
 
 vec4 new_v(uint b, uint hkv, uint d4) {
     const vec4 y = new_vec((b * pc.heads_kv + hkv) * D, d4, false);
-    return vec4(float(KV_STORE(y.x)), float(KV_STORE(y.y)), float(KV_STORE(y.z)),
-                float(KV_STORE(y.w)));
+    return vec4(KV_ROUND(y.x), KV_ROUND(y.y), KV_ROUND(y.z), KV_ROUND(y.w));
 }
 
 vec4 rope_load_k(uint b, uint hkv, uint s, uint d4) {
