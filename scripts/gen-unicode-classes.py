@@ -66,8 +66,9 @@ def main():
     out.write('#include "text/text_internal.h"\n\n')
     out.write("const char mcl_unicode_version[] = \"%s\";\n\n" % unicodedata.unidata_version)
     out.write("const mcl_cp_range mcl_cp_ranges[] = {\n")
-    for first, last, c in ranges:
-        out.write("    {0x%06X, 0x%06X, %s},\n" % (first, last, NAMES[c]))
+    cells = ["{0x%06X, 0x%06X, %s}," % (first, last, NAMES[c]) for first, last, c in ranges]
+    for i in range(0, len(cells), 2):  # two ranges a line
+        out.write("    " + " ".join(cells[i:i + 2]) + "\n")
     out.write("};\n\n")
     out.write("const size_t mcl_cp_range_count = sizeof mcl_cp_ranges / sizeof mcl_cp_ranges[0];\n")
 
