@@ -18,7 +18,14 @@
 //
 // One workgroup per row, rows grid-strided. The quantization takes eight invocations per
 // block of 32 values, a vec4 each: a round of the workgroup covers whole blocks.
+//
+// A row of at most RV vec4s an invocation (4096 values at 128 invocations) is held in
+// registers: every load of the row (x, h and w) is issued before the first store, so that
+// the workgroup waits for memory once, not once per round (a decode step runs two of these a
+// layer, each alone on the device between two products, and its time is its latency). A
+// longer row takes the loop below, which reads x back after the sum.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : enable
 
 layout(local_size_x_id = 0, local_size_x = 256) in;
 
@@ -41,6 +48,8 @@ layout(push_constant) uniform Push {
 
 #include "q8_1.glsl"
 
+const uint RV = 8u;  // vec4s an invocation holds in registers (the short-row path)
+
 void main() {
     const uint lid = gl_LocalInvocationID.x;
     const uint wg = gl_WorkGroupSize.x;
@@ -48,6 +57,43 @@ void main() {
     const uint blocks = pc.rows * (pc.d / 32u);
     for (uint row = gl_WorkGroupID.x; row < pc.rows; row += gl_NumWorkGroups.x) {
         const uint base4 = row * d4;
+        if (d4 <= RV * wg) {
+            // The short-row path: the same sums in the same order as the loop's.
+            vec4 xv[RV], wv[RV];
+            [[unroll]] for (uint j = 0u; j < RV; j++) {
+                const uint k = lid + j * wg;
+                xv[j] = k < d4 ? x4[base4 + k] : vec4(0.0);
+                wv[j] = k < d4 ? w4[k] : vec4(0.0);
+                if (ADD) {
+                    xv[j] += k < d4 ? h4[base4 + k] : vec4(0.0);
+                }
+            }
+            float ss = 0.0;
+            [[unroll]] for (uint j = 0u; j < RV; j++) {
+                const uint k = lid + j * wg;
+                if (k < d4) {
+                    if (ADD) {
+                        x4[base4 + k] = xv[j];
+                    }
+                    ss += dot(xv[j], xv[j]);
+                }
+            }
+            const float r = inversesqrt(mcl_wg_sum(ss) / float(pc.d) + pc.eps);
+            [[unroll]] for (uint j = 0u; j < RV; j++) {
+                if (j * wg < d4) {  // uniform: every invocation meets every barrier
+                    const uint k = lid + j * wg;
+                    const bool valid = k < d4;
+                    const vec4 y = valid ? xv[j] * r * wv[j] : vec4(0.0);
+                    if (valid) {
+                        y4[base4 + k] = y;
+                    }
+                    if (QUANT) {
+                        q8_1_store(y, (base4 + k) / Q8_LANES, valid, blocks);
+                    }
+                }
+            }
+            continue;
+        }
         float ss = 0.0;
         for (uint k = lid; k < d4; k += wg) {
             vec4 v = x4[base4 + k];

@@ -6,7 +6,8 @@
  *    y within a relative RMS of 1e-6 (the workgroup's sum of squares may be reduced in
  *    another order); the quantized words bit-identical to mcl_quantize_activations of the
  *    fused y (the same steps on the same values). Without h and act: x untouched, y as
- *    mcl_rmsnorm's. Control: the quantization of x instead of y differs.
+ *    mcl_rmsnorm's. Control: the quantization of x instead of y differs. Rows of 4096 (the
+ *    kernel holds them in registers) and of 9216 (read in rounds).
  *  - mcl_swiglu_q8 against mcl_swiglu and mcl_quantize_activations: the quantized words
  *    bit-identical (the same expression on the same values). Control: gate's quantization.
  *  - mcl_rope_kv (RoPE of rows' q in place, of their k into the caches of their sequences, v
@@ -64,19 +65,19 @@ static void download(mcl_tensor *t, void *out, size_t bytes)
 #define ROWS 3
 #define DIM 4096
 
-static void norm_q8_matches_ops(void **state)
+/* One shape: rows of dim values. */
+static void norm_q8_case(int64_t rows, int64_t dim)
 {
-    (void)state;
-    const size_t n = (size_t)ROWS * DIM, blocks = n / 32, words = blocks * 10;
-    float *x0 = malloc(n * 4), *h0 = malloc(n * 4), *w0 = malloc(DIM * 4);
+    const size_t n = (size_t)rows * (size_t)dim, blocks = n / 32, words = blocks * 10;
+    float *x0 = malloc(n * 4), *h0 = malloc(n * 4), *w0 = malloc((size_t)dim * 4);
     float *got_x = malloc(n * 4), *want_x = malloc(n * 4), *got_y = malloc(n * 4),
           *want_y = malloc(n * 4);
     uint32_t *got_act = malloc(words * 4), *want_act = malloc(words * 4);
     assert_true(x0 && h0 && w0 && got_x && want_x && got_y && want_y && got_act && want_act);
     mcl_fill_random(x0, n, 1, -2.0f, 2.0f);
     mcl_fill_random(h0, n, 2, -1.0f, 1.0f);
-    mcl_fill_random(w0, DIM, 3, 0.5f, 1.5f);
-    int64_t shape[2] = {ROWS, DIM}, wshape[1] = {DIM}, ashape[1] = {(int64_t)words};
+    mcl_fill_random(w0, (size_t)dim, 3, 0.5f, 1.5f);
+    int64_t shape[2] = {rows, dim}, wshape[1] = {dim}, ashape[1] = {(int64_t)words};
     mcl_tensor *x = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, shape, x0);
     mcl_tensor *h = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, shape, h0);
     mcl_tensor *w = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, wshape, w0);
@@ -99,13 +100,13 @@ static void norm_q8_matches_ops(void **state)
                                 (double)word_mismatches(got_x, want_x, n), 0));
     assert_true(mcl_test_record("mcl_norm_q8: y against mcl_rmsnorm", "relative rms",
                                 rel_rms(got_y, want_y, n), 1e-6));
-    assert_mcl_ok(mcl_quantize_activations(ctx, y, ROWS, DIM, ract));
+    assert_mcl_ok(mcl_quantize_activations(ctx, y, (uint32_t)rows, (uint32_t)dim, ract));
     download(ract, want_act, words * 4);
     assert_true(mcl_test_record("mcl_norm_q8: act against mcl_quantize_activations of y",
                                 "mismatched words",
                                 (double)word_mismatches(got_act, want_act, words), 0));
     /* Control: the quantization of x (not normed) is another. */
-    assert_mcl_ok(mcl_quantize_activations(ctx, x, ROWS, DIM, ract));
+    assert_mcl_ok(mcl_quantize_activations(ctx, x, (uint32_t)rows, (uint32_t)dim, ract));
     download(ract, want_act, words * 4);
     char name[160];
     size_t bad = word_mismatches(got_act, want_act, words);
@@ -126,7 +127,7 @@ static void norm_q8_matches_ops(void **state)
                                 "relative rms", rel_rms(got_y, want_y, n), 1e-6));
 
     /* Refusals. */
-    int64_t odd[2] = {ROWS, 48};
+    int64_t odd[2] = {rows, 48};
     mcl_tensor *bad_x = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, odd, NULL);
     EXPECT_STATUS(mcl_norm_q8(ctx, NULL, w, 1e-5f, bad_x, y, NULL), SHAPE);
     EXPECT_STATUS(mcl_norm_q8(ctx, h, w, 1e-5f, x, x, NULL), INVALID);
@@ -136,6 +137,15 @@ static void norm_q8_matches_ops(void **state)
         mcl_tensor_destroy(all[i]);
     free(x0), free(h0), free(w0), free(got_x), free(want_x), free(got_y), free(want_y);
     free(got_act), free(want_act);
+}
+
+/* A row of 4096 (held in registers by the kernel), and one of 9216 at its largest
+ * workgroup (read in rounds). */
+static void norm_q8_matches_ops(void **state)
+{
+    (void)state;
+    norm_q8_case(ROWS, DIM);
+    norm_q8_case(2, 9216);
 }
 
 static void swiglu_q8_matches_ops(void **state)
