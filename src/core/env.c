@@ -429,6 +429,13 @@ void mcl_env_read(mcl_env_settings *s)
         else
             s->attention_wg = (uint32_t)n;
     }
+    if ((v = mcl_env("MOTIFCL_GEMM_UNROLL"))) {
+        long long n = whole_number(v, 1, 16);
+        if (n < 0 || (n & (n - 1)) != 0)
+            problem(s, "MOTIFCL_GEMM_UNROLL=%s is not a power of two in 1..16; ignored", v);
+        else
+            s->gemm_f32_unroll = (uint32_t)n;
+    }
     if ((v = mcl_env("MOTIFCL_QUANT_GEMM_UNROLL"))) {
         long long n = whole_number(v, 1, 16);
         if (n < 0 || (n & (n - 1)) != 0)

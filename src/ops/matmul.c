@@ -110,10 +110,12 @@ static mcl_status gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mc
                                 uint32_t stride_a, uint32_t stride_b, mcl_tensor *scratch)
 {
     uint32_t stored_a_cols = ta ? m : k, stored_b_cols = tb ? k : n;
-    /* The K step's loop unrolled whole, or GEMM_F32_UNROLL at a time for tiles of 64
-     * accumulators an invocation (gemm_f32.comp: their compile time). */
-    uint32_t ku = cfg->tm * cfg->tn >= 64 && cfg->bk % GEMM_F32_UNROLL == 0 ? GEMM_F32_UNROLL
-                                                                           : cfg->bk;
+    /* The K step's loop unrolled whole, or GEMM_F32_UNROLL (MOTIFCL_GEMM_UNROLL where set)
+     * at a time for tiles of 64 accumulators an invocation (gemm_f32.comp: their compile
+     * time). */
+    uint32_t unroll = mcl_traits_of(ctx)->gemm_f32_unroll ? mcl_traits_of(ctx)->gemm_f32_unroll
+                                                           : GEMM_F32_UNROLL;
+    uint32_t ku = cfg->tm * cfg->tn >= 64 && cfg->bk % unroll == 0 ? unroll : cfg->bk;
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_GEMM_F32,
         .binding_count = 4,

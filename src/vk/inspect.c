@@ -40,6 +40,7 @@ void mcl_inspect_reread_environment(mcl_context *ctx)
     t->gemv = now.gemv;
     t->gemm_slices = now.gemm_slices;
     t->gemm_unroll = now.gemm_unroll;
+    t->gemm_f32_unroll = now.gemm_f32_unroll;
     memcpy(t->gemm_float_tile, now.gemm_float_tile, sizeof t->gemm_float_tile);
     memcpy(t->gemm_matrix_tile, now.gemm_matrix_tile, sizeof t->gemm_matrix_tile);
     t->attention_splits = now.attention_splits;
