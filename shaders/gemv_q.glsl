@@ -124,7 +124,12 @@ void gemv_finish(float acc[NR][M], uint wg) {
             sum += gemv_red[o * T + k];
         }
         if (n < pc.N && (!GEMV_GROUPED || m < gemv_valid)) {
-            y[gemv_y_row(m) * pc.ldy + pc.y0 + n] = pc.has_bias != 0u ? sum + bias[pc.y0 + n] : sum;
+            const float v = pc.has_bias != 0u ? sum + bias[pc.y0 + n] : sum;
+#ifdef GEMV_NORM
+            y[gemv_y_row(m) * pc.ldy + pc.y0 + n] += v;
+#else
+            y[gemv_y_row(m) * pc.ldy + pc.y0 + n] = v;
+#endif
         }
     }
 }
@@ -245,6 +250,94 @@ void gemv_grouped(uint row_blk[NR], uint wg) {
     }
 }
 
+#ifdef GEMV_NORM
+// Norm epilogue (gemv_q_dot_norm.comp; no experts mode, W in one part, y0 = 0). y is the
+// residual stream x [M, N]: gemv_finish adds each product to it. Each workgroup then counts
+// itself, after its sums are visible to the device, in norm_counter[0]; the one that brings
+// the count to the number of workgroups (every sum of every row now in x) sets it back to 0
+// for the next dispatch and runs, for each row m of x, what norm_q8_f32.comp runs: the RMS of
+// the row, the row normed and scaled by norm_w into norm_out, and that quantized for the
+// integer-dot path into norm_act (q8_1.glsl's codes, scales and sums, blocks m * N / 32 + b),
+// one block of 32 values an invocation. The arithmetic of each value is norm_q8_f32's and
+// q8_1.glsl's, so the codes are those mcl_quantize_activations makes of norm_out; only the
+// sum of squares is reduced in another order.
+shared uint gemv_norm_last;
+
+float gemv_round_away(float v) {
+    const float t = trunc(v);
+    return abs(v - t) >= 0.5 ? t + sign(v) : t;
+}
+
+void gemv_norm() {
+    const uint lane = gl_LocalInvocationIndex, lanes = T * G;
+    memoryBarrierBuffer();
+    barrier();
+    if (lane == 0u) {
+        const uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+        const uint done = atomicAdd(norm_counter[0], 1u) + 1u;
+        gemv_norm_last = done == groups ? 1u : 0u;
+        if (done == groups) {
+            norm_counter[0] = 0u;
+        }
+    }
+    barrier();
+    if (gemv_norm_last == 0u) {
+        return;
+    }
+    memoryBarrierBuffer();
+    const uint d = pc.N, nb = d / 32u, blocks = M * nb;
+    const uint start = lanes > 1u ? 1u << findMSB(lanes - 1u) : 0u;
+    for (uint m = 0u; m < M; m++) {
+        const uint base = m * pc.ldy;
+        float ss = 0.0;
+        for (uint k = lane; k < d; k += lanes) {
+            const float v = y[base + k];
+            ss += v * v;
+        }
+        gemv_red[lane] = ss;
+        barrier();
+        for (uint s = start; s > 0u; s >>= 1) {
+            if (lane < s && lane + s < lanes) {
+                gemv_red[lane] += gemv_red[lane + s];
+            }
+            barrier();
+        }
+        const float r = inversesqrt(gemv_red[0] / float(d) + pc.eps);
+        barrier();  // every invocation has read the sum before the next row's
+        for (uint b = lane; b < nb; b += lanes) {
+            float v[32];
+            float amax = 0.0;
+            [[unroll]] for (uint i = 0u; i < 32u; i++) {
+                v[i] = y[base + 32u * b + i] * r * norm_w[32u * b + i];
+                amax = max(amax, abs(v[i]));
+            }
+            const uint g = m * nb + b;
+            [[unroll]] for (uint i = 0u; i < 32u; i++) {
+                norm_out[g * 32u + i] = v[i];
+            }
+            const float dq = amax * 7.87401572e-3;  // q8_1.glsl's INV127
+            float id = 0.0;
+            if (dq != 0.0) {
+                id = 1.0 / dq;
+                id = fma(id, fma(-dq, id, 1.0), id);
+            }
+            int sum = 0;
+            [[unroll]] for (uint w = 0u; w < 8u; w++) {
+                const ivec4 q = ivec4(gemv_round_away(v[4u * w] * id),
+                                      gemv_round_away(v[4u * w + 1u] * id),
+                                      gemv_round_away(v[4u * w + 2u] * id),
+                                      gemv_round_away(v[4u * w + 3u] * id));
+                norm_act[8u * g + w] = uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 |
+                                       uint(q.z & 0xFF) << 16 | uint(q.w & 0xFF) << 24;
+                sum += (q.x + q.y) + (q.z + q.w);
+            }
+            norm_act[8u * blocks + g] = floatBitsToUint(dq);
+            norm_act[9u * blocks + g] = uint(sum);
+        }
+    }
+}
+#endif
+
 // The kernels' main(): the workgroup's rows of W (for an expert, in its rows of the part), then
 // the streaming loop over the rows of x of its mode.
 void gemv_main() {
@@ -274,6 +367,9 @@ void gemv_main() {
     } else {
         gemv_rows(row_blk, wg);
     }
+#ifdef GEMV_NORM
+    gemv_norm();
+#endif
 }
 
 #endif

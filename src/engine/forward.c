@@ -458,11 +458,34 @@ static mcl_tensor *norm_act(const mcl_session *s, mcl_tensor *x, uint32_t count,
     return mcl_matmul_quantizes(s->ctx, x, w[0], c[0]) ? s->act : NULL;
 }
 
+/* Whether the product of w on a (its quantization act, NULL: not on the integer-dot path),
+ * added into the residual x, can take the norm after it into its own dispatch
+ * (mcl_matmul_norm_given): it is one integer-dot GEMV, and the norm's consumers (the weights
+ * cw[0..count) into cc) want its quantization. */
+static int norm_fuses(const mcl_session *s, mcl_tensor *a, const mcl_tensor *act,
+                      const mcl_tensor *w, mcl_tensor *x, mcl_tensor *n, uint32_t count,
+                      const mcl_tensor *const *cw, mcl_tensor *const *cc)
+{
+    return act && mcl_matmul_norm_fuses(s->ctx, a, w, x) && norm_act(s, n, count, cw, cc);
+}
+
+/* x += a W^T, then n = RMSNorm(x) * nw and its quantization into s->norm_act, in one dispatch
+ * (the case norm_fuses allows). */
+static mcl_status product_norm(mcl_session *s, mcl_tensor *a, mcl_tensor *act,
+                               const mcl_tensor *w, mcl_tensor *x, mcl_tensor *nw, mcl_tensor *n)
+{
+    mcl_gemv_norm norm = {nw, s->norm_counter, n, s->norm_act, s->info.norm_eps};
+    return mcl_matmul_norm_given(s->ctx, a, act, w, NULL, x, &norm);
+}
+
 /* A decode step recorded for replay (views in v): count rows, one token of each of seqs[],
  * the logits of all. Positions and lengths are read from s->ids (attend_step), so that one
  * recording serves every position. Between the products, the residual add, the RMSNorm and
  * the next product's quantization are one op (mcl_norm_q8), and so are SwiGLU and the down
- * product's quantization (mcl_swiglu_q8). */
+ * product's quantization (mcl_swiglu_q8). Where the product before a norm is one
+ * integer-dot GEMV and the products after it take the integer-dot path (dense layers), the
+ * norm is that product's epilogue (mcl_matmul_norm_given): the output and down products add
+ * into the residual themselves, and their last workgroup norms and quantizes it. */
 static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, uint32_t count)
 {
     mcl_context *ctx = s->ctx;
@@ -477,8 +500,11 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         return v->status;
     TRY(mcl_embedding(ctx, s->embedding, ids, x));
     MARK(s, "embedding");
-    /* The first norm has no residual to add; every later one adds the block's output. */
+    /* The first norm has no residual to add; every later one adds the block's output, or
+     * was the epilogue of the down product before it (normed: its quantization in
+     * s->norm_act). */
     mcl_tensor *delta = NULL;
+    int normed = 0;
     const char *norm_name = "attention norm";
     for (uint32_t l = 0; l <= m->layers; l++) {
         const engine_layer *L = l < m->layers ? &s->layers[l] : NULL;
@@ -486,9 +512,14 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
                                       L ? L->wv : NULL};
         mcl_tensor *qkv[3] = {L ? q : logits, k, vv};
         uint32_t products = L ? 3 : 1;
-        mcl_tensor *act = norm_act(s, n, products, qkv_w, qkv);
-        TRY(mcl_norm_q8(ctx, delta, L ? L->attn_norm : s->output_norm, m->norm_eps, x, n, act));
-        MARK(s, L ? norm_name : "output norm");
+        mcl_tensor *act = s->norm_act;
+        if (!normed) {
+            act = norm_act(s, n, products, qkv_w, qkv);
+            TRY(mcl_norm_q8(ctx, delta, L ? L->attn_norm : s->output_norm, m->norm_eps, x, n,
+                            act));
+            MARK(s, L ? norm_name : "output norm");
+        }
+        normed = 0;
         norm_name = "residual, attention norm";
         if (!L) {
             TRY(step_linears(ctx, n, act, 1, qkv_w, NULL, qkv));
@@ -506,8 +537,16 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         act = m->head_dim % 32 == 0 ? norm_act(s, att, 1, wo, &h) : NULL;
         TRY(attend_step(s, v, L, seqs, count, act));
         MARK(s, "attention");
-        TRY(step_linears(ctx, att, act, 1, wo, NULL, &h));
-        MARK(s, "output");
+        const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
+        mcl_tensor *ffn[2] = {gate, up};
+        if (!m->experts && norm_fuses(s, att, act, L->wo, x, n, 2, ffn_w, ffn)) {
+            TRY(product_norm(s, att, act, L->wo, x, L->ffn_norm, n));
+            MARK(s, "output, residual, feed-forward norm");
+            act = s->norm_act;
+        } else {
+            TRY(step_linears(ctx, att, act, 1, wo, NULL, &h));
+            MARK(s, "output");
+        }
         if (m->experts) {
             /* The norm quantizes for the mixture's products where any takes the dot path. */
             act = moe_quantizes(s, L) ? s->act : NULL;
@@ -517,11 +556,11 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
             delta = h;
             continue;
         }
-        const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
-        mcl_tensor *ffn[2] = {gate, up};
-        act = norm_act(s, n, 2, ffn_w, ffn);
-        TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
-        MARK(s, "residual, feed-forward norm");
+        if (act != s->norm_act) {
+            act = norm_act(s, n, 2, ffn_w, ffn);
+            TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
+            MARK(s, "residual, feed-forward norm");
+        }
         TRY(step_linears(ctx, n, act, 2, ffn_w, NULL, ffn));
         MARK(s, "gate, up");
         /* SwiGLU, quantized for the down product where it takes the integer-dot path. */
@@ -532,6 +571,18 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         else
             TRY(mcl_swiglu(ctx, gate, up, gate));
         MARK(s, "swiglu");
+        /* The next norm: the next layer's, before its q, k and v, or the output norm before
+         * the head. */
+        const engine_layer *N = l + 1 < m->layers ? &s->layers[l + 1] : NULL;
+        const mcl_tensor *next_w[3] = {N ? N->wq : s->output, N ? N->wk : NULL,
+                                       N ? N->wv : NULL};
+        mcl_tensor *next[3] = {N ? q : logits, k, vv};
+        if (norm_fuses(s, gate, act, L->w_down, x, n, N ? 3 : 1, next_w, next)) {
+            TRY(product_norm(s, gate, act, L->w_down, x, N ? N->attn_norm : s->output_norm, n));
+            MARK(s, N ? "down, residual, attention norm" : "down, residual, output norm");
+            normed = 1;
+            continue;
+        }
         TRY(step_linears(ctx, gate, act, 1, down_w, NULL, &h));
         MARK(s, "down");
         delta = h;

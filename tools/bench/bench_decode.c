@@ -2,7 +2,8 @@
  * written by a child process: shape=7b (width 4096, 32 layers, 32/8 heads, feed-forward
  * 14336), shape=1b (2048, 16, 32/8, 8192) or shape=mixtral (7b's with 8 experts of 14336, 2
  * a token: the bytes a token reads count the router and its two experts), vocabulary 32000,
- * type=q4_0|q8_0|q4_K; shape=moe-small, a tiny mixture for a smoke test.
+ * type=q4_0|q8_0|q4_K; shape=small and shape=moe-small, a tiny dense model and a tiny
+ * mixture for a smoke test (width 512, 2 layers, 8/4 heads, feed-forward 1024, vocabulary 512).
  * prompt=N tokens (default 512) run as one pass, then tokens=M decode steps (default 64) of
  * one token each, the logits read back at every step (repeat=R times from the prompt, the
  * median run the figure); with seqs=S > 1 also S sequences decoded as one batch; kv=f16 for
@@ -560,11 +561,15 @@ int bench_decode(bench *b, int prefill_only)
     } else if (strcmp(shape_name, "mixtral") == 0) { /* 8x7B: 8 experts, 2 a token */
         shape.dim = 4096, shape.layers = 32, shape.hidden = 14336;
         shape.experts = 8, shape.experts_used = 2;
+    } else if (strcmp(shape_name, "small") == 0) { /* a smoke test's dense model */
+        shape.dim = 512, shape.layers = 2, shape.hidden = 1024, shape.vocab = 512;
+        shape.heads = 8, shape.kv_heads = 4;
     } else if (strcmp(shape_name, "moe-small") == 0) { /* a smoke test's mixture */
         shape.dim = 512, shape.layers = 2, shape.hidden = 1024, shape.vocab = 512;
         shape.heads = 8, shape.kv_heads = 4, shape.experts = 8, shape.experts_used = 2;
     } else {
-        fprintf(stderr, "motifcl-bench %s: shape is 7b, 1b, mixtral or moe-small\n", what);
+        fprintf(stderr, "motifcl-bench %s: shape is 7b, 1b, mixtral, small or moe-small\n",
+                what);
         return 1;
     }
     if (strcmp(type_name, "q4_0") == 0)
