@@ -38,6 +38,7 @@ const uint TPR = WG / BQ;                   // threads per row in the softmax re
 const uint D4 = (D + 3u) / 4u;              // vec4s per head vector
 const uint KSTRIDE = D4 + 1u;               // vec4s per shared K/V row
 const uint ACC = (BQ * D4 + WG - 1u) / WG;  // output vec4s each invocation accumulates
+const uint SR = (BQ * BK + WG - 1u) / WG;   // score rows each invocation takes (WG % BK == 0)
 
 // A masked score, and the running max of a row that has seen no key yet. Finite, so that no
 // step depends on how a driver treats infinities.
@@ -220,14 +221,28 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
         }
         barrier();
 
-        for (uint e = tid; e < BQ * BK; e += WG) {
-            const uint r = e / BK;
-            const uint c = e - r * BK;
-            float s = 0.0;
-            for (uint d4 = 0u; d4 < D4; d4++) {
-                s += dot(q_tile[r * D4 + d4], kv_tile[c * KSTRIDE + d4]);
+        {
+            // An invocation's scores share its key column c: each K vec4 is read from shared
+            // memory once for its SR rows (the sums as a loop over the rows would make them,
+            // d4 in order).
+            const uint c = tid % BK, r0 = tid / BK;
+            float s[SR];
+            [[unroll]] for (uint j = 0u; j < SR; j++) {
+                s[j] = 0.0;
             }
-            p_tile[e] = kt + c < row_limit[r] ? s : NEG;
+            for (uint d4 = 0u; d4 < D4; d4++) {
+                const vec4 kk = kv_tile[c * KSTRIDE + d4];
+                [[unroll]] for (uint j = 0u; j < SR; j++) {
+                    const uint r = min(r0 + j * (WG / BK), BQ - 1u);
+                    s[j] += dot(q_tile[r * D4 + d4], kk);
+                }
+            }
+            [[unroll]] for (uint j = 0u; j < SR; j++) {
+                const uint r = r0 + j * (WG / BK);
+                if (r < BQ) {
+                    p_tile[r * BK + c] = kt + c < row_limit[r] ? s[j] : NEG;
+                }
+            }
         }
         barrier();
 
@@ -285,12 +300,16 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
         }
         // Not unrolled: each pass is already ACC vec4 FMAs wide, and unrolling BK more times
         // made Lavapipe's compile of one variant take 5 s instead of 0.5.
+        // Where WG is a multiple of D4, an invocation's ACC vec4s are one column d4 of the
+        // output rows: each V vec4 is read once for all of them.
         [[dont_unroll]] for (uint c = 0u; c < BK; c++) {
+            const vec4 vv = kv_tile[c * KSTRIDE + tid % D4];
             [[unroll]] for (uint j = 0u; j < ACC; j++) {
                 const uint e = tid + j * WG;
                 if (e < BQ * D4) {
                     const uint r = e / D4;
-                    acc[j] += p_tile[r * BK + c] * kv_tile[c * KSTRIDE + (e - r * D4)];
+                    acc[j] += p_tile[r * BK + c] *
+                              (WG % D4 == 0u ? vv : kv_tile[c * KSTRIDE + (e - r * D4)]);
                 }
             }
         }
