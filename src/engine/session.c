@@ -586,9 +586,10 @@ static mcl_status draw(mcl_session *s, const uint32_t *seqs, uint32_t count,
         else
             host[hosted++] = i;
     }
-    /* The pass that made the logits finished first: on the H200, a sampler submitted while
-     * a decode step still ran made each token 1.3 ms slower (4.65 ms against 3.38 ms for a
-     * 7B q4_0 token), waiting costs one round trip. */
+    /* The pass that made the logits finished first, at the cost of one round trip. (The
+     * measurement that chose this, a sampler behind a running 7B step 1.3 ms a token slower,
+     * compared a benchmark loop that also waited for its prompt's pass, about 1.5 ms a token:
+     * docs/inference.md, "Where it stands". To be measured again.) */
     mcl_status st = mcl_finish(s->ctx);
     if (st == MCL_SUCCESS && on_device > 0) {
         st = mcl_tensor_upload(s->draw_params, 0, s->draw_rows,
