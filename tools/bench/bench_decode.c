@@ -475,8 +475,14 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
                 goto done;
         snprintf(name, sizeof name, "%s: decode step replayed, each waited for", label);
         bench_figure(b, name, (bench_now() - t0) / steps * 1e3, "ms");
-        /* With the token's input uploaded before, then with the logits downloaded after. */
-        int32_t in[4] = {tokens[0], 0, 1, 0};
+        /* With the token's input uploaded before, then with the logits downloaded after. The
+         * input is the one the replays above ran with (token, position, length, sequence:
+         * the cache as the last decode left it), so that the attention reads as many keys;
+         * before 2026-12-05 it was position 0, length 1, and these two figures timed a step
+         * whose attention read one key. */
+        int32_t in[4];
+        if (mcl_tensor_download(s->ids, 0, in, sizeof in) != MCL_SUCCESS)
+            goto done;
         t0 = bench_now();
         for (uint32_t i = 0; i < steps; i++)
             if (mcl_tensor_upload(s->ids, 0, in, sizeof in) != MCL_SUCCESS ||
