@@ -469,12 +469,12 @@ static int norm_fuses(const mcl_session *s, mcl_tensor *a, const mcl_tensor *act
     return act && mcl_matmul_norm_fuses(s->ctx, a, w, x) && norm_act(s, n, count, cw, cc);
 }
 
-/* x += a W^T, then n = RMSNorm(x) * nw and its quantization into s->norm_act, in one dispatch
+/* x += a W^T, then n = RMSNorm(x) * nw and its quantization into s->fused_act, in one dispatch
  * (the case norm_fuses allows). */
 static mcl_status product_norm(mcl_session *s, mcl_tensor *a, mcl_tensor *act,
                                const mcl_tensor *w, mcl_tensor *x, mcl_tensor *nw, mcl_tensor *n)
 {
-    mcl_gemv_norm norm = {nw, s->norm_counter, n, s->norm_act, s->info.norm_eps};
+    mcl_gemv_norm norm = {nw, s->fused_counter, n, s->fused_act, s->info.norm_eps};
     return mcl_matmul_norm_given(s->ctx, a, act, w, NULL, x, &norm);
 }
 
@@ -502,7 +502,7 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
     MARK(s, "embedding");
     /* The first norm has no residual to add; every later one adds the block's output, or
      * was the epilogue of the down product before it (normed: its quantization in
-     * s->norm_act). */
+     * s->fused_act). */
     mcl_tensor *delta = NULL;
     int normed = 0;
     const char *norm_name = "attention norm";
@@ -512,7 +512,7 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
                                       L ? L->wv : NULL};
         mcl_tensor *qkv[3] = {L ? q : logits, k, vv};
         uint32_t products = L ? 3 : 1;
-        mcl_tensor *act = s->norm_act;
+        mcl_tensor *act = s->fused_act;
         if (!normed) {
             act = norm_act(s, n, products, qkv_w, qkv);
             TRY(mcl_norm_q8(ctx, delta, L ? L->attn_norm : s->output_norm, m->norm_eps, x, n,
@@ -542,7 +542,7 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         if (!m->experts && norm_fuses(s, att, act, L->wo, x, n, 2, ffn_w, ffn)) {
             TRY(product_norm(s, att, act, L->wo, x, L->ffn_norm, n));
             MARK(s, "output, residual, feed-forward norm");
-            act = s->norm_act;
+            act = s->fused_act;
         } else {
             TRY(step_linears(ctx, att, act, 1, wo, NULL, &h));
             MARK(s, "output");
@@ -556,7 +556,7 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
             delta = h;
             continue;
         }
-        if (act != s->norm_act) {
+        if (act != s->fused_act) {
             act = norm_act(s, n, 2, ffn_w, ffn);
             TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
             MARK(s, "residual, feed-forward norm");

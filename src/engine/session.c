@@ -224,9 +224,9 @@ static mcl_status allocate(mcl_session *s)
         st = make(ctx, MCL_DTYPE_I32, act_words(s), 0, &s->act);
     if (st == MCL_SUCCESS)
         st = make(ctx, MCL_DTYPE_I32, (int64_t)s->sequences * ((m->dim + 31) / 32) * 10, 0,
-                  &s->norm_act);
-    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, 1, 0, &s->norm_counter);
-    if (st == MCL_SUCCESS) st = mcl_tensor_zero(s->norm_counter);
+                  &s->fused_act);
+    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, 1, 0, &s->fused_counter);
+    if (st == MCL_SUCCESS) st = mcl_tensor_zero(s->fused_counter);
     int64_t cache_shape[4] = {1, s->context_length, m->kv_heads, m->head_dim};
     /* All sequences' caches in one tensor a layer where one binding holds it (as the
      * quantized weights count a binding: MOTIFCL_MAX_BINDING lowers it): a decode step then
@@ -389,7 +389,7 @@ static void session_release(mcl_session *s)
     mcl_engine_steps_destroy(s);
     mcl_tensor **own[] = {&s->ids, &s->pos, &s->x, &s->h, &s->q, &s->k, &s->v, &s->att,
                           &s->gate, &s->up, &s->last, &s->logits, &s->rope_table, &s->part_o,
-                          &s->part_ml, &s->normed, &s->act, &s->norm_act, &s->norm_counter,
+                          &s->part_ml, &s->normed, &s->act, &s->fused_act, &s->fused_counter,
                           &s->seq_logits, &s->draw_params,
                           &s->draw_tokens, &s->att_counters, &s->moe_logits, &s->moe_ids,
                           &s->moe_weights, &s->moe_gate, &s->moe_up, &s->moe_down, &s->sh_z,
