@@ -259,14 +259,11 @@ void gemv_grouped(uint row_blk[NR], uint wg) {
 // the row, the row normed and scaled by norm_w into norm_out, and that quantized for the
 // integer-dot path into norm_act (q8_1.glsl's codes, scales and sums, blocks m * N / 32 + b),
 // one block of 32 values an invocation. The arithmetic of each value is norm_q8_f32's and
-// q8_1.glsl's, so the codes are those mcl_quantize_activations makes of norm_out; only the
-// sum of squares is reduced in another order.
-shared uint gemv_norm_last;
+// q8_1.glsl's (q8_codes.glsl), so the codes are those mcl_quantize_activations makes of
+// norm_out; only the sum of squares is reduced in another order.
+#include "q8_codes.glsl"
 
-float gemv_round_away(float v) {
-    const float t = trunc(v);
-    return abs(v - t) >= 0.5 ? t + sign(v) : t;
-}
+shared uint gemv_norm_last;
 
 void gemv_norm() {
     const uint lane = gl_LocalInvocationIndex, lanes = T * G;
@@ -315,18 +312,14 @@ void gemv_norm() {
             [[unroll]] for (uint i = 0u; i < 32u; i++) {
                 norm_out[g * 32u + i] = v[i];
             }
-            const float dq = amax * 7.87401572e-3;  // q8_1.glsl's INV127
-            float id = 0.0;
-            if (dq != 0.0) {
-                id = 1.0 / dq;
-                id = fma(id, fma(-dq, id, 1.0), id);
-            }
+            const float dq = amax * INV127;
+            const float id = q8_inverse(dq);
             int sum = 0;
             [[unroll]] for (uint w = 0u; w < 8u; w++) {
-                const ivec4 q = ivec4(gemv_round_away(v[4u * w] * id),
-                                      gemv_round_away(v[4u * w + 1u] * id),
-                                      gemv_round_away(v[4u * w + 2u] * id),
-                                      gemv_round_away(v[4u * w + 3u] * id));
+                const ivec4 q = ivec4(round_away(v[4u * w] * id),
+                                      round_away(v[4u * w + 1u] * id),
+                                      round_away(v[4u * w + 2u] * id),
+                                      round_away(v[4u * w + 3u] * id));
                 norm_act[8u * g + w] = uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 |
                                        uint(q.z & 0xFF) << 16 | uint(q.w & 0xFF) << 24;
                 sum += (q.x + q.y) + (q.z + q.w);
