@@ -546,8 +546,8 @@ mcl_status mcl_matmul_norm_given(mcl_context *ctx, const mcl_tensor *a, mcl_tens
                         (unsigned long long)words);
     const mcl_tensor *all[8] = {a, act, w, x, norm->weight, norm->counter, norm->out, norm->act};
     for (int i = 0; i < 8; i++)
-        for (int j = i + 1; j < 8; j++)
-            if (all[i] == all[j] || (bias && all[i] == bias))
+        for (int j = i + 1; j <= 8; j++)
+            if (all[i] == (j < 8 ? all[j] : bias))
                 return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                                 "%s: the tensors must be distinct", op);
     weight_part wp;
