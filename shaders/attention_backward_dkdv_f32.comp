@@ -22,6 +22,9 @@
 #include "attention_backward_common.glsl"
 
 const uint ACC = (BK * D4 + WG - 1u) / WG;  // dk and dv vec4s each invocation accumulates
+// Where BQ divides WG, an invocation's entries of a BK x BQ tile are SC keys of one query row.
+const bool ROW_SHARED = WG % BQ == 0u;
+const uint SC = ROW_SHARED ? (BK * BQ + WG - 1u) / WG : 1u;
 
 layout(std430, set = 0, binding = 3) readonly buffer BufDO { float dout[]; };
 layout(std430, set = 0, binding = 4) readonly buffer BufStats { float stats[]; };
@@ -104,23 +107,55 @@ void main() {
         }
         barrier();
 
-        for (uint e = tid; e < BK * BQ; e += WG) {
-            const uint c = e / BQ;
-            const uint r = e - c * BQ;
-            float p = 0.0;
-            float ds = 0.0;
-            if (kt + c < row_limit[r]) {
-                float s = 0.0;
-                float dp = 0.0;
-                for (uint d4 = 0u; d4 < D4; d4++) {
-                    s += dot(q_tile[r * STRIDE + d4], k_tile[c * STRIDE + d4]);
-                    dp += dot(do_tile[r * STRIDE + d4], v_tile[c * STRIDE + d4]);
-                }
-                p = exp2(s * pc.scale_log2 - row_m[r]) * row_inv[r];
-                ds = p * (dp - row_di[r]);
+        if (ROW_SHARED) {
+            // The row's q and dout vec4s read from shared memory once for its SC keys (the
+            // same sums, d4 in order, as the loop below).
+            const uint r = tid % BQ, c0 = tid / BQ;
+            float s[SC], dp[SC];
+            [[unroll]] for (uint j = 0u; j < SC; j++) {
+                s[j] = 0.0;
+                dp[j] = 0.0;
             }
-            p_tile[e] = p;
-            ds_tile[e] = ds;
+            for (uint d4 = 0u; d4 < D4; d4++) {
+                const vec4 qq = q_tile[r * STRIDE + d4], dd = do_tile[r * STRIDE + d4];
+                [[unroll]] for (uint j = 0u; j < SC; j++) {
+                    const uint c = min(c0 + j * (WG / BQ), BK - 1u);
+                    s[j] += dot(qq, k_tile[c * STRIDE + d4]);
+                    dp[j] += dot(dd, v_tile[c * STRIDE + d4]);
+                }
+            }
+            [[unroll]] for (uint j = 0u; j < SC; j++) {
+                const uint c = c0 + j * (WG / BQ);
+                if (c < BK) {
+                    float p = 0.0;
+                    float ds = 0.0;
+                    if (kt + c < row_limit[r]) {
+                        p = exp2(s[j] * pc.scale_log2 - row_m[r]) * row_inv[r];
+                        ds = p * (dp[j] - row_di[r]);
+                    }
+                    p_tile[c * BQ + r] = p;
+                    ds_tile[c * BQ + r] = ds;
+                }
+            }
+        } else {
+            for (uint e = tid; e < BK * BQ; e += WG) {
+                const uint c = e / BQ;
+                const uint r = e - c * BQ;
+                float p = 0.0;
+                float ds = 0.0;
+                if (kt + c < row_limit[r]) {
+                    float s = 0.0;
+                    float dp = 0.0;
+                    for (uint d4 = 0u; d4 < D4; d4++) {
+                        s += dot(q_tile[r * STRIDE + d4], k_tile[c * STRIDE + d4]);
+                        dp += dot(do_tile[r * STRIDE + d4], v_tile[c * STRIDE + d4]);
+                    }
+                    p = exp2(s * pc.scale_log2 - row_m[r]) * row_inv[r];
+                    ds = p * (dp - row_di[r]);
+                }
+                p_tile[e] = p;
+                ds_tile[e] = ds;
+            }
         }
         barrier();
 

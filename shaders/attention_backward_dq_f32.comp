@@ -27,6 +27,10 @@
 const uint TPR = WG / BQ;                   // invocations per row in the statistics sweep
 const uint CPT = (BK + TPR - 1u) / TPR;     // columns of a key tile per invocation there
 const uint ACC = (BQ * D4 + WG - 1u) / WG;  // dq vec4s each invocation accumulates
+// Where BK divides WG, an invocation's entries of a BQ x BK tile in sweep 2 are SR rows of one
+// key column.
+const bool COL_SHARED = WG % BK == 0u;
+const uint SR = COL_SHARED ? (BQ * BK + WG - 1u) / WG : 1u;
 
 layout(std430, set = 0, binding = 3) readonly buffer BufO { float o[]; };
 layout(std430, set = 0, binding = 4) readonly buffer BufDO { float dout[]; };
@@ -224,19 +228,49 @@ void main() {
             v_tile[c * STRIDE + d4] = live ? load_v(base, d4) : vec4(0.0);
         }
         barrier();
-        for (uint e = tid; e < BQ * BK; e += WG) {
-            const uint r = e / BK;
-            const uint c = e - r * BK;
-            float ds = 0.0;
-            if (kt + c < row_limit[r]) {
-                const float p = exp2(tile_score(r, c) - row_m[r]) * row_inv[r];
-                float dp = 0.0;
-                for (uint d4 = 0u; d4 < D4; d4++) {
-                    dp += dot(do_tile[r * STRIDE + d4], v_tile[c * STRIDE + d4]);
-                }
-                ds = p * (dp - row_di[r]);
+        if (COL_SHARED) {
+            // The column's k and v vec4s read from shared memory once for its SR rows (the
+            // same sums, d4 in order, as tile_score and the loop below).
+            const uint c = tid % BK, r0 = tid / BK;
+            float s[SR], dp[SR];
+            [[unroll]] for (uint j = 0u; j < SR; j++) {
+                s[j] = 0.0;
+                dp[j] = 0.0;
             }
-            ds_tile[e] = ds;
+            for (uint d4 = 0u; d4 < D4; d4++) {
+                const vec4 kk = k_tile[c * STRIDE + d4], vv = v_tile[c * STRIDE + d4];
+                [[unroll]] for (uint j = 0u; j < SR; j++) {
+                    const uint r = min(r0 + j * (WG / BK), BQ - 1u);
+                    s[j] += dot(q_tile[r * STRIDE + d4], kk);
+                    dp[j] += dot(do_tile[r * STRIDE + d4], vv);
+                }
+            }
+            [[unroll]] for (uint j = 0u; j < SR; j++) {
+                const uint r = r0 + j * (WG / BK);
+                if (r < BQ) {
+                    float ds = 0.0;
+                    if (kt + c < row_limit[r]) {
+                        const float p = exp2(s[j] * pc.scale_log2 - row_m[r]) * row_inv[r];
+                        ds = p * (dp[j] - row_di[r]);
+                    }
+                    ds_tile[r * BK + c] = ds;
+                }
+            }
+        } else {
+            for (uint e = tid; e < BQ * BK; e += WG) {
+                const uint r = e / BK;
+                const uint c = e - r * BK;
+                float ds = 0.0;
+                if (kt + c < row_limit[r]) {
+                    const float p = exp2(tile_score(r, c) - row_m[r]) * row_inv[r];
+                    float dp = 0.0;
+                    for (uint d4 = 0u; d4 < D4; d4++) {
+                        dp += dot(do_tile[r * STRIDE + d4], v_tile[c * STRIDE + d4]);
+                    }
+                    ds = p * (dp - row_di[r]);
+                }
+                ds_tile[e] = ds;
+            }
         }
         barrier();
         // Not unrolled: each pass is already ACC vec4 FMAs wide (see attention_tile.glsl).
