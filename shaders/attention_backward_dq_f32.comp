@@ -176,12 +176,24 @@ void main() {
                 kt + c < key_stop ? load_k(kv_base(b, hkv, kt + c), d4) : vec4(0.0);
         }
         barrier();
+        // The row's q vec4s read from shared memory once for the invocation's CPT columns
+        // (each score the sum tile_score makes, d4 in order).
+        float sum[CPT];
+        [[unroll]] for (uint i = 0u; i < CPT; i++) {
+            sum[i] = 0.0;
+        }
+        for (uint d4 = 0u; d4 < D4; d4++) {
+            const vec4 qq = q_tile[my_row * STRIDE + d4];
+            [[unroll]] for (uint i = 0u; i < CPT; i++) {
+                sum[i] += dot(qq, k_tile[min(lane + i * TPR, BK - 1u) * STRIDE + d4]);
+            }
+        }
         float tile_max = NEG;
         [[unroll]] for (uint i = 0u; i < CPT; i++) {
             const uint c = lane + i * TPR;
             float s = NEG;
             if (c < BK && kt + c < row_limit[my_row]) {
-                s = tile_score(my_row, c);
+                s = sum[i] * pc.scale_log2;
             }
             score[i] = s;
             tile_max = max(tile_max, s);
