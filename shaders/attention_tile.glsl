@@ -108,10 +108,6 @@ const bool V_EARLY = VR <= 8u;
 const bool V_EARLY = false;
 #endif
 vec4 vreg[V_EARLY ? VR : 1u];
-// The K tile the same way in the decode kernels: all of an invocation's loads issued before
-// the first of its stores into shared memory, so that they wait for memory together rather
-// than one round trip each (the loop's load and store alternate).
-const bool K_EARLY = V_EARLY;
 
 #include "attention_index.glsl"
 
@@ -187,29 +183,11 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
                               : vec4(0.0);
             }
         }
-        if (K_EARLY) {
-            vec4 kreg[K_EARLY ? VR : 1u];
-            [[unroll]] for (uint j = 0u; j < VR; j++) {
-                const uint e = tid + j * WG;
-                const uint c = e / D4;
-                kreg[j] = e < BK * D4 && kt + c < key_stop
-                              ? ATT_LOAD_K(b, hkv, kt + c, e - c * D4)
-                              : vec4(0.0);
-            }
-            [[unroll]] for (uint j = 0u; j < VR; j++) {
-                const uint e = tid + j * WG;
-                if (e < BK * D4) {
-                    const uint c = e / D4;
-                    kv_tile[c * KSTRIDE + (e - c * D4)] = kreg[j];
-                }
-            }
-        } else {
-            for (uint e = tid; e < BK * D4; e += WG) {
-                const uint c = e / D4;
-                const uint d4 = e - c * D4;
-                kv_tile[c * KSTRIDE + d4] =
-                    kt + c < key_stop ? ATT_LOAD_K(b, hkv, kt + c, d4) : vec4(0.0);
-            }
+        for (uint e = tid; e < BK * D4; e += WG) {
+            const uint c = e / D4;
+            const uint d4 = e - c * D4;
+            kv_tile[c * KSTRIDE + d4] =
+                kt + c < key_stop ? ATT_LOAD_K(b, hkv, kt + c, d4) : vec4(0.0);
         }
         if (kt == key_begin) {
             [[unroll]] for (uint j = 0u; j < ACC; j++) {

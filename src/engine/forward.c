@@ -458,6 +458,24 @@ static mcl_tensor *norm_act(const mcl_session *s, mcl_tensor *x, uint32_t count,
     return mcl_matmul_quantizes(s->ctx, x, w[0], c[0]) ? s->act : NULL;
 }
 
+/* The norm before layer l of a decode step (l = layers: the output norm) and the products that
+ * read it: the layer's q, k and v into q, k and v, or the head into logits. */
+typedef struct norm_readers {
+    mcl_tensor *norm;
+    const mcl_tensor *w[3];
+    mcl_tensor *out[3];
+    uint32_t count;
+} norm_readers;
+
+static norm_readers readers_of(const mcl_session *s, uint32_t l, mcl_tensor *q, mcl_tensor *k,
+                               mcl_tensor *v, mcl_tensor *logits)
+{
+    if (l >= s->info.layers)
+        return (norm_readers){s->output_norm, {s->output}, {logits}, 1};
+    const engine_layer *L = &s->layers[l];
+    return (norm_readers){L->attn_norm, {L->wq, L->wk, L->wv}, {q, k, v}, 3};
+}
+
 /* Whether the product of w on a (its quantization act, NULL: not on the integer-dot path),
  * added into the residual x, can take the norm after it into its own dispatch
  * (mcl_matmul_norm_given): it is one integer-dot GEMV, and the norm's consumers (the weights
@@ -508,28 +526,24 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
     const char *norm_name = "attention norm";
     for (uint32_t l = 0; l <= m->layers; l++) {
         const engine_layer *L = l < m->layers ? &s->layers[l] : NULL;
-        const mcl_tensor *qkv_w[3] = {L ? L->wq : s->output, L ? L->wk : NULL,
-                                      L ? L->wv : NULL};
-        mcl_tensor *qkv[3] = {L ? q : logits, k, vv};
-        uint32_t products = L ? 3 : 1;
+        norm_readers r = readers_of(s, l, q, k, vv, logits);
         mcl_tensor *act = s->fused_act;
         if (!normed) {
-            act = norm_act(s, n, products, qkv_w, qkv);
-            TRY(mcl_norm_q8(ctx, delta, L ? L->attn_norm : s->output_norm, m->norm_eps, x, n,
-                            act));
+            act = norm_act(s, n, r.count, r.w, r.out);
+            TRY(mcl_norm_q8(ctx, delta, r.norm, m->norm_eps, x, n, act));
             MARK(s, L ? norm_name : "output norm");
         }
         normed = 0;
         norm_name = "residual, attention norm";
         if (!L) {
-            TRY(step_linears(ctx, n, act, 1, qkv_w, NULL, qkv));
+            TRY(step_linears(ctx, n, act, 1, r.w, NULL, r.out));
             MARK(s, "head");
             TRY(mcl_scatter_rows(ctx, logits, s->ids, 3 * count, s->seq_logits));
             MARK(s, "logits to their sequences");
             break;
         }
         const mcl_tensor *qkv_b[3] = {L->bq, L->bk, L->bv};
-        TRY(step_linears(ctx, n, act, 3, qkv_w, qkv_b, qkv));
+        TRY(step_linears(ctx, n, act, 3, r.w, qkv_b, r.out));
         MARK(s, "q, k, v");
         /* The attention quantizes its output for the output projection where that takes the
          * integer-dot path. */
@@ -571,15 +585,12 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         else
             TRY(mcl_swiglu(ctx, gate, up, gate));
         MARK(s, "swiglu");
-        /* The next norm: the next layer's, before its q, k and v, or the output norm before
-         * the head. */
-        const engine_layer *N = l + 1 < m->layers ? &s->layers[l + 1] : NULL;
-        const mcl_tensor *next_w[3] = {N ? N->wq : s->output, N ? N->wk : NULL,
-                                       N ? N->wv : NULL};
-        mcl_tensor *next[3] = {N ? q : logits, k, vv};
-        if (norm_fuses(s, gate, act, L->w_down, x, n, N ? 3 : 1, next_w, next)) {
-            TRY(product_norm(s, gate, act, L->w_down, x, N ? N->attn_norm : s->output_norm, n));
-            MARK(s, N ? "down, residual, attention norm" : "down, residual, output norm");
+        /* The next norm: the next layer's, or the output norm before the head. */
+        norm_readers next = readers_of(s, l + 1, q, k, vv, logits);
+        if (norm_fuses(s, gate, act, L->w_down, x, n, next.count, next.w, next.out)) {
+            TRY(product_norm(s, gate, act, L->w_down, x, next.norm, n));
+            MARK(s, next.count == 3 ? "down, residual, attention norm"
+                                    : "down, residual, output norm");
             normed = 1;
             continue;
         }
