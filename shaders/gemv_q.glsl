@@ -285,11 +285,23 @@ void gemv_norm() {
     const uint d = pc.N, nb = d / 32u, blocks = M * nb;
     const uint start = lanes > 1u ? 1u << findMSB(lanes - 1u) : 0u;
     for (uint m = 0u; m < M; m++) {
-        const uint base = m * pc.ldy;
+        // A block's 8 vec4s are loaded together (one round trip, not one a value); the
+        // invocation's first block stays in registers for the second sweep (the whole row
+        // where it has no more blocks than the workgroup has invocations).
+        const uint base = m * pc.ldy / 4u;
+        vec4 kept[8];
         float ss = 0.0;
-        for (uint k = lane; k < d; k += lanes) {
-            const float v = y[base + k];
-            ss += v * v;
+        for (uint b = lane; b < nb; b += lanes) {
+            vec4 u[8];
+            [[unroll]] for (uint i = 0u; i < 8u; i++) {
+                u[i] = y4[base + 8u * b + i];
+            }
+            [[unroll]] for (uint i = 0u; i < 8u; i++) {
+                ss += dot(u[i], u[i]);
+            }
+            if (b == lane) {
+                kept = u;
+            }
         }
         gemv_red[lane] = ss;
         barrier();
@@ -302,24 +314,25 @@ void gemv_norm() {
         const float r = inversesqrt(gemv_red[0] / float(d) + pc.eps);
         barrier();  // every invocation has read the sum before the next row's
         for (uint b = lane; b < nb; b += lanes) {
-            float v[32];
+            vec4 v[8];
+            [[unroll]] for (uint i = 0u; i < 8u; i++) {
+                v[i] = (b == lane ? kept[i] : y4[base + 8u * b + i]) * r * norm_w4[8u * b + i];
+            }
             float amax = 0.0;
-            [[unroll]] for (uint i = 0u; i < 32u; i++) {
-                v[i] = y[base + 32u * b + i] * r * norm_w[32u * b + i];
-                amax = max(amax, abs(v[i]));
+            [[unroll]] for (uint i = 0u; i < 8u; i++) {
+                const vec4 a = abs(v[i]);
+                amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
             }
             const uint g = m * nb + b;
-            [[unroll]] for (uint i = 0u; i < 32u; i++) {
-                norm_out[g * 32u + i] = v[i];
+            [[unroll]] for (uint i = 0u; i < 8u; i++) {
+                norm_out4[g * 8u + i] = v[i];
             }
             const float dq = amax * INV127;
             const float id = q8_inverse(dq);
             int sum = 0;
             [[unroll]] for (uint w = 0u; w < 8u; w++) {
-                const ivec4 q = ivec4(round_away(v[4u * w] * id),
-                                      round_away(v[4u * w + 1u] * id),
-                                      round_away(v[4u * w + 2u] * id),
-                                      round_away(v[4u * w + 3u] * id));
+                const ivec4 q = ivec4(round_away(v[w].x * id), round_away(v[w].y * id),
+                                      round_away(v[w].z * id), round_away(v[w].w * id));
                 norm_act[8u * g + w] = uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 |
                                        uint(q.z & 0xFF) << 16 | uint(q.w & 0xFF) << 24;
                 sum += (q.x + q.y) + (q.z + q.w);

@@ -49,10 +49,12 @@ layout(std430, set = 0, binding = 3) restrict readonly buffer BufIds { uint ids[
 #ifdef GEMV_NORM
 // With the norm epilogue (gemv_q_dot_norm.comp) y is the residual stream x, which the
 // product adds to and the last workgroup reads back whole (gemv_q.glsl, "Norm epilogue").
+// Its rows are a multiple of 32 floats (the vec4 views below).
 layout(std430, set = 0, binding = 5) coherent buffer BufY { float y[]; };
-layout(std430, set = 0, binding = 4) restrict readonly buffer BufNormW { float norm_w[]; };
+layout(std430, set = 0, binding = 5) coherent buffer BufY4 { vec4 y4[]; };
+layout(std430, set = 0, binding = 4) restrict readonly buffer BufNormW { vec4 norm_w4[]; };
 layout(std430, set = 0, binding = 6) coherent buffer BufCounter { uint norm_counter[]; };
-layout(std430, set = 0, binding = 7) writeonly buffer BufNormOut { float norm_out[]; };
+layout(std430, set = 0, binding = 7) writeonly buffer BufNormOut { vec4 norm_out4[]; };
 layout(std430, set = 0, binding = 8) writeonly buffer BufNormAct { uint norm_act[]; };
 #else
 layout(std430, set = 0, binding = 4) restrict writeonly buffer BufY { float y[]; };
