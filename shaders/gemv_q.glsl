@@ -124,12 +124,7 @@ void gemv_finish(float acc[NR][M], uint wg) {
             sum += gemv_red[o * T + k];
         }
         if (n < pc.N && (!GEMV_GROUPED || m < gemv_valid)) {
-            const float v = pc.has_bias != 0u ? sum + bias[pc.y0 + n] : sum;
-#ifdef GEMV_NORM
-            y[gemv_y_row(m) * pc.ldy + pc.y0 + n] += v;
-#else
-            y[gemv_y_row(m) * pc.ldy + pc.y0 + n] = v;
-#endif
+            y[gemv_y_row(m) * pc.ldy + pc.y0 + n] = pc.has_bias != 0u ? sum + bias[pc.y0 + n] : sum;
         }
     }
 }
@@ -250,100 +245,6 @@ void gemv_grouped(uint row_blk[NR], uint wg) {
     }
 }
 
-#ifdef GEMV_NORM
-// Norm epilogue (gemv_q_dot_norm.comp; no experts mode, W in one part, y0 = 0). y is the
-// residual stream x [M, N]: gemv_finish adds each product to it. Each workgroup then counts
-// itself, after its sums are visible to the device, in norm_counter[0]; the one that brings
-// the count to the number of workgroups (every sum of every row now in x) sets it back to 0
-// for the next dispatch and runs, for each row m of x, what norm_q8_f32.comp runs: the RMS of
-// the row, the row normed and scaled by norm_w into norm_out, and that quantized for the
-// integer-dot path into norm_act (q8_1.glsl's codes, scales and sums, blocks m * N / 32 + b),
-// one block of 32 values an invocation. The arithmetic of each value is norm_q8_f32's and
-// q8_1.glsl's (q8_codes.glsl), so the codes are those mcl_quantize_activations makes of
-// norm_out; only the sum of squares is reduced in another order.
-#include "q8_codes.glsl"
-
-shared uint gemv_norm_last;
-
-void gemv_norm() {
-    const uint lane = gl_LocalInvocationIndex, lanes = T * G;
-    memoryBarrierBuffer();
-    barrier();
-    if (lane == 0u) {
-        const uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
-        const uint done = atomicAdd(norm_counter[0], 1u) + 1u;
-        gemv_norm_last = done == groups ? 1u : 0u;
-        if (done == groups) {
-            norm_counter[0] = 0u;
-        }
-    }
-    barrier();
-    if (gemv_norm_last == 0u) {
-        return;
-    }
-    memoryBarrierBuffer();
-    const uint d = pc.N, nb = d / 32u, blocks = M * nb;
-    const uint start = lanes > 1u ? 1u << findMSB(lanes - 1u) : 0u;
-    for (uint m = 0u; m < M; m++) {
-        // A block's 8 vec4s are loaded together (one round trip, not one a value); the
-        // invocation's first block stays in registers for the second sweep (the whole row
-        // where it has no more blocks than the workgroup has invocations).
-        const uint base = m * pc.ldy / 4u;
-        vec4 kept[8];
-        float ss = 0.0;
-        for (uint b = lane; b < nb; b += lanes) {
-            vec4 u[8];
-            [[unroll]] for (uint i = 0u; i < 8u; i++) {
-                u[i] = y4[base + 8u * b + i];
-            }
-            [[unroll]] for (uint i = 0u; i < 8u; i++) {
-                ss += dot(u[i], u[i]);
-            }
-            if (b == lane) {
-                kept = u;
-            }
-        }
-        gemv_red[lane] = ss;
-        barrier();
-        for (uint s = start; s > 0u; s >>= 1) {
-            if (lane < s && lane + s < lanes) {
-                gemv_red[lane] += gemv_red[lane + s];
-            }
-            barrier();
-        }
-        const float r = inversesqrt(gemv_red[0] / float(d) + pc.eps);
-        barrier();  // every invocation has read the sum before the next row's
-        for (uint b = lane; b < nb; b += lanes) {
-            vec4 v[8];
-            [[unroll]] for (uint i = 0u; i < 8u; i++) {
-                v[i] = (b == lane ? kept[i] : y4[base + 8u * b + i]) * r * norm_w4[8u * b + i];
-            }
-            float amax = 0.0;
-            [[unroll]] for (uint i = 0u; i < 8u; i++) {
-                const vec4 a = abs(v[i]);
-                amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
-            }
-            const uint g = m * nb + b;
-            [[unroll]] for (uint i = 0u; i < 8u; i++) {
-                norm_out4[g * 8u + i] = v[i];
-            }
-            const float dq = amax * INV127;
-            const float id = q8_inverse(dq);
-            int sum = 0;
-            [[unroll]] for (uint w = 0u; w < 8u; w++) {
-                const ivec4 q = ivec4(round_away(v[w].x * id), round_away(v[w].y * id),
-                                      round_away(v[w].z * id), round_away(v[w].w * id));
-                norm_act[8u * g + w] = uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 |
-                                       uint(q.z & 0xFF) << 16 | uint(q.w & 0xFF) << 24;
-                sum += (q.x + q.y) + (q.z + q.w);
-            }
-            norm_act[8u * blocks + g] = floatBitsToUint(dq);
-            norm_act[9u * blocks + g] = uint(sum);
-        }
-    }
-}
-#endif
-
 // The kernels' main(): the workgroup's rows of W (for an expert, in its rows of the part), then
 // the streaming loop over the rows of x of its mode.
 void gemv_main() {
@@ -373,9 +274,6 @@ void gemv_main() {
     } else {
         gemv_rows(row_blk, wg);
     }
-#ifdef GEMV_NORM
-    gemv_norm();
-#endif
 }
 
 #endif

@@ -1,9 +1,10 @@
 // q8_1.glsl: quantization of activations to 8 bits per block of 32 values for the
 // integer-dot path (ggml's q8_1 idea; layout in qdot.glsl): d = amax * (1/127), code =
 // round(x / d), ties away from zero, so that codes lie in -127..127; the block's code sum
-// beside. Eight invocations per block, a vec4 each, meeting in shared memory. The arithmetic
-// is q8_codes.glsl's (the reciprocal of d with its Newton step keeps the codes equal to a CPU
-// reference's almost everywhere).
+// beside. Eight invocations per block, a vec4 each, meeting in shared memory. The reciprocal
+// of d gets one Newton step so that it is the correctly rounded 1/d in all but rare cases
+// (Vulkan's division is only within 2.5 ulp), which keeps the codes equal to a CPU
+// reference's almost everywhere.
 //
 // The includer declares `layout(local_size_x_id = 0) in;` (a multiple of 8 invocations) and
 // a writeonly uint buffer `act`, and calls q8_1_store from uniform control flow.
@@ -12,11 +13,18 @@
 
 #extension GL_EXT_control_flow_attributes : enable
 
-#include "q8_codes.glsl"
-
 const uint Q8_LANES = 8u;  // invocations per block
 shared float q_amax[gl_WorkGroupSize.x];
 shared int q_sum[gl_WorkGroupSize.x];
+
+// 1/127 rounded to float (0x1.020408p-7): a product with it is correctly rounded everywhere.
+const float INV127 = 7.87401572e-3;
+
+// round(v), halves away from zero, as C's roundf. v - trunc(v) is exact.
+float round_away(float v) {
+    float t = trunc(v);
+    return abs(v - t) >= 0.5 ? t + sign(v) : t;
+}
 
 // Quantize v, values 4j .. 4j + 3 of block g (j = this invocation's lane, the block's eight
 // lanes consecutive invocations), into act of `blocks` blocks: codes at act[8g + j], the
@@ -32,7 +40,11 @@ void q8_1_store(vec4 v, uint g, bool valid, uint blocks) {
         amax = max(amax, q_amax[first + k]);
     }
     const float d = amax * INV127;
-    const float id = q8_inverse(d);
+    float id = 0.0;
+    if (d != 0.0) {
+        id = 1.0 / d;
+        id = fma(id, fma(-d, id, 1.0), id);
+    }
     const ivec4 q = ivec4(vec4(round_away(v.x * id), round_away(v.y * id),
                                round_away(v.z * id), round_away(v.w * id)));
     if (valid) {

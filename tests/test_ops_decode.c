@@ -39,7 +39,6 @@
 
 #include "harness.h"
 #include "ops/ops_internal.h"
-#include "quant/quant.h"
 #include "vk/runtime.h"
 
 static mcl_context *ctx;
@@ -147,113 +146,6 @@ static void norm_q8_matches_ops(void **state)
     (void)state;
     norm_q8_case(ROWS, DIM);
     norm_q8_case(2, 9216);
-}
-
-/* mcl_matmul_norm_given on a context whose products take the integer-dot path: x += a W^T and
- * the norm after it in one dispatch, against mcl_matmul_multi_given into h then mcl_norm_q8
- * (h, ...). 3 rows, W q4_0 [512, 256] with a bias (the epilogue's bias path), twice in a row
- * (the counter back at 0 after each). Where the context's products do not take that path
- * (the polaris profile), the op is refused. */
-static void matmul_norm_matches_ops(void **state)
-{
-    (void)state;
-    mcl_context *c = mcl_test_context_with("MOTIFCL_QUANT_PATH", "dot");
-    assert_non_null(c);
-    enum { R = 3, K = 256, N = 512 };
-    const size_t words = (size_t)R * (N / 32) * 10, awords = (size_t)R * (K / 32) * 10;
-    float *w0 = mcl_test_random_floats((size_t)N * K, 40, -1.0f, 1.0f);
-    float *a0 = mcl_test_random_floats((size_t)R * K, 41, -1.0f, 1.0f);
-    float *x0 = mcl_test_random_floats((size_t)R * N, 42, -2.0f, 2.0f);
-    float *nw0 = mcl_test_random_floats(N, 43, 0.5f, 1.5f);
-    float *b0 = mcl_test_random_floats(N, 44, -0.5f, 0.5f);
-    size_t qbytes = mcl_quant_row_size(MCL_DTYPE_Q4_0, (int64_t)N * K);
-    void *q = malloc(qbytes);
-    float *got_x = malloc((size_t)R * N * 4), *want_x = malloc((size_t)R * N * 4);
-    float *got_n = malloc((size_t)R * N * 4), *want_n = malloc((size_t)R * N * 4);
-    uint32_t *got_act = malloc(words * 4), *want_act = malloc(words * 4);
-    assert_true(q && got_x && want_x && got_n && want_n && got_act && want_act);
-    assert_mcl_ok(mcl_quantize(MCL_DTYPE_Q4_0, w0, q, (int64_t)N * K));
-    int64_t sw[2] = {N, K}, sa[2] = {R, K}, sx[2] = {R, N}, sn[1] = {N}, sb[1] = {N},
-            sq[1] = {(int64_t)awords}, so[1] = {(int64_t)words}, s1[1] = {1};
-    mcl_tensor *w = mcl_test_tensor(c, MCL_DTYPE_Q4_0, 2, sw, q);
-    mcl_tensor *a = mcl_test_tensor(c, MCL_DTYPE_F32, 2, sa, a0);
-    mcl_tensor *b = mcl_test_tensor(c, MCL_DTYPE_F32, 1, sb, b0);
-    mcl_tensor *nw = mcl_test_tensor(c, MCL_DTYPE_F32, 1, sn, nw0);
-    mcl_tensor *aq = mcl_test_tensor(c, MCL_DTYPE_I32, 1, sq, NULL);
-    mcl_tensor *x = mcl_test_tensor(c, MCL_DTYPE_F32, 2, sx, x0);
-    mcl_tensor *n = mcl_test_tensor(c, MCL_DTYPE_F32, 2, sx, NULL);
-    mcl_tensor *act = mcl_test_tensor(c, MCL_DTYPE_I32, 1, so, NULL);
-    mcl_tensor *counter = mcl_test_tensor(c, MCL_DTYPE_I32, 1, s1, NULL);
-    mcl_tensor *rx = mcl_test_tensor(c, MCL_DTYPE_F32, 2, sx, x0);
-    mcl_tensor *h = mcl_test_tensor(c, MCL_DTYPE_F32, 2, sx, NULL);
-    mcl_tensor *rn = mcl_test_tensor(c, MCL_DTYPE_F32, 2, sx, NULL);
-    mcl_tensor *ract = mcl_test_tensor(c, MCL_DTYPE_I32, 1, so, NULL);
-    assert_mcl_ok(mcl_tensor_zero(counter));
-    assert_mcl_ok(mcl_quantize_activations(c, a, R, K, aq));
-    mcl_gemv_norm norm = {nw, counter, n, act, 1e-5f};
-    const mcl_tensor *ws[1] = {w}, *bs[1] = {b};
-    mcl_tensor *hs[1] = {h};
-    if (!mcl_traits_of(c)->quant_dot) {
-        assert_int_equal(mcl_matmul_norm_fuses(c, a, w, x), 0);
-        EXPECT_STATUS(mcl_matmul_norm_given(c, a, aq, w, b, x, &norm), UNSUPPORTED);
-        mcl_test_record_bool("mcl_matmul_norm_given refused off the integer-dot path", 1);
-    } else {
-        assert_int_equal(mcl_matmul_norm_fuses(c, a, w, x), 1);
-        for (int round = 0; round < 2; round++) {
-            char name[120];
-            assert_mcl_ok(mcl_matmul_norm_given(c, a, aq, w, b, x, &norm));
-            assert_mcl_ok(mcl_matmul_multi_given(c, a, aq, 1, ws, bs, hs));
-            assert_mcl_ok(mcl_norm_q8(c, h, nw, 1e-5f, rx, rn, ract));
-            download(x, got_x, (size_t)R * N * 4);
-            download(rx, want_x, (size_t)R * N * 4);
-            download(n, got_n, (size_t)R * N * 4);
-            download(rn, want_n, (size_t)R * N * 4);
-            snprintf(name, sizeof name, "mcl_matmul_norm_given, round %d: x against mcl_norm_q8's",
-                     round);
-            assert_true(mcl_test_record(name, "mismatched words",
-                                        (double)word_mismatches(got_x, want_x, (size_t)R * N), 0));
-            snprintf(name, sizeof name, "mcl_matmul_norm_given, round %d: normed x", round);
-            assert_true(mcl_test_record(name, "relative rms",
-                                        rel_rms(got_n, want_n, (size_t)R * N), 1e-6));
-            /* Its quantization: mcl_quantize_activations of its own normed rows. */
-            download(act, got_act, words * 4);
-            assert_mcl_ok(mcl_quantize_activations(c, n, R, N, ract));
-            download(ract, want_act, words * 4);
-            snprintf(name, sizeof name, "mcl_matmul_norm_given, round %d: act", round);
-            assert_true(mcl_test_record(name, "mismatched words",
-                                        (double)word_mismatches(got_act, want_act, words), 0));
-            int32_t count = -1;
-            download(counter, &count, 4);
-            snprintf(name, sizeof name, "mcl_matmul_norm_given, round %d: counter back at 0",
-                     round);
-            assert_true(mcl_test_record_bool(name, count == 0));
-        }
-        /* Control: the norm of x without the product added (what an epilogue that ran before
-         * the other workgroups' sums, or without them, would see) is far off. */
-        assert_mcl_ok(mcl_tensor_upload(rx, 0, x0, (size_t)R * N * 4));
-        assert_mcl_ok(mcl_norm_q8(c, NULL, nw, 1e-5f, rx, rn, NULL));
-        download(rn, want_n, (size_t)R * N * 4);
-        double off = rel_rms(got_n, want_n, (size_t)R * N);
-        char name[120];
-        snprintf(name, sizeof name,
-                 "mcl_matmul_norm_given: control, the norm without the product is %.3g off",
-                 off);
-        assert_true(mcl_test_record_bool(name, off > 1e-2));
-        /* Refusals: a quantization of a too small, aliased tensors. */
-        mcl_gemv_norm alias = norm;
-        alias.out = x;
-        EXPECT_STATUS(mcl_matmul_norm_given(c, a, aq, w, b, x, &alias), INVALID);
-        int64_t s10[1] = {10};
-        mcl_tensor *small = mcl_test_tensor(c, MCL_DTYPE_I32, 1, s10, NULL);
-        EXPECT_STATUS(mcl_matmul_norm_given(c, a, small, w, b, x, &norm), SHAPE);
-        mcl_tensor_destroy(small);
-    }
-    mcl_tensor *all[] = {w, a, b, nw, aq, x, n, act, counter, rx, h, rn, ract};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        mcl_tensor_destroy(all[i]);
-    assert_int_equal(mcl_test_context_release(c, " (integer dot)"), 0);
-    free(w0), free(a0), free(x0), free(nw0), free(b0), free(q);
-    free(got_x), free(want_x), free(got_n), free(want_n), free(got_act), free(want_act);
 }
 
 static void swiglu_q8_matches_ops(void **state)
@@ -698,7 +590,6 @@ int main(int argc, char **argv)
     ctx = mcl_test_device_context();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(norm_q8_matches_ops),
-        cmocka_unit_test(matmul_norm_matches_ops),
         cmocka_unit_test(swiglu_q8_matches_ops),
         cmocka_unit_test(rope_kv_matches_reference),
         cmocka_unit_test(attention_decode_matches_attention),

@@ -98,9 +98,6 @@ struct mcl_session {
     mcl_tensor *att_counters;    /* i32 [sequences x ENGINE_COUNTER_STRIDE]: their counts */
     mcl_tensor *normed;          /* f32 [sequences, dim]: a decode step's normed rows */
     mcl_tensor *act;             /* i32: their quantization for the integer-dot path */
-    /* A product's norm epilogue (mcl_matmul_norm_given): its output's quantization (i32,
-     * [sequences, dim / 32] blocks; not act, which the product reads) and its counter. */
-    mcl_tensor *fused_act, *fused_counter;
     engine_step steps[ENGINE_STEPS];
     uint64_t clock;
     int eager;                   /* MOTIFCL_ENGINE_EAGER: decode steps recorded op by op */

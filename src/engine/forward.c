@@ -458,52 +458,11 @@ static mcl_tensor *norm_act(const mcl_session *s, mcl_tensor *x, uint32_t count,
     return mcl_matmul_quantizes(s->ctx, x, w[0], c[0]) ? s->act : NULL;
 }
 
-/* The norm before layer l of a decode step (l = layers: the output norm) and the products that
- * read it: the layer's q, k and v into q, k and v, or the head into logits. */
-typedef struct norm_readers {
-    mcl_tensor *norm;
-    const mcl_tensor *w[3];
-    mcl_tensor *out[3];
-    uint32_t count;
-} norm_readers;
-
-static norm_readers readers_of(const mcl_session *s, uint32_t l, mcl_tensor *q, mcl_tensor *k,
-                               mcl_tensor *v, mcl_tensor *logits)
-{
-    if (l >= s->info.layers)
-        return (norm_readers){s->output_norm, {s->output}, {logits}, 1};
-    const engine_layer *L = &s->layers[l];
-    return (norm_readers){L->attn_norm, {L->wq, L->wk, L->wv}, {q, k, v}, 3};
-}
-
-/* Whether the product of w on a (its quantization act, NULL: not on the integer-dot path),
- * added into the residual x, can take the norm after it into its own dispatch
- * (mcl_matmul_norm_given): it is one integer-dot GEMV, and the norm's consumers (the weights
- * cw[0..count) into cc) want its quantization. */
-static int norm_fuses(const mcl_session *s, mcl_tensor *a, const mcl_tensor *act,
-                      const mcl_tensor *w, mcl_tensor *x, mcl_tensor *n, uint32_t count,
-                      const mcl_tensor *const *cw, mcl_tensor *const *cc)
-{
-    return act && mcl_matmul_norm_fuses(s->ctx, a, w, x) && norm_act(s, n, count, cw, cc);
-}
-
-/* x += a W^T, then n = RMSNorm(x) * nw and its quantization into s->fused_act, in one dispatch
- * (the case norm_fuses allows). */
-static mcl_status product_norm(mcl_session *s, mcl_tensor *a, mcl_tensor *act,
-                               const mcl_tensor *w, mcl_tensor *x, mcl_tensor *nw, mcl_tensor *n)
-{
-    mcl_gemv_norm norm = {nw, s->fused_counter, n, s->fused_act, s->info.norm_eps};
-    return mcl_matmul_norm_given(s->ctx, a, act, w, NULL, x, &norm);
-}
-
 /* A decode step recorded for replay (views in v): count rows, one token of each of seqs[],
  * the logits of all. Positions and lengths are read from s->ids (attend_step), so that one
  * recording serves every position. Between the products, the residual add, the RMSNorm and
  * the next product's quantization are one op (mcl_norm_q8), and so are SwiGLU and the down
- * product's quantization (mcl_swiglu_q8). Where the product before a norm is one
- * integer-dot GEMV and the products after it take the integer-dot path (dense layers), the
- * norm is that product's epilogue (mcl_matmul_norm_given): the output and down products add
- * into the residual themselves, and their last workgroup norms and quantizes it. */
+ * product's quantization (mcl_swiglu_q8). */
 static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, uint32_t count)
 {
     mcl_context *ctx = s->ctx;
@@ -518,32 +477,28 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         return v->status;
     TRY(mcl_embedding(ctx, s->embedding, ids, x));
     MARK(s, "embedding");
-    /* The first norm has no residual to add; every later one adds the block's output, or
-     * was the epilogue of the down product before it (normed: its quantization in
-     * s->fused_act). */
+    /* The first norm has no residual to add; every later one adds the block's output. */
     mcl_tensor *delta = NULL;
-    int normed = 0;
     const char *norm_name = "attention norm";
     for (uint32_t l = 0; l <= m->layers; l++) {
         const engine_layer *L = l < m->layers ? &s->layers[l] : NULL;
-        norm_readers r = readers_of(s, l, q, k, vv, logits);
-        mcl_tensor *act = s->fused_act;
-        if (!normed) {
-            act = norm_act(s, n, r.count, r.w, r.out);
-            TRY(mcl_norm_q8(ctx, delta, r.norm, m->norm_eps, x, n, act));
-            MARK(s, L ? norm_name : "output norm");
-        }
-        normed = 0;
+        const mcl_tensor *qkv_w[3] = {L ? L->wq : s->output, L ? L->wk : NULL,
+                                      L ? L->wv : NULL};
+        mcl_tensor *qkv[3] = {L ? q : logits, k, vv};
+        uint32_t products = L ? 3 : 1;
+        mcl_tensor *act = norm_act(s, n, products, qkv_w, qkv);
+        TRY(mcl_norm_q8(ctx, delta, L ? L->attn_norm : s->output_norm, m->norm_eps, x, n, act));
+        MARK(s, L ? norm_name : "output norm");
         norm_name = "residual, attention norm";
         if (!L) {
-            TRY(step_linears(ctx, n, act, 1, r.w, NULL, r.out));
+            TRY(step_linears(ctx, n, act, 1, qkv_w, NULL, qkv));
             MARK(s, "head");
             TRY(mcl_scatter_rows(ctx, logits, s->ids, 3 * count, s->seq_logits));
             MARK(s, "logits to their sequences");
             break;
         }
         const mcl_tensor *qkv_b[3] = {L->bq, L->bk, L->bv};
-        TRY(step_linears(ctx, n, act, 3, r.w, qkv_b, r.out));
+        TRY(step_linears(ctx, n, act, 3, qkv_w, qkv_b, qkv));
         MARK(s, "q, k, v");
         /* The attention quantizes its output for the output projection where that takes the
          * integer-dot path. */
@@ -551,16 +506,8 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         act = m->head_dim % 32 == 0 ? norm_act(s, att, 1, wo, &h) : NULL;
         TRY(attend_step(s, v, L, seqs, count, act));
         MARK(s, "attention");
-        const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
-        mcl_tensor *ffn[2] = {gate, up};
-        if (!m->experts && norm_fuses(s, att, act, L->wo, x, n, 2, ffn_w, ffn)) {
-            TRY(product_norm(s, att, act, L->wo, x, L->ffn_norm, n));
-            MARK(s, "output, residual, feed-forward norm");
-            act = s->fused_act;
-        } else {
-            TRY(step_linears(ctx, att, act, 1, wo, NULL, &h));
-            MARK(s, "output");
-        }
+        TRY(step_linears(ctx, att, act, 1, wo, NULL, &h));
+        MARK(s, "output");
         if (m->experts) {
             /* The norm quantizes for the mixture's products where any takes the dot path. */
             act = moe_quantizes(s, L) ? s->act : NULL;
@@ -570,11 +517,11 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
             delta = h;
             continue;
         }
-        if (act != s->fused_act) {
-            act = norm_act(s, n, 2, ffn_w, ffn);
-            TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
-            MARK(s, "residual, feed-forward norm");
-        }
+        const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
+        mcl_tensor *ffn[2] = {gate, up};
+        act = norm_act(s, n, 2, ffn_w, ffn);
+        TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
+        MARK(s, "residual, feed-forward norm");
         TRY(step_linears(ctx, n, act, 2, ffn_w, NULL, ffn));
         MARK(s, "gate, up");
         /* SwiGLU, quantized for the down product where it takes the integer-dot path. */
@@ -585,15 +532,6 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         else
             TRY(mcl_swiglu(ctx, gate, up, gate));
         MARK(s, "swiglu");
-        /* The next norm: the next layer's, or the output norm before the head. */
-        norm_readers next = readers_of(s, l + 1, q, k, vv, logits);
-        if (norm_fuses(s, gate, act, L->w_down, x, n, next.count, next.w, next.out)) {
-            TRY(product_norm(s, gate, act, L->w_down, x, next.norm, n));
-            MARK(s, next.count == 3 ? "down, residual, attention norm"
-                                    : "down, residual, output norm");
-            normed = 1;
-            continue;
-        }
         TRY(step_linears(ctx, gate, act, 1, down_w, NULL, &h));
         MARK(s, "down");
         delta = h;

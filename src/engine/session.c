@@ -158,10 +158,10 @@ static uint64_t activation_bytes(const mcl_session *s)
                    (uint64_t)m->experts_used * (2ull * m->expert_hidden + m->dim) + 1 +
                    2ull * m->shared_hidden;
     uint64_t per_seq = m->dim + 2ull * m->vocab + 3 + ENGINE_DRAW_STRIDE +
-                       ENGINE_COUNTER_STRIDE(s) + (m->dim + 31) / 32 * 10 +
+                       ENGINE_COUNTER_STRIDE(s) +
                        MCL_ATTENTION_DECODE_MAX_SPLITS * ((uint64_t)s->q_dim + 2ull * m->heads);
     return 4 * ((uint64_t)s->rows * per_row + (uint64_t)s->sequences * (per_seq + m->dim) +
-                (uint64_t)act_words(s) + 1);
+                (uint64_t)act_words(s));
 }
 
 
@@ -222,11 +222,6 @@ static mcl_status allocate(mcl_session *s)
         st = make(ctx, MCL_DTYPE_F32, s->sequences, m->dim, &s->normed);
     if (st == MCL_SUCCESS)
         st = make(ctx, MCL_DTYPE_I32, act_words(s), 0, &s->act);
-    if (st == MCL_SUCCESS)
-        st = make(ctx, MCL_DTYPE_I32, (int64_t)s->sequences * ((m->dim + 31) / 32) * 10, 0,
-                  &s->fused_act);
-    if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, 1, 0, &s->fused_counter);
-    if (st == MCL_SUCCESS) st = mcl_tensor_zero(s->fused_counter);
     int64_t cache_shape[4] = {1, s->context_length, m->kv_heads, m->head_dim};
     /* All sequences' caches in one tensor a layer where one binding holds it (as the
      * quantized weights count a binding: MOTIFCL_MAX_BINDING lowers it): a decode step then
@@ -389,8 +384,7 @@ static void session_release(mcl_session *s)
     mcl_engine_steps_destroy(s);
     mcl_tensor **own[] = {&s->ids, &s->pos, &s->x, &s->h, &s->q, &s->k, &s->v, &s->att,
                           &s->gate, &s->up, &s->last, &s->logits, &s->rope_table, &s->part_o,
-                          &s->part_ml, &s->normed, &s->act, &s->fused_act, &s->fused_counter,
-                          &s->seq_logits, &s->draw_params,
+                          &s->part_ml, &s->normed, &s->act, &s->seq_logits, &s->draw_params,
                           &s->draw_tokens, &s->att_counters, &s->moe_logits, &s->moe_ids,
                           &s->moe_weights, &s->moe_gate, &s->moe_up, &s->moe_down, &s->sh_z,
                           &s->sh_gate, &s->sh_up, &s->moe_vids};

@@ -111,19 +111,10 @@ static uint32_t gcd_u32(uint32_t a, uint32_t b)
     return a;
 }
 
-/* The push constants of gemv_q_dot_norm: gemv_q_dot's, then the norm's eps. */
-typedef struct gemv_norm_push {
-    mcl_gemv_push gemv;
-    float eps;
-} gemv_norm_push;
-
-/* The GEMV (float or integer dot): `x` is a (float) or its quantized form (dot). With `norm`
- * (integer dot only), gemv_q_dot_norm: y is the residual stream, added to, and normed and
- * quantized by the last workgroup. */
+/* The GEMV (float or integer dot): `x` is a (float) or its quantized form (dot). */
 static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_tensor *x,
                                 const weight_part *w, mcl_tensor *bias, mcl_tensor *y,
-                                uint32_t rows, uint32_t n, uint32_t k, uint32_t ldc, uint32_t c0,
-                                const mcl_gemv_norm *norm)
+                                uint32_t rows, uint32_t n, uint32_t k, uint32_t ldc, uint32_t c0)
 {
     mcl_gemv_plan plan;
     mcl_gemv_plan_for(ctx, dot, fmt, rows, n, k, &plan);
@@ -132,9 +123,9 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
                 mcl_dtype_name(mcl_quant_format_dtype(fmt)), n, k, rows, dot ? "dot" : "float",
                 plan.t, plan.g, plan.nr, plan.u, plan.pb, plan.stage, plan.cvt);
     mcl_kernel_desc desc = {
-        .id = norm ? MCL_KERNEL_GEMV_Q_DOT_NORM : dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
-        .binding_count = norm ? 9 : 5,
-        .push_size = norm ? sizeof(gemv_norm_push) : sizeof(mcl_gemv_push),
+        .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
+        .binding_count = 5,
+        .push_size = sizeof(mcl_gemv_push),
         .local_size_x = plan.t,
         .spec_count = dot ? 6 : 8,
         .spec = {fmt, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage, plan.cvt},
@@ -147,16 +138,7 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
                           .dlo = w->dlo};
     uint32_t gx, gy;
     grid_2d(ceil_div(n, (uint64_t)plan.g * plan.nr), &gx, &gy);
-    mcl_tensor *reads[5] = {x, w->body, w->d, bias ? bias : x, norm ? norm->weight : NULL};
-    if (norm) {
-        gemv_norm_push npush = {.gemv = push, .eps = norm->eps};
-        mcl_tensor *writes[4] = {y, norm->counter, norm->out, norm->act};
-        mcl_profile_op(ctx, "matmul gemv, integer dot, norm",
-                       (double)w->body->nbytes + (double)w->d->nbytes + (double)x->nbytes +
-                           4.0 * rows * n * 4 + 4.0 * n,
-                       2.0 * rows * n * k);
-        return mcl_dispatch(ctx, kernel, reads, 5, writes, 4, &npush, gx, gy, 1);
-    }
+    mcl_tensor *reads[4] = {x, w->body, w->d, bias ? bias : x};
     mcl_profile_op(ctx, dot ? "matmul gemv, integer dot" : "matmul gemv, float",
                    (double)w->body->nbytes + (double)w->d->nbytes + (double)x->nbytes +
                        4.0 * rows * n,
@@ -333,12 +315,12 @@ static mcl_status matmul_part(mcl_context *ctx, mcl_quant_path path, uint32_t fm
 {
     if (path == MCL_QUANT_PATH_DOT)
         return rows <= MCL_QUANT_GEMV_MAX_ROWS
-                   ? gemv_dispatch(ctx, 1, fmt, act, w, bias, c, rows, n, k, ldc, c0, NULL)
+                   ? gemv_dispatch(ctx, 1, fmt, act, w, bias, c, rows, n, k, ldc, c0)
                    : gemm_dot(ctx, fmt, act, w, bias, c, rows, n, k, ldc, c0);
     if (path == MCL_QUANT_PATH_MATRIX)
         return gemm_matrix(ctx, fmt, a, w, bias, c, rows, n, k, ldc, c0);
     if (rows <= MCL_QUANT_GEMV_MAX_ROWS)
-        return gemv_dispatch(ctx, 0, fmt, a, w, bias, c, rows, n, k, ldc, c0, NULL);
+        return gemv_dispatch(ctx, 0, fmt, a, w, bias, c, rows, n, k, ldc, c0);
     return gemm_float(ctx, fmt, a, w, bias, c, rows, n, k, ldc, c0);
 }
 
@@ -485,77 +467,4 @@ mcl_status mcl_matmul_quant(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, m
                             mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c)
 {
     return mcl_matmul_quant_ex(ctx, a, ta, b, tb, bias, c, MCL_QUANT_PATH_AUTO, NULL);
-}
-
-/* Whether the product of a checked p takes gemv_q_dot_norm: the integer-dot GEMV, W in one
- * part, rows of a multiple of 32. */
-static int norm_fusable(const quant_product *p)
-{
-    return p->path == MCL_QUANT_PATH_DOT && p->rows <= MCL_QUANT_GEMV_MAX_ROWS &&
-           p->part_rows >= p->n && p->n % 32 == 0;
-}
-
-int mcl_matmul_norm_fuses(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w,
-                          const mcl_tensor *x)
-{
-    quant_product p;
-    if (!ctx || !a || !w || !x || mcl_quant_format(w->dtype) < 0)
-        return 0;
-    return mcl_quant_check(ctx, (mcl_tensor *)a, MCL_NO_TRANSPOSE, (mcl_tensor *)w,
-                           MCL_TRANSPOSE, NULL, (mcl_tensor *)x, MCL_QUANT_PATH_AUTO, &p) ==
-               MCL_SUCCESS &&
-           norm_fusable(&p);
-}
-
-mcl_status mcl_matmul_norm_given(mcl_context *ctx, const mcl_tensor *a, mcl_tensor *act,
-                                 const mcl_tensor *w, const mcl_tensor *bias, mcl_tensor *x,
-                                 const mcl_gemv_norm *norm)
-{
-    const char *op = "mcl_matmul_norm_given";
-    if (!ctx || !a || !act || !w || !x || !norm || !norm->weight || !norm->counter ||
-        !norm->out || !norm->act)
-        return MCL_ERROR_INVALID_ARGUMENT;
-    quant_product p;
-    mcl_status status = mcl_quant_check(ctx, (mcl_tensor *)a, MCL_NO_TRANSPOSE, (mcl_tensor *)w,
-                                        MCL_TRANSPOSE, (mcl_tensor *)bias, x,
-                                        MCL_QUANT_PATH_AUTO, &p);
-    if (status != MCL_SUCCESS)
-        return status;
-    if (!norm_fusable(&p))
-        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
-                        "%s: the product is not one integer-dot GEMV of rows a multiple of 32",
-                        op);
-    const mcl_tensor *t[5] = {act, norm->weight, norm->counter, norm->out, norm->act};
-    for (int i = 0; i < 5; i++)
-        if (t[i]->ctx != ctx)
-            return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "%s: tensor of another context", op);
-    uint64_t words = (uint64_t)p.rows * (p.n / 32) * 10;
-    if (norm->weight->dtype != MCL_DTYPE_F32 || norm->out->dtype != MCL_DTYPE_F32 ||
-        act->dtype != MCL_DTYPE_I32 || norm->act->dtype != MCL_DTYPE_I32 ||
-        norm->counter->dtype != MCL_DTYPE_I32)
-        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
-                        "%s: the norm's weight and output f32, the quantizations and the "
-                        "counter 32-bit integers", op);
-    if (mcl_tensor_numel(norm->weight) != p.n || !mcl_tensor_same_shape(norm->out, x) ||
-        norm->act->nbytes < words * 4 || norm->counter->nbytes < 4 ||
-        act->nbytes < (uint64_t)p.rows * (p.k / MCL_QUANT_LANE_WEIGHTS) *
-                          MCL_QUANT_ACT_WORDS * 4)
-        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                        "%s: the norm's weight [%u], its output x's shape, its quantization "
-                        "%llu words, the counter one, a's quantization whole", op, p.n,
-                        (unsigned long long)words);
-    const mcl_tensor *all[8] = {a, act, w, x, norm->weight, norm->counter, norm->out, norm->act};
-    for (int i = 0; i < 8; i++)
-        for (int j = i + 1; j <= 8; j++)
-            if (all[i] == (j < 8 ? all[j] : bias))
-                return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                                "%s: the tensors must be distinct", op);
-    weight_part wp;
-    if ((status = mcl_weight_part_views(ctx, (mcl_tensor *)w, p.n, p.k, 0, p.n, &wp)) !=
-        MCL_SUCCESS)
-        return status;
-    status = gemv_dispatch(ctx, 1, p.fmt, act, &wp, (mcl_tensor *)bias, x, p.rows, p.n, p.k,
-                           p.n, 0, norm);
-    mcl_weight_part_free(&wp);
-    return status;
 }

@@ -153,24 +153,6 @@ mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *a, uint32_t c
 mcl_status mcl_matmul_multi_given(mcl_context *ctx, const mcl_tensor *a, mcl_tensor *act,
                                   uint32_t count, const mcl_tensor *const *w,
                                   const mcl_tensor *const *bias, mcl_tensor *const *c);
-/* The norm epilogue of a decode step's product (mcl_matmul_norm_given): the norm's weight [N]
- * and eps, a counter (one 32-bit integer, 0, left 0), the normed rows and their quantization
- * for the integer-dot path (q8_1.glsl's layout). */
-typedef struct mcl_gemv_norm {
-    mcl_tensor *weight, *counter, *out, *act;
-    float eps;
-} mcl_gemv_norm;
-/* A decode step's product and the row step after it in one dispatch (gemv_q_dot_norm.comp):
- * x += a W^T (+ bias), then norm->out = RMSNorm(x) * norm->weight and norm->act its
- * quantization, as mcl_matmul_multi_given into h then mcl_norm_q8(h, ...) would make them
- * (the norm's sum of squares reduced in another order). act is a's quantization. Where the
- * product does not take the integer-dot GEMV in one part (mcl_matmul_norm_fuses is 0):
- * MCL_ERROR_UNSUPPORTED. */
-mcl_status mcl_matmul_norm_given(mcl_context *ctx, const mcl_tensor *a, mcl_tensor *act,
-                                 const mcl_tensor *w, const mcl_tensor *bias, mcl_tensor *x,
-                                 const mcl_gemv_norm *norm);
-int mcl_matmul_norm_fuses(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w,
-                          const mcl_tensor *x);
 /* Whether mcl_matmul(a, W^T) into c takes the integer-dot path, which quantizes a (0 for an
  * f32 W, and for arguments it would refuse). */
 int mcl_matmul_quantizes(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w,
