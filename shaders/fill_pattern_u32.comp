@@ -1,11 +1,13 @@
 #version 450
-// fill_pattern_u32: y[i] = mcl_hash(seed ^ mcl_hash(i)) for i in [0, n). A pattern that differs
-// per tensor (seed) and per word (i), so that two tensors sharing bytes cannot both read back
-// right: the allocator's no-aliasing tests write it into every tensor and check it on the CPU.
+// fill_pattern_u32: y[i] = mcl_hash(seed ^ mcl_hash(i)) for i in [0, n), except that where
+// stride > 0 every word i with i % stride == 0 is `value` (stride 1: every word). A pattern
+// that differs per tensor (seed) and per word (i), so that two tensors sharing bytes cannot
+// both read back right (the allocator's no-aliasing tests write it into every tensor and check
+// it on the CPU); with a stride, the benchmarks' random weights with fixed scales.
 //
 //   workgroup size : specialization constant 0
 //   set 0 binding 0: y (writeonly uint[])
-//   push constants : { uint n; uint seed; }
+//   push constants : { uint n; uint seed; uint stride; uint value; }
 #extension GL_GOOGLE_include_directive : require
 #include "hash.glsl"
 
@@ -13,14 +15,14 @@ layout(local_size_x_id = 0, local_size_x = 256) in;
 
 layout(std430, set = 0, binding = 0) writeonly buffer BufY { uint y[]; };
 
-layout(push_constant) uniform Push { uint n; uint seed; } pc;
+layout(push_constant) uniform Push { uint n; uint seed; uint stride; uint value; } pc;
 
 void main() {
     // Grid-stride loop; the stride is below 2^32 because the dispatch is capped at 65535
     // workgroups of at most 1024 invocations, and the loop stops before i can wrap.
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     for (uint i = gl_GlobalInvocationID.x; i < pc.n; i += stride) {
-        y[i] = mcl_hash(pc.seed ^ mcl_hash(i));
+        y[i] = pc.stride != 0u && i % pc.stride == 0u ? pc.value : mcl_hash(pc.seed ^ mcl_hash(i));
         if (stride >= pc.n - i) {
             break;
         }

@@ -49,6 +49,18 @@ static mcl_status open_gguf(mcl_model *m, const char *path)
     return MCL_SUCCESS;
 }
 
+mcl_model *mcl_model_new(mcl_context *ctx)
+{
+    mcl_model *m = mcl_mem_calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->ctx = ctx;
+    mcl_context_adopt(ctx, &m->child, model_release_child);
+    m->info.size = sizeof m->info;
+    m->info.bos = m->info.eos = -1;
+    return m;
+}
+
 mcl_status mcl_model_open(mcl_context *ctx, const char *path, const mcl_model_desc *desc,
                           mcl_model **out)
 {
@@ -76,13 +88,9 @@ mcl_status mcl_model_open(mcl_context *ctx, const char *path, const mcl_model_de
                         mcl_dtype_name(desc->weight_type) ? mcl_dtype_name(desc->weight_type)
                                                           : "an unknown type");
     double t0 = seconds_now();
-    mcl_model *m = mcl_mem_calloc(1, sizeof *m);
+    mcl_model *m = mcl_model_new(ctx);
     if (!m)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    m->ctx = ctx;
-    mcl_context_adopt(ctx, &m->child, model_release_child);
-    m->info.size = sizeof m->info;
-    m->info.bos = m->info.eos = -1;
     mcl_status status = mcl_model_ends_with(path, ".gguf") || !mcl_model_checkpoint_path(path)
                             ? open_gguf(m, path)
                             : mcl_model_open_checkpoint(m, path);

@@ -42,6 +42,11 @@ static inline int mcl_model_ends_with(const char *s, const char *suffix)
 /* MCL_SUCCESS while the model's context lives (the engine asks before a session). */
 mcl_status mcl_model_context_check(const mcl_model *model);
 
+/* An empty model of ctx (no file, no tensors; bos and eos -1), released with ctx or by
+ * mcl_model_close: what mcl_model_open fills, and the benchmarks' models made on the device.
+ * NULL when out of host memory. */
+mcl_model *mcl_model_new(mcl_context *ctx);
+
 struct mcl_model {
     mcl_context *ctx;
     mcl_child child;           /* on the context's list: released with it */

@@ -97,7 +97,8 @@ typedef struct mm_run {
 mcl_status bench_matmul_once(bench *b, void *user, int rep);
 void bench_mm_free(mm_run *r);
 
-/* Model files (bench_model.c): a llama-shaped GGUF of random weights, one block type. */
+/* Models (bench_model.c, bench_synth.c): llama-shaped, random weights of one block type, in a
+ * GGUF file or made on the device. */
 typedef struct bench_llama_shape {
     uint32_t dim, layers, heads, kv_heads, hidden, vocab;
     uint32_t type; /* MCL_GGML_* block type of the matrices */
@@ -111,6 +112,27 @@ uint64_t bench_llama_layer_bytes(const bench_llama_shape *s);
 uint64_t bench_llama_layer_read_bytes(const bench_llama_shape *s);
 /* Write the file (in a child process); 0 on success, else nothing is left at path. */
 int bench_write_llama(const char *path, const bench_llama_shape *s);
+/* The model's tensors in the file's order: a matrix [rows, k] of the shape's block type, an
+ * expert stack (each of `experts` experts a matrix [rows, k]), a norm [rows] of ones, a
+ * router [rows = experts, k] of f32 bench_llama_router(i) for element i. A matrix's seed (a
+ * stack's first, one an expert) picks its pseudo-random codes. fn's nonzero return stops the
+ * walk and is returned as 1. */
+enum { BENCH_MATRIX, BENCH_STACK, BENCH_NORM, BENCH_ROUTER };
+typedef struct bench_tensor {
+    char name[64];
+    uint32_t kind, type;
+    uint64_t rows, k;
+    uint64_t seed;
+} bench_tensor;
+typedef int (*bench_tensor_fn)(void *user, const bench_tensor *t);
+int bench_llama_tensors(const bench_llama_shape *s, bench_tensor_fn fn, void *user);
+float bench_llama_router(uint64_t i);
+/* The same model made on the device, without a file (bench_synth.c): the matrices' codes
+ * pseudo-random words written by the GPU (tools/support/pattern.h), every block's scales the
+ * file's (fp16 2^-7), norms of ones, the file's router; expert stacks in host memory with
+ * host_experts (as MCL_MODEL_EXPERTS_IN_HOST_MEMORY). Closed by mcl_model_close. */
+mcl_status bench_synth_llama(mcl_context *ctx, const bench_llama_shape *s, int host_experts,
+                             mcl_model **out);
 
 /* Benchmarks. Each returns 0 on success. */
 int bench_stream(bench *b);

@@ -1,5 +1,6 @@
-/* Inference with a session (docs/inference.md) on a llama-shaped GGUF of random weights
- * written by a child process: shape=7b (width 4096, 32 layers, 32/8 heads, feed-forward
+/* Inference with a session (docs/inference.md) on a llama-shaped model of random weights,
+ * made on the device (bench_synth.c), or with file=1 written to a GGUF file by a child
+ * process and loaded from it (dir=D, default /tmp): shape=7b (width 4096, 32 layers, 32/8 heads, feed-forward
  * 14336), shape=1b (2048, 16, 32/8, 8192) or shape=mixtral (7b's with 8 experts of 14336, 2
  * a token: the bytes a token reads count the router and its two experts), vocabulary 32000,
  * type=q4_0|q8_0|q4_K; shape=small and shape=moe-small, a tiny dense model and a tiny
@@ -15,7 +16,7 @@
  * memory and a session's expert cache of M MiB; figures of one more decode run of tokens=M
  * steps: tokens/s, the cache's hit rate and bytes moved per token, and in the same run the
  * rate at which the device reads host memory (a copy out of a host-memory tensor) and the
- * upload rate through the staging path. The file is removed at the end. */
+ * upload rate through the staging path. A file is removed at the end. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,10 +268,11 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
     double t0 = bench_now();
     mcl_model_desc md = {.size = sizeof md,
                          .flags = expert_budget ? MCL_MODEL_EXPERTS_IN_HOST_MEMORY : 0};
-    if (mcl_model_open(b->ctx, path, &md, &model) != MCL_SUCCESS)
+    if (path ? mcl_model_open(b->ctx, path, &md, &model)
+             : bench_synth_llama(b->ctx, shape, expert_budget != 0, &model))
         goto done;
     char name[160];
-    snprintf(name, sizeof name, "%s: load", label);
+    snprintf(name, sizeof name, path ? "%s: load" : "%s: made on the device", label);
     bench_figure(b, name, bench_now() - t0, "s");
     mcl_session_desc sd = {.size = sizeof sd, .context_length = prompt + steps + 8,
                            .sequences = seqs, .batch_tokens = prompt, .kv_type = kv_type,
@@ -628,10 +630,13 @@ int bench_decode(bench *b, int prefill_only)
     snprintf(label, sizeof label, "%s %s%s%s", shape_name, type_name,
              kv_type == MCL_DTYPE_F16 ? " f16 cache" : "",
              expert_mib > 0 ? ", experts in host memory" : "");
-    if (bench_write_llama(path, &shape) != 0)
+    /* file=1: the model written to a GGUF file and loaded from it; else made on the device. */
+    int from_file = bench_arg(b, "file", 0) != 0;
+    if (from_file && bench_write_llama(path, &shape) != 0)
         return 1;
-    int rc = run(b, path, &shape, prompt, steps, seqs, repeat, kv_type,
+    int rc = run(b, from_file ? path : NULL, &shape, prompt, steps, seqs, repeat, kv_type,
                  (uint64_t)(expert_mib * 1048576.0), prefill_only, label);
-    unlink(path);
+    if (from_file)
+        unlink(path);
     return rc;
 }

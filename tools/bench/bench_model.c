@@ -1,4 +1,4 @@
-/* Llama-shaped GGUF files of random weights for the benchmarks (bench.h, "Model files"): the
+/* Llama-shaped GGUF files of random weights for the benchmarks (bench.h, "Models"): the
  * matrices in one block type with finite scales and pseudo-random codes, norms of ones, no
  * tokenizer. Written by a child process, so that the writer's memory is not the
  * benchmark's. */
@@ -84,12 +84,10 @@ static int add_norm(mcl_gguf_writer *w, const char *name, const float *ones, uin
            MCL_SUCCESS;
 }
 
-/* The file at `path`; 0 on success. */
 /* An expert stack [experts, n, k]: each expert's blocks filled as a matrix of its own. */
 static int add_stack(mcl_gguf_writer *w, const bench_llama_shape *s, const char *name,
-                     uint64_t n, uint64_t k, unsigned char *scratch, uint64_t *seed)
+                     uint64_t n, uint64_t k, uint64_t *seed)
 {
-    (void)scratch;
     uint64_t one = bench_llama_matrix_bytes(s, n, k);
     unsigned char *stack = malloc(one * s->experts);
     if (!stack)
@@ -103,6 +101,95 @@ static int add_stack(mcl_gguf_writer *w, const bench_llama_shape *s, const char 
     return bad;
 }
 
+float bench_llama_router(uint64_t i)
+{
+    return (float)((i * 2654435761u) % 1000u) / 1000.0f - 0.5f;
+}
+
+int bench_llama_tensors(const bench_llama_shape *s, bench_tensor_fn fn, void *user)
+{
+    const uint64_t kv = (uint64_t)s->dim / s->heads * s->kv_heads;
+    uint64_t seed = 1;
+    bench_tensor t = {.type = s->type};
+#define EMIT(what, n, k_)                                                                      \
+    do {                                                                                       \
+        t.kind = (what), t.rows = (n), t.k = (k_), t.seed = seed;                               \
+        seed += t.kind == BENCH_STACK ? s->experts : t.kind == BENCH_MATRIX;                    \
+        if (fn(user, &t) != 0)                                                                 \
+            return 1;                                                                          \
+    } while (0)
+#define NAME(x) snprintf(t.name, sizeof t.name, "blk.%u.%s", l, x)
+    snprintf(t.name, sizeof t.name, "token_embd.weight");
+    EMIT(BENCH_MATRIX, s->vocab, s->dim);
+    for (uint32_t l = 0; l < s->layers; l++) {
+        NAME("attn_norm.weight");
+        EMIT(BENCH_NORM, s->dim, 0);
+        NAME("attn_q.weight");
+        EMIT(BENCH_MATRIX, s->dim, s->dim);
+        NAME("attn_k.weight");
+        EMIT(BENCH_MATRIX, kv, s->dim);
+        NAME("attn_v.weight");
+        EMIT(BENCH_MATRIX, kv, s->dim);
+        NAME("attn_output.weight");
+        EMIT(BENCH_MATRIX, s->dim, s->dim);
+        NAME("ffn_norm.weight");
+        EMIT(BENCH_NORM, s->dim, 0);
+        if (s->experts) {
+            NAME("ffn_gate_inp.weight");
+            EMIT(BENCH_ROUTER, s->experts, s->dim);
+            NAME("ffn_gate_exps.weight");
+            EMIT(BENCH_STACK, s->hidden, s->dim);
+            NAME("ffn_up_exps.weight");
+            EMIT(BENCH_STACK, s->hidden, s->dim);
+            NAME("ffn_down_exps.weight");
+            EMIT(BENCH_STACK, s->dim, s->hidden);
+            continue;
+        }
+        NAME("ffn_gate.weight");
+        EMIT(BENCH_MATRIX, s->hidden, s->dim);
+        NAME("ffn_up.weight");
+        EMIT(BENCH_MATRIX, s->hidden, s->dim);
+        NAME("ffn_down.weight");
+        EMIT(BENCH_MATRIX, s->dim, s->hidden);
+    }
+    snprintf(t.name, sizeof t.name, "output_norm.weight");
+    EMIT(BENCH_NORM, s->dim, 0);
+    snprintf(t.name, sizeof t.name, "output.weight");
+    EMIT(BENCH_MATRIX, s->vocab, s->dim);
+#undef NAME
+#undef EMIT
+    return 0;
+}
+
+typedef struct file_writer {
+    mcl_gguf_writer *w;
+    const bench_llama_shape *s;
+    unsigned char *scratch;
+    float *ones, *router;
+} file_writer;
+
+static int write_tensor(void *user, const bench_tensor *t)
+{
+    file_writer *f = user;
+    const bench_llama_shape *s = f->s;
+    switch (t->kind) {
+    case BENCH_NORM:
+        return add_norm(f->w, t->name, f->ones, t->rows);
+    case BENCH_ROUTER: {
+        uint64_t dims[2] = {t->k, t->rows};
+        return mcl_gguf_writer_add_tensor(f->w, t->name, 2, dims, MCL_GGML_F32, f->router,
+                                          4ull * t->rows * t->k) != MCL_SUCCESS;
+    }
+    case BENCH_STACK: {
+        uint64_t seed = t->seed;
+        return add_stack(f->w, s, t->name, t->rows, t->k, &seed);
+    }
+    default:
+        return add_matrix(f->w, s, t->name, t->rows, t->k, f->scratch, t->seed);
+    }
+}
+
+/* The file at `path`; 0 on success. */
 static int write_model(const char *path, const bench_llama_shape *s)
 {
     mcl_gguf_writer *w = mcl_gguf_writer_create(3, 32);
@@ -133,39 +220,9 @@ static int write_model(const char *path, const bench_llama_shape *s)
     if (s->experts && !router)
         return 1;
     for (uint64_t i = 0; router && i < (uint64_t)s->experts * s->dim; i++)
-        router[i] = (float)((i * 2654435761u) % 1000u) / 1000.0f - 0.5f;
-    uint64_t seed = 1;
-    bad |= add_matrix(w, s, "token_embd.weight", s->vocab, s->dim, scratch, seed++);
-    char name[64];
-    const uint64_t kv = (uint64_t)s->dim / s->heads * s->kv_heads;
-    for (uint32_t l = 0; l < s->layers && !bad; l++) {
-#define NAME(x) (snprintf(name, sizeof name, "blk.%u.%s", l, x), name)
-        bad |= add_norm(w, NAME("attn_norm.weight"), ones, s->dim);
-        bad |= add_matrix(w, s, NAME("attn_q.weight"), s->dim, s->dim, scratch, seed++);
-        bad |= add_matrix(w, s, NAME("attn_k.weight"), kv, s->dim, scratch, seed++);
-        bad |= add_matrix(w, s, NAME("attn_v.weight"), kv, s->dim, scratch, seed++);
-        bad |= add_matrix(w, s, NAME("attn_output.weight"), s->dim, s->dim, scratch, seed++);
-        bad |= add_norm(w, NAME("ffn_norm.weight"), ones, s->dim);
-        if (s->experts) {
-            uint64_t dims[3] = {s->dim, s->experts, 1};
-            bad |= mcl_gguf_writer_add_tensor(w, NAME("ffn_gate_inp.weight"), 2, dims,
-                                              MCL_GGML_F32, router,
-                                              4ull * s->experts * s->dim) != MCL_SUCCESS;
-            bad |= add_stack(w, s, NAME("ffn_gate_exps.weight"), s->hidden, s->dim, scratch,
-                             &seed);
-            bad |= add_stack(w, s, NAME("ffn_up_exps.weight"), s->hidden, s->dim, scratch,
-                             &seed);
-            bad |= add_stack(w, s, NAME("ffn_down_exps.weight"), s->dim, s->hidden, scratch,
-                             &seed);
-            continue;
-        }
-        bad |= add_matrix(w, s, NAME("ffn_gate.weight"), s->hidden, s->dim, scratch, seed++);
-        bad |= add_matrix(w, s, NAME("ffn_up.weight"), s->hidden, s->dim, scratch, seed++);
-        bad |= add_matrix(w, s, NAME("ffn_down.weight"), s->dim, s->hidden, scratch, seed++);
-#undef NAME
-    }
-    bad |= add_norm(w, "output_norm.weight", ones, s->dim);
-    bad |= add_matrix(w, s, "output.weight", s->vocab, s->dim, scratch, seed++);
+        router[i] = bench_llama_router(i);
+    file_writer f = {w, s, scratch, ones, router};
+    bad |= bad ? 1 : bench_llama_tensors(s, write_tensor, &f);
     free(scratch);
     free(ones);
     free(router);

@@ -7,19 +7,24 @@
 typedef struct pattern_push {
     uint32_t n;
     uint32_t seed;
+    uint32_t stride;
+    uint32_t value;
 } pattern_push;
 
 /* Enough workgroups to fill the device; the shader's grid-stride loop covers the rest. */
 #define MCL_MAX_PATTERN_GROUPS 65535u
 
-mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *t, uint32_t seed)
+mcl_status mcl_fill_pattern_ex(mcl_context *ctx, mcl_tensor *t, uint32_t seed, uint32_t stride,
+                               uint32_t value)
 {
     if (!ctx || !t)
         return MCL_ERROR_INVALID_ARGUMENT;
     if (t->ctx != ctx)
         return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT, "mcl_fill_pattern: tensor of another context");
-    if (mcl_dtype_size(t->dtype) != 4)
-        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_fill_pattern takes 4-byte elements");
+    if (t->nbytes % 4 != 0 || t->nbytes / 4 > UINT32_MAX)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_fill_pattern: %llu bytes are not a whole number of words below 2^32",
+                        (unsigned long long)t->nbytes);
     const mcl_kernel_desc desc = {
         .id = MCL_KERNEL_FILL_PATTERN_U32,
         .module = &mcl_spirv_tool_modules[MCL_KERNEL_FILL_PATTERN_U32],
@@ -31,9 +36,19 @@ mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *t, uint32_t seed)
     if (status != MCL_SUCCESS)
         return status;
     uint32_t local = mcl_kernel_local_size(kernel);
-    pattern_push push = {.n = (uint32_t)(t->nbytes / 4), .seed = seed};
+    pattern_push push = {.n = (uint32_t)(t->nbytes / 4), .seed = seed, .stride = stride,
+                         .value = value};
     uint64_t groups = (push.n + (uint64_t)local - 1) / local;
     if (groups > MCL_MAX_PATTERN_GROUPS)
         groups = MCL_MAX_PATTERN_GROUPS;
     return mcl_dispatch(ctx, kernel, NULL, 0, &t, 1, &push, (uint32_t)groups, 1, 1);
+}
+
+mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *t, uint32_t seed)
+{
+    if (!ctx || !t)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (mcl_dtype_size(t->dtype) != 4)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_fill_pattern takes 4-byte elements");
+    return mcl_fill_pattern_ex(ctx, t, seed, 0, 0);
 }

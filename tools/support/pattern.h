@@ -2,10 +2,35 @@
 #ifndef MCL_SUPPORT_PATTERN_H
 #define MCL_SUPPORT_PATTERN_H
 
+#include <stdint.h>
+
 #include "motifcl.h"
 
 /* Fill a 4-byte-element tensor with mcl_hash(seed ^ mcl_hash(i)) for word i: a pattern
  * distinct per tensor and per word, for no-aliasing checks. */
 mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *tensor, uint32_t seed);
+
+/* The same into the words of any tensor whose bytes are a multiple of 4 (a bytes view of a
+ * block-quantised one), except that where stride > 0 every word i with i % stride == 0 is
+ * `value` (stride 1: every word). Below 2^32 words. */
+mcl_status mcl_fill_pattern_ex(mcl_context *ctx, mcl_tensor *tensor, uint32_t seed,
+                               uint32_t stride, uint32_t value);
+
+/* Word i of that pattern, computed on the CPU (hash.glsl's mcl_hash). */
+static inline uint32_t mcl_pattern_hash(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+}
+
+static inline uint32_t mcl_pattern_word(uint32_t seed, uint32_t i, uint32_t stride,
+                                        uint32_t value)
+{
+    return stride && i % stride == 0 ? value : mcl_pattern_hash(seed ^ mcl_pattern_hash(i));
+}
 
 #endif
