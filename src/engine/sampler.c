@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/hash.h"
 #include "../ops/ops_internal.h"
 
 #include "engine_internal.h"
@@ -98,17 +99,6 @@ static uint32_t top_k_ids(const float *l, uint32_t vocab, uint32_t k, int32_t *i
     return n;
 }
 
-/* The 32-bit hash of shaders/hash.glsl. */
-static uint32_t hash32(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    return x;
-}
-
 uint32_t mcl_sample_key(uint64_t seed, uint64_t draw)
 {
     return (uint32_t)(mix64(seed ^ mix64(draw)) >> 32);
@@ -116,7 +106,7 @@ uint32_t mcl_sample_key(uint64_t seed, uint64_t draw)
 
 double mcl_sample_gumbel(uint32_t key, uint32_t token)
 {
-    uint32_t h = hash32(hash32(token) ^ key);
+    uint32_t h = mcl_hash32(mcl_hash32(token) ^ key);
     double u = ((double)(h >> 9) + 0.5) / 8388608.0;
     return -log(-log1p(u - 1.0));
 }

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "motifcl.h"
+#include "core/hash.h"
 
 /* Fill a 4-byte-element tensor with mcl_hash(seed ^ mcl_hash(i)) for word i: a pattern
  * distinct per tensor and per word, for no-aliasing checks. */
@@ -16,21 +17,11 @@ mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *tensor, uint32_t seed)
 mcl_status mcl_fill_pattern_ex(mcl_context *ctx, mcl_tensor *tensor, uint32_t seed,
                                uint32_t stride, uint32_t value);
 
-/* Word i of that pattern, computed on the CPU (hash.glsl's mcl_hash). */
-static inline uint32_t mcl_pattern_hash(uint32_t x)
-{
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    x ^= x >> 16;
-    return x;
-}
-
+/* Word i of that pattern, computed on the CPU. */
 static inline uint32_t mcl_pattern_word(uint32_t seed, uint32_t i, uint32_t stride,
                                         uint32_t value)
 {
-    return stride && i % stride == 0 ? value : mcl_pattern_hash(seed ^ mcl_pattern_hash(i));
+    return stride && i % stride == 0 ? value : mcl_hash32(seed ^ mcl_hash32(i));
 }
 
 #endif
