@@ -1,7 +1,8 @@
 /* The benchmarks' models made on the device (tools/bench/bench_synth.c) against the same
  * shapes written to a GGUF file and loaded (bench_model.c): the same model description, every
  * tensor's words as the pattern says (pseudo-random codes, fixed scales in the device layout,
- * norms of ones, the router's values), finite logits; control: the pattern of another seed. */
+ * f32 matrices' uniform values, norms of ones, the router's values), finite logits; control:
+ * the pattern of another seed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,14 +49,19 @@ static int check_tensor(void *user, const bench_tensor *bt)
     assert_mcl_ok(mcl_tensor_bytes_view(t->tensor, 0, bytes, &raw));
     assert_mcl_ok(mcl_tensor_download(raw, 0, got, bytes));
     mcl_tensor_destroy(raw);
-    mcl_quant_layout l;
+    mcl_quant_layout l = {0};
     int block = bt->kind == BENCH_MATRIX || bt->kind == BENCH_STACK;
-    if (block)
+    if (block && t->dtype != MCL_DTYPE_F32)
         assert_true(mcl_quant_layout_of(t->dtype, &l));
-    uint64_t blocks = block ? bytes / l.block_bytes : 0;
+    uint64_t blocks = l.block_bytes ? bytes / l.block_bytes : 0;
     for (uint64_t i = 0; i < n; i++) {
         uint32_t want, other = 0;
-        if (block) {
+        if (block && t->dtype == MCL_DTYPE_F32) {
+            float f = mcl_pattern_uniform((uint32_t)bt->seed, (uint32_t)i, BENCH_F32_SCALE);
+            float g = mcl_pattern_uniform((uint32_t)bt->seed + 1, (uint32_t)i, BENCH_F32_SCALE);
+            memcpy(&want, &f, 4);
+            memcpy(&other, &g, 4);
+        } else if (block) {
             want = matrix_word(&l, blocks, (uint32_t)bt->seed, i);
             other = matrix_word(&l, blocks, (uint32_t)bt->seed + 1, i);
         } else {
@@ -140,8 +146,8 @@ static const bench_llama_shape small = {.dim = 512, .layers = 2, .heads = 8, .kv
 static void dense_types(void **state)
 {
     (void)state;
-    const uint32_t types[3] = {MCL_GGML_Q4_0, MCL_GGML_Q8_0, MCL_GGML_Q4_K};
-    for (int i = 0; i < 3; i++) {
+    const uint32_t types[4] = {MCL_GGML_Q4_0, MCL_GGML_Q8_0, MCL_GGML_Q4_K, MCL_GGML_F32};
+    for (int i = 0; i < 4; i++) {
         bench_llama_shape s = small;
         s.type = types[i];
         one(&s, 0, mcl_ggml_type_name(types[i]));

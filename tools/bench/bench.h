@@ -118,6 +118,9 @@ int bench_write_llama(const char *path, const bench_llama_shape *s);
  * stack's first, one an expert) picks its pseudo-random codes. fn's nonzero return stops the
  * walk and is returned as 1. */
 enum { BENCH_MATRIX, BENCH_STACK, BENCH_NORM, BENCH_ROUTER };
+/* f32 matrices: values uniform in [-BENCH_F32_SCALE, BENCH_F32_SCALE) (a power of two: the
+ * CPU's pattern is the GPU's bit for bit). */
+#define BENCH_F32_SCALE 0.015625f
 typedef struct bench_tensor {
     char name[64];
     uint32_t kind, type;

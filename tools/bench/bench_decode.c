@@ -3,7 +3,7 @@
  * process and loaded from it (dir=D, default /tmp): shape=7b (width 4096, 32 layers, 32/8 heads, feed-forward
  * 14336), shape=1b (2048, 16, 32/8, 8192) or shape=mixtral (7b's with 8 experts of 14336, 2
  * a token: the bytes a token reads count the router and its two experts), vocabulary 32000,
- * type=q4_0|q8_0|q4_K; shape=small and shape=moe-small, a tiny dense model and a tiny
+ * type=q4_0|q8_0|q4_K|f32; shape=small and shape=moe-small, a tiny dense model and a tiny
  * mixture for a smoke test (width 512, 2 layers, 8/4 heads, feed-forward 1024, vocabulary 512).
  * prompt=N tokens (default 512) run as one pass, then tokens=M decode steps (default 64) of
  * one token each, the logits read back at every step (repeat=R times from the prompt, the
@@ -597,8 +597,10 @@ int bench_decode(bench *b, int prefill_only)
         shape.type = MCL_GGML_Q8_0;
     else if (strcmp(type_name, "q4_K") == 0)
         shape.type = MCL_GGML_Q4_K;
+    else if (strcmp(type_name, "f32") == 0)
+        shape.type = MCL_GGML_F32;
     else {
-        fprintf(stderr, "motifcl-bench %s: type is q4_0, q8_0 or q4_K\n", what);
+        fprintf(stderr, "motifcl-bench %s: type is q4_0, q8_0, q4_K or f32\n", what);
         return 1;
     }
     mcl_dtype kv_type = MCL_DTYPE_F32;

@@ -28,7 +28,8 @@
  *   motifcl-bench memory              CPU cost of tensor create+destroy pairs
  *   motifcl-bench transfer            upload/download GB/s against a plain vkCmdCopyBuffer
  *   motifcl-bench decode              a session's prefill and decode on a llama-shaped model
- *                                     of random weights (shape=7b|1b type=q4_0|q8_0|q4_K
+ *                                     of random weights made on the device (file=1: a
+ *                                     GGUF file) (shape=7b|1b type=q4_0|q8_0|q4_K|f32
  *                                     prompt=N tokens=M seqs=S repeat=R kv=f32|f16;
  *                                     shape=mixtral|moe-small expert_mib=M: an expert cache),
  *                                     against the stream read; per-op GPU times of a step

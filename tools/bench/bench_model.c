@@ -13,6 +13,7 @@
 
 #include "bench.h"
 #include "io/gguf.h"
+#include "pattern.h"
 
 uint64_t bench_llama_matrix_bytes(const bench_llama_shape *s, uint64_t n, uint64_t k)
 {
@@ -40,9 +41,17 @@ uint64_t bench_llama_layer_read_bytes(const bench_llama_shape *s)
     return layer_bytes(s, s->experts ? s->experts_used : 1);
 }
 
-/* Blocks of `type` with a finite scale (fp16 2^-7) and pseudo-random codes. */
+/* Blocks of `type` with a finite scale (fp16 2^-7) and pseudo-random codes; f32 values
+ * uniform in [-BENCH_F32_SCALE, BENCH_F32_SCALE), the device's pattern (bench_synth.c). */
 static void fill(uint32_t type, unsigned char *p, uint64_t bytes, uint64_t seed)
 {
+    if (type == MCL_GGML_F32) {
+        for (uint64_t i = 0; i < bytes / 4; i++) {
+            float v = mcl_pattern_uniform((uint32_t)seed, (uint32_t)i, BENCH_F32_SCALE);
+            memcpy(p + 4 * i, &v, 4);
+        }
+        return;
+    }
     uint64_t block = mcl_ggml_block_bytes(type), x = seed * 0x9E3779B97F4A7C15ull + 1;
     for (uint64_t b = 0; b + block <= bytes; b += block) {
         for (uint64_t i = 0; i < block; i += 8) {

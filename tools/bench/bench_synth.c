@@ -2,7 +2,8 @@
  * tensors bench_model.c writes into a file, created in device memory and filled by the GPU,
  * so that a 7B or Mixtral-shaped model takes seconds and no disk. The matrices are in the
  * device layout of their block type (docs/quant-formats.md, "On the device"): every block's
- * scale words hold fp16 2^-7 (Q4_K: d and dmin), every other word is pseudo-random. */
+ * scale words hold fp16 2^-7 (Q4_K: d and dmin), every other word is pseudo-random; f32
+ * matrices hold the file's uniform values. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,8 @@ static mcl_status make_one(synth *y, const bench_tensor *bt)
     m->info.parameters += experts * bt->rows * (bt->k ? bt->k : 1);
     if (!(bt->kind == BENCH_STACK && y->host_experts))
         m->info.device_bytes += t->tensor->nbytes;
+    if (block && t->dtype == MCL_DTYPE_F32)
+        return mcl_fill_uniform(ctx, t->tensor, (uint32_t)bt->seed, BENCH_F32_SCALE);
     if (block)
         return fill_matrix(ctx, t->tensor, (uint32_t)bt->seed);
     uint64_t n = bt->rows * (bt->k ? bt->k : 1);

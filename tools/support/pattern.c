@@ -2,6 +2,8 @@
  * tests, linked into them and not shipped in the library. */
 #include "pattern.h"
 
+#include <string.h>
+
 #include "vk/runtime.h"
 
 typedef struct pattern_push {
@@ -9,13 +11,14 @@ typedef struct pattern_push {
     uint32_t seed;
     uint32_t stride;
     uint32_t value;
+    uint32_t floats;
 } pattern_push;
 
 /* Enough workgroups to fill the device; the shader's grid-stride loop covers the rest. */
 #define MCL_MAX_PATTERN_GROUPS 65535u
 
-mcl_status mcl_fill_pattern_ex(mcl_context *ctx, mcl_tensor *t, uint32_t seed, uint32_t stride,
-                               uint32_t value)
+static mcl_status fill(mcl_context *ctx, mcl_tensor *t, uint32_t seed, uint32_t stride,
+                       uint32_t value, uint32_t floats)
 {
     if (!ctx || !t)
         return MCL_ERROR_INVALID_ARGUMENT;
@@ -37,11 +40,28 @@ mcl_status mcl_fill_pattern_ex(mcl_context *ctx, mcl_tensor *t, uint32_t seed, u
         return status;
     uint32_t local = mcl_kernel_local_size(kernel);
     pattern_push push = {.n = (uint32_t)(t->nbytes / 4), .seed = seed, .stride = stride,
-                         .value = value};
+                         .value = value, .floats = floats};
     uint64_t groups = (push.n + (uint64_t)local - 1) / local;
     if (groups > MCL_MAX_PATTERN_GROUPS)
         groups = MCL_MAX_PATTERN_GROUPS;
     return mcl_dispatch(ctx, kernel, NULL, 0, &t, 1, &push, (uint32_t)groups, 1, 1);
+}
+
+mcl_status mcl_fill_pattern_ex(mcl_context *ctx, mcl_tensor *t, uint32_t seed, uint32_t stride,
+                               uint32_t value)
+{
+    return fill(ctx, t, seed, stride, value, 0);
+}
+
+mcl_status mcl_fill_uniform(mcl_context *ctx, mcl_tensor *t, uint32_t seed, float scale)
+{
+    if (!ctx || !t)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    if (t->dtype != MCL_DTYPE_F32)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_fill_uniform takes f32 tensors");
+    uint32_t bits;
+    memcpy(&bits, &scale, 4);
+    return fill(ctx, t, seed, 0, bits, 1);
 }
 
 mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *t, uint32_t seed)
@@ -50,5 +70,5 @@ mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *t, uint32_t seed)
         return MCL_ERROR_INVALID_ARGUMENT;
     if (mcl_dtype_size(t->dtype) != 4)
         return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_fill_pattern takes 4-byte elements");
-    return mcl_fill_pattern_ex(ctx, t, seed, 0, 0);
+    return fill(ctx, t, seed, 0, 0, 0);
 }

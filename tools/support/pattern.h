@@ -17,6 +17,17 @@ mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *tensor, uint32_t seed)
 mcl_status mcl_fill_pattern_ex(mcl_context *ctx, mcl_tensor *tensor, uint32_t seed,
                                uint32_t stride, uint32_t value);
 
+/* An f32 tensor's element i: (h / 2^23 - 1) * scale for h = mcl_hash(seed ^ mcl_hash(i)) >> 8,
+ * uniform in [-scale, scale); the CPU's value below is the GPU's bit for bit where scale is a
+ * power of two. */
+mcl_status mcl_fill_uniform(mcl_context *ctx, mcl_tensor *tensor, uint32_t seed, float scale);
+
+static inline float mcl_pattern_uniform(uint32_t seed, uint32_t i, float scale)
+{
+    uint32_t h = mcl_hash32(seed ^ mcl_hash32(i)) >> 8;
+    return ((float)h * (1.0f / 8388608.0f) - 1.0f) * scale;
+}
+
 /* Word i of that pattern, computed on the CPU. */
 static inline uint32_t mcl_pattern_word(uint32_t seed, uint32_t i, uint32_t stride,
                                         uint32_t value)
