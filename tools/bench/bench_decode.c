@@ -320,13 +320,13 @@ static int products(bench *b, mcl_session *s, const char *label)
         uint32_t count;
         const char *what;
     } cases[] = {
-        {1, 0, 2, "norm_q8 then gate and up, the session's quantization buffer"},
-        {2, 0, 2, "mcl_quantize_activations then gate and up, the session's buffer"},
-        {0, 0, 2, "gate and up from the session's buffer as it is"},
-        {0, 0, 1, "gate alone from the session's buffer as it is"},
-        {1, 1, 2, "norm_q8 then gate and up, a buffer of their own"},
-        {0, 1, 2, "gate and up from a buffer of their own as it is"},
-        {1, 0, 0, "norm_q8 then gate and up, the session's buffer, every layer's in turn"},
+        {1, 0, 2, "norm_q8 then layer 0's gate and up, the session's quantization buffer"},
+        {2, 0, 2, "mcl_quantize_activations then layer 0's gate and up, the session's buffer"},
+        {0, 0, 2, "layer 0's gate and up from the session's buffer as it is"},
+        {0, 0, 1, "layer 0's gate alone from the session's buffer as it is"},
+        {1, 1, 2, "norm_q8 then layer 0's gate and up, a buffer of their own"},
+        {0, 1, 2, "layer 0's gate and up from a buffer of their own as it is"},
+        {1, 0, 0, "norm_q8 then gate and up of every layer in turn, the session's buffer"},
     };
     char name[256];
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -337,7 +337,7 @@ static int products(bench *b, mcl_session *s, const char *label)
                                   s->info.norm_eps);
         if (t < 0)
             goto done;
-        snprintf(name, sizeof name, "%s: layer 0's products alone, %s", label, cases[c].what);
+        snprintf(name, sizeof name, "%s: products alone, %s", label, cases[c].what);
         bench_figure(b, name, t * 1e6, "us");
     }
     rc = 0;
