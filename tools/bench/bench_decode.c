@@ -380,10 +380,15 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
         goto done;
     /* Everything once before the clock: pipelines are created on first use, and each shape
      * of pass (the prompt's rows, one row, a batch's rows, longer caches) may choose its own
-     * kernels. */
+     * kernels; so is the sampler the decode loops take. (Before 2026-12-05 the first loop
+     * created its pipeline; in the run of evidence/h100-b06f7df-bench, with an empty
+     * pipeline cache, the slowest of five 7B q4_0 runs made 129.7 tokens/s, the fastest
+     * 315.9. Whether this was all of it is for the next run to show.) */
+    int32_t picked = 0;
     if (mcl_session_feed(s, 0, tokens, prompt, NULL) != MCL_SUCCESS ||
         mcl_session_feed(s, 0, tokens, 1, NULL) != MCL_SUCCESS ||
         mcl_session_feed(s, 0, tokens + 1, 1, NULL) != MCL_SUCCESS ||
+        mcl_session_sample(s, 0, NULL, &picked) != MCL_SUCCESS ||
         mcl_session_reset(s, 0) != MCL_SUCCESS)
         goto done;
     if (seqs > 1) {
@@ -392,7 +397,11 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
             if (mcl_session_feed(s, q, tokens, 8, NULL) != MCL_SUCCESS)
                 goto done;
         }
-        if (mcl_session_feed_batch(s, ids, tokens, seqs, NULL) != MCL_SUCCESS)
+        int32_t *chosen = malloc((size_t)seqs * sizeof *chosen);
+        int bad = !chosen || mcl_session_feed_batch(s, ids, tokens, seqs, NULL) != MCL_SUCCESS ||
+                  mcl_session_sample_batch(s, ids, seqs, NULL, chosen) != MCL_SUCCESS;
+        free(chosen);
+        if (bad)
             goto done;
         for (uint32_t q = 0; q < seqs; q++)
             if (mcl_session_reset(s, q) != MCL_SUCCESS)
