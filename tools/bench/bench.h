@@ -137,6 +137,13 @@ float bench_llama_router(uint64_t i);
 mcl_status bench_synth_llama(mcl_context *ctx, const bench_llama_shape *s, int host_experts,
                              mcl_model **out);
 
+/* motifcl-bench decode products=1 (bench_products.c): layer 0's gate and up products of the
+ * session's dense model timed alone, 200 calls after 20 under one wait, their quantization
+ * made by the step's norm or by mcl_quantize_activations, in the session's buffer or one of
+ * their own, given as it is; and every layer's in turn. Figures as "<label>: products
+ * alone, ..."; 0 on success. */
+int bench_products(bench *b, mcl_session *s, const char *label);
+
 /* Benchmarks. Each returns 0 on success. */
 int bench_stream(bench *b);
 int bench_peak(bench *b);

@@ -28,7 +28,6 @@
 #include "bench.h"
 #include "engine/engine_internal.h"
 #include "io/gguf.h"
-#include "ops/ops_internal.h"
 #include "vk/measure.h"
 
 /* The most repeats of the decode loop. */
@@ -255,102 +254,6 @@ static int expert_run(bench *b, mcl_session *s, const int32_t *tokens, uint32_t 
     return host_rates(b, label);
 }
 
-/* products=1: layer 0's gate and up products timed alone, 200 times after 20 (one wait),
- * and the same over every layer's in turn,
- * with the quantized activations written by the step's norm (mcl_norm_q8) or by
- * mcl_quantize_activations, in the session's buffer or a tensor of their own, or given as
- * they are: where a product is slower inside the step than alone (the K types on NVIDIA,
- * docs/tuning.md), which of these it takes to make it so. Each figure is a call's time,
- * its producer's included. */
-static double products_timed(mcl_context *ctx, int producer, mcl_tensor *x, mcl_tensor *n,
-                             mcl_tensor *act, const engine_layer *layers, uint32_t layer_count,
-                             uint32_t count, mcl_tensor *const *out, float eps)
-{
-    double t0 = 0;
-    for (int i = 0; i < 220; i++) {
-        const engine_layer *L = &layers[(uint32_t)i % layer_count];
-        const mcl_tensor *w[2] = {L->w_gate, L->w_up};
-        if (i == 20) {
-            if (mcl_finish(ctx) != MCL_SUCCESS)
-                return -1;
-            t0 = bench_now();
-        }
-        mcl_status st = MCL_SUCCESS;
-        if (producer == 1)
-            st = mcl_norm_q8(ctx, NULL, L->ffn_norm, eps, x, n, act);
-        else if (producer == 2)
-            st = mcl_quantize_activations(ctx, n, 1, (uint32_t)n->shape[1], act);
-        if (st == MCL_SUCCESS)
-            st = mcl_matmul_multi_given(ctx, n, act, count, w, NULL, out);
-        if (st != MCL_SUCCESS)
-            return -1;
-    }
-    if (mcl_finish(ctx) != MCL_SUCCESS)
-        return -1;
-    return (bench_now() - t0) / 200;
-}
-
-static int products(bench *b, mcl_session *s, const char *label)
-{
-    const engine_layer *L = &s->layers[0];
-    if (!L->w_gate) {
-        fprintf(stderr, "motifcl-bench decode: products=1 takes a dense model\n");
-        return 1;
-    }
-    mcl_context *ctx = b->ctx;
-    int64_t dim = L->w_gate->shape[1], hid = L->w_gate->shape[0];
-    int64_t row[2] = {1, dim}, wide[2] = {1, hid}, words = s->act->shape[0];
-    mcl_tensor *x = NULL, *n = NULL, *g = NULL, *u = NULL, *own = NULL;
-    float *host = malloc((size_t)dim * sizeof *host);
-    int rc = 1;
-    if (!host || mcl_tensor_create(ctx, MCL_DTYPE_F32, 2, row, &x) ||
-        mcl_tensor_create(ctx, MCL_DTYPE_F32, 2, row, &n) ||
-        mcl_tensor_create(ctx, MCL_DTYPE_F32, 2, wide, &g) ||
-        mcl_tensor_create(ctx, MCL_DTYPE_F32, 2, wide, &u) ||
-        mcl_tensor_create(ctx, MCL_DTYPE_I32, 1, &words, &own))
-        goto done;
-    for (int64_t i = 0; i < dim; i++)
-        host[i] = (float)((i * 37 % 101) - 50) / 50.0f;
-    if (mcl_tensor_upload(x, 0, host, (uint64_t)dim * 4) ||
-        mcl_tensor_upload(n, 0, host, (uint64_t)dim * 4))
-        goto done;
-    mcl_tensor *out[2] = {g, u};
-    static const struct {
-        int producer, own;
-        uint32_t count;
-        const char *what;
-    } cases[] = {
-        {1, 0, 2, "norm_q8 then layer 0's gate and up, the session's quantization buffer"},
-        {2, 0, 2, "mcl_quantize_activations then layer 0's gate and up, the session's buffer"},
-        {0, 0, 2, "layer 0's gate and up from the session's buffer as it is"},
-        {0, 0, 1, "layer 0's gate alone from the session's buffer as it is"},
-        {1, 1, 2, "norm_q8 then layer 0's gate and up, a buffer of their own"},
-        {0, 1, 2, "layer 0's gate and up from a buffer of their own as it is"},
-        {1, 0, 0, "norm_q8 then gate and up of every layer in turn, the session's buffer"},
-    };
-    char name[256];
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        /* count 0: both products, of every layer in turn (their weights not in a cache). */
-        uint32_t count = cases[c].count ? cases[c].count : 2;
-        double t = products_timed(ctx, cases[c].producer, x, n, cases[c].own ? own : s->act,
-                                  L, cases[c].count ? 1 : s->info.layers, count, out,
-                                  s->info.norm_eps);
-        if (t < 0)
-            goto done;
-        snprintf(name, sizeof name, "%s: products alone, %s", label, cases[c].what);
-        bench_figure(b, name, t * 1e6, "us");
-    }
-    rc = 0;
-done:
-    free(host);
-    mcl_tensor_destroy(x);
-    mcl_tensor_destroy(n);
-    mcl_tensor_destroy(g);
-    mcl_tensor_destroy(u);
-    mcl_tensor_destroy(own);
-    return rc;
-}
-
 static int run(bench *b, const char *path, const bench_llama_shape *shape, uint32_t prompt,
                uint32_t steps, uint32_t seqs, uint32_t repeat, mcl_dtype kv_type,
                uint64_t expert_budget, int prefill_only, const char *label)
@@ -407,7 +310,7 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
             if (mcl_session_reset(s, q) != MCL_SUCCESS)
                 goto done;
     }
-    if (bench_arg(b, "products", 0) != 0 && products(b, s, label) != 0)
+    if (bench_arg(b, "products", 0) != 0 && bench_products(b, s, label) != 0)
         goto done;
     /* The prompt as one pass: `repeat` times for `prefill`, the median the figure. */
     double pre[BENCH_MAX_REPEAT], pre_host[BENCH_MAX_REPEAT];
