@@ -21,6 +21,7 @@
 //   push constants : { uint n, out_dim, in_dim, C, seed; }
 //   grid           : (ceil(in / 64), ceil(out / 16), 1)
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 
 layout(local_size_x_id = 0, local_size_x = 64) in;
 layout(constant_id = 1) const uint HYPER_BUF = 0u;
