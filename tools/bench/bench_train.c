@@ -8,6 +8,7 @@
  * the live tensor memory after a step (persistent) and its peak (parameters, gradients,
  * moments, activations, scratch), the model's memory before its first pass, and the peak
  * less that (the activations and scratch: flat in depth with reversible blocks). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +172,17 @@ int bench_train(bench *b)
                    12.0 * cfg.layers * (double)seq * cfg.dim * (double)bt;
     snprintf(fig, sizeof fig, "%s: model FLOP rate (6N + 12LTd per token)", name);
     bench_modeled(b, fig, flops / dt * 1e-12, "TFLOP/s");
+    /* The RX 580 (6.17 TFLOP/s FP32, 256 GB/s) running this step at the shares of this
+     * device's FP32 peak and stream read that this run reached: modeled, no RX 580 ran. The
+     * step mixes products (bound by arithmetic) and element-wise passes (bound by memory);
+     * the whole step scaled by the larger of the two ratios is the low estimate. Measured
+     * after the memory figures: the stream read's buffers are not the step's. */
+    if (b->peak_tflops > 0 && bench_stream(b) == 0) {
+        double slower = fmax(b->peak_tflops / 6.17, b->stream_read_gbs / 256.0);
+        snprintf(fig, sizeof fig, "%s: RX 580 tokens/s, the step %.1fx slower (the lower of "
+                                  "FP32 peak and stream read)", name, slower);
+        bench_modeled(b, fig, (double)bt / (dt * slower), "tokens/s");
+    }
     if (b->profile) {
         /* The step captured again under the profiler, replayed as above. */
         mcl_graph_destroy(graph);
