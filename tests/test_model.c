@@ -25,6 +25,7 @@
 #include "quant/quant.h"
 #include "text/tokenizer.h"
 #include "tokenizer_files.h"
+#include "vk/inspect.h"
 
 static mcl_context *ctx;
 
@@ -579,6 +580,65 @@ static void weight_type_on_load(void **state)
         assert_true(all);
         mcl_model_close(model);
     }
+    undefine(&m);
+}
+
+static uint64_t imported_copies(const mcl_context *c)
+{
+    uint64_t imported, pinned;
+    mcl_inspect_transfers(c, &imported, &pinned);
+    return imported;
+}
+
+/* The weights never reach the device through the file's mapped pages imported as host memory
+ * (mcl_tensor_upload_no_import): with imports forced at any size, opening the float model
+ * (its f32 matrices go to the device as the file holds them) imports nothing, and its
+ * weights are the file's; control: one upload of 64 KiB from the same mapping with
+ * mcl_tensor_upload is imported. */
+static void load_never_imports(void **state)
+{
+    (void)state;
+    mcl_device_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_context_device_info(ctx, &info));
+    if (!(info.features_enabled & MCL_FEATURE_EXTERNAL_HOST_MEMORY)) {
+        mcl_test_note("load_never_imports", "capability skip: no VK_EXT_external_memory_host");
+        skip();
+    }
+    model_def m;
+    define(&m, 0);
+    write_gguf(&m, gguf_float, "llama", 3, 32);
+    setenv("MOTIFCL_TRANSFER", "import", 1);
+    mcl_context_desc cdesc = {.size = sizeof cdesc, .device_index = -1};
+    mcl_context *c = NULL;
+    mcl_status st = mcl_context_create(&cdesc, &c);
+    unsetenv("MOTIFCL_TRANSFER");
+    assert_mcl_ok(st);
+    mcl_model_desc desc = {.size = sizeof desc};
+    mcl_model *model = NULL;
+    assert_mcl_ok(mcl_model_open(c, gguf_float, &desc, &model));
+    uint64_t on_load = imported_copies(c);
+    char name[96];
+    snprintf(name, sizeof name, "copies imported while loading: %llu", (unsigned long long)on_load);
+    mcl_test_record_bool(name, on_load == 0);
+    assert_int_equal(on_load, 0);
+    mcl_model_close(model);
+
+    char why[256];
+    mcl_mapped file = {0};
+    assert_mcl_ok(mcl_mapped_open(gguf_float, &file, why, sizeof why));
+    int64_t n = 65536;
+    assert_true(file.size > (uint64_t)n + 8192);
+    mcl_tensor *t = NULL;
+    assert_mcl_ok(mcl_tensor_create(c, MCL_DTYPE_U8, 1, &n, &t));
+    assert_mcl_ok(mcl_tensor_upload(t, 0, file.data + 4096, (uint64_t)n));
+    uint64_t plain = imported_copies(c);
+    snprintf(name, sizeof name, "control: a plain upload from the mapping imported (%llu)",
+             (unsigned long long)plain);
+    mcl_test_record_bool(name, plain >= 1);
+    assert_true(plain >= 1);
+    mcl_mapped_close(&file);
+    assert_int_equal(mcl_context_validation_errors(c), 0);
+    mcl_context_destroy(c);
     undefine(&m);
 }
 
@@ -1165,6 +1225,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(gguf_every_type),
         cmocka_unit_test(gguf_and_checkpoint_agree),
         cmocka_unit_test(weight_type_on_load),
+        cmocka_unit_test(load_never_imports),
         cmocka_unit_test(budget_and_no_weights),
         cmocka_unit_test(qwen2_sharded),
         cmocka_unit_test(llama3_rope_scaling),

@@ -272,8 +272,10 @@ static mcl_status upload(model_tensor *t, float *f32, unsigned char *dev,
             else
                 status = mcl_quantize(t->dtype, f32, dev, (int64_t)(n * (uint64_t)k));
         }
+        /* Never through imported host memory: the file's mapped pages imported left the
+         * tensor reading at host-memory speed for a while on NVIDIA (runtime.h). */
         if (status == MCL_SUCCESS)
-            status = mcl_tensor_upload(t->tensor, r0 * out_row, src, n * out_row);
+            status = mcl_tensor_upload_no_import(t->tensor, r0 * out_row, src, n * out_row);
         *done += n * in_row;
         if (ahead)
             readahead_advance(ahead, *done);

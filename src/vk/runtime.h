@@ -133,6 +133,14 @@ int mcl_tensor_in_host_pool(const mcl_tensor *t);
 mcl_status mcl_tensor_bytes_view(mcl_tensor *owner, uint64_t offset, uint64_t bytes,
                                  mcl_tensor **out);
 
+/* mcl_tensor_upload that never imports src (VK_EXT_external_memory_host): for a file's
+ * mapped pages. On an H100 (driver 580.159.04) a tensor written by a copy from a file's
+ * imported pages was then read at about 45 GB/s, the device's rate over host memory, for
+ * hundreds of milliseconds: a model's products and prefill several times slower (docs/models.md,
+ * "Loading"). */
+mcl_status mcl_tensor_upload_no_import(mcl_tensor *t, uint64_t offset, const void *src,
+                                       uint64_t bytes);
+
 /* t's bytes set to zero (an upload of zeros). */
 mcl_status mcl_tensor_zero(mcl_tensor *t);
 

@@ -213,8 +213,9 @@ static mcl_status copy_pinned(mcl_context *ctx, mcl_tensor *t, uint64_t offset, 
     return status;
 }
 
-mcl_status mcl_transfer_upload(mcl_context *ctx, mcl_tensor *dst, uint64_t offset,
-                               const void *src, uint64_t bytes)
+/* An upload, through imported host memory where import is 1 and the path allows it. */
+static mcl_status transfer_upload(mcl_context *ctx, mcl_tensor *dst, uint64_t offset,
+                                  const void *src, uint64_t bytes, int import)
 {
     mcl_status status;
     uint64_t lo, hi;
@@ -230,7 +231,7 @@ mcl_status mcl_transfer_upload(mcl_context *ctx, mcl_tensor *dst, uint64_t offse
     if (ctx->allocator.transfer_mode != MCL_TRANSFER_STAGING &&
         (host = mcl_host_block_find(ctx, src, bytes, &host_offset)) != NULL)
         return copy_pinned(ctx, dst, offset, host, host_offset, bytes, 1);
-    if (import_span(ctx, src, bytes, &lo, &hi)) {
+    if (import && import_span(ctx, src, bytes, &lo, &hi)) {
         /* Ends first, through the ring, so that one submit carries them with the middle. */
         const char *from = src;
         int done;
@@ -244,6 +245,12 @@ mcl_status mcl_transfer_upload(mcl_context *ctx, mcl_tensor *dst, uint64_t offse
         return upload_staged(ctx, dst, offset + lo, from + lo, hi - lo);
     }
     return upload_staged(ctx, dst, offset, src, bytes);
+}
+
+mcl_status mcl_transfer_upload(mcl_context *ctx, mcl_tensor *dst, uint64_t offset,
+                               const void *src, uint64_t bytes)
+{
+    return transfer_upload(ctx, dst, offset, src, bytes, 1);
 }
 
 static mcl_status upload_staged(mcl_context *ctx, mcl_tensor *dst, uint64_t offset,
@@ -450,7 +457,8 @@ mcl_status mcl_tensor_zero(mcl_tensor *t)
     return status;
 }
 
-static mcl_status upload_entered(mcl_tensor *t, uint64_t offset, const void *src, uint64_t bytes)
+static mcl_status upload_entered(mcl_tensor *t, uint64_t offset, const void *src, uint64_t bytes,
+                                 int import)
 {
     if (t->ctx->stream.capture)
         return refuse_while_capturing(t, "upload");
@@ -460,7 +468,7 @@ static mcl_status upload_entered(mcl_tensor *t, uint64_t offset, const void *src
     mcl_quant_layout layout;
     if (mcl_quant_layout_of(t->dtype, &layout) && layout.split)
         return split_upload(t, &layout, offset, src, bytes);
-    return mcl_transfer_upload(t->ctx, t, offset, src, bytes);
+    return transfer_upload(t->ctx, t, offset, src, bytes, import);
 }
 
 mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, uint64_t bytes)
@@ -470,7 +478,20 @@ mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, ui
     mcl_status status = mcl_context_enter(t->ctx);
     if (status != MCL_SUCCESS)
         return status;
-    status = upload_entered(t, offset, src, bytes);
+    status = upload_entered(t, offset, src, bytes, 1);
+    mcl_context_leave(t->ctx);
+    return status;
+}
+
+mcl_status mcl_tensor_upload_no_import(mcl_tensor *t, uint64_t offset, const void *src,
+                                       uint64_t bytes)
+{
+    if (!t)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    mcl_status status = mcl_context_enter(t->ctx);
+    if (status != MCL_SUCCESS)
+        return status;
+    status = upload_entered(t, offset, src, bytes, 0);
     mcl_context_leave(t->ctx);
     return status;
 }
