@@ -709,13 +709,12 @@ MCL_API mcl_status mcl_matmul(mcl_context *ctx, const mcl_tensor *a, mcl_transpo
  *    mcl_dequantize()'d weights up to the order of summation. Every device runs it, and it is
  *    the only path under the polaris profile;
  *  - integer dot (where the device's packed 8-bit dot product is accelerated and no quirk
- *    disables it; every format up to 8 rows of a, the K types only where MOTIFCL_QUANT_PATH=dot
- *    or MOTIFCL_FORCE=integer-dot asks for it; Q8_0 and Q4_0 beyond 8 rows where the matrix
+ *    disables it; every format up to 8 rows of a, Q8_0 and Q4_0 beyond where the matrix
  *    path does not run, the K types' larger products taking the float path): a is quantized
  *    on the GPU to 8 bits per 32 values (about 0.4% RMS error on the activations), so
  *    results differ slightly between devices and paths;
- *  - matrix (more than 8 rows of a, Q8_0 and Q4_0, where the device has cooperative
- *    matrices: MCL_FEATURE_COOPERATIVE_MATRIX): a and the dequantized W are rounded to f16 (2^-11
+ *  - matrix (more than 8 rows of a, every format, where the device has cooperative matrices:
+ *    MCL_FEATURE_COOPERATIVE_MATRIX): a and the dequantized W are rounded to f16 (2^-11
  *    relative; an element of a beyond 65504 in magnitude becomes infinite) and multiplied on
  *    the device's matrix units, accumulating in f32.
  * MOTIFCL_QUANT_PATH=float|dot or MOTIFCL_DISABLE (integer-dot, cooperative-matrix) /

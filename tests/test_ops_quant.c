@@ -1148,10 +1148,7 @@ static void path_selection(void **state)
 
     for (size_t f = 0; f < FORMAT_COUNT; f++) {
         mcl_dtype t = all_formats[f];
-        /* Unasked, the K types take the float path (quant_plan.c, k_type). */
-        int k_type = t == MCL_DTYPE_Q4_K || t == MCL_DTYPE_Q5_K || t == MCL_DTYPE_Q6_K;
-        mcl_quant_path want = has_dot && accelerated && !k_type ? MCL_QUANT_PATH_DOT
-                                                                : MCL_QUANT_PATH_FLOAT;
+        mcl_quant_path want = has_dot && accelerated ? MCL_QUANT_PATH_DOT : MCL_QUANT_PATH_FLOAT;
         assert_int_equal(mcl_quant_path_select(ctx, t), want);
         /* Forcing: MOTIFCL_FORCE=integer-dot takes the dot path wherever the device has
          * integer dot product enabled, accelerated or not; MOTIFCL_QUANT_PATH overrides. */
@@ -1164,10 +1161,10 @@ static void path_selection(void **state)
         switch_env("MOTIFCL_QUANT_PATH", "dot");
         assert_int_equal(mcl_quant_path_select(ctx, t), want);
         switch_env("MOTIFCL_QUANT_PATH", NULL);
-        /* The GEMM: matrix where cooperative matrices are enabled (not for the K types),
-         * unless MOTIFCL_QUANT_PATH names another; integer dot for Q8_0 and Q4_0 only. */
+        /* The GEMM: matrix where cooperative matrices are enabled, unless MOTIFCL_QUANT_PATH
+         * names another; integer dot for Q8_0 and Q4_0 only. */
         int dot_gemm = t == MCL_DTYPE_Q8_0 || t == MCL_DTYPE_Q4_0;
-        mcl_quant_path gemm = has_matrix && !k_type ? MCL_QUANT_PATH_MATRIX
+        mcl_quant_path gemm = has_matrix ? MCL_QUANT_PATH_MATRIX
                               : has_dot && accelerated && dot_gemm ? MCL_QUANT_PATH_DOT
                                                                    : MCL_QUANT_PATH_FLOAT;
         assert_int_equal(mcl_quant_gemm_path_select(ctx, t), gemm);

@@ -326,26 +326,17 @@ static void h200_and_its_polaris_profile(void **state)
     assert_int_equal(t.device_class, MCL_CLASS_GENERIC);
     assert_true(t.quant_dot);
     assert_true(t.quant_matrix);
-    /* The K types' integer-dot GEMV only when asked for by name. */
-    assert_false(t.quant_k_dot);
     assert_int_equal(t.weight_part_bytes, UINT32_MAX);
     /* MOTIFCL_QUANT_PATH=float keeps both the GEMV and the GEMM off their faster paths. */
     env.quant_path = MCL_ENV_QUANT_FLOAT;
     t = decide(&d, &env);
     assert_false(t.quant_dot);
     assert_false(t.quant_matrix);
-    assert_false(t.quant_k_dot);
-    /* dot keeps the GEMM off the matrix path too, and names the K types' dot path. */
+    /* dot keeps the GEMM off the matrix path too. */
     env.quant_path = MCL_ENV_QUANT_DOT;
     t = decide(&d, &env);
     assert_true(t.quant_dot);
     assert_false(t.quant_matrix);
-    assert_true(t.quant_k_dot);
-    env.quant_path = MCL_ENV_QUANT_AUTO;
-    env.force = MCL_FEATURE_INTEGER_DOT_PRODUCT;
-    t = decide(&d, &env);
-    assert_true(t.quant_k_dot);
-    assert_true(t.quant_matrix);
     /* The polaris profile: the class of an RX 580, neither float16 nor integer dot nor
      * cooperative matrices, on the same device. */
     mcl_env_defaults(&env);
@@ -372,17 +363,13 @@ static void lavapipe_takes_the_dot_path_only_when_asked(void **state)
     uint64_t f = gpu_features | MCL_FEATURE_INTEGER_DOT_PRODUCT;
     mcl_device_info d = device(0x10005, DRIVER_MESA_LLVMPIPE, 8, f, "none");
     assert_false(decide(&d, &env).quant_dot);
-    assert_false(decide(&d, &env).quant_k_dot);
     env.force = MCL_FEATURE_INTEGER_DOT_PRODUCT;
     assert_true(decide(&d, &env).quant_dot);
-    assert_true(decide(&d, &env).quant_k_dot);
     env.force = 0;
     env.quant_path = MCL_ENV_QUANT_DOT;
     assert_true(decide(&d, &env).quant_dot);
-    assert_true(decide(&d, &env).quant_k_dot);
     env.disable = MCL_FEATURE_INTEGER_DOT_PRODUCT;
     assert_false(decide(&d, &env).quant_dot);
-    assert_false(decide(&d, &env).quant_k_dot);
 }
 
 static void traits_print_as_json(void **state)

@@ -78,23 +78,11 @@ static int matrix_gemm_fits(const mcl_traits *t)
 
 /* ---- Paths ----------------------------------------------------------------------------- */
 
-/* Q4_K, Q5_K and Q6_K. Inside a model's pass on NVIDIA's driver (H100 and H200, 580.159.04)
- * their integer-dot GEMVs and matrix GEMMs ran several times slower than their float ones
- * (docs/tuning.md, "The K types' paths"), though not alone; so they take the float path
- * unless asked for another by name. */
-static int k_type(int fmt)
-{
-    return fmt == (int)MCL_QFMT_Q4_K || fmt == (int)MCL_QFMT_Q5_K || fmt == (int)MCL_QFMT_Q6_K;
-}
-
 mcl_quant_path mcl_quant_path_select(const mcl_context *ctx, mcl_dtype dtype)
 {
-    int fmt = mcl_quant_format(dtype);
-    if (!ctx || fmt < 0)
+    if (!ctx || mcl_quant_format(dtype) < 0)
         return MCL_QUANT_PATH_FLOAT;
-    const mcl_traits *t = mcl_traits_of(ctx);
-    return (k_type(fmt) ? t->quant_k_dot : t->quant_dot) ? MCL_QUANT_PATH_DOT
-                                                          : MCL_QUANT_PATH_FLOAT;
+    return mcl_traits_of(ctx)->quant_dot ? MCL_QUANT_PATH_DOT : MCL_QUANT_PATH_FLOAT;
 }
 
 mcl_quant_path mcl_quant_gemm_path_select(const mcl_context *ctx, mcl_dtype dtype)
@@ -103,7 +91,7 @@ mcl_quant_path mcl_quant_gemm_path_select(const mcl_context *ctx, mcl_dtype dtyp
     if (!ctx || fmt < 0)
         return MCL_QUANT_PATH_FLOAT;
     const mcl_traits *t = mcl_traits_of(ctx);
-    if (t->quant_matrix && matrix_gemm_fits(t) && !k_type(fmt))
+    if (t->quant_matrix && matrix_gemm_fits(t))
         return MCL_QUANT_PATH_MATRIX;
     mcl_quant_path path = mcl_quant_path_select(ctx, dtype);
     /* The integer-dot GEMM takes Q8_0 and Q4_0; the K types' GEMM is the float one. */

@@ -43,14 +43,12 @@ typedef enum mcl_quant_path {
 } mcl_quant_path;
 
 /* The path of the GEMV (up to 8 rows of a) for a weight of `dtype`: DOT where the traits say
- * the quantized GEMV takes the integer-dot path (quant_dot; for a K type quant_k_dot, where
- * it is asked for by name), else FLOAT. */
+ * the quantized GEMV takes the integer-dot path (quant_dot), else FLOAT. */
 mcl_quant_path mcl_quant_path_select(const mcl_context *ctx, mcl_dtype dtype);
 
-/* The path of the GEMM (more rows): MATRIX where the traits allow it (quant_matrix), the
- * device's shared memory holds its smallest tile and the type is not a K type; else
- * mcl_quant_path_select's choice, FLOAT for a K type where that is DOT or where the
- * integer-dot GEMM's tile does not fit. */
+/* The path of the GEMM (more rows): MATRIX where the traits allow it (quant_matrix) and the
+ * device's shared memory holds its smallest tile; else mcl_quant_path_select's choice, FLOAT
+ * for a K type where that is DOT or where the integer-dot GEMM's tile does not fit. */
 mcl_quant_path mcl_quant_gemm_path_select(const mcl_context *ctx, mcl_dtype dtype);
 
 /* Why an explicitly asked path cannot run on these traits (NULL when it can): integer dot or

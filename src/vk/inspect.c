@@ -37,7 +37,6 @@ void mcl_inspect_reread_environment(mcl_context *ctx)
     mcl_traits_decide(&info, &env, NULL, &now);
     t->quant_dot = now.quant_dot && t->integer_dot;
     t->quant_matrix = now.quant_matrix && t->cooperative_matrix;
-    t->quant_k_dot = now.quant_k_dot && t->integer_dot;
     t->gemv = now.gemv;
     t->gemm_slices = now.gemm_slices;
     t->gemm_unroll = now.gemm_unroll;

@@ -152,8 +152,6 @@ void mcl_traits_decide(mcl_device_info *info, const mcl_env_settings *env,
                    (f & MCL_FEATURE_INTEGER_DOT_ACCELERATED) ||
                    (env->force & MCL_FEATURE_INTEGER_DOT_PRODUCT));
     t.quant_matrix = t.cooperative_matrix && env->quant_path == MCL_ENV_QUANT_AUTO;
-    t.quant_k_dot = t.quant_dot && (env->quant_path == MCL_ENV_QUANT_DOT ||
-                                    (env->force & MCL_FEATURE_INTEGER_DOT_PRODUCT));
 
     t.max_shared_bytes = info->max_compute_shared_memory_size;
     t.max_invocations = info->max_compute_workgroup_invocations;
@@ -207,11 +205,10 @@ size_t mcl_traits_json(const mcl_traits *t, char *buffer, size_t capacity)
             first = 0;
         }
     }
-    mcl_text_put(&o, "], \"quant_dot\": %d, \"quant_matrix\": %d, \"quant_k_dot\": %d, "
-        "\"max_shared_bytes\": %u, "
+    mcl_text_put(&o, "], \"quant_dot\": %d, \"quant_matrix\": %d, \"max_shared_bytes\": %u, "
         "\"max_invocations\": %u, \"max_workgroup_size\": [%u, %u, %u], "
         "\"max_binding_bytes\": %llu, \"weight_part_bytes\": %llu, \"binding_alignment\": %llu, ",
-        t->quant_dot, t->quant_matrix, t->quant_k_dot, t->max_shared_bytes, t->max_invocations,
+        t->quant_dot, t->quant_matrix, t->max_shared_bytes, t->max_invocations,
         t->max_workgroup_size[0], t->max_workgroup_size[1], t->max_workgroup_size[2],
         (unsigned long long)t->max_binding_bytes, (unsigned long long)t->weight_part_bytes,
         (unsigned long long)t->binding_alignment);

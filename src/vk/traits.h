@@ -45,12 +45,9 @@ typedef struct mcl_traits {
     /* The quantized matmul: the GEMV takes the integer-dot path (integer dot enabled and
      * accelerated, or asked for by MOTIFCL_QUANT_PATH=dot or MOTIFCL_FORCE=integer-dot, and not
      * MOTIFCL_QUANT_PATH=float); the GEMM may take the matrix path (cooperative matrices and
-     * no MOTIFCL_QUANT_PATH). The K types (Q4_K, Q5_K, Q6_K) take the integer-dot GEMV only
-     * where it is asked for by name (quant_k_dot: quant_dot, and MOTIFCL_QUANT_PATH=dot or
-     * MOTIFCL_FORCE=integer-dot), and the matrix GEMM never unasked (quant_plan.c). */
+     * no MOTIFCL_QUANT_PATH). */
     int quant_dot;
     int quant_matrix;
-    int quant_k_dot;
 
     /* Limits. */
     uint32_t max_shared_bytes;     /* maxComputeSharedMemorySize */
