@@ -26,7 +26,8 @@
  *                                     arithmetic rate (peak) sets, modeled
  *   motifcl-bench replay              CPU cost per dispatch of a replayed sequence
  *   motifcl-bench memory              CPU cost of tensor create+destroy pairs
- *   motifcl-bench transfer            upload/download GB/s against a plain vkCmdCopyBuffer
+ *   motifcl-bench transfer            upload/download GB/s against a plain vkCmdCopyBuffer, and
+ *                                     a read right after an upload (anonymous memory, a mapping)
  *   motifcl-bench decode              a session's prefill and decode on a llama-shaped model
  *                                     of random weights made on the device (file=1: a
  *                                     GGUF file) (shape=7b|1b type=q4_0|q8_0|q4_K|f32

@@ -1,10 +1,13 @@
-/* Allocator and transfer benchmarks: CPU cost of tensor create+destroy pairs, and upload /
- * download rates against a plain vkCmdCopyBuffer between the same kinds of memory. */
+/* Allocator and transfer benchmarks: CPU cost of tensor create+destroy pairs, upload /
+ * download rates against a plain vkCmdCopyBuffer between the same kinds of memory, and how
+ * fast a tensor reads right after its upload. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
+#include "io/mapped.h"
 
 /* Median CPU time of a tensor create+destroy pair, with a few hundred live tensors around. */
 int bench_memory(bench *b)
@@ -33,6 +36,69 @@ int bench_memory(bench *b)
     for (int i = 0; i < LIVE; i++)
         mcl_tensor_destroy(live[i]);
     return 0;
+}
+
+/* The stream read of t (n floats), ten times, each waited for, right after t's upload from
+ * `host`: the first and the tenth read's rates. On NVIDIA a tensor written from a file's
+ * imported pages read at host-memory speed for a while (docs/models.md, "Loading"); this
+ * shows whether an upload by the path in use leaves a tensor slow to read. */
+static int read_after_upload(bench *b, mcl_tensor *t, mcl_tensor *sink, const void *host,
+                             uint64_t bytes, const char *from)
+{
+    stream_run s = {.x = t, .y = sink, .n4 = (uint32_t)(bytes / 16)};
+    if (bench_stream_prepare(b, &s, 0) != MCL_SUCCESS ||
+        mcl_tensor_upload(t, 0, host, bytes) != MCL_SUCCESS || mcl_finish(b->ctx) != MCL_SUCCESS)
+        return 1;
+    double rate[10];
+    for (int i = 0; i < 10; i++) {
+        double start = bench_now();
+        if (bench_stream_once(b, &s, i) != MCL_SUCCESS || mcl_finish(b->ctx) != MCL_SUCCESS)
+            return 1;
+        rate[i] = (double)bytes / 1e9 / (bench_now() - start);
+    }
+    char name[160];
+    snprintf(name, sizeof name, "a read of %llu MiB right after its upload from %s, the first",
+             (unsigned long long)(bytes / MIB), from);
+    bench_figure(b, name, rate[0], "GB/s");
+    snprintf(name, sizeof name, "a read of %llu MiB right after its upload from %s, the tenth",
+             (unsigned long long)(bytes / MIB), from);
+    bench_figure(b, name, rate[9], "GB/s");
+    return 0;
+}
+
+/* read_after_upload from anonymous memory and from a file's mapping (written to dir). */
+static int reads_after_uploads(bench *b, uint64_t bytes)
+{
+    int64_t n = (int64_t)(bytes / 4);
+    mcl_tensor *t = NULL, *sink = NULL;
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/motifcl-bench-transfer-%d", (int)getpid());
+    float *host = malloc(bytes);
+    int rc = 1;
+    FILE *f = NULL;
+    if (!host || mcl_tensor_create(b->ctx, MCL_DTYPE_F32, 1, &n, &t) != MCL_SUCCESS ||
+        mcl_tensor_create(b->ctx, MCL_DTYPE_F32, 1, &n, &sink) != MCL_SUCCESS)
+        goto done;
+    for (int64_t i = 0; i < n; i++)
+        host[i] = (float)(i & 1023);
+    if (read_after_upload(b, t, sink, host, bytes, "anonymous memory") != 0 ||
+        !(f = fopen(path, "wb")) || fwrite(host, 1, bytes, f) != bytes || fclose(f) != 0) {
+        if (f)
+            fclose(f);
+        goto done;
+    }
+    char why[256];
+    mcl_mapped file = {0};
+    if (mcl_mapped_open(path, &file, why, sizeof why) == MCL_SUCCESS) {
+        rc = read_after_upload(b, t, sink, file.data, bytes, "a file's mapping");
+        mcl_mapped_close(&file);
+    }
+done:
+    unlink(path);
+    free(host);
+    mcl_tensor_destroy(t);
+    mcl_tensor_destroy(sink);
+    return rc;
 }
 
 int bench_transfer(bench *b)
@@ -141,6 +207,9 @@ int bench_transfer(bench *b)
         mcl_tensor_destroy(t);
         free(host);
     }
-    return 0;
+    uint64_t read_bytes = 256 * MIB;
+    if (read_bytes > traits->max_binding_bytes)
+        read_bytes = traits->max_binding_bytes / 4096 * 4096;
+    return reads_after_uploads(b, read_bytes);
 }
 
