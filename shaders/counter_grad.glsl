@@ -7,10 +7,10 @@
 // tile's 1,024 sums are shared among all of them, COUNTER_EPI = 1024 / WG each: invocation l
 // sums row o0 + l / (WG / 16) and the COUNTER_EPI columns from i0 + COUNTER_EPI (l % (WG /
 // 16)), so that a wider workgroup runs more of the sums at once (each is a chain of N
-// dependent adds). The batch is walked in chunks of COUNTER_TILE_N rows of x and grad_out,
-// staged in shared memory; the next chunk's loads are issued into registers before the sums
-// over the current one, so that the sums wait for memory once at the start rather than once
-// a chunk. The tile's owners, invocations 0..63 (COUNTER_OWNERS), then take their 16 weights
+// dependent adds). The batch is walked in chunks of COUNTER_TILE_N rows of x and grad_out
+// (specialization constant 2: 32 or 64), staged in shared memory; the next chunk's loads are
+// issued into registers before the sums over the current one, so that the sums wait for
+// memory less than once a chunk. The tile's owners, invocations 0..63 (COUNTER_OWNERS), then take their 16 weights
 // each: row o0 + l / 4, columns i0 + 16 (l % 4) + j, as before any widening (with WG 64 the
 // sums are already theirs; wider, they pass through shared memory).
 //
@@ -28,8 +28,10 @@
 
 #define COUNTER_TILE_ROWS 16u
 #define COUNTER_TILE_COLS 64u
-#define COUNTER_TILE_N 32u
 #define COUNTER_OWNERS 64u
+
+// Batch rows a chunk: 32 or 64, the host's choice by the device's shared memory.
+layout(constant_id = 2) const uint COUNTER_TILE_N = 32u;
 
 const uint COUNTER_WG = gl_WorkGroupSize.x;
 const uint COUNTER_EPI = COUNTER_TILE_ROWS * COUNTER_TILE_COLS / COUNTER_WG;

@@ -325,6 +325,16 @@ static mcl_status check_input(mcl_counter_linear *layer, const char *op, const m
     return MCL_SUCCESS;
 }
 
+/* Batch rows a G tile stages at a time (counter_grad.glsl's constant 2, which only the update
+ * passes read): 64 where the device's shared memory holds that chunk (about 25 KB), else 32
+ * (about 15 KB, within the 16 KB every device has). Each chunk costs the passes a round trip
+ * to memory that its sums only partly hide: an H100's times of the passes with 16 and with 32
+ * rows a chunk both fit about 1 us a chunk (docs/counter-state.md). */
+static uint32_t counter_chunk(const mcl_context *ctx)
+{
+    return mcl_traits_of(ctx)->max_shared_bytes >= 32768 ? 64u : 32u;
+}
+
 static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindings,
                              uint32_t local_size, uint32_t spec1, uint32_t push_size,
                              const mcl_kernel **kernel)
@@ -334,8 +344,8 @@ static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindin
         .binding_count = bindings,
         .push_size = push_size,
         .local_size_x = local_size,
-        .spec_count = 1,
-        .spec = {spec1},
+        .spec_count = 2,
+        .spec = {spec1, counter_chunk(ctx)},
     };
     mcl_status status = mcl_kernel_get(ctx, &desc, kernel);
     if (status == MCL_SUCCESS && mcl_kernel_local_size(*kernel) != local_size)
