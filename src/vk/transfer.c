@@ -471,29 +471,29 @@ static mcl_status upload_entered(mcl_tensor *t, uint64_t offset, const void *src
     return transfer_upload(t->ctx, t, offset, src, bytes, import);
 }
 
-mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, uint64_t bytes)
+/* An upload inside the context's guard; import as transfer_upload's. */
+static mcl_status upload_guarded(mcl_tensor *t, uint64_t offset, const void *src, uint64_t bytes,
+                                 int import)
 {
     if (!t)
         return MCL_ERROR_INVALID_ARGUMENT;
     mcl_status status = mcl_context_enter(t->ctx);
     if (status != MCL_SUCCESS)
         return status;
-    status = upload_entered(t, offset, src, bytes, 1);
+    status = upload_entered(t, offset, src, bytes, import);
     mcl_context_leave(t->ctx);
     return status;
+}
+
+mcl_status mcl_tensor_upload(mcl_tensor *t, uint64_t offset, const void *src, uint64_t bytes)
+{
+    return upload_guarded(t, offset, src, bytes, 1);
 }
 
 mcl_status mcl_tensor_upload_no_import(mcl_tensor *t, uint64_t offset, const void *src,
                                        uint64_t bytes)
 {
-    if (!t)
-        return MCL_ERROR_INVALID_ARGUMENT;
-    mcl_status status = mcl_context_enter(t->ctx);
-    if (status != MCL_SUCCESS)
-        return status;
-    status = upload_entered(t, offset, src, bytes, 0);
-    mcl_context_leave(t->ctx);
-    return status;
+    return upload_guarded(t, offset, src, bytes, 0);
 }
 
 static mcl_status download_entered(mcl_tensor *t, uint64_t offset, void *dst, uint64_t bytes)
