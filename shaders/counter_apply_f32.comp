@@ -10,9 +10,9 @@
 // Each invocation owns 16 consecutive weights of a row: three whole 32-bit words of the packed
 // state, which no other invocation reads or writes in this dispatch.
 //
-//   workgroup size : 64, 128 or 256 (specialization constant 0: the tile's sums spread over
-//                    all, counter_grad.glsl; its first 64 own the weights as with 64)
-//   constant 2     : batch rows a chunk of G's sums (counter_grad.glsl)
+//   workgroup size : 64, 128 or 256 (specialization constant 0: groups of 64 summing the
+//                    batch's segments, counter_grad.glsl; the first 64 own the weights)
+//   constant 2     : batch rows a chunk of each group's sums of G (counter_grad.glsl)
 //   HYPER_BUF      : specialization constant 1: 0, the seed is the push constant's; 1, it is
 //                    the hyper buffer's word 4 plus the push constant (wrapping), a step's
 //                    seed that a replayed recording reads anew, offset per layer

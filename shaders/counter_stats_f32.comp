@@ -8,9 +8,9 @@
 // +0.0, each product and sum rounded on its own; the tile's partial is +0.0 plus the four
 // invocations' sums of the row in column order (those inside W).
 //
-//   workgroup size : 64, 128 or 256 (specialization constant 0: the tile's sums spread over
-//                    all, counter_grad.glsl; its first 64 own the weights as with 64)
-//   constant 2     : batch rows a chunk of G's sums (counter_grad.glsl)
+//   workgroup size : 64, 128 or 256 (specialization constant 0: groups of 64 summing the
+//                    batch's segments, counter_grad.glsl; the first 64 own the weights)
+//   constant 2     : batch rows a chunk of each group's sums of G (counter_grad.glsl)
 //   set 0 binding 0: x (readonly float[], [N, in]); binding 1: grad_out (readonly, [N, out]);
 //   binding 2: the packed state (readonly uint[]); binding 3: partials (float[], [out, tiles, 2])
 //   push constants : { uint n, out_dim, in_dim, C, tiles; }

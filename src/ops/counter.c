@@ -325,19 +325,31 @@ static mcl_status check_input(mcl_counter_linear *layer, const char *op, const m
     return MCL_SUCCESS;
 }
 
-/* Batch rows a G tile stages at a time (counter_grad.glsl's constant 2, which only the update
- * passes read): 64 where the device's shared memory holds that chunk (about 25 KB), else 32
- * (about 15 KB, within the 16 KB every device has). Each chunk costs the passes a round trip
- * to memory that its sums only partly hide: an H100's times of the passes with 16 and with 32
- * rows a chunk both fit about 1 us a chunk (docs/counter-state.md). */
-static uint32_t counter_chunk(const mcl_context *ctx)
+/* Shared memory of an update pass of workgroup `wg` staging `chunk` batch rows a group
+ * (counter_grad.glsl: wg / 64 groups of chunk x 320 bytes, at least 4 KB; counter_stats_f32's
+ * 512 bytes of row sums beside them). */
+static uint32_t update_shared_bytes(uint32_t wg, uint32_t chunk)
 {
-    return mcl_traits_of(ctx)->max_shared_bytes >= 32768 ? 64u : 32u;
+    const uint32_t stage = wg / 64 * chunk * 320;
+    return (stage > 4096 ? stage : 4096) + 512;
+}
+
+/* The update passes' workgroup and chunk (counter_grad.glsl's constant 2: batch rows a group
+ * stages at a time): 32 rows where the device's shared memory holds them, else 16, else a
+ * narrower workgroup. Each chunk costs the passes a round trip to memory that its sums hide
+ * only in part (docs/counter-state.md). */
+static void update_shape(const mcl_context *ctx, uint32_t *wg, uint32_t *chunk)
+{
+    const mcl_traits *t = mcl_traits_of(ctx);
+    while (*wg > 64 && (*wg > t->max_invocations ||
+                        update_shared_bytes(*wg, 16) > t->max_shared_bytes))
+        *wg /= 2;
+    *chunk = update_shared_bytes(*wg, 32) <= t->max_shared_bytes ? 32u : 16u;
 }
 
 static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindings,
-                             uint32_t local_size, uint32_t spec1, uint32_t push_size,
-                             const mcl_kernel **kernel)
+                             uint32_t local_size, uint32_t spec1, uint32_t chunk,
+                             uint32_t push_size, const mcl_kernel **kernel)
 {
     mcl_kernel_desc desc = {
         .id = id,
@@ -345,7 +357,7 @@ static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindin
         .push_size = push_size,
         .local_size_x = local_size,
         .spec_count = 2,
-        .spec = {spec1, counter_chunk(ctx)},
+        .spec = {spec1, chunk},
     };
     mcl_status status = mcl_kernel_get(ctx, &desc, kernel);
     if (status == MCL_SUCCESS && mcl_kernel_local_size(*kernel) != local_size)
@@ -361,7 +373,7 @@ static mcl_status record_matmul(mcl_counter_linear *layer, int transposed,
 {
     const mcl_kernel *kernel;
     mcl_status status = get_kernel(layer->ctx, MCL_KERNEL_COUNTER_MATMUL_F32, 4,
-                                   COUNTER_MATMUL_WG, transposed != 0, sizeof(matmul_push),
+                                   COUNTER_MATMUL_WG, transposed != 0, 0, sizeof(matmul_push),
                                    &kernel);
     if (status != MCL_SUCCESS || rows == 0)
         return status;
@@ -462,16 +474,15 @@ static mcl_status record_update(mcl_counter_linear *layer, const mcl_tensor *x,
     mcl_context *ctx = layer->ctx;
     const mcl_kernel *stats, *finish, *apply;
     const uint32_t from_buffer = hyper != NULL;
-    uint32_t wg = layer->update_wg ? layer->update_wg : COUNTER_UPDATE_WG;
-    while (wg > mcl_traits_of(ctx)->max_invocations && wg > 64)
-        wg /= 2;
+    uint32_t wg = layer->update_wg ? layer->update_wg : COUNTER_UPDATE_WG, chunk;
+    update_shape(ctx, &wg, &chunk);
     mcl_status status;
-    if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, 4, wg, 0,
+    if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, 4, wg, 0, chunk,
                              sizeof(grad_push), &stats)) != MCL_SUCCESS ||
         (status = get_kernel(ctx, MCL_KERNEL_COUNTER_ROWS_F32, 5, COUNTER_ROWS_WG, from_buffer,
-                             sizeof(rows_push), &finish)) != MCL_SUCCESS ||
+                             0, sizeof(rows_push), &finish)) != MCL_SUCCESS ||
         (status = get_kernel(ctx, MCL_KERNEL_COUNTER_APPLY_F32, 5, wg,
-                             from_buffer, sizeof(grad_push), &apply)) != MCL_SUCCESS)
+                             from_buffer, chunk, sizeof(grad_push), &apply)) != MCL_SUCCESS)
         return status;
     const int64_t partial_len = layer->out * (int64_t)push_hyper->tiles * 2;
     const int64_t factors_len = layer->out * 2;

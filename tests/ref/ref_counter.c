@@ -49,14 +49,21 @@ void ref_counter_unpack(const uint8_t *bytes, size_t n, uint8_t *codes)
 void ref_counter_grad(const float *x, const float *grad_out, int64_t N, int64_t out,
                       int64_t in, float *G)
 {
+    /* Four segments of ceil(N / 4) batch rows, each summed in order from +0.0, then added
+     * in segment order (counter_grad.glsl). */
+    const int64_t seg = (N + 3) / 4;
     for (int64_t o = 0; o < out; o++) {
         for (int64_t i = 0; i < in; i++) {
-            float acc = 0.0f;
-            for (int64_t n = 0; n < N; n++) {
-                const float p = grad_out[n * out + o] * x[n * in + i];
-                acc = acc + p;
+            float total = 0.0f;
+            for (int64_t k = 0; k < 4; k++) {
+                float acc = 0.0f;
+                for (int64_t n = k * seg; n < (k + 1) * seg && n < N; n++) {
+                    const float p = grad_out[n * out + o] * x[n * in + i];
+                    acc = acc + p;
+                }
+                total = k == 0 ? acc : total + acc;
             }
-            G[o * in + i] = acc;
+            G[o * in + i] = total;
         }
     }
 }
