@@ -298,4 +298,111 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
     }
 }
 
+#ifdef SPLIT_COMBINE
+// The decode kernels' other loop (specialization constant 4, DECODE_DIRECT, where the host
+// sets it): the same contract as attend() for a slice of a few key tiles, with three barriers
+// a tile instead of attend()'s dozen or more, and K and V read from memory (L1) rather than
+// staged in shared memory:
+//   1. key kt + c's dot with each row's q in partial sums of WG / BK invocations (D4 split
+//      among them), into shared memory (kv_tile's space, unused here);
+//   2. a score per (row, key): the partial sums added, masked keys NEG, into p_tile;
+//   3. each output vec4's invocation finds its row's new max from the tile's scores, rescales
+//      its accumulator, and adds exp2(score - max) times V over the tile's keys itself; the
+//      row's first vec4 keeps the row's sum, written after a barrier.
+layout(constant_id = 4) const uint DECODE_DIRECT = 0u;
+const uint DL = WG / BK;  // invocations a key's dot in step 1 (WG % BK == 0)
+
+void attend_direct(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
+    const uint tid = gl_LocalInvocationID.x;
+    [[unroll]] for (uint j = 0u; j < ACC; j++) {
+        const uint e = tid + j * WG;
+        const uint r = e / D4;
+        const uint rho = row0 + r;
+        if (e < BQ * D4) {
+            q_tile[e] = rho < pc.rows ? ATT_LOAD_Q(b, hkv, rho, e - r * D4) * pc.scale_log2
+                                      : vec4(0.0);
+        }
+        acc[j] = vec4(0.0);
+    }
+    if (tid < BQ) {
+        const uint rho = row0 + tid;
+        row_m[tid] = NEG;
+        row_l[tid] = 0.0;
+        row_limit[tid] = rho < pc.rows ? min(visible_keys(rho), key_end) : 0u;
+    }
+    const uint last_row = min(row0 + BQ, pc.rows) - 1u;
+    const uint key_stop = min(key_end, visible_keys(last_row));
+    barrier();
+    const uint kc = tid / DL, part = tid - kc * DL;
+    for (uint kt = key_begin; kt < key_stop; kt += BK) {
+        // 1. Partial dots.
+        {
+            float s[BQ];
+            [[unroll]] for (uint r = 0u; r < BQ; r++) {
+                s[r] = 0.0;
+            }
+            if (kt + kc < key_stop) {
+                [[unroll]] for (uint d4 = part; d4 < D4; d4 += DL) {
+                    const vec4 kk = ATT_LOAD_K(b, hkv, kt + kc, d4);
+                    [[unroll]] for (uint r = 0u; r < BQ; r++) {
+                        s[r] += dot(q_tile[r * D4 + d4], kk);
+                    }
+                }
+            }
+            [[unroll]] for (uint r = 0u; r < BQ; r++) {
+                const uint i = (r * BK + kc) * DL + part;
+                kv_tile[i / 4u][i % 4u] = s[r];
+            }
+        }
+        barrier();
+        // 2. Scores.
+        for (uint e = tid; e < BQ * BK; e += WG) {
+            const uint r = e / BK, c = e - r * BK;
+            float sum = 0.0;
+            for (uint i = 0u; i < DL; i++) {
+                const uint at = e * DL + i;
+                sum += kv_tile[at / 4u][at % 4u];
+            }
+            p_tile[e] = kt + c < row_limit[r] ? sum : NEG;
+        }
+        barrier();
+        // 3. The rows' new max, the rescale, P V.
+        float row_sum[ACC], m_keep[ACC];
+        [[unroll]] for (uint j = 0u; j < ACC; j++) {
+            const uint e = tid + j * WG;
+            if (e < BQ * D4) {
+                const uint r = e / D4, d4 = e - r * D4;
+                const float m_old = row_m[r];
+                float m_new = m_old;
+                for (uint c = 0u; c < BK; c++) {
+                    m_new = max(m_new, p_tile[r * BK + c]);
+                }
+                const float alpha = m_old == NEG ? 0.0 : exp2(m_old - m_new);
+                vec4 o = acc[j] * alpha;
+                float l = 0.0;
+                const uint n = min(BK, key_stop - kt);
+                for (uint c = 0u; c < n; c++) {
+                    const float sc = p_tile[r * BK + c];
+                    const float p = sc == NEG ? 0.0 : exp2(sc - m_new);
+                    l += p;
+                    o += p * ATT_LOAD_V(b, hkv, kt + c, d4);
+                }
+                acc[j] = o;
+                row_sum[j] = row_l[r] * alpha + l;
+                m_keep[j] = m_new;
+            }
+        }
+        barrier();
+        [[unroll]] for (uint j = 0u; j < ACC; j++) {
+            const uint e = tid + j * WG;
+            if (e < BQ * D4 && e % D4 == 0u) {
+                row_l[e / D4] = row_sum[j];
+                row_m[e / D4] = m_keep[j];
+            }
+        }
+    }
+    barrier();
+}
+#endif
+
 #endif

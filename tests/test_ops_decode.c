@@ -39,6 +39,7 @@
 
 #include "harness.h"
 #include "ops/ops_internal.h"
+#include "vk/inspect.h"
 #include "vk/runtime.h"
 
 static mcl_context *ctx;
@@ -387,7 +388,10 @@ static void attention_decode_on(void)
              "exceed the tolerance", alabel, control);
     assert_true(mcl_test_record_bool(name, control > 1e-5));
     EXPECT_STATUS(mcl_attention_decode(actx, q, k, v, lens, 4, 3, po, pml, cnt, NULL, 0, 0, out), INVALID);
-    EXPECT_STATUS(mcl_attention_decode(actx, q, k, v, lens, 1, 3, pml, pml, cnt, NULL, 0, 0, out), SHAPE);
+    /* Scratch too small for the library's slices (a forced few may fit in it). */
+    if (mcl_traits_of(actx)->attention_splits == 0)
+        EXPECT_STATUS(mcl_attention_decode(actx, q, k, v, lens, 1, 3, pml, pml, cnt, NULL, 0, 0, out),
+                      SHAPE);
     EXPECT_STATUS(mcl_attention_decode(actx, q, k, v, lens, 1, 3, po, pml, cnt_small, NULL, 0, 0, out),
                   SHAPE);
     download(cnt, counts_after, sizeof counts_after);
@@ -430,7 +434,23 @@ static void attention_decode_matches_attention(void **state)
         assert_int_equal(mcl_test_context_release(actx, made), 0);
     }
     actx = ctx;
-    alabel = "";
+    /* Each loop over a slice's key tiles (MOTIFCL_ATTENTION_DECODE: attend, attend_direct),
+     * with the library's slices (one key tile each at these lengths) and with two slices of
+     * many tiles, where the online softmax's rescale between tiles is exercised. */
+    mcl_traits *traits = mcl_inspect_traits(ctx);
+    const int direct = traits->attention_direct;
+    const uint32_t splits = traits->attention_splits;
+    static const char *const loops[4] = {" (tile loop, two slices)", " (direct loop)",
+                                         " (direct loop, two slices)", ""};
+    for (int i = 0; i < 3; i++) {
+        traits->attention_direct = i > 0;
+        traits->attention_splits = i == 1 ? splits : 2;
+        alabel = loops[i];
+        attention_decode_on();
+    }
+    traits->attention_direct = direct;
+    traits->attention_splits = splits;
+    alabel = loops[3];
 }
 
 /* A 16-bit float's value (the caches of rope_attention_on). */
@@ -575,6 +595,18 @@ static void attention_decode_rope_matches_ops(void **state)
     rope_attention_on(MCL_DTYPE_F32, MCL_ROPE_SPLIT_HALF, "");
     rope_attention_on(MCL_DTYPE_F32, MCL_ROPE_INTERLEAVED, " (interleaved pairs)");
     rope_attention_on(MCL_DTYPE_F16, MCL_ROPE_SPLIT_HALF, " (f16 caches)");
+    /* The direct loop (MOTIFCL_ATTENTION_DECODE=direct), whose key loads take the new key
+     * from the rotation rather than the cache, with two slices of many tiles. */
+    mcl_traits *traits = mcl_inspect_traits(ctx);
+    const int direct = traits->attention_direct;
+    const uint32_t splits = traits->attention_splits;
+    traits->attention_direct = 1;
+    traits->attention_splits = 2;
+    rope_attention_on(MCL_DTYPE_F32, MCL_ROPE_SPLIT_HALF, " (direct loop, two slices)");
+    rope_attention_on(MCL_DTYPE_F16, MCL_ROPE_INTERLEAVED,
+                      " (direct loop, two slices, f16 caches, interleaved pairs)");
+    traits->attention_direct = direct;
+    traits->attention_splits = splits;
 }
 
 static void statuses(void **state)
