@@ -5,10 +5,10 @@
 //   TRANSPOSED true  (grad_x) : c = a W,   a = grad_out [N, out], c = grad_x [N, in]
 // One workgroup of 256 invocations per 64 x 64 tile of c, over the reduction in steps of 16:
 // each step stages 64 x 16 of a and 16 x 64 of W (decoded) in shared memory, and each
-// invocation adds into a 4 x 4 block of outputs (rows 4 ly .., columns 4 lx ..), reading
-// each reduction index's 4 values of a and of W as one vec4 each. The next step's loads (a,
-// the packed words, s) are issued into registers before the current step's sums, and decoded
-// when they are stored. Every output sums its products in reduction order.
+// invocation adds into 4 x 4 outputs (rows ly + 16 r, columns lx + 16 q). The next step's
+// loads (a, the packed words, s) are issued into registers before the current step's sums,
+// and decoded when they are stored. Every output sums its products in reduction order, one
+// rounding each.
 //
 //   workgroup size : 256 (specialization constant 0; the host asks for 256)
 //   constant 1     : TRANSPOSED
@@ -34,12 +34,10 @@ layout(push_constant) uniform Push { uint rows, k, cols, in_dim, C; } pc;
 #define TILE 64u
 #define STEP 16u
 
-// sa[kk][v ^ kk][c]: a's element (row0 + 4 v + c, k0 + kk); sw[kk][v ^ kk][c]: W's element
-// for reduction index k0 + kk and output column col0 + 4 v + c. The vec4s of a reduction
-// index are permuted by it, so that the stores (16 reduction indices of a row or column a
-// half-warp) spread over the banks; the reads of one index stay whole vec4s.
-shared vec4 sa[STEP][TILE / 4u];
-shared vec4 sw[STEP][TILE / 4u];
+// sa[kk][r]: a's element (row0 + r, k0 + kk); sw[kk][q]: W's element for reduction index
+// k0 + kk and output column col0 + q. One float of padding against bank conflicts.
+shared float sa[STEP][TILE + 1u];
+shared float sw[STEP][TILE + 1u];
 
 // One step's loads, 4 of a and 4 of W an invocation: a's floats, and for W the packed
 // word holding the code's first bit, the next word where the code crosses into it, and s[o]
@@ -93,7 +91,7 @@ void step_store(step_loads L, uint row0, uint col0, uint k0) {
     [[unroll]] for (uint n = 0u; n < 4u; n++) {
         uint ar, ak, wk, wq;
         step_place(n, k0, ar, ak, wk, wq);
-        sa[ak][(ar >> 2) ^ ak][ar & 3u] = L.a[n];
+        sa[ak][ar] = L.a[n];
         const uint kk = k0 + wk, cc = col0 + wq;
         const uint o = TRANSPOSED ? kk : cc;
         const uint i = TRANSPOSED ? cc : kk;
@@ -106,7 +104,7 @@ void step_store(step_loads L, uint row0, uint col0, uint k0) {
             }
             w = L.s[n] * float(counter_t(bits & 63u, pc.C));
         }
-        sw[wk][(wq >> 2) ^ wk][wq & 3u] = w;
+        sw[wk][wq] = w;
     }
 }
 
@@ -130,20 +128,23 @@ void main() {
         if (k0 + STEP < pc.k) {
             L = step_load(row0, col0, k0 + STEP);
         }
-        [[unroll]] for (uint j = 0u; j < STEP; j++) {
-            const vec4 av = sa[j][ly ^ j];
-            const vec4 wv = sw[j][lx ^ j];
-            [[unroll]] for (uint r = 0u; r < 4u; r++) {
-                [[unroll]] for (uint q = 0u; q < 4u; q++) {
+        for (uint j = 0u; j < STEP; j++) {
+            float av[4], wv[4];
+            for (uint r = 0u; r < 4u; r++) {
+                av[r] = sa[j][ly + 16u * r];
+                wv[r] = sw[j][lx + 16u * r];
+            }
+            for (uint r = 0u; r < 4u; r++) {
+                for (uint q = 0u; q < 4u; q++) {
                     acc[r][q] += av[r] * wv[q];
                 }
             }
         }
     }
     for (uint r = 0u; r < 4u; r++) {
-        const uint row = row0 + 4u * ly + r;
+        const uint row = row0 + ly + 16u * r;
         for (uint q = 0u; q < 4u; q++) {
-            const uint col = col0 + 4u * lx + q;
+            const uint col = col0 + lx + 16u * q;
             if (row < pc.rows && col < pc.cols) {
                 c[row * pc.cols + col] = acc[r][q];
             }
