@@ -341,12 +341,17 @@ void attend_direct(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
             [[unroll]] for (uint r = 0u; r < BQ; r++) {
                 s[r] = 0.0;
             }
-            if (kt + kc < key_stop) {
-                [[unroll]] for (uint d4 = part; d4 < D4; d4 += DL) {
-                    const vec4 kk = ATT_LOAD_K(b, hkv, kt + kc, d4);
-                    [[unroll]] for (uint r = 0u; r < BQ; r++) {
-                        s[r] += dot(q_tile[r * D4 + d4], kk);
-                    }
+            // The key's vec4s part, part + DL, ...: all loads issued before the sums.
+            vec4 kk[(D4 + DL - 1u) / DL];
+            [[unroll]] for (uint i = 0u; i < (D4 + DL - 1u) / DL; i++) {
+                const uint d4 = part + i * DL;
+                kk[i] = kt + kc < key_stop && d4 < D4 ? ATT_LOAD_K(b, hkv, kt + kc, d4)
+                                                     : vec4(0.0);
+            }
+            [[unroll]] for (uint i = 0u; i < (D4 + DL - 1u) / DL; i++) {
+                const uint d4 = min(part + i * DL, D4 - 1u);
+                [[unroll]] for (uint r = 0u; r < BQ; r++) {
+                    s[r] += dot(q_tile[r * D4 + d4], kk[i]);
                 }
             }
             [[unroll]] for (uint r = 0u; r < BQ; r++) {
@@ -380,12 +385,19 @@ void attend_direct(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
                 const float alpha = m_old == NEG ? 0.0 : exp2(m_old - m_new);
                 vec4 o = acc[j] * alpha;
                 float l = 0.0;
-                const uint n = min(BK, key_stop - kt);
-                for (uint c = 0u; c < n; c++) {
-                    const float sc = p_tile[r * BK + c];
-                    const float p = sc == NEG ? 0.0 : exp2(sc - m_new);
-                    l += p;
-                    o += p * ATT_LOAD_V(b, hkv, kt + c, d4);
+                // V eight keys at a time, their loads issued together.
+                for (uint c0 = 0u; c0 < BK; c0 += 8u) {
+                    vec4 vv[8];
+                    [[unroll]] for (uint c = 0u; c < 8u; c++) {
+                        vv[c] = kt + c0 + c < key_stop ? ATT_LOAD_V(b, hkv, kt + c0 + c, d4)
+                                                       : vec4(0.0);
+                    }
+                    [[unroll]] for (uint c = 0u; c < 8u; c++) {
+                        const float sc = p_tile[r * BK + c0 + c];
+                        const float p = sc == NEG ? 0.0 : exp2(sc - m_new);
+                        l += p;
+                        o += p * vv[c];
+                    }
                 }
                 acc[j] = o;
                 row_sum[j] = row_l[r] * alpha + l;
