@@ -20,10 +20,16 @@
 //     4 TM, 5 TN (4 or 8: one or two groups of 4), 6 TRANS_A (A stored [K, M]),
 //     7 TRANS_B (B stored [N, K]), 8 VEC_A / 9 VEC_B (the stored row length is a multiple
 //     of 4, so tiles load as vec4), 10 DB (double-buffered shared tiles), 11 KU (values of K
-//     per step of the loop over a tile: a divisor of BK)
+//     per step of the loop over a tile: a divisor of BK), 12 COUNTER_B (below)
 //   set 0: 0 A, 1 B, 2 bias (bound to any buffer when unused), 3 C
 //   push constants: M, N, K, batch strides of A, B (0: shared by all batches), C, has_bias,
-//     batches, k_chunk
+//     batches, k_chunk, counter_c
+//
+// COUNTER_B: B is a counter-state layer's weight W[o, i] = s[o] * t[o, i] (counter.glsl),
+// decoded as its tile is loaded, never stored whole: binding 1 holds the packed codes of the
+// stored matrix [out, in] (a stored row is an output o), binding 2 holds s (no bias then), and
+// counter_c is the layer's C. TRANS_B gives y = x W^T, otherwise grad_x = grad_out W. Each
+// value of W is exact (s times -1, 0 or 1), so the products are the float path's.
 //
 // The loop over a tile's BK values of K is unrolled KU at a time (the host chooses KU): whole,
 // the 128 x 128 tile's 64 accumulators took the NVIDIA compiler 46-52 s a pipeline (three of
@@ -35,6 +41,7 @@
 // slice of k_chunk values of K; each slice writes its partial tile to C at slice * batches *
 // stride_c (C is then a scratch buffer) and gemm_reduce_f32 sums the slices and adds the bias.
 #extension GL_EXT_control_flow_attributes : enable
+#extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint BM = 128;
@@ -48,11 +55,13 @@ layout(constant_id = 8) const bool VEC_A = true;
 layout(constant_id = 9) const bool VEC_B = true;
 layout(constant_id = 10) const bool DB = false;
 layout(constant_id = 11) const uint KU = 8;
+layout(constant_id = 12) const bool COUNTER_B = false;
 
 layout(std430, set = 0, binding = 0) readonly buffer BufA { float a[]; };
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { vec4 a4[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB { float b[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB4 { vec4 b4[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufPacked { uint packed_words[]; };
 layout(std430, set = 0, binding = 2) readonly buffer BufBias { float bias[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer BufC { float c[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer BufC4 { vec4 c4[]; };
@@ -63,7 +72,18 @@ layout(push_constant) uniform Push {
     uint has_bias;
     uint batches;
     uint k_chunk;
+    uint counter_c;
 } pc;
+
+#include "counter.glsl"
+
+// COUNTER_B: floor(code / (2C - 1)) for a 6-bit code as (code * counter_m) >> 16, exact for
+// codes below 64 and C up to 512 (counter_m = ceil(65536 / (2C - 1)), set once by main).
+uint counter_m;
+
+float counter_w(uint code, uint row) {
+    return bias[row] * float(int((code * counter_m) >> 16) - 1);
+}
 
 const uint THREADS_N = BN / TN;
 const uint THREADS = (BM / TM) * (BN / TN);
@@ -90,6 +110,10 @@ float load_a(uint base, uint row, uint col, uint rows, uint cols, uint stride) {
     return (row < rows && col < cols) ? a[base + row * stride + col] : 0.0;
 }
 float load_b(uint base, uint row, uint col, uint rows, uint cols, uint stride) {
+    if (COUNTER_B) {
+        return (row < rows && col < cols) ? counter_w(counter_code(row * stride + col), row)
+                                          : 0.0;
+    }
     return (row < rows && col < cols) ? b[base + row * stride + col] : 0.0;
 }
 
@@ -106,6 +130,23 @@ vec4 load_a4(uint base, uint row, uint col, uint rows, uint cols, uint stride) {
                 load_a(base, row, col + 3, rows, cols, stride));
 }
 vec4 load_b4(uint base, uint row, uint col, uint rows, uint cols, uint stride) {
+    if (COUNTER_B && VEC_B) {
+        // Codes e .. e + 3 (e a multiple of 4): 24 bits at bit 6 (e % 16) of their group of
+        // three words, crossing into the next word where they start past bit 8 of one.
+        if (!(row < rows && col < cols)) {
+            return vec4(0.0);
+        }
+        const uint e = row * stride + col;
+        const uint bit = 6u * (e & 15u);
+        const uint word = (e >> 4) * 3u + (bit >> 5);
+        const uint shift = bit & 31u;
+        uint bits = packed_words[word] >> shift;
+        if (shift > 8u) {
+            bits |= packed_words[word + 1u] << (32u - shift);
+        }
+        return vec4(counter_w(bits & 63u, row), counter_w((bits >> 6) & 63u, row),
+                    counter_w((bits >> 12) & 63u, row), counter_w((bits >> 18) & 63u, row));
+    }
     if (VEC_B) {
         return (row < rows && col < cols) ? b4[(base + row * stride + col) / 4] : vec4(0.0);
     }
@@ -131,6 +172,9 @@ void main() {
     const uint k_begin = slice * pc.k_chunk;
     const uint K = min(pc.K, k_begin + pc.k_chunk);
     const uint KS = pc.K;  // the stored row length along K
+    if (COUNTER_B) {
+        counter_m = (65535u + 2u * pc.counter_c - 1u) / (2u * pc.counter_c - 1u);
+    }
 
     float acc[TM][TN];
     [[unroll]] for (uint i = 0; i < TM; i++) {

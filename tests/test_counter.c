@@ -160,11 +160,9 @@ static float *decode_w(const uint8_t *codes, const float *s, int64_t out, int64_
     return w;
 }
 
-static void forward_and_grad_x(void **state)
+/* The products against x W^T and grad_out W with W decoded on the host, for one shape. */
+static void products_case(int64_t N, int64_t out, int64_t in, uint32_t C)
 {
-    (void)state;
-    const int64_t N = 37, out = 45, in = 80;
-    const uint32_t C = 11;
     mcl_counter_linear *layer = layer_create(out, in, C);
     uint8_t *codes = upload_random_codes(layer, (size_t)(out * in), C, 1234);
     float *s = mcl_test_random_floats((size_t)out, 5, 0.05f, 2.0f);
@@ -209,6 +207,17 @@ static void forward_and_grad_x(void **state)
     mcl_tensor_destroy(tx), mcl_tensor_destroy(ty), mcl_tensor_destroy(tgo);
     mcl_tensor_destroy(tgx);
     mcl_counter_linear_destroy(layer);
+}
+
+/* The products are the f32 GEMM's, W decoded as its tiles load (gemm_f32.comp, COUNTER_B):
+ * one small tile with edges; K split in slices (in = 1024 forward, out = 600 for grad_x) and
+ * C = 3; 128 x 128 tiles (96 of them forward). */
+static void forward_and_grad_x(void **state)
+{
+    (void)state;
+    products_case(37, 45, 80, 11);
+    products_case(37, 600, 1024, 3);
+    products_case(1024, 1536, 32, 11);
 }
 
 static uint32_t ulp_distance(float a, float b)

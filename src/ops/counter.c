@@ -2,8 +2,8 @@
  * to f32 weights on the host, and the dispatches of its forward and backward passes.
  *
  * Dispatch plan (kernels in shaders/counter_*):
- *   forward   counter_matmul_f32 (TRANSPOSED 0): y = x W^T, W decoded per 16 x 64 step
- *   backward  counter_matmul_f32 (TRANSPOSED 1): grad_x = grad_out W (the W before the update)
+ *   forward   gemm_f32 (COUNTER_B, TRANS_B): y = x W^T, W decoded as the GEMM's tiles load
+ *   backward  gemm_f32 (COUNTER_B): grad_x = grad_out W (the W before the update)
  *             counter_stats_f32: G per 16 x 64 tile, each row's partial sum G^2 and G t
  *             counter_rows_f32:  the row sums, v, s and the two factors of the row
  *             counter_apply_f32: G per tile again, each weight's step, written in place
@@ -16,16 +16,15 @@
 #include "../core/alloc.h"
 #include "../vk/runtime.h"
 #include "counter.h"
+#include "ops_internal.h"
 
-/* Tile shapes the kernels are written for (counter_grad.glsl, counter_matmul_f32.comp). */
+/* The tile shape the update's kernels are written for (counter_grad.glsl). */
 #define COUNTER_TILE_ROWS 16u
 #define COUNTER_TILE_COLS 64u
 /* The update passes' workgroup (counter_grad.glsl: a tile's 1,024 sums spread over it, each a
  * chain of a batch's adds; at 64 a step of the stories15M shape spent 53 of its 76 ms in the
  * two passes on an H100, evidence/h100-5793ad7-lease), within the device's limit. */
 #define COUNTER_UPDATE_WG 256u
-#define COUNTER_MATMUL_TILE 64u
-#define COUNTER_MATMUL_WG 256u
 #define COUNTER_ROWS_WG 64u
 /* Vulkan's minimum maxComputeWorkGroupCount per dimension. */
 #define COUNTER_MAX_GROUPS 65535u
@@ -45,10 +44,6 @@ struct mcl_counter_linear {
     mcl_tensor *state, *scale, *moment;
     uint32_t update_wg; /* mcl_counter_linear_update_wg's choice, 0: the library's */
 };
-
-typedef struct matmul_push {
-    uint32_t rows, k, cols, in_dim, C;
-} matmul_push;
 
 typedef struct grad_push {
     uint32_t n, out_dim, in_dim, C, last; /* last: tiles (stats) or seed (apply) */
@@ -367,24 +362,18 @@ static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindin
     return status;
 }
 
-/* c [rows, cols] = a [rows, k] times W^T (forward) or W (transposed). */
+/* c [rows, cols] = a [rows, k] times W^T (forward) or W (transposed): the f32 GEMM with W
+ * decoded as its tiles load. */
 static mcl_status record_matmul(mcl_counter_linear *layer, int transposed,
                                 const mcl_tensor *a, mcl_tensor *c, int64_t rows)
 {
-    const mcl_kernel *kernel;
-    mcl_status status = get_kernel(layer->ctx, MCL_KERNEL_COUNTER_MATMUL_F32, 4,
-                                   COUNTER_MATMUL_WG, transposed != 0, 0, sizeof(matmul_push),
-                                   &kernel);
-    if (status != MCL_SUCCESS || rows == 0)
-        return status;
+    if (rows == 0)
+        return MCL_SUCCESS;
     const int64_t k = transposed ? layer->out : layer->in;
     const int64_t cols = transposed ? layer->in : layer->out;
-    matmul_push push = {(uint32_t)rows, (uint32_t)k, (uint32_t)cols, (uint32_t)layer->in,
-                        layer->C};
-    mcl_tensor *reads[3] = {(mcl_tensor *)a, layer->state, layer->scale};
-    return mcl_dispatch(layer->ctx, kernel, reads, 3, &c, 1, &push,
-                        (uint32_t)((cols + COUNTER_MATMUL_TILE - 1) / COUNTER_MATMUL_TILE),
-                        (uint32_t)((rows + COUNTER_MATMUL_TILE - 1) / COUNTER_MATMUL_TILE), 1);
+    return mcl_gemm_counter(layer->ctx, (mcl_tensor *)a, transposed, layer->state,
+                            layer->scale, layer->C, c, (uint32_t)rows, (uint32_t)k,
+                            (uint32_t)cols);
 }
 
 mcl_status mcl_counter_linear_forward(mcl_counter_linear *layer, const mcl_tensor *x,

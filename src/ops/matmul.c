@@ -10,6 +10,7 @@ typedef struct gemm_push {
     uint32_t has_bias;
     uint32_t batches;
     uint32_t k_chunk;
+    uint32_t counter_c; /* COUNTER_B: the layer's C (gemm_f32.comp) */
 } gemm_push;
 
 typedef struct reduce_push {
@@ -91,7 +92,8 @@ mcl_status mcl_gemm_reduce(mcl_context *ctx, mcl_tensor *partial, mcl_tensor *bi
 static mcl_status gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_tensor *a,
                                 int ta, mcl_tensor *b, int tb, mcl_tensor *bias, mcl_tensor *c,
                                 uint32_t m, uint32_t n, uint32_t k, uint32_t batch,
-                                uint32_t stride_a, uint32_t stride_b, mcl_tensor *scratch);
+                                uint32_t stride_a, uint32_t stride_b, mcl_tensor *scratch,
+                                uint32_t counter_c);
 
 mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_tensor *a,
                              int ta, mcl_tensor *b, int tb, mcl_tensor *bias, mcl_tensor *c,
@@ -99,7 +101,19 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
                              uint32_t stride_a, uint32_t stride_b)
 {
     return gemm_dispatch(ctx, cfg, a, ta, b, tb, bias, c, m, n, k, batch, stride_a, stride_b,
-                         NULL);
+                         NULL, 0);
+}
+
+static void gemm_tiles(uint64_t m, uint64_t n, uint64_t batch, mcl_gemm_config *cfg);
+
+mcl_status mcl_gemm_counter(mcl_context *ctx, mcl_tensor *a, int transposed, mcl_tensor *state,
+                            mcl_tensor *scale, uint32_t counter_c, mcl_tensor *c,
+                            uint32_t rows, uint32_t k, uint32_t cols)
+{
+    mcl_gemm_config cfg;
+    gemm_tiles(rows, cols, 1, &cfg);
+    return gemm_dispatch(ctx, &cfg, a, 0, state, !transposed, scale, c, rows, cols, k, 1, 0, 0,
+                         NULL, counter_c);
 }
 
 /* As mcl_gemm_dispatch; split-K partials go to `scratch` where not NULL, the split reduced
@@ -107,7 +121,8 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
 static mcl_status gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_tensor *a,
                                 int ta, mcl_tensor *b, int tb, mcl_tensor *bias, mcl_tensor *c,
                                 uint32_t m, uint32_t n, uint32_t k, uint32_t batch,
-                                uint32_t stride_a, uint32_t stride_b, mcl_tensor *scratch)
+                                uint32_t stride_a, uint32_t stride_b, mcl_tensor *scratch,
+                                uint32_t counter_c)
 {
     uint32_t stored_a_cols = ta ? m : k, stored_b_cols = tb ? k : n;
     /* The K step's loop unrolled whole, or GEMM_F32_UNROLL (MOTIFCL_GEMM_UNROLL where set)
@@ -121,9 +136,10 @@ static mcl_status gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mc
         .binding_count = 4,
         .push_size = sizeof(gemm_push),
         .local_size_x = (cfg->bm / cfg->tm) * (cfg->bn / cfg->tn),
-        .spec_count = 11,
+        .spec_count = 12,
         .spec = {cfg->bm, cfg->bn, cfg->bk, cfg->tm, cfg->tn, (uint32_t)ta, (uint32_t)tb,
-                 stored_a_cols % 4 == 0, stored_b_cols % 4 == 0, cfg->db != 0, ku},
+                 stored_a_cols % 4 == 0, stored_b_cols % 4 == 0, cfg->db != 0, ku,
+                 counter_c != 0},
     };
     if (mcl_gemm_shared_bytes(cfg, cfg->db) > mcl_traits_of(ctx)->max_shared_bytes)
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "GEMM tile needs %u bytes of shared memory",
@@ -164,19 +180,21 @@ static mcl_status gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mc
     gemm_push push = {
         .m = m, .n = n, .k = k,
         .stride_a = stride_a, .stride_b = stride_b, .stride_c = m * n,
-        .has_bias = bias != NULL && slices == 1,
+        .has_bias = bias != NULL && slices == 1 && !counter_c,
         .batches = batch,
         .k_chunk = k_chunk,
+        .counter_c = counter_c,
     };
     mcl_tensor *reads[3] = {a, b, bias ? bias : a};
     mcl_tensor *out = partial ? partial : c;
-    mcl_profile_op(ctx, "matmul gemm f32",
+    mcl_profile_op(ctx, counter_c ? "counter matmul" : "matmul gemm f32",
                    (double)a->nbytes + (double)b->nbytes + 4.0 * (double)total * slices,
                    2.0 * m * n * k * batch);
     status = mcl_dispatch(ctx, kernel, reads, 3, &out, 1, &push, groups_x, groups_y,
                                  batch * slices);
     if (status == MCL_SUCCESS && partial)
-        status = mcl_gemm_reduce(ctx, partial, bias, c, (uint32_t)total, n, slices);
+        status = mcl_gemm_reduce(ctx, partial, counter_c ? NULL : bias, c, (uint32_t)total, n,
+                                 slices);
     /* Safe at once: its memory stays reserved until the recorded work has run. */
     mcl_tensor_destroy(made);
     return status;
@@ -349,5 +367,5 @@ mcl_status mcl_matmul_f32_scratch(mcl_context *ctx, const mcl_tensor *ca, mcl_tr
     gemm_tiles((uint64_t)m, (uint64_t)n, (uint64_t)batch, &cfg);
     return gemm_dispatch(ctx, &cfg, a, ta, b, tb, bias, c, (uint32_t)m, (uint32_t)n,
                          (uint32_t)k, (uint32_t)batch, (uint32_t)(m * k),
-                         shared_b ? 0u : (uint32_t)(k * n), scratch);
+                         shared_b ? 0u : (uint32_t)(k * n), scratch, 0);
 }
