@@ -16,7 +16,7 @@
 //   HYPER_BUF      : specialization constant 1: 0, the seed is the push constant's; 1, it is
 //                    the hyper buffer's word 4 plus the push constant (wrapping), a step's
 //                    seed that a replayed recording reads anew, offset per layer
-//   set 0 binding 0: x (readonly float[], [N, in]); binding 1: grad_out (readonly, [N, out]);
+//   set 0 binding 0: x (readonly vec4[], [N, in]); binding 1: grad_out (readonly, [N, out]);
 //   binding 2: rowfac (readonly float[], [out, 2]); binding 3: hyper (readonly uint[], bound
 //   but unread with HYPER_BUF 0); binding 4: the packed state (uint[])
 //   push constants : { uint n, out_dim, in_dim, C, seed; }
@@ -27,8 +27,9 @@
 layout(local_size_x_id = 0, local_size_x = 64) in;
 layout(constant_id = 1) const uint HYPER_BUF = 0u;
 
-layout(std430, set = 0, binding = 0) readonly buffer BufX { float x_data[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufGo { float go_data[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufX4 { vec4 x4_data[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufGo4 { vec4 go4_data[]; };
 layout(std430, set = 0, binding = 2) readonly buffer BufRowfac { float rowfac[]; };
 layout(std430, set = 0, binding = 3) readonly buffer BufHyper { uint hyper_words[]; };
 layout(std430, set = 0, binding = 4) buffer BufPacked { uint packed_words[]; };

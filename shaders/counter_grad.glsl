@@ -21,8 +21,11 @@
 // o0 + l / 4, columns i0 + 16 (l % 4) + j.
 //
 // The includer declares, before including this file, the inputs as
-//   readonly buffer ... { float x_data[]; };    x, [N, in]
+//   readonly buffer ... { vec4 x4_data[]; };    x, [N, in]
 //   readonly buffer ... { float go_data[]; };   grad_out, [N, out]
+//   readonly buffer ... { vec4 go4_data[]; };   grad_out again, on the same binding
+// A chunk's loads are whole vec4s (x's rows always, in being a multiple of 16; grad_out's
+// where out is a multiple of 4): a quarter of the load instructions of float reads.
 // and its workgroup size as local_size_x_id = 0. Shared memory: WG / 64 x COUNTER_TILE_N x
 // 320 bytes (src/ops/counter.c chooses the chunk and the workgroup to fit the device's).
 #ifndef COUNTER_GRAD_GLSL
@@ -49,19 +52,12 @@ const uint COUNTER_SHARED = COUNTER_GROUPS * COUNTER_STAGE > 256u
                                 ? COUNTER_GROUPS * COUNTER_STAGE : 256u;
 shared vec4 counter_sm[COUNTER_SHARED];
 
-// A vec4 of 4 consecutive floats of a row (0 past the row's end).
+// A vec4 of 4 consecutive floats of a grad_out row (0 past the row's end): out not a multiple
+// of 4.
 vec4 counter_load4_go(uint at, uint c0, uint len) {
     vec4 v = vec4(0.0);
     [[unroll]] for (uint c = 0u; c < 4u; c++) {
         v[c] = c0 + c < len ? go_data[at + c] : 0.0;
-    }
-    return v;
-}
-
-vec4 counter_load4_x(uint at, uint c0, uint len) {
-    vec4 v = vec4(0.0);
-    [[unroll]] for (uint c = 0u; c < 4u; c++) {
-        v[c] = c0 + c < len ? x_data[at + c] : 0.0;
     }
     return v;
 }
@@ -73,17 +69,22 @@ vec4 counter_load4_x(uint at, uint c0, uint len) {
 void counter_grad_load(uint out_dim, uint in_dim, uint o0, uint i0, uint n0, uint end,
                        out vec4 go[COUNTER_GO_LOADS], out vec4 xv[COUNTER_X_LOADS]) {
     const uint t = gl_LocalInvocationID.x % COUNTER_GROUP;
+    const bool go_vec4 = out_dim % 4u == 0u;
     [[unroll]] for (uint q = 0u; q < COUNTER_GO_LOADS; q++) {
         const uint k = t + q * COUNTER_GROUP;
         const uint n = n0 + k / 4u;
         const uint o = o0 + 4u * (k % 4u);
-        go[q] = n < end ? counter_load4_go(n * out_dim + o, o, out_dim) : vec4(0.0);
+        if (go_vec4) {
+            go[q] = n < end && o < out_dim ? go4_data[(n * out_dim + o) / 4u] : vec4(0.0);
+        } else {
+            go[q] = n < end ? counter_load4_go(n * out_dim + o, o, out_dim) : vec4(0.0);
+        }
     }
     [[unroll]] for (uint q = 0u; q < COUNTER_X_LOADS; q++) {
         const uint k = t + q * COUNTER_GROUP;
         const uint n = n0 + k / 16u;
         const uint i = i0 + 4u * (k % 16u);
-        xv[q] = n < end ? counter_load4_x(n * in_dim + i, i, in_dim) : vec4(0.0);
+        xv[q] = n < end && i < in_dim ? x4_data[(n * in_dim + i) / 4u] : vec4(0.0);
     }
 }
 

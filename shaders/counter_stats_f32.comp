@@ -11,7 +11,7 @@
 //   workgroup size : 64, 128 or 256 (specialization constant 0: groups of 64 summing the
 //                    batch's segments, counter_grad.glsl; the first 64 own the weights)
 //   constant 2     : batch rows a chunk of each group's sums of G (counter_grad.glsl)
-//   set 0 binding 0: x (readonly float[], [N, in]); binding 1: grad_out (readonly, [N, out]);
+//   set 0 binding 0: x (readonly vec4[], [N, in]); binding 1: grad_out (readonly, [N, out]);
 //   binding 2: the packed state (readonly uint[]); binding 3: partials (float[], [out, tiles, 2])
 //   push constants : { uint n, out_dim, in_dim, C, tiles; }
 //   grid           : (tiles = ceil(in / 64), ceil(out / 16), 1)
@@ -20,8 +20,9 @@
 
 layout(local_size_x_id = 0, local_size_x = 64) in;
 
-layout(std430, set = 0, binding = 0) readonly buffer BufX { float x_data[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufGo { float go_data[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufX4 { vec4 x4_data[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufGo4 { vec4 go4_data[]; };
 layout(std430, set = 0, binding = 2) readonly buffer BufPacked { uint packed_words[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer BufPartial { float partial[]; };
 
