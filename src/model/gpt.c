@@ -150,13 +150,19 @@ gpt_param *mcl_gpt_head_param(mcl_gpt *gpt)
                               : &gpt->params[2 + gpt->cfg.layers * block_params(gpt)];
 }
 
-/* The counter layer of linear P_WQ .. P_W_DOWN of block l. */
-static mcl_counter_linear *counter_of(mcl_gpt *gpt, int32_t l, int which)
+/* The index among a block's counter layers (mcl_gpt_linear) of linear P_WQ .. P_W_DOWN. */
+static int counter_index(int which)
 {
     static const int8_t index[GPT_LAYER_PARAMS] = {-1, MCL_GPT_WQ, MCL_GPT_WK, MCL_GPT_WV,
                                                    MCL_GPT_WO, -1, MCL_GPT_W_GATE,
                                                    MCL_GPT_W_UP, MCL_GPT_W_DOWN};
-    return gpt->counter[(size_t)l * GPT_COUNTER_LINEARS + (size_t)index[which]];
+    return index[which];
+}
+
+/* The counter layer of linear P_WQ .. P_W_DOWN of block l. */
+static mcl_counter_linear *counter_of(mcl_gpt *gpt, int32_t l, int which)
+{
+    return gpt->counter[(size_t)l * GPT_COUNTER_LINEARS + (size_t)counter_index(which)];
 }
 
 mcl_status mcl_gpt_block_linear(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *x,
@@ -186,9 +192,10 @@ mcl_status mcl_gpt_block_linear_backward(mcl_gpt *gpt, int32_t l, int which, mcl
 {
     if (mcl_gpt_counter(gpt)) {
         const uint32_t salt = (uint32_t)l * GPT_COUNTER_LINEARS + (uint32_t)which;
+        const int k = counter_index(which);
         return mcl_counter_linear_backward_dev(counter_of(gpt, l, which), x, dy, dx,
                                                gpt->counter_hyper, salt * 0x9E3779B9u,
-                                               gpt->counter_partial, gpt->counter_factors);
+                                               gpt->counter_partial[k], gpt->counter_factors[k]);
     }
     gpt_param *w = mcl_gpt_layer_param(gpt, l, which);
     mcl_status status = product(gpt, dy, MCL_TRANSPOSE, x, MCL_NO_TRANSPOSE, w->g, scratch);
@@ -315,20 +322,17 @@ static mcl_status counter_alloc(mcl_gpt *gpt)
     gpt->counter = mcl_mem_calloc(n, sizeof *gpt->counter);
     if (!gpt->counter)
         return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    int64_t partial = 0, factors = 0;
     mcl_status status = MCL_SUCCESS;
     for (size_t i = 0; i < n && status == MCL_SUCCESS; i++) {
         mcl_counter_linear_desc d = {.size = sizeof d, .C = c->counter_c};
         mcl_gpt_linear_shape(c, (int)(i % GPT_COUNTER_LINEARS), &d.out, &d.in);
-        int64_t p = mcl_counter_linear_partial_floats(d.out, d.in);
-        partial = p > partial ? p : partial;
-        factors = 2 * d.out > factors ? 2 * d.out : factors;
         status = mcl_counter_linear_create(ctx, &d, &gpt->counter[i]);
+        if (status == MCL_SUCCESS && i < GPT_COUNTER_LINEARS)
+            status = make_f32(ctx, mcl_counter_linear_partial_floats(d.out, d.in),
+                              &gpt->counter_partial[i]);
+        if (status == MCL_SUCCESS && i < GPT_COUNTER_LINEARS)
+            status = make_f32(ctx, 2 * d.out, &gpt->counter_factors[i]);
     }
-    if (status == MCL_SUCCESS)
-        status = make_f32(ctx, partial, &gpt->counter_partial);
-    if (status == MCL_SUCCESS)
-        status = make_f32(ctx, factors, &gpt->counter_factors);
     if (status == MCL_SUCCESS)
         status = make_f32(ctx, MCL_COUNTER_HYPER_COUNT, &gpt->counter_hyper);
     if (status != MCL_SUCCESS)
@@ -501,12 +505,16 @@ static void gpt_release(mcl_gpt *gpt)
         mcl_tensor_destroy(gpt->params[i].g);
         gpt->params[i].p = gpt->params[i].g = NULL;
     }
-    mcl_tensor **t[] = {&gpt->flat_p,          &gpt->flat_g,         &gpt->flat_m,
-                        &gpt->flat_v,          &gpt->hyper,          &gpt->norm,
-                        &gpt->counter_hyper,   &gpt->counter_partial, &gpt->counter_factors};
+    mcl_tensor **t[] = {&gpt->flat_p, &gpt->flat_g, &gpt->flat_m,        &gpt->flat_v,
+                        &gpt->hyper,  &gpt->norm,   &gpt->counter_hyper};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
         mcl_tensor_destroy(*t[i]);
         *t[i] = NULL;
+    }
+    for (size_t i = 0; i < GPT_COUNTER_LINEARS; i++) {
+        mcl_tensor_destroy(gpt->counter_partial[i]);
+        mcl_tensor_destroy(gpt->counter_factors[i]);
+        gpt->counter_partial[i] = gpt->counter_factors[i] = NULL;
     }
 }
 

@@ -72,9 +72,12 @@ struct mcl_gpt {
     /* MCL_GPT_COUNTER: the blocks' layers [layers x GPT_COUNTER_LINEARS] (NULL otherwise),
      * their update's parameters on the device (MCL_COUNTER_HYPER_COUNT words, uploaded by
      * mcl_gpt_set_counter_update and mcl_gpt_set_optimizer), the update as last set, and the
-     * scratch that every layer's update shares (the partial sums, the row factors). */
+     * update's scratch (the partial sums, the row factors): one pair for each of a block's
+     * linears, shared by the blocks, so that the updates of one block's linears need no
+     * barrier between them for the scratch and can run side by side. */
     mcl_counter_linear **counter;
-    mcl_tensor *counter_hyper, *counter_partial, *counter_factors;
+    mcl_tensor *counter_hyper;
+    mcl_tensor *counter_partial[GPT_COUNTER_LINEARS], *counter_factors[GPT_COUNTER_LINEARS];
     mcl_counter_update_desc counter_update;
     int64_t step;
     int hyper_set;
