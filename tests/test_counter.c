@@ -161,7 +161,7 @@ static float *decode_w(const uint8_t *codes, const float *s, int64_t out, int64_
 }
 
 /* The products against x W^T and grad_out W with W decoded on the host, for one shape. */
-static void products_case(int64_t N, int64_t out, int64_t in, uint32_t C)
+static void products_case(int64_t N, int64_t out, int64_t in, uint32_t C, int64_t split_slices)
 {
     mcl_counter_linear *layer = layer_create(out, in, C);
     uint8_t *codes = upload_random_codes(layer, (size_t)(out * in), C, 1234);
@@ -174,7 +174,12 @@ static void products_case(int64_t N, int64_t out, int64_t in, uint32_t C)
     mcl_tensor *ty = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ys, NULL);
     mcl_tensor *tgo = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ys, go);
     mcl_tensor *tgx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, NULL);
-    assert_mcl_ok(mcl_counter_linear_forward(layer, tx, ty));
+    /* A split-K scratch of split_slices slices of y (the forward splits K only as far as it
+     * holds them), or none (a scratch made per call). */
+    const int64_t split_len = split_slices * N * out;
+    mcl_tensor *split = split_slices ? mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, &split_len, NULL)
+                                     : NULL;
+    assert_mcl_ok(mcl_counter_linear_forward_dev(layer, tx, ty, split));
     assert_mcl_ok(mcl_counter_linear_backward(layer, tx, tgo, tgx, NULL));
     float *y = mcl_test_floats((size_t)(N * out)), *gx = mcl_test_floats((size_t)(N * in));
     assert_mcl_ok(mcl_tensor_download(ty, 0, y, (uint64_t)(N * out) * 4));
@@ -206,18 +211,21 @@ static void products_case(int64_t N, int64_t out, int64_t in, uint32_t C)
     free(want_y), free(want_gx), free(bad), free(wp), free(bad_gx);
     mcl_tensor_destroy(tx), mcl_tensor_destroy(ty), mcl_tensor_destroy(tgo);
     mcl_tensor_destroy(tgx);
+    mcl_tensor_destroy(split);
     mcl_counter_linear_destroy(layer);
 }
 
 /* The products are the f32 GEMM's, W decoded as its tiles load (gemm_f32.comp, COUNTER_B):
  * one small tile with edges; K split in slices (in = 1024 forward, out = 600 for grad_x) and
- * C = 3; 128 x 128 tiles (96 of them forward). */
+ * C = 3, the forward's four slices in a scratch made per call, then in a given scratch that
+ * holds two; 128 x 128 tiles (96 of them forward). */
 static void forward_and_grad_x(void **state)
 {
     (void)state;
-    products_case(37, 45, 80, 11);
-    products_case(37, 600, 1024, 3);
-    products_case(1024, 1536, 32, 11);
+    products_case(37, 45, 80, 11, 0);
+    products_case(37, 600, 1024, 3, 0);
+    products_case(37, 600, 1024, 3, 2);
+    products_case(1024, 1536, 32, 11, 0);
 }
 
 static uint32_t ulp_distance(float a, float b)
@@ -326,7 +334,7 @@ static void run_case(const update_case *k, uint32_t seed0, update_result *res)
             const int64_t hn = MCL_COUNTER_HYPER_COUNT;
             mcl_tensor *th = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, &hn, words);
             assert_mcl_ok(mcl_counter_linear_backward_dev(layer, tx, tgo, NULL, th, salt, NULL,
-                                                          tf));
+                                                          tf, NULL));
             mcl_tensor_destroy(th);
         } else {
             assert_mcl_ok(mcl_counter_linear_backward_ex(layer, tx, tgo, NULL, &up, tf));
@@ -545,6 +553,8 @@ static void bad_arguments(void **state)
     EXPECT_STATUS(mcl_counter_linear_forward(layer, x, yb), SHAPE);
     EXPECT_STATUS(mcl_counter_linear_forward(layer, x, yi), DTYPE);
     EXPECT_STATUS(mcl_counter_linear_forward(layer, x, x), INVALID);
+    EXPECT_STATUS(mcl_counter_linear_forward_dev(layer, x, y, y), INVALID);
+    EXPECT_STATUS(mcl_counter_linear_forward_dev(layer, x, y, yi), DTYPE);
     EXPECT_STATUS(mcl_counter_linear_forward(layer, x, y), MCL_SUCCESS);
     mcl_counter_update_desc up = {.size = sizeof up, .lr = 3e-3f, .seed = 12345};
     EXPECT_STATUS(mcl_counter_linear_backward(layer, x, y, NULL, &up), MCL_SUCCESS);

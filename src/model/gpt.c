@@ -169,7 +169,7 @@ mcl_status mcl_gpt_block_linear(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *
                                 mcl_tensor *y, mcl_tensor *scratch)
 {
     if (mcl_gpt_counter(gpt))
-        return mcl_counter_linear_forward(counter_of(gpt, l, which), x, y);
+        return mcl_counter_linear_forward_dev(counter_of(gpt, l, which), x, y, scratch);
     gpt_param *w = mcl_gpt_layer_param(gpt, l, which);
     if (scratch)
         return mcl_matmul_f32_scratch(gpt->ctx, x, MCL_NO_TRANSPOSE, w->p, MCL_TRANSPOSE, NULL,
@@ -195,7 +195,8 @@ mcl_status mcl_gpt_block_linear_backward(mcl_gpt *gpt, int32_t l, int which, mcl
         const int k = counter_index(which);
         return mcl_counter_linear_backward_dev(counter_of(gpt, l, which), x, dy, dx,
                                                gpt->counter_hyper, salt * 0x9E3779B9u,
-                                               gpt->counter_partial[k], gpt->counter_factors[k]);
+                                               gpt->counter_partial[k], gpt->counter_factors[k],
+                                               scratch);
     }
     gpt_param *w = mcl_gpt_layer_param(gpt, l, which);
     mcl_status status = product(gpt, dy, MCL_TRANSPOSE, x, MCL_NO_TRANSPOSE, w->g, scratch);
@@ -625,6 +626,20 @@ int mcl_gpt_block_kept(const mcl_gpt *gpt, int32_t l)
 }
 
 /* The reversible model's streams, kept block inputs and drift measurements. */
+/* The blocks' products' split-K partials: `slices` slices of the largest, an activation
+ * [B*T, width] or, with weights, a weight's gradient [out, in]. */
+static mcl_status split_scratch(mcl_gpt *gpt, int64_t bt, int weights, int64_t slices,
+                                mcl_tensor **out)
+{
+    int64_t d = gpt->cfg.dim, f = gpt->cfg.hidden, qd = (int64_t)gpt->cfg.heads * gpt->head_dim;
+    int64_t widest = d > f ? d : f;
+    widest = widest > qd ? widest : qd;
+    int64_t largest = bt * widest;
+    if (weights && widest * d > largest)
+        largest = widest * d;
+    return make_f32(gpt->ctx, largest * slices, out);
+}
+
 static mcl_status reversible_alloc(mcl_gpt *gpt, int64_t bt)
 {
     mcl_context *ctx = gpt->ctx;
@@ -647,13 +662,7 @@ static mcl_status reversible_alloc(mcl_gpt *gpt, int64_t bt)
         (s = t2(ctx, (bt + 63) / 64, d, &a->norm_partial)) != MCL_SUCCESS ||
         (s = make_f32(ctx, bt * gpt->cfg.heads * 4, &a->attn_scratch)) != MCL_SUCCESS)
         return s;
-    /* The largest product of a block: a weight's gradient [out, in], or an activation
-     * [B*T, width]; up to GPT_SPLIT_SLICES split-K slices of it. */
-    int64_t f = gpt->cfg.hidden, qd = (int64_t)gpt->cfg.heads * gpt->head_dim;
-    int64_t widest = d > f ? d : f;
-    widest = widest > qd ? widest : qd;
-    int64_t largest = bt * widest > widest * d ? bt * widest : widest * d;
-    if ((s = make_f32(ctx, largest * GPT_SPLIT_SLICES, &a->mm_scratch)) != MCL_SUCCESS)
+    if ((s = split_scratch(gpt, bt, 1, GPT_SPLIT_SLICES, &a->mm_scratch)) != MCL_SUCCESS)
         return s;
     for (int32_t l = 1; l < layers; l++) {
         if (!mcl_gpt_block_kept(gpt, l))
@@ -734,6 +743,11 @@ static mcl_status acts_alloc(mcl_gpt *gpt, int64_t batch, int64_t seq)
         s = t2(ctx, c->vocab, d, &a->dhead);
     if (s == MCL_SUCCESS && reversible)
         s = reversible_alloc(gpt, bt);
+    /* Counter-state layers' products (activations only: their weights take no product) share
+     * one scratch for their split-K partials, so that a recorded step does not hold one per
+     * product. */
+    else if (s == MCL_SUCCESS && mcl_gpt_counter(gpt))
+        s = split_scratch(gpt, bt, 0, GPT_COUNTER_SPLIT_SLICES, &a->mm_scratch);
     return s;
 }
 

@@ -13,6 +13,9 @@
 /* The most split-K slices a reversible block's products take (their partials live in one
  * scratch tensor shared by every block, sized for this many). */
 #define GPT_SPLIT_SLICES 4
+/* The same for the counter-state layers' products of a model that is not reversible (at the
+ * stories15M shape they split K = 768 in two). */
+#define GPT_COUNTER_SPLIT_SLICES 2
 
 enum { P_ATTN_NORM, P_WQ, P_WK, P_WV, P_WO, P_MLP_NORM, P_W_GATE, P_W_UP, P_W_DOWN };
 
@@ -50,7 +53,9 @@ typedef struct gpt_acts {
     mcl_tensor *s1, *s2, *avg, *dx2;
     /* The backward ops' scratch, shared by blocks. */
     mcl_tensor *norm_scratch, *norm_partial, *attn_scratch;
-    mcl_tensor *mm_scratch; /* split-K partials of the blocks' products (GPT_SPLIT_SLICES) */
+    /* Split-K partials of the blocks' products: reversible (GPT_SPLIT_SLICES) or with
+     * counter-state layers (GPT_COUNTER_SPLIT_SLICES); NULL otherwise. */
+    mcl_tensor *mm_scratch;
     mcl_tensor **keep1, **keep2;
     mcl_tensor **drift;
     uint32_t drift_count;  /* tensors in drift */

@@ -77,23 +77,25 @@ mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens, const mcl_ten
         TRY(mcl_gpt_reversible_forward(gpt, tokens));
         return finish_forward(gpt, tokens, targets, loss, a->avg);
     }
+    /* Split-K partials: the counter-state products' shared scratch (NULL for f32 weights). */
+    mcl_tensor *mm = a->mm_scratch;
     TRY(mcl_embedding(ctx, gpt->params[0].p, tokens, a->x0_3d));
     for (int32_t l = 0; l < c->layers; l++) {
         gpt_layer_acts *la = &a->layer[l];
         TRY(mcl_rmsnorm(ctx, a->x[l], mcl_gpt_layer_param(gpt, l, P_ATTN_NORM)->p, eps, la->h));
-        TRY(mcl_gpt_block_linear(gpt, l, P_WQ, la->h, la->q, NULL));
-        TRY(mcl_gpt_block_linear(gpt, l, P_WK, la->h, la->k, NULL));
-        TRY(mcl_gpt_block_linear(gpt, l, P_WV, la->h, la->v, NULL));
+        TRY(mcl_gpt_block_linear(gpt, l, P_WQ, la->h, la->q, mm));
+        TRY(mcl_gpt_block_linear(gpt, l, P_WK, la->h, la->k, mm));
+        TRY(mcl_gpt_block_linear(gpt, l, P_WV, la->h, la->v, mm));
         TRY(mcl_rope(ctx, la->q4, c->rope_layout, c->rope_theta, 0, la->q4));
         TRY(mcl_rope(ctx, la->k4, c->rope_layout, c->rope_theta, 0, la->k4));
         TRY(mcl_attention(ctx, la->q4, la->k4, la->v4, &att, la->att4));
-        TRY(mcl_gpt_block_linear(gpt, l, P_WO, la->att, a->tmp, NULL));
+        TRY(mcl_gpt_block_linear(gpt, l, P_WO, la->att, a->tmp, mm));
         TRY(mcl_add(ctx, a->x[l], a->tmp, la->x_mid));
         TRY(mcl_rmsnorm(ctx, la->x_mid, mcl_gpt_layer_param(gpt, l, P_MLP_NORM)->p, eps, la->h2));
-        TRY(mcl_gpt_block_linear(gpt, l, P_W_GATE, la->h2, la->gate, NULL));
-        TRY(mcl_gpt_block_linear(gpt, l, P_W_UP, la->h2, la->up, NULL));
+        TRY(mcl_gpt_block_linear(gpt, l, P_W_GATE, la->h2, la->gate, mm));
+        TRY(mcl_gpt_block_linear(gpt, l, P_W_UP, la->h2, la->up, mm));
         TRY(mcl_swiglu(ctx, la->gate, la->up, la->act));
-        TRY(mcl_gpt_block_linear(gpt, l, P_W_DOWN, la->act, a->tmp, NULL));
+        TRY(mcl_gpt_block_linear(gpt, l, P_W_DOWN, la->act, a->tmp, mm));
         TRY(mcl_add(ctx, la->x_mid, a->tmp, a->x[l + 1]));
     }
     return finish_forward(gpt, tokens, targets, loss, a->x[c->layers]);
@@ -146,6 +148,7 @@ mcl_status mcl_gpt_backward(mcl_gpt *gpt)
     float eps = c->norm_eps;
     mcl_attention_desc att = {.size = sizeof att, .causal = 1};
     int64_t n = a->batch * a->seq;
+    mcl_tensor *mm = a->mm_scratch; /* as in the forward pass */
 
     /* The logits' gradient overwrites the logits. */
     mcl_tensor *flat_targets;
@@ -171,24 +174,24 @@ mcl_status mcl_gpt_backward(mcl_gpt *gpt)
     for (int32_t l = c->layers - 1; l >= 0; l--) {
         gpt_layer_acts *la = &a->layer[l];
         /* x[l+1] = x_mid + act w_down^T; act = silu(gate) * up. */
-        TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_DOWN, la->act, a->dx, a->dff, NULL));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_DOWN, la->act, a->dx, a->dff, mm));
         TRY(mcl_swiglu_backward(ctx, la->gate, la->up, a->dff, a->dgate, a->dup));
-        TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_GATE, la->h2, a->dgate, a->dh, NULL));
-        TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_UP, la->h2, a->dup, a->tmp, NULL));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_GATE, la->h2, a->dgate, a->dh, mm));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_UP, la->h2, a->dup, a->tmp, mm));
         TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
         TRY(mcl_rmsnorm_backward(ctx, la->x_mid, mcl_gpt_layer_param(gpt, l, P_MLP_NORM)->p, a->dh,
                                  eps, a->tmp, mcl_gpt_layer_param(gpt, l, P_MLP_NORM)->g));
         TRY(mcl_add(ctx, a->dx, a->tmp, a->dx));
         /* x_mid = x[l] + att wo^T; att = attention(rope(q), rope(k), v). */
-        TRY(mcl_gpt_block_linear_backward(gpt, l, P_WO, la->att, a->dx, a->datt, NULL));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_WO, la->att, a->dx, a->datt, mm));
         TRY(mcl_attention_backward(ctx, la->q4, la->k4, la->v4, la->att4, a->datt4, &att,
                                    a->dq4, a->dk4, a->dv4));
         TRY(mcl_rope_backward(ctx, a->dq4, c->rope_layout, c->rope_theta, 0, a->dq4));
         TRY(mcl_rope_backward(ctx, a->dk4, c->rope_layout, c->rope_theta, 0, a->dk4));
-        TRY(mcl_gpt_block_linear_backward(gpt, l, P_WQ, la->h, a->dq, a->dh, NULL));
-        TRY(mcl_gpt_block_linear_backward(gpt, l, P_WK, la->h, a->dk, a->tmp, NULL));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_WQ, la->h, a->dq, a->dh, mm));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_WK, la->h, a->dk, a->tmp, mm));
         TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
-        TRY(mcl_gpt_block_linear_backward(gpt, l, P_WV, la->h, a->dv, a->tmp, NULL));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_WV, la->h, a->dv, a->tmp, mm));
         TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
         TRY(mcl_rmsnorm_backward(ctx, a->x[l], mcl_gpt_layer_param(gpt, l, P_ATTN_NORM)->p, a->dh, eps,
                                  a->tmp, mcl_gpt_layer_param(gpt, l, P_ATTN_NORM)->g));

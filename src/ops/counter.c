@@ -363,9 +363,10 @@ static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindin
 }
 
 /* c [rows, cols] = a [rows, k] times W^T (forward) or W (transposed): the f32 GEMM with W
- * decoded as its tiles load. */
+ * decoded as its tiles load, split-K partials in `split` (NULL: made per call). */
 static mcl_status record_matmul(mcl_counter_linear *layer, int transposed,
-                                const mcl_tensor *a, mcl_tensor *c, int64_t rows)
+                                const mcl_tensor *a, mcl_tensor *c, int64_t rows,
+                                mcl_tensor *split)
 {
     if (rows == 0)
         return MCL_SUCCESS;
@@ -373,21 +374,28 @@ static mcl_status record_matmul(mcl_counter_linear *layer, int transposed,
     const int64_t cols = transposed ? layer->in : layer->out;
     return mcl_gemm_counter(layer->ctx, (mcl_tensor *)a, transposed, layer->state,
                             layer->scale, layer->C, c, (uint32_t)rows, (uint32_t)k,
-                            (uint32_t)cols);
+                            (uint32_t)cols, split);
 }
 
 mcl_status mcl_counter_linear_forward(mcl_counter_linear *layer, const mcl_tensor *x,
                                       mcl_tensor *y)
+{
+    return mcl_counter_linear_forward_dev(layer, x, y, NULL);
+}
+
+mcl_status mcl_counter_linear_forward_dev(mcl_counter_linear *layer, const mcl_tensor *x,
+                                          mcl_tensor *y, mcl_tensor *split)
 {
     static const char op[] = "mcl_counter_linear_forward";
     if (!layer)
         return MCL_ERROR_INVALID_ARGUMENT;
     mcl_status status = check_layer(layer);
     if (status != MCL_SUCCESS || (status = check_input(layer, op, x, "x")) != MCL_SUCCESS ||
-        (status = check_input(layer, op, y, "y")) != MCL_SUCCESS)
+        (status = check_input(layer, op, y, "y")) != MCL_SUCCESS ||
+        (split && (status = check_input(layer, op, split, "split")) != MCL_SUCCESS))
         return status;
-    if (x == y)
-        return mcl_fail(layer->ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: y is x", op);
+    if (x == y || (split && (split == x || split == y)))
+        return mcl_fail(layer->ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: y, x and split alias", op);
     const int64_t rows = rows_of(x, layer->in);
     if (rows == 0 || rows_of(y, layer->out) != rows || x->ndim != y->ndim)
         return mcl_fail(layer->ctx, MCL_ERROR_SHAPE_MISMATCH,
@@ -396,7 +404,7 @@ mcl_status mcl_counter_linear_forward(mcl_counter_linear *layer, const mcl_tenso
     if (rows > COUNTER_MAX_ROWS)
         return mcl_fail(layer->ctx, MCL_ERROR_TOO_LARGE, "%s: more than %lld rows", op,
                         (long long)COUNTER_MAX_ROWS);
-    return record_matmul(layer, 0, x, y, rows);
+    return record_matmul(layer, 0, x, y, rows, split);
 }
 
 mcl_status mcl_counter_update_hyper(mcl_context *ctx, const char *op,
@@ -519,7 +527,8 @@ done:
 static mcl_status backward(mcl_counter_linear *layer, const mcl_tensor *x,
                            const mcl_tensor *grad_out, mcl_tensor *grad_x,
                            const mcl_counter_update_desc *update, mcl_tensor *hyper,
-                           uint32_t salt, mcl_tensor *partial, mcl_tensor *row_factors)
+                           uint32_t salt, mcl_tensor *partial, mcl_tensor *row_factors,
+                           mcl_tensor *split)
 {
     static const char op[] = "mcl_counter_linear_backward";
     if (!layer)
@@ -531,11 +540,15 @@ static mcl_status backward(mcl_counter_linear *layer, const mcl_tensor *x,
         (row_factors &&
          (status = check_input(layer, op, row_factors, "row_factors")) != MCL_SUCCESS) ||
         (partial && (status = check_input(layer, op, partial, "partial")) != MCL_SUCCESS) ||
-        (hyper && (status = check_input(layer, op, hyper, "hyper")) != MCL_SUCCESS))
+        (hyper && (status = check_input(layer, op, hyper, "hyper")) != MCL_SUCCESS) ||
+        (split && (status = check_input(layer, op, split, "split")) != MCL_SUCCESS))
         return status;
     if (grad_x && (grad_x == x || grad_x == grad_out))
         return mcl_fail(layer->ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "%s: grad_x aliases an input", op);
+    if (split && (split == x || split == grad_out || split == grad_x))
+        return mcl_fail(layer->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "%s: split aliases an input or grad_x", op);
     const int64_t rows = rows_of(x, layer->in);
     const int64_t tiles = (layer->in + COUNTER_TILE_COLS - 1) / COUNTER_TILE_COLS;
     if (rows == 0 || rows_of(grad_out, layer->out) != rows || grad_out->ndim != x->ndim ||
@@ -555,7 +568,8 @@ static mcl_status backward(mcl_counter_linear *layer, const mcl_tensor *x,
     uint32_t seed = salt;
     if (update && (status = read_update(layer, update, &push, &seed)) != MCL_SUCCESS)
         return status;
-    if (grad_x && (status = record_matmul(layer, 1, grad_out, grad_x, rows)) != MCL_SUCCESS)
+    if (grad_x &&
+        (status = record_matmul(layer, 1, grad_out, grad_x, rows, split)) != MCL_SUCCESS)
         return status;
     if (!update && !hyper)
         return MCL_SUCCESS;
@@ -568,15 +582,17 @@ mcl_status mcl_counter_linear_backward_ex(mcl_counter_linear *layer, const mcl_t
                                           const mcl_counter_update_desc *update,
                                           mcl_tensor *row_factors)
 {
-    return backward(layer, x, grad_out, grad_x, update, NULL, 0, NULL, row_factors);
+    return backward(layer, x, grad_out, grad_x, update, NULL, 0, NULL, row_factors, NULL);
 }
 
 mcl_status mcl_counter_linear_backward_dev(mcl_counter_linear *layer, const mcl_tensor *x,
                                            const mcl_tensor *grad_out, mcl_tensor *grad_x,
                                            mcl_tensor *hyper, uint32_t salt,
-                                           mcl_tensor *partial, mcl_tensor *row_factors)
+                                           mcl_tensor *partial, mcl_tensor *row_factors,
+                                           mcl_tensor *split)
 {
-    return backward(layer, x, grad_out, grad_x, NULL, hyper, salt, partial, row_factors);
+    return backward(layer, x, grad_out, grad_x, NULL, hyper, salt, partial, row_factors,
+                    split);
 }
 
 int64_t mcl_counter_linear_partial_floats(int64_t out, int64_t in)

@@ -18,16 +18,25 @@ mcl_status mcl_counter_linear_backward_ex(mcl_counter_linear *layer, const mcl_t
  * (word 4, a u32's bits), and three unused. */
 #define MCL_COUNTER_HYPER_COUNT 8
 
+/* mcl_counter_linear_forward() with the product's split-K partials in `split` (f32; the
+ * product splits K only as far as split holds its partials), or NULL for a scratch tensor made
+ * per call, held until the recorded work runs: a recorded pass of many layers would hold one
+ * for each. */
+mcl_status mcl_counter_linear_forward_dev(mcl_counter_linear *layer, const mcl_tensor *x,
+                                          mcl_tensor *y, mcl_tensor *split);
+
 /* The backward pass with the update's parameters read on the device from `hyper` (as above),
  * so that a recorded pass replays with whatever the host wrote there since: the seed of the
  * stochastic rounding is hyper word 4 plus `salt` (wrapping), which tells layers apart. The
- * scratch tensors (f32): partial of mcl_counter_linear_partial_floats(out, in) floats and
- * row_factors of 2 x out, or NULL for ones made per call (held until the recorded work
- * runs). NULL: grad_x, partial, row_factors may be; hyper may not. */
+ * scratch tensors (f32): partial of mcl_counter_linear_partial_floats(out, in) floats,
+ * row_factors of 2 x out, and split for grad_x's product as in
+ * mcl_counter_linear_forward_dev, or NULL for ones made per call (held until the recorded
+ * work runs). NULL: grad_x, partial, row_factors, split may be; hyper may not. */
 mcl_status mcl_counter_linear_backward_dev(mcl_counter_linear *layer, const mcl_tensor *x,
                                            const mcl_tensor *grad_out, mcl_tensor *grad_x,
                                            mcl_tensor *hyper, uint32_t salt,
-                                           mcl_tensor *partial, mcl_tensor *row_factors);
+                                           mcl_tensor *partial, mcl_tensor *row_factors,
+                                           mcl_tensor *split);
 
 /* An update descriptor checked (MCL_ERROR_INVALID_ARGUMENT, through ctx, named by op) and
  * its lr, lr_scale, beta and eps with the defaults applied. */

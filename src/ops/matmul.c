@@ -108,12 +108,12 @@ static void gemm_tiles(uint64_t m, uint64_t n, uint64_t batch, mcl_gemm_config *
 
 mcl_status mcl_gemm_counter(mcl_context *ctx, mcl_tensor *a, int transposed, mcl_tensor *state,
                             mcl_tensor *scale, uint32_t counter_c, mcl_tensor *c,
-                            uint32_t rows, uint32_t k, uint32_t cols)
+                            uint32_t rows, uint32_t k, uint32_t cols, mcl_tensor *split)
 {
     mcl_gemm_config cfg;
     gemm_tiles(rows, cols, 1, &cfg);
     return gemm_dispatch(ctx, &cfg, a, 0, state, !transposed, scale, c, rows, cols, k, 1, 0, 0,
-                         NULL, counter_c);
+                         split, counter_c);
 }
 
 /* As mcl_gemm_dispatch; split-K partials go to `scratch` where not NULL, the split reduced

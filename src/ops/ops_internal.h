@@ -25,10 +25,12 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
 
 /* A counter-state layer's product (gemm_f32.comp's COUNTER_B): c [rows, cols] = a [rows, k]
  * times W^T (transposed 0: k = in, cols = out) or W (transposed 1: k = out, cols = in), W
- * decoded from `state` (packed codes, [out, in]) and `scale` (s, [out]) as its tiles load. */
+ * decoded from `state` (packed codes, [out, in]) and `scale` (s, [out]) as its tiles load.
+ * Split-K partials in `split` (f32, not an operand) where not NULL, as far as it holds them;
+ * NULL: a scratch tensor made per call. */
 mcl_status mcl_gemm_counter(mcl_context *ctx, mcl_tensor *a, int transposed, mcl_tensor *state,
                             mcl_tensor *scale, uint32_t counter_c, mcl_tensor *c,
-                            uint32_t rows, uint32_t k, uint32_t cols);
+                            uint32_t rows, uint32_t k, uint32_t cols, mcl_tensor *split);
 
 /* mcl_rmsnorm_backward and mcl_attention_backward with the caller's scratch instead of a
  * scratch tensor made per call (bump-allocated scratch is reclaimed only when all of it is
