@@ -77,15 +77,7 @@ void main() {
 #endif
     const uint key_begin = split * SPLIT_KEYS;
     const uint key_end = min(key_begin + SPLIT_KEYS, KV_LEN);
-#ifdef SPLIT_COMBINE
-    if (DECODE_DIRECT != 0u) {
-        attend_direct(b, hkv, row0, key_begin, key_end);
-    } else {
-        attend(b, hkv, row0, key_begin, key_end);
-    }
-#else
     attend(b, hkv, row0, key_begin, key_end);
-#endif
 #ifdef SPLIT_AFTER
     SPLIT_AFTER(b, hkv, key_begin, key_end);
 #endif

@@ -434,23 +434,15 @@ static void attention_decode_matches_attention(void **state)
         assert_int_equal(mcl_test_context_release(actx, made), 0);
     }
     actx = ctx;
-    /* Each loop over a slice's key tiles (MOTIFCL_ATTENTION_DECODE: attend, attend_direct),
-     * with the library's slices (one key tile each at these lengths) and with two slices of
-     * many tiles, where the online softmax's rescale between tiles is exercised. */
+    /* The library's slices hold one key tile each at these lengths; two slices of many tiles
+     * exercise the online softmax's rescale between tiles. */
     mcl_traits *traits = mcl_inspect_traits(ctx);
-    const int direct = traits->attention_direct;
     const uint32_t splits = traits->attention_splits;
-    static const char *const loops[4] = {" (tile loop, two slices)", " (direct loop)",
-                                         " (direct loop, two slices)", ""};
-    for (int i = 0; i < 3; i++) {
-        traits->attention_direct = i > 0;
-        traits->attention_splits = i == 1 ? splits : 2;
-        alabel = loops[i];
-        attention_decode_on();
-    }
-    traits->attention_direct = direct;
+    traits->attention_splits = 2;
+    alabel = " (two slices)";
+    attention_decode_on();
     traits->attention_splits = splits;
-    alabel = loops[3];
+    alabel = "";
 }
 
 /* A 16-bit float's value (the caches of rope_attention_on). */
@@ -595,17 +587,13 @@ static void attention_decode_rope_matches_ops(void **state)
     rope_attention_on(MCL_DTYPE_F32, MCL_ROPE_SPLIT_HALF, "");
     rope_attention_on(MCL_DTYPE_F32, MCL_ROPE_INTERLEAVED, " (interleaved pairs)");
     rope_attention_on(MCL_DTYPE_F16, MCL_ROPE_SPLIT_HALF, " (f16 caches)");
-    /* The direct loop (MOTIFCL_ATTENTION_DECODE=direct), whose key loads take the new key
-     * from the rotation rather than the cache, with two slices of many tiles. */
+    /* Two slices of many key tiles, the new key read from the rotation in a later tile. */
     mcl_traits *traits = mcl_inspect_traits(ctx);
-    const int direct = traits->attention_direct;
     const uint32_t splits = traits->attention_splits;
-    traits->attention_direct = 1;
     traits->attention_splits = 2;
-    rope_attention_on(MCL_DTYPE_F32, MCL_ROPE_SPLIT_HALF, " (direct loop, two slices)");
+    rope_attention_on(MCL_DTYPE_F32, MCL_ROPE_SPLIT_HALF, " (two slices)");
     rope_attention_on(MCL_DTYPE_F16, MCL_ROPE_INTERLEAVED,
-                      " (direct loop, two slices, f16 caches, interleaved pairs)");
-    traits->attention_direct = direct;
+                      " (two slices, f16 caches, interleaved pairs)");
     traits->attention_splits = splits;
 }
 

@@ -24,7 +24,6 @@ static const char *const variables[] = {
     "MOTIFCL_QUANT_GEMM_SLICES", "MOTIFCL_QUANT_GEMM_UNROLL", "MOTIFCL_QUANT_GEMM_FLOAT_TILE",
     "MOTIFCL_QUANT_GEMM_TILE", "MOTIFCL_PIPELINE_STATS", "MOTIFCL_MAX_BINDING",
     "MOTIFCL_ENGINE_EAGER",  "MOTIFCL_ATTENTION_SPLITS", "MOTIFCL_ATTENTION_WG",
-    "MOTIFCL_ATTENTION_DECODE",
     "MOTIFCL_GEMM_UNROLL",
 };
 #define VARIABLE_COUNT (sizeof variables / sizeof variables[0])
@@ -99,7 +98,6 @@ static void every_variable_is_parsed(void **state)
     setenv("MOTIFCL_ENGINE_EAGER", "1", 1);
     setenv("MOTIFCL_ATTENTION_SPLITS", "8", 1);
     setenv("MOTIFCL_ATTENTION_WG", "256", 1);
-    setenv("MOTIFCL_ATTENTION_DECODE", "direct", 1);
     mcl_env_settings s;
     mcl_env_read(&s);
     assert_string_equal(s.problems, "");
@@ -120,7 +118,6 @@ static void every_variable_is_parsed(void **state)
     assert_int_equal(s.gemm_slices, 3);
     assert_int_equal(s.attention_splits, 8);
     assert_int_equal(s.attention_wg, 256);
-    assert_int_equal(s.attention_direct, 1);
     assert_int_equal(s.gemm_unroll, 4);
     assert_int_equal(s.gemm_f32_unroll, 16);
     assert_int_equal(s.gemm_float_tile[0], 64);
@@ -151,7 +148,6 @@ static void bad_values_are_refused_by_name(void **state)
         {"MOTIFCL_QUANT_GEMM_SLICES", "17"},
         {"MOTIFCL_ATTENTION_SPLITS", "65"},
         {"MOTIFCL_ATTENTION_WG", "96"},
-        {"MOTIFCL_ATTENTION_DECODE", "fast"},
         {"MOTIFCL_QUANT_GEMM_UNROLL", "3"},
         {"MOTIFCL_GEMM_UNROLL", "32"},
         {"MOTIFCL_QUANT_GEMM_FLOAT_TILE", "256x256"},

@@ -429,14 +429,6 @@ void mcl_env_read(mcl_env_settings *s)
         else
             s->attention_wg = (uint32_t)n;
     }
-    if ((v = mcl_env("MOTIFCL_ATTENTION_DECODE"))) {
-        if (strcmp(v, "direct") == 0)
-            s->attention_direct = 1;
-        else if (strcmp(v, "tile") == 0)
-            s->attention_direct = 0;
-        else
-            problem(s, "MOTIFCL_ATTENTION_DECODE=%s is not tile or direct; ignored", v);
-    }
     if ((v = mcl_env("MOTIFCL_GEMM_UNROLL"))) {
         long long n = whole_number(v, 1, 16);
         if (n < 0 || (n & (n - 1)) != 0)

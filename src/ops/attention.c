@@ -60,9 +60,6 @@ typedef struct attention_plan {
     uint32_t wg, rows_per_group, keys_per_tile;
     uint32_t row_tiles;
     uint32_t splits, keys_per_split;
-    /* The decode kernels' (combine): their loop, specialization constant 4 (DECODE_DIRECT,
-     * attention_tile.glsl): 1 attend_direct, 0 attend. */
-    int combine, direct;
 } attention_plan;
 
 
@@ -147,8 +144,6 @@ static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_
         .row_tiles = (uint32_t)row_tiles,
         .splits = splits < 1 ? 1 : (uint32_t)splits,
         .keys_per_split = (uint32_t)keys_per_split,
-        .combine = combine,
-        .direct = combine && traits->attention_direct,
     };
     return MCL_SUCCESS;
 }
@@ -176,8 +171,8 @@ static mcl_status tile_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindi
         .binding_count = bindings,
         .push_size = sizeof(attention_push),
         .local_size_x = plan->wg,
-        .spec_count = plan->combine ? 4 : 3,
-        .spec = {d, plan->rows_per_group, plan->keys_per_tile, (uint32_t)plan->direct},
+        .spec_count = 3,
+        .spec = {d, plan->rows_per_group, plan->keys_per_tile},
     };
     mcl_status status = mcl_kernel_get(ctx, &desc, out);
     /* The shader's row reductions assume exactly wg invocations. */
