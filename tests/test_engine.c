@@ -171,17 +171,21 @@ static void float_models(void **state)
 {
     (void)state;
     char gguf[256], ckpt[256];
+    /* heads 0: base_desc's 4 (head dim 64); 2 makes head dim 128, where the decode
+     * attention takes its narrower default workgroup. */
     struct {
         const char *label, *arch;
-        int kv_heads, tied, bias;
+        int heads, kv_heads, tied, bias;
     } cases[] = {
-        {"llama f32, GQA 4/2, untied", "llama", 2, 0, 0},
-        {"llama f32, MQA 4/1, tied", "llama", 1, 1, 0},
-        {"qwen2 f32, GQA 4/2, biases", "qwen2", 2, 0, 1},
+        {"llama f32, GQA 4/2, untied", "llama", 0, 2, 0, 0},
+        {"llama f32, MQA 4/1, tied", "llama", 0, 1, 1, 0},
+        {"qwen2 f32, GQA 4/2, biases", "qwen2", 0, 2, 0, 1},
+        {"llama f32, MQA 2/1, head dim 128", "llama", 2, 1, 0, 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         model_fixture_desc d = base_desc();
         d.arch = cases[c].arch;
+        d.heads = cases[c].heads ? cases[c].heads : d.heads;
         d.kv_heads = cases[c].kv_heads;
         d.tied = cases[c].tied;
         d.qkv_bias = cases[c].bias;

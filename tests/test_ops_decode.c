@@ -417,9 +417,10 @@ static void attention_decode_matches_attention(void **state)
     actx = ctx;
     alabel = "";
     attention_decode_on();
-    /* The other workgroup sizes MOTIFCL_ATTENTION_WG chooses (the default is 256). */
-    static const char *const sizes[2] = {"64", "128"};
-    for (int i = 0; i < 2; i++) {
+    /* Each workgroup size MOTIFCL_ATTENTION_WG chooses (the default is 256, or 128 for head
+     * dims of 128 and more). */
+    static const char *const sizes[3] = {"64", "128", "256"};
+    for (int i = 0; i < 3; i++) {
         char label[64];
         snprintf(label, sizeof label, " (MOTIFCL_ATTENTION_WG=%s)", sizes[i]);
         actx = mcl_test_context_with("MOTIFCL_ATTENTION_WG", sizes[i]);

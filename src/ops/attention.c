@@ -25,14 +25,17 @@
 #define MCL_ATTN_MIN_KEYS 8u
 /* Workgroup sizes: multiples of every subgroup size in use (8, 32, 64), within the 128
  * invocations Vulkan guarantees. A full 16-row tile gets 128, smaller ones 64. The decode
- * kernels' few rows get 256 where the device allows: their slices are one or a few key tiles,
- * whose time is the length of each invocation's serial work, not the device's throughput (on
- * an H100 the 7B q4_0 step's attention took 0.92 ms at 64, 0.58 at 128 and 0.69 at 256,
- * Mixtral's 0.86 at 64 and 0.46 at 256; the 1B decoded 702, 673 and 726 tokens/s:
- * evidence/h100-5793ad7-lease, docs/inference.md). */
+ * kernels' few rows get 256 where the device allows, 128 for head dims of 128 and more: their
+ * slices are one or a few key tiles, whose time is the length of each invocation's serial
+ * work, not the device's throughput. On H100s the 7B q4_0 step's attention (head dim 128)
+ * took 0.92 ms at 64, 0.58 at 128 and 0.69 at 256 (ca2cd54:evidence/h100-5793ad7-lease), and
+ * 0.65 at 128 against 0.78 at 256 (evidence/h100-73d1970-ab); the 1B (head dim 64) decoded
+ * 702, 673 and 726 tokens/s at 64, 128 and 256 (docs/inference.md). */
 #define MCL_ATTN_WG_FULL 128u
 #define MCL_ATTN_WG_SMALL 64u
 #define MCL_ATTN_WG_DECODE 256u
+#define MCL_ATTN_WG_DECODE_WIDE 128u /* head dims of MCL_ATTN_WIDE_DIM and more */
+#define MCL_ATTN_WIDE_DIM 128u
 /* Split heuristics. The target is a few workgroups per compute unit on the GPUs in view
  * (RX 580: 36 CUs; large NVIDIA parts: ~130 SMs); Vulkan does not report the count. */
 #define MCL_ATTN_TARGET_GROUPS 256u
@@ -94,7 +97,9 @@ static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_
     /* The decode kernels' workgroup (MOTIFCL_ATTENTION_WG where set), within the device's. */
     const mcl_traits *traits = mcl_traits_of(ctx);
     if (combine) {
-        wg = traits->attention_wg ? traits->attention_wg : MCL_ATTN_WG_DECODE;
+        wg = traits->attention_wg          ? traits->attention_wg
+             : d >= MCL_ATTN_WIDE_DIM      ? MCL_ATTN_WG_DECODE_WIDE
+                                           : MCL_ATTN_WG_DECODE;
         while (wg > traits->max_invocations && wg > MCL_ATTN_WG_SMALL)
             wg /= 2;
     }
