@@ -24,7 +24,6 @@
 #include "gpt_internal.h"
 #include "../ops/ops_internal.h"
 #include "core/alloc.h"
-#include "../ops/counter.h"
 
 static const char *const layer_param_names[GPT_LAYER_PARAMS] = {
     "attn_norm", "wq", "wk", "wv", "wo", "mlp_norm", "w_gate", "w_up", "w_down"};
@@ -150,26 +149,11 @@ gpt_param *mcl_gpt_head_param(mcl_gpt *gpt)
                               : &gpt->params[2 + gpt->cfg.layers * block_params(gpt)];
 }
 
-/* The index among a block's counter layers (mcl_gpt_linear) of linear P_WQ .. P_W_DOWN. */
-static int counter_index(int which)
-{
-    static const int8_t index[GPT_LAYER_PARAMS] = {-1, MCL_GPT_WQ, MCL_GPT_WK, MCL_GPT_WV,
-                                                   MCL_GPT_WO, -1, MCL_GPT_W_GATE,
-                                                   MCL_GPT_W_UP, MCL_GPT_W_DOWN};
-    return index[which];
-}
-
-/* The counter layer of linear P_WQ .. P_W_DOWN of block l. */
-static mcl_counter_linear *counter_of(mcl_gpt *gpt, int32_t l, int which)
-{
-    return gpt->counter[(size_t)l * GPT_COUNTER_LINEARS + (size_t)counter_index(which)];
-}
-
 mcl_status mcl_gpt_block_linear(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *x,
                                 mcl_tensor *y, mcl_tensor *scratch)
 {
     if (mcl_gpt_counter(gpt))
-        return mcl_counter_linear_forward_dev(counter_of(gpt, l, which), x, y, scratch);
+        return mcl_gpt_counter_forward(gpt, l, which, x, y, scratch);
     gpt_param *w = mcl_gpt_layer_param(gpt, l, which);
     if (scratch)
         return mcl_matmul_f32_scratch(gpt->ctx, x, MCL_NO_TRANSPOSE, w->p, MCL_TRANSPOSE, NULL,
@@ -190,14 +174,8 @@ static mcl_status product(mcl_gpt *gpt, const mcl_tensor *a, mcl_transpose ta,
 mcl_status mcl_gpt_block_linear_backward(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *x,
                                          mcl_tensor *dy, mcl_tensor *dx, mcl_tensor *scratch)
 {
-    if (mcl_gpt_counter(gpt)) {
-        const uint32_t salt = (uint32_t)l * GPT_COUNTER_LINEARS + (uint32_t)which;
-        const int k = counter_index(which);
-        return mcl_counter_linear_backward_dev(counter_of(gpt, l, which), x, dy, dx,
-                                               gpt->counter_hyper, salt * 0x9E3779B9u,
-                                               gpt->counter_partial[k], gpt->counter_factors[k],
-                                               scratch);
-    }
+    if (mcl_gpt_counter(gpt))
+        return mcl_gpt_counter_backward(gpt, l, which, x, dy, dx, scratch);
     gpt_param *w = mcl_gpt_layer_param(gpt, l, which);
     mcl_status status = product(gpt, dy, MCL_TRANSPOSE, x, MCL_NO_TRANSPOSE, w->g, scratch);
     if (status != MCL_SUCCESS || !dx)
@@ -205,16 +183,8 @@ mcl_status mcl_gpt_block_linear_backward(mcl_gpt *gpt, int32_t l, int which, mcl
     return product(gpt, dy, MCL_NO_TRANSPOSE, w->p, MCL_NO_TRANSPOSE, dx, scratch);
 }
 
-mcl_counter_linear *mcl_gpt_counter_layer(mcl_gpt *gpt, int32_t layer, mcl_gpt_linear which)
-{
-    if (!gpt || !gpt->counter || layer < 0 || layer >= gpt->cfg.layers || (int)which < 0 ||
-        (int)which >= GPT_COUNTER_LINEARS)
-        return NULL;
-    return gpt->counter[(size_t)layer * GPT_COUNTER_LINEARS + (size_t)which];
-}
-
 /* splitmix64 and Box-Muller: the same initial parameters on every machine for one seed. */
-static uint64_t splitmix64(uint64_t *state)
+uint64_t mcl_gpt_splitmix64(uint64_t *state)
 {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -224,11 +194,11 @@ static uint64_t splitmix64(uint64_t *state)
 
 static double uniform01(uint64_t *state)
 {
-    return ((double)(splitmix64(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    return ((double)(mcl_gpt_splitmix64(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
 /* count normal values of standard deviation sd (Box-Muller, pairs from one draw each). */
-static void fill_normal(float *dst, int64_t count, double sd, uint64_t *state)
+void mcl_gpt_fill_normal(float *dst, int64_t count, double sd, uint64_t *state)
 {
     for (int64_t j = 0; j < count; j += 2) {
         double u1 = uniform01(state), u2 = uniform01(state);
@@ -254,118 +224,13 @@ static void init_params(mcl_gpt *gpt, float *host, uint64_t seed)
         size_t len = strlen(p->name);
         int proj = (len > 3 && strcmp(p->name + len - 3, ".wo") == 0) ||
                    (len > 7 && strcmp(p->name + len - 7, ".w_down") == 0);
-        fill_normal(dst, p->count, proj ? proj_std : std, &state);
+        mcl_gpt_fill_normal(dst, p->count, proj ? proj_std : std, &state);
     }
 }
 
-static mcl_status make_f32(mcl_context *ctx, int64_t n, mcl_tensor **out)
+mcl_status mcl_gpt_make_f32(mcl_context *ctx, int64_t n, mcl_tensor **out)
 {
     return mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &n, out);
-}
-
-/* The seed of the counter layers' rounding at `step`: a mix of the base seed and the step. */
-static uint32_t step_seed(uint32_t base, int64_t step)
-{
-    uint64_t state = ((uint64_t)base << 32) ^ (uint64_t)step;
-    return (uint32_t)(splitmix64(&state) >> 32);
-}
-
-mcl_status mcl_gpt_counter_upload(mcl_gpt *gpt)
-{
-    if (!gpt->counter)
-        return MCL_SUCCESS;
-    float words[MCL_COUNTER_HYPER_COUNT] = {0};
-    mcl_status status = mcl_counter_update_hyper(gpt->ctx, "mcl_gpt_set_counter_update",
-                                                 &gpt->counter_update, words);
-    if (status != MCL_SUCCESS)
-        return status;
-    uint32_t seed = step_seed(gpt->counter_update.seed, gpt->step);
-    memcpy(&words[4], &seed, sizeof seed);
-    return mcl_tensor_upload(gpt->counter_hyper, 0, words, sizeof words);
-}
-
-mcl_status mcl_gpt_set_counter_update(mcl_gpt *gpt, const mcl_counter_update_desc *desc)
-{
-    if (!gpt)
-        return MCL_ERROR_INVALID_ARGUMENT;
-    if (mcl_context_check(gpt->ctx) != MCL_SUCCESS)
-        return MCL_ERROR_CONTEXT_DESTROYED;
-    static const char op[] = "mcl_gpt_set_counter_update";
-    if (!desc)
-        return mcl_fail(gpt->ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", op);
-    if (!gpt->counter)
-        return mcl_fail(gpt->ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "%s: the model has no counter-state layers (MCL_GPT_COUNTER)", op);
-    if (mcl_capturing(gpt->ctx))
-        return mcl_fail(gpt->ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "%s: not during a capture (set, then replay)", op);
-    float check[4];
-    mcl_status status = mcl_counter_update_hyper(gpt->ctx, op, desc, check);
-    if (status != MCL_SUCCESS)
-        return status;
-    mcl_counter_update_desc saved = gpt->counter_update;
-    memset(&gpt->counter_update, 0, sizeof gpt->counter_update);
-    memcpy(&gpt->counter_update, desc,
-           desc->size < sizeof gpt->counter_update ? desc->size : sizeof gpt->counter_update);
-    gpt->counter_update.size = sizeof gpt->counter_update;
-    if ((status = mcl_gpt_counter_upload(gpt)) != MCL_SUCCESS)
-        gpt->counter_update = saved;
-    return status;
-}
-
-/* The counter layers of a MCL_GPT_COUNTER model, their shared update scratch and hyper
- * tensor, with the spec's default update. */
-static mcl_status counter_alloc(mcl_gpt *gpt)
-{
-    mcl_context *ctx = gpt->ctx;
-    const mcl_gpt_desc *c = &gpt->cfg;
-    size_t n = (size_t)c->layers * GPT_COUNTER_LINEARS;
-    gpt->counter = mcl_mem_calloc(n, sizeof *gpt->counter);
-    if (!gpt->counter)
-        return mcl_fail(ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    mcl_status status = MCL_SUCCESS;
-    for (size_t i = 0; i < n && status == MCL_SUCCESS; i++) {
-        mcl_counter_linear_desc d = {.size = sizeof d, .C = c->counter_c};
-        mcl_gpt_linear_shape(c, (int)(i % GPT_COUNTER_LINEARS), &d.out, &d.in);
-        status = mcl_counter_linear_create(ctx, &d, &gpt->counter[i]);
-        if (status == MCL_SUCCESS && i < GPT_COUNTER_LINEARS)
-            status = make_f32(ctx, mcl_counter_linear_partial_floats(d.out, d.in),
-                              &gpt->counter_partial[i]);
-        if (status == MCL_SUCCESS && i < GPT_COUNTER_LINEARS)
-            status = make_f32(ctx, 2 * d.out, &gpt->counter_factors[i]);
-    }
-    if (status == MCL_SUCCESS)
-        status = make_f32(ctx, MCL_COUNTER_HYPER_COUNT, &gpt->counter_hyper);
-    if (status != MCL_SUCCESS)
-        return status;
-    gpt->counter_update = (mcl_counter_update_desc){.size = sizeof gpt->counter_update,
-                                                    .lr = 3e-3f, .seed = 12345u};
-    return mcl_gpt_counter_upload(gpt);
-}
-
-/* Initial counter layers: each weight drawn as an f32 model's (init_params' rule), then made
- * ternary with the ternary-weight-network threshold (0.7 x the row's mean |w|). */
-static mcl_status counter_init(mcl_gpt *gpt, uint64_t seed)
-{
-    const mcl_gpt_desc *c = &gpt->cfg;
-    uint64_t state = seed ^ 0x636F756E74657273ull; /* apart from the f32 parameters' draws */
-    const double std = 0.02, proj_std = 0.02 / sqrt(2.0 * c->layers);
-    mcl_status status = MCL_SUCCESS;
-    for (size_t i = 0; i < (size_t)c->layers * GPT_COUNTER_LINEARS && status == MCL_SUCCESS;
-         i++) {
-        int which = (int)(i % GPT_COUNTER_LINEARS);
-        int64_t out, in;
-        mcl_gpt_linear_shape(c, which, &out, &in);
-        size_t count = (size_t)(out * in);
-        float *w = mcl_mem_malloc(count * sizeof *w);
-        if (!w)
-            return mcl_fail(gpt->ctx, MCL_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-        fill_normal(w, (int64_t)count,
-                    which == MCL_GPT_WO || which == MCL_GPT_W_DOWN ? proj_std : std, &state);
-        status = mcl_counter_linear_from_f32(gpt->counter[i], w, 0.7f);
-        mcl_mem_free(w);
-    }
-    return status;
 }
 
 /* Everything but the parameter values: shapes, flat tensors (moments and gradients zeroed),
@@ -400,21 +265,21 @@ mcl_status mcl_gpt_alloc(mcl_context *ctx, const mcl_gpt_desc *config, mcl_gpt *
         status = build_params(gpt, &plan);
     }
     if (status == MCL_SUCCESS)
-        status = make_f32(ctx, gpt->flat_floats, &gpt->flat_p);
+        status = mcl_gpt_make_f32(ctx, gpt->flat_floats, &gpt->flat_p);
     if (status == MCL_SUCCESS)
-        status = make_f32(ctx, gpt->flat_floats, &gpt->flat_g);
+        status = mcl_gpt_make_f32(ctx, gpt->flat_floats, &gpt->flat_g);
     if (status == MCL_SUCCESS)
-        status = make_f32(ctx, gpt->flat_floats, &gpt->flat_m);
+        status = mcl_gpt_make_f32(ctx, gpt->flat_floats, &gpt->flat_m);
     if (status == MCL_SUCCESS)
-        status = make_f32(ctx, gpt->flat_floats, &gpt->flat_v);
+        status = mcl_gpt_make_f32(ctx, gpt->flat_floats, &gpt->flat_v);
     if (status == MCL_SUCCESS)
-        status = make_f32(ctx, MCL_ADAMW_HYPER_COUNT, &gpt->hyper);
+        status = mcl_gpt_make_f32(ctx, MCL_ADAMW_HYPER_COUNT, &gpt->hyper);
     if (status == MCL_SUCCESS)
-        status = make_f32(ctx, 1, &gpt->norm);
+        status = mcl_gpt_make_f32(ctx, 1, &gpt->norm);
     if (status == MCL_SUCCESS)
         status = param_views(gpt);
     if (status == MCL_SUCCESS && mcl_gpt_counter(gpt))
-        status = counter_alloc(gpt);
+        status = mcl_gpt_counter_alloc(gpt);
     if (status == MCL_SUCCESS && (status = mcl_tensor_zero(gpt->flat_g)) == MCL_SUCCESS &&
         (status = mcl_tensor_zero(gpt->flat_m)) == MCL_SUCCESS &&
         (status = mcl_tensor_zero(gpt->flat_v)) == MCL_SUCCESS)
@@ -446,7 +311,7 @@ mcl_status mcl_gpt_create(mcl_context *ctx, const mcl_gpt_desc *config, uint64_t
     status = mcl_tensor_upload(gpt->flat_p, 0, host, gpt->flat_p->nbytes);
     mcl_mem_free(host);
     if (status == MCL_SUCCESS && gpt->counter)
-        status = counter_init(gpt, seed);
+        status = mcl_gpt_counter_init(gpt, seed);
     if (status != MCL_SUCCESS) {
         mcl_gpt_destroy(gpt);
         return status;
@@ -506,17 +371,13 @@ static void gpt_release(mcl_gpt *gpt)
         mcl_tensor_destroy(gpt->params[i].g);
         gpt->params[i].p = gpt->params[i].g = NULL;
     }
-    mcl_tensor **t[] = {&gpt->flat_p, &gpt->flat_g, &gpt->flat_m,        &gpt->flat_v,
-                        &gpt->hyper,  &gpt->norm,   &gpt->counter_hyper};
+    mcl_tensor **t[] = {&gpt->flat_p, &gpt->flat_g, &gpt->flat_m,
+                        &gpt->flat_v, &gpt->hyper,  &gpt->norm};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
         mcl_tensor_destroy(*t[i]);
         *t[i] = NULL;
     }
-    for (size_t i = 0; i < GPT_COUNTER_LINEARS; i++) {
-        mcl_tensor_destroy(gpt->counter_partial[i]);
-        mcl_tensor_destroy(gpt->counter_factors[i]);
-        gpt->counter_partial[i] = gpt->counter_factors[i] = NULL;
-    }
+    mcl_gpt_counter_release(gpt);
 }
 
 static void gpt_release_child(mcl_child *child)
@@ -529,11 +390,7 @@ void mcl_gpt_destroy(mcl_gpt *gpt)
     if (!gpt)
         return;
     gpt_release(gpt);
-    /* The counter layers are the context's children too: released with it, destroyed here
-     * (safe after it). */
-    for (size_t i = 0; gpt->counter && i < (size_t)gpt->cfg.layers * GPT_COUNTER_LINEARS; i++)
-        mcl_counter_linear_destroy(gpt->counter[i]);
-    mcl_mem_free(gpt->counter);
+    mcl_gpt_counter_destroy(gpt);
     mcl_mem_free(gpt->params);
     mcl_context_disown(gpt->ctx, &gpt->child);
     mcl_mem_free(gpt);
@@ -637,7 +494,7 @@ static mcl_status split_scratch(mcl_gpt *gpt, int64_t bt, int weights, int64_t s
     int64_t largest = bt * widest;
     if (weights && widest * d > largest)
         largest = widest * d;
-    return make_f32(gpt->ctx, largest * slices, out);
+    return mcl_gpt_make_f32(gpt->ctx, largest * slices, out);
 }
 
 static mcl_status reversible_alloc(mcl_gpt *gpt, int64_t bt)
@@ -660,7 +517,7 @@ static mcl_status reversible_alloc(mcl_gpt *gpt, int64_t bt)
         (s = t2(ctx, bt, d, &a->avg)) != MCL_SUCCESS || (s = t2(ctx, bt, d, &a->dx2)) != MCL_SUCCESS ||
         (s = t2(ctx, bt, d, &a->norm_scratch)) != MCL_SUCCESS ||
         (s = t2(ctx, (bt + 63) / 64, d, &a->norm_partial)) != MCL_SUCCESS ||
-        (s = make_f32(ctx, bt * gpt->cfg.heads * 4, &a->attn_scratch)) != MCL_SUCCESS)
+        (s = mcl_gpt_make_f32(ctx, bt * gpt->cfg.heads * 4, &a->attn_scratch)) != MCL_SUCCESS)
         return s;
     if ((s = split_scratch(gpt, bt, 1, GPT_SPLIT_SLICES, &a->mm_scratch)) != MCL_SUCCESS)
         return s;
@@ -672,7 +529,7 @@ static mcl_status reversible_alloc(mcl_gpt *gpt, int64_t bt)
             return s;
     }
     for (a->drift_count = 0; a->drift_count < measured * 4; a->drift_count++)
-        if ((s = make_f32(ctx, 1, &a->drift[a->drift_count])) != MCL_SUCCESS)
+        if ((s = mcl_gpt_make_f32(ctx, 1, &a->drift[a->drift_count])) != MCL_SUCCESS)
             return s;
     return MCL_SUCCESS;
 }
@@ -723,7 +580,7 @@ static mcl_status acts_alloc(mcl_gpt *gpt, int64_t batch, int64_t seq)
     if (s == MCL_SUCCESS)
         s = t2(ctx, bt, c->vocab, &a->logits);
     if (s == MCL_SUCCESS)
-        s = make_f32(ctx, bt, &a->lse);
+        s = mcl_gpt_make_f32(ctx, bt, &a->lse);
     /* Backward buffers. */
     if (s == MCL_SUCCESS && (s = t2(ctx, bt, d, &a->dx)) == MCL_SUCCESS &&
         (s = mcl_tensor_view(a->dx, 0, MCL_DTYPE_F32, 3, shape3, &a->dx_3d)) == MCL_SUCCESS &&

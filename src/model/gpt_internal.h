@@ -105,6 +105,26 @@ int mcl_gpt_counter(const mcl_gpt *gpt);
  * gpt->counter_hyper; nothing for a model without them. */
 mcl_status mcl_gpt_counter_upload(mcl_gpt *gpt);
 
+/* gpt_counter.c: the counter layers of a MCL_GPT_COUNTER model, their update scratch and
+ * hyper tensor, with the spec's default update (alloc); their initial values from `seed`
+ * (init); mcl_gpt_block_linear's and mcl_gpt_block_linear_backward's passes for them;
+ * their tensors released with the context (release) and the layers destroyed (destroy). */
+mcl_status mcl_gpt_counter_alloc(mcl_gpt *gpt);
+mcl_status mcl_gpt_counter_init(mcl_gpt *gpt, uint64_t seed);
+mcl_status mcl_gpt_counter_forward(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *x,
+                                   mcl_tensor *y, mcl_tensor *scratch);
+mcl_status mcl_gpt_counter_backward(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *x,
+                                    mcl_tensor *dy, mcl_tensor *dx, mcl_tensor *scratch);
+void mcl_gpt_counter_release(mcl_gpt *gpt);
+void mcl_gpt_counter_destroy(mcl_gpt *gpt);
+
+/* gpt.c's helpers that gpt_counter.c shares: splitmix64, count normal values of standard
+ * deviation sd (Box-Muller: the same values on every machine for one state), and a 1-D f32
+ * tensor of n elements. */
+uint64_t mcl_gpt_splitmix64(uint64_t *state);
+void mcl_gpt_fill_normal(float *dst, int64_t count, double sd, uint64_t *state);
+mcl_status mcl_gpt_make_f32(mcl_context *ctx, int64_t n, mcl_tensor **out);
+
 /* y = x W^T for the linear P_WQ .. P_W_DOWN of block l: an f32 product (split-K partials in
  * `scratch`, or made per call where it is NULL) or the counter-state layer's forward pass. */
 mcl_status mcl_gpt_block_linear(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *x,
