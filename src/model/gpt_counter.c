@@ -99,8 +99,8 @@ mcl_status mcl_gpt_set_counter_update(mcl_gpt *gpt, const mcl_counter_update_des
     return status;
 }
 
-/* The counter layers of a MCL_GPT_COUNTER model, their shared update scratch and hyper
- * tensor, with the spec's default update. */
+/* The counter layers of a MCL_GPT_COUNTER model, their update scratch (a pair per linear of
+ * a block, shared by the blocks) and hyper tensor, with the spec's default update. */
 mcl_status mcl_gpt_counter_alloc(mcl_gpt *gpt)
 {
     mcl_context *ctx = gpt->ctx;

@@ -104,8 +104,6 @@ mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_t
                          NULL, 0);
 }
 
-static void gemm_tiles(uint64_t m, uint64_t n, uint64_t batch, mcl_gemm_config *cfg);
-
 mcl_status mcl_gemm_counter(mcl_context *ctx, mcl_tensor *a, int transposed, mcl_tensor *state,
                             mcl_tensor *scale, uint32_t counter_c, mcl_tensor *c,
                             uint32_t rows, uint32_t k, uint32_t cols, mcl_tensor *split)
