@@ -44,10 +44,11 @@ typedef struct attention_bwd_push {
     float scale_log2, scale;
 } attention_bwd_push;
 
-/* A kernel's tiles: `outer` rows (dq) or keys (dk / dv) per workgroup, `inner` keys (dq) or
- * rows (dk / dv) per step of its loop. */
+/* A kernel's plan: `outer` rows (dq) or keys (dk / dv) per workgroup, `inner` keys (dq) or
+ * rows (dk / dv) per step of its loop; the product tile's rows mr and keys mk per invocation;
+ * nb, the rows (dq) or keys (dk / dv) of the second product per invocation. */
 typedef struct bwd_tiles {
-    uint32_t wg, outer, inner;
+    uint32_t wg, outer, inner, mr, mk, nb;
 } bwd_tiles;
 
 typedef enum { BWD_DQ, BWD_DKDV } bwd_kernel;
@@ -57,17 +58,70 @@ static uint64_t div_up(uint64_t a, uint64_t b)
     return (a + b - 1) / b;
 }
 
+/* The BQ x BK tiles of a plan (dq's rows are its outer tile, dk / dv's its inner one). */
+static uint32_t tile_rows(bwd_kernel kind, const bwd_tiles *t)
+{
+    return kind == BWD_DQ ? t->outer : t->inner;
+}
+
+static uint32_t tile_keys(bwd_kernel kind, const bwd_tiles *t)
+{
+    return kind == BWD_DQ ? t->inner : t->outer;
+}
+
+/* The padded stride of the P / dS tiles (PSTR in the kernels). */
+static uint32_t p_stride(bwd_kernel kind, const bwd_tiles *t)
+{
+    uint32_t bq = tile_rows(kind, t), bk = tile_keys(kind, t), rga = bq / t->mr;
+    if (kind == BWD_DQ)
+        return bq + (rga % 32u + 32u - bq % 32u) % 32u;
+    uint32_t psw = rga >= 32u ? 1u : 32u / rga;
+    return bk + (psw + 32u - bk % 32u) % 32u;
+}
+
 /* Bytes of shared memory the kernel declares: four tiles of padded head vectors (q and dout,
- * k and v), then dq's dS tile, reduction arrays and row state, or dk / dv's P and dS tiles and
- * row state. */
-static uint64_t shared_bytes(bwd_kernel kind, uint32_t wg, uint32_t d, uint32_t outer,
-                             uint32_t inner)
+ * k and v), then dq's dS tile, (max, sum) pairs and row state, or dk / dv's P and dS tiles
+ * and row state. */
+static uint64_t shared_bytes(bwd_kernel kind, const bwd_tiles *t, uint32_t d)
 {
     uint64_t stride = (d + 3) / 4 + 1;
-    uint64_t tiles = 16u * stride * 2u * ((uint64_t)outer + inner);
+    uint64_t bq = tile_rows(kind, t), bk = tile_keys(kind, t);
+    uint64_t tiles = 16u * stride * 2u * (bq + bk);
     if (kind == BWD_DQ)
-        return tiles + 4u * ((uint64_t)outer * inner + 2u * wg + 4u * outer);
-    return tiles + 4u * (2u * (uint64_t)outer * inner + 4u * inner);
+        return tiles + 4u * (bk * p_stride(kind, t) + 2u * bq * (bk / t->mk) + 4u * bq);
+    return tiles + 4u * (2u * bq * p_stride(kind, t) + 4u * bq);
+}
+
+/* The product tile: mr x mk entries per invocation, as few as cover the BQ x BK tile with
+ * the workgroup, keys before rows (both are powers of two). */
+static void plan_products(bwd_kernel kind, bwd_tiles *t)
+{
+    uint32_t bq = tile_rows(kind, t), bk = tile_keys(kind, t);
+    t->mr = 1, t->mk = 1;
+    while ((bq / t->mr) * (bk / t->mk) > t->wg) {
+        if ((t->mk < t->mr * 2u || t->mr == bq) && t->mk < bk)
+            t->mk *= 2u;
+        else
+            t->mr *= 2u;
+    }
+}
+
+/* The second product: nb rows (dq) or keys (dk / dv) by nd4 vec4s per invocation. Shared
+ * loads nb + nd4 for nb x nd4 vec4 FMAs: the nb whose larger of the two is least, the larger
+ * nb on a tie. */
+static void plan_second(uint32_t d, bwd_tiles *t)
+{
+    uint32_t n = t->outer, d4 = (d + 3) / 4;
+    uint32_t best = 0, best_cost = UINT32_MAX;
+    for (uint32_t nb = 1; nb <= n; nb *= 2u) {
+        if (n / nb > t->wg)
+            continue;
+        uint32_t nd4 = (uint32_t)div_up(d4, t->wg / (n / nb));
+        uint32_t cost = nb + nd4 > nb * nd4 ? nb + nd4 : nb * nd4;
+        if (cost <= best_cost)
+            best = nb, best_cost = cost;
+    }
+    t->nb = best;
 }
 
 static mcl_status plan_tiles(mcl_context *ctx, bwd_kernel kind, uint32_t d, bwd_tiles *out)
@@ -76,11 +130,14 @@ static mcl_status plan_tiles(mcl_context *ctx, bwd_kernel kind, uint32_t d, bwd_
     uint32_t inner = kind == BWD_DQ ? MCL_ATTN_BWD_DQ_KEYS : MCL_ATTN_BWD_KV_ROWS;
     uint32_t d4 = (d + 3) / 4;
     for (;;) {
-        uint32_t wg = (uint64_t)outer * d4 > (uint64_t)MCL_ATTN_BWD_MAX_ACC * MCL_ATTN_BWD_WG
-                          ? MCL_ATTN_BWD_WG_WIDE
-                          : MCL_ATTN_BWD_WG;
-        if (shared_bytes(kind, wg, d, outer, inner) <= mcl_traits_of(ctx)->max_shared_bytes) {
-            *out = (bwd_tiles){.wg = wg, .outer = outer, .inner = inner};
+        bwd_tiles t = {.outer = outer, .inner = inner};
+        t.wg = (uint64_t)outer * d4 > (uint64_t)MCL_ATTN_BWD_MAX_ACC * MCL_ATTN_BWD_WG
+                   ? MCL_ATTN_BWD_WG_WIDE
+                   : MCL_ATTN_BWD_WG;
+        plan_products(kind, &t);
+        plan_second(d, &t);
+        if (shared_bytes(kind, &t, d) <= mcl_traits_of(ctx)->max_shared_bytes) {
+            *out = t;
             return MCL_SUCCESS;
         }
         /* Vulkan guarantees only 16 KiB: the inner tile shrinks first (more barriers, not
@@ -107,12 +164,12 @@ static mcl_status tile_kernel(mcl_context *ctx, bwd_kernel kind, const bwd_tiles
         .binding_count = 7,
         .push_size = sizeof(attention_bwd_push),
         .local_size_x = t->wg,
-        .spec_count = 3,
-        /* Constants D, BQ (query rows per tile), BK (keys per tile). */
-        .spec = {d, kind == BWD_DQ ? t->outer : t->inner, kind == BWD_DQ ? t->inner : t->outer},
+        .spec_count = 6,
+        /* Constants D, BQ (query rows per tile), BK (keys per tile), MR, MK, NB. */
+        .spec = {d, tile_rows(kind, t), tile_keys(kind, t), t->mr, t->mk, t->nb},
     };
     mcl_status status = mcl_kernel_get(ctx, &desc, out);
-    /* The dq kernel's row reductions assume exactly wg invocations. */
+    /* The plan's product and dq / dk / dv invocations assume exactly wg invocations. */
     if (status == MCL_SUCCESS && mcl_kernel_local_size(*out) != t->wg)
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
                         "mcl_attention_backward: the device allows fewer than %u invocations "
