@@ -2,7 +2,7 @@
 // attention_backward_dq_f32: the first half of mcl_attention_backward. One workgroup per BQ
 // query rows of one (batch, kv head), like the forward, so a K/V tile loaded once serves the
 // G query heads that share it. It
-//   1. reduces Di = dout . out per row;
+//   1. loads the rows' q and dout into shared memory, and Di = dout . out per row;
 //   2. walks the visible key tiles once for the softmax statistics: each product-tile
 //      invocation keeps an online (max, sum) per row over its own keys (scores as in the
 //      forward, scale * log2(e) * q . k, masked keys left out), and one invocation per row
@@ -22,7 +22,8 @@
 //   set 0 binding 5   : dq [B, T, Hq, D] (writeonly float[])
 //   set 0 binding 6   : stats [B, Hkv, T * G, 4] (writeonly float[])
 //   dispatch          : (ceil(T * G / BQ), Hkv, B)
-// Shared memory: 16 * STRIDE * 2 * (BQ + BK) + 4 * (BK * PSTR + 2 * BQ * KGA + 4 * BQ) bytes.
+// Shared memory: 16 * STRIDE * 2 * (BQ + BK) + 4 * (BK * PSTR + 2 * BQ * KGA + BQ * STRIDE +
+// 4 * BQ) bytes.
 #extension GL_GOOGLE_include_directive : require
 #include "attention_backward_common.glsl"
 
@@ -44,6 +45,7 @@ layout(std430, set = 0, binding = 6) writeonly buffer BufStats { float stats[]; 
 shared float ds_tile[BK * PSTR];
 shared float red_m[BQ * KGA];  // the product-tile invocations' (max, sum) pairs per row
 shared float red_l[BQ * KGA];
+shared float di_part[BQ * STRIDE];  // dout . out per vec4 of the rows
 shared float row_m[BQ];        // score max, log2 domain
 shared float row_inv[BQ];      // 1 / sum of exp2(score - max); 0 for a row that sees no key
 shared float row_di[BQ];       // dout . out
@@ -96,28 +98,20 @@ void main() {
     const uint rg = tid % RGA, kg = tid / RGA;   // the product tile's (tid < PA)
     const uint rgb = tid % RGB, dg = tid / RGB;  // dq's (tid < PB)
 
+    // The rows' q and dout, and dout . out per vec4 (summed per row after sweep 1).
     for (uint e = tid; e < BQ * STRIDE; e += WG) {
         const uint r = e / STRIDE;
         const uint d4 = e - r * STRIDE;
         const uint rho = row0 + r;
         const bool live = rho < pc.rows && d4 < D4;
         const uint base = live ? q_base(b, hkv, rho) : 0u;
+        const vec4 dd = live ? load_do(base, d4) : vec4(0.0);
         q_tile[e] = live ? load_q(base, d4) : vec4(0.0);
-        do_tile[e] = live ? load_do(base, d4) : vec4(0.0);
+        do_tile[e] = dd;
+        di_part[e] = live ? dot(dd, load_o(base, d4)) : 0.0;
     }
     for (uint r = tid; r < BQ; r += WG) {
-        const uint rho = row0 + r;
-        float di = 0.0;
-        uint limit = 0u;
-        if (rho < pc.rows) {
-            const uint base = q_base(b, hkv, rho);
-            for (uint d4 = 0u; d4 < D4; d4++) {
-                di += dot(load_do(base, d4), load_o(base, d4));
-            }
-            limit = visible_keys(rho);
-        }
-        row_di[r] = di;
-        row_limit[r] = limit;
+        row_limit[r] = row0 + r < pc.rows ? visible_keys(row0 + r) : 0u;
     }
     [[unroll]] for (uint e = 0u; e < NB * ND4; e++) {
         acc[e] = vec4(0.0);
@@ -187,14 +181,19 @@ void main() {
             }
         }
         const float inv = l > 0.0 ? 1.0 / l : 0.0;
+        float di = 0.0;
+        for (uint d4 = 0u; d4 < D4; d4++) {
+            di += di_part[r * STRIDE + d4];
+        }
         row_m[r] = m;
         row_inv[r] = inv;
+        row_di[r] = di;
         const uint rho = row0 + r;
         if (rho < pc.rows) {
             const uint at = stats_at(b, hkv, rho);
             stats[at] = m;
             stats[at + 1u] = inv;
-            stats[at + 2u] = row_di[r];
+            stats[at + 2u] = di;
             stats[at + 3u] = 0.0;
         }
     }

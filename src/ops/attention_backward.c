@@ -12,7 +12,8 @@
  *     with P and dS recomputed from the statistics.
  * Each output element has one owner that adds its terms in a fixed order, so there are no
  * float atomics and the same inputs give the same bits; the order depends on the shape and the
- * tile plan, which depends on the device's shared-memory limit, not on its subgroup size. */
+ * tile plan, which depends on the device's shared-memory and workgroup limits, not on its
+ * subgroup size. */
 #include <math.h>
 
 #include "../vk/runtime.h"
@@ -21,18 +22,22 @@
 /* Head dims the kernels accept (as the forward). */
 #define MCL_ATTN_BWD_MAX_HEAD_DIM 256u
 /* dq: query rows per workgroup and keys per tile, before shrinking to fit shared memory. */
-#define MCL_ATTN_BWD_DQ_ROWS 16u
+#define MCL_ATTN_BWD_DQ_ROWS 32u
 #define MCL_ATTN_BWD_DQ_KEYS 32u
 /* dk / dv: keys per workgroup and query rows per tile, likewise. */
-#define MCL_ATTN_BWD_KV_KEYS 16u
+#define MCL_ATTN_BWD_KV_KEYS 32u
 #define MCL_ATTN_BWD_KV_ROWS 32u
 /* The tile walked in the inner loop shrinks to this before the workgroup's own tile does. */
 #define MCL_ATTN_BWD_MIN_INNER 4u
-/* Workgroup sizes: multiples of every subgroup size in use (8, 32, 64), within the 128
- * invocations Vulkan guarantees. The wider one when an invocation would otherwise hold more
- * than MAX_ACC accumulator vec4s (large head dims on devices with much shared memory). */
-#define MCL_ATTN_BWD_WG 64u
-#define MCL_ATTN_BWD_WG_WIDE 128u
+/* Workgroup sizes: the widest of these that the device allows and that leaves no invocation
+ * without an entry of the BQ x BK tile, not below the narrowest (a multiple of every subgroup
+ * size in use: 8, 32, 64). Wide workgroups win: the tiles' shared memory bounds how many
+ * workgroups a multiprocessor holds, so the invocations that share them are what hides the
+ * latencies. On an H100 (head dim 48, 16 x 256 tokens, 32 x 32 tiles) both kernels took
+ * 2.60 ms at 128 invocations and 2.12 at 256, 4.10 with 16 x 32 tiles at 64 before. */
+#define MCL_ATTN_BWD_WG_MAX 256u
+#define MCL_ATTN_BWD_WG_MIN 64u
+/* Accumulator vec4s an invocation may hold (dq, or each of dk and dv). */
 #define MCL_ATTN_BWD_MAX_ACC 8u
 /* maxComputeWorkGroupCount: the minimum Vulkan guarantees in each dimension. */
 #define MCL_MAX_GROUPS 65535u
@@ -80,15 +85,16 @@ static uint32_t p_stride(bwd_kernel kind, const bwd_tiles *t)
 }
 
 /* Bytes of shared memory the kernel declares: four tiles of padded head vectors (q and dout,
- * k and v), then dq's dS tile, (max, sum) pairs and row state, or dk / dv's P and dS tiles
- * and row state. */
+ * k and v), then dq's dS tile, (max, sum) pairs, dout . out per vec4 and row state, or
+ * dk / dv's P and dS tiles and row state. */
 static uint64_t shared_bytes(bwd_kernel kind, const bwd_tiles *t, uint32_t d)
 {
     uint64_t stride = (d + 3) / 4 + 1;
     uint64_t bq = tile_rows(kind, t), bk = tile_keys(kind, t);
     uint64_t tiles = 16u * stride * 2u * (bq + bk);
     if (kind == BWD_DQ)
-        return tiles + 4u * (bk * p_stride(kind, t) + 2u * bq * (bk / t->mk) + 4u * bq);
+        return tiles + 4u * (bk * p_stride(kind, t) + 2u * bq * (bk / t->mk) + bq * stride +
+                             4u * bq);
     return tiles + 4u * (2u * bq * p_stride(kind, t) + 4u * bq);
 }
 
@@ -129,20 +135,26 @@ static mcl_status plan_tiles(mcl_context *ctx, bwd_kernel kind, uint32_t d, bwd_
     uint32_t outer = kind == BWD_DQ ? MCL_ATTN_BWD_DQ_ROWS : MCL_ATTN_BWD_KV_KEYS;
     uint32_t inner = kind == BWD_DQ ? MCL_ATTN_BWD_DQ_KEYS : MCL_ATTN_BWD_KV_ROWS;
     uint32_t d4 = (d + 3) / 4;
+    uint32_t widest = MCL_ATTN_BWD_WG_MAX;
+    while (widest > MCL_ATTN_BWD_WG_MIN && widest > mcl_traits_of(ctx)->max_invocations)
+        widest /= 2;
     for (;;) {
-        bwd_tiles t = {.outer = outer, .inner = inner};
-        t.wg = (uint64_t)outer * d4 > (uint64_t)MCL_ATTN_BWD_MAX_ACC * MCL_ATTN_BWD_WG
-                   ? MCL_ATTN_BWD_WG_WIDE
-                   : MCL_ATTN_BWD_WG;
+        bwd_tiles t = {.outer = outer, .inner = inner, .wg = widest};
+        while (t.wg > MCL_ATTN_BWD_WG_MIN && t.wg > outer * inner)
+            t.wg /= 2;
         plan_products(kind, &t);
         plan_second(d, &t);
-        if (shared_bytes(kind, &t, d) <= mcl_traits_of(ctx)->max_shared_bytes) {
+        int acc_fits = div_up((uint64_t)outer * d4, t.wg) <= MCL_ATTN_BWD_MAX_ACC;
+        if (acc_fits && shared_bytes(kind, &t, d) <= mcl_traits_of(ctx)->max_shared_bytes) {
             *out = t;
             return MCL_SUCCESS;
         }
-        /* Vulkan guarantees only 16 KiB: the inner tile shrinks first (more barriers, not
-         * more loads), then the workgroup's own tile, then the inner tile to one. */
-        if (inner > MCL_ATTN_BWD_MIN_INNER)
+        /* Too many accumulators: a smaller tile of the workgroup's own. Vulkan guarantees only
+         * 16 KiB of shared memory: the inner tile shrinks first (more barriers, not more
+         * loads), then the workgroup's own tile, then the inner tile to one. */
+        if (!acc_fits && outer > 1)
+            outer /= 2;
+        else if (inner > MCL_ATTN_BWD_MIN_INNER)
             inner /= 2;
         else if (outer > 1)
             outer /= 2;
