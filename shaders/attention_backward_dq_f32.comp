@@ -7,7 +7,9 @@
 //      invocation keeps an online (max, sum) per row over its own keys (scores as in the
 //      forward, scale * log2(e) * q . k, masked keys left out), and one invocation per row
 //      merges the KGA pairs in order; the rows' max, 1 / sum and Di go to the statistics
-//      scratch for attention_backward_dkdv_f32.comp;
+//      scratch for attention_backward_dkdv_f32.comp. With constant 7 (STATS_GIVEN) set, the
+//      scratch already holds the max and 1 / sum (attention_stats_f32.comp wrote them in the
+//      forward pass): no sweep, only Di is written;
 //   3. walks them again: P = exp2(s - max) / sum, dP = dout . v, dS = P (dP - Di) (a BQ x BK
 //      tile in shared memory, no T x S matrix anywhere), and dq += dS k, each invocation
 //      holding NB rows by ND4 vec4s of dq;
@@ -16,16 +18,18 @@
 // the same bits on every run.
 //
 //   workgroup size : specialization constant 0; constants 1..6 as the common file says, NB the
-//                    dq rows per invocation (divides BQ, BQ / NB <= WG)
+//                    dq rows per invocation (divides BQ, BQ / NB <= WG); 7: STATS_GIVEN
 //   set 0 binding 0..2: q [B, T, Hq, D], k, v [B, S, Hkv, D] (readonly float[])
 //   set 0 binding 3..4: out, dout [B, T, Hq, D] (readonly float[])
 //   set 0 binding 5   : dq [B, T, Hq, D] (writeonly float[])
-//   set 0 binding 6   : stats [B, Hkv, T * G, 4] (writeonly float[])
+//   set 0 binding 6   : stats [B, Hkv, T * G, 4] (float[]; read where STATS_GIVEN)
 //   dispatch          : (ceil(T * G / BQ), Hkv, B)
 // Shared memory: 16 * STRIDE * 2 * (BQ + BK) + 4 * (BK * PSTR + 2 * BQ * KGA + BQ * STRIDE +
 // 4 * BQ) bytes.
 #extension GL_GOOGLE_include_directive : require
 #include "attention_backward_common.glsl"
+
+layout(constant_id = 7) const uint STATS_GIVEN = 0;
 
 // dq's invocations: row group rgb = tid % RGB (rows rgb + RGB i), column group dg = tid / RGB
 // (vec4s dg + DG j of the head vector).
@@ -40,7 +44,7 @@ const uint PSTR = BQ + ((RGA % 32u) + 32u - (BQ % 32u)) % 32u;
 layout(std430, set = 0, binding = 3) readonly buffer BufO { float o[]; };
 layout(std430, set = 0, binding = 4) readonly buffer BufDO { float dout[]; };
 layout(std430, set = 0, binding = 5) writeonly buffer BufDQ { float dq[]; };
-layout(std430, set = 0, binding = 6) writeonly buffer BufStats { float stats[]; };
+layout(std430, set = 0, binding = 6) buffer BufStats { float stats[]; };
 
 shared float ds_tile[BK * PSTR];
 shared float red_m[BQ * KGA];  // the product-tile invocations' (max, sum) pairs per row
@@ -125,7 +129,7 @@ void main() {
     const uint key_stop = visible_keys(last_row);
 
     // Sweep 1: the softmax statistics, online per invocation over its keys.
-    for (uint kt = 0u; kt < key_stop; kt += BK) {
+    for (uint kt = 0u; STATS_GIVEN == 0u && kt < key_stop; kt += BK) {
         load_keys(b, hkv, kt, key_stop, false);
         barrier();
         if (tid < PA) {
@@ -154,7 +158,7 @@ void main() {
         }
         barrier();
     }
-    if (tid < PA) {
+    if (STATS_GIVEN == 0u && tid < PA) {
         [[unroll]] for (uint i = 0u; i < MR; i++) {
             red_m[(rg + RGA * i) * KGA + kg] = run_m[i];
             red_l[(rg + RGA * i) * KGA + kg] = run_l[i];
@@ -164,6 +168,21 @@ void main() {
     // One invocation per row merges its pairs in key-group order; a pair with a zero sum has
     // seen no key and is left out.
     for (uint r = tid; r < BQ; r += WG) {
+        const uint rho = row0 + r;
+        float di = 0.0;
+        for (uint d4 = 0u; d4 < D4; d4++) {
+            di += di_part[r * STRIDE + d4];
+        }
+        row_di[r] = di;
+        if (STATS_GIVEN != 0u) {
+            const uint at = rho < pc.rows ? stats_at(b, hkv, rho) : 0u;
+            row_m[r] = rho < pc.rows ? stats[at] : NEG;
+            row_inv[r] = rho < pc.rows ? stats[at + 1u] : 0.0;
+            if (rho < pc.rows) {
+                stats[at + 2u] = di;
+            }
+            continue;
+        }
         float m = NEG;
         float l = 0.0;
         for (uint g = 0u; g < KGA; g++) {
@@ -181,14 +200,8 @@ void main() {
             }
         }
         const float inv = l > 0.0 ? 1.0 / l : 0.0;
-        float di = 0.0;
-        for (uint d4 = 0u; d4 < D4; d4++) {
-            di += di_part[r * STRIDE + d4];
-        }
         row_m[r] = m;
         row_inv[r] = inv;
-        row_di[r] = di;
-        const uint rho = row0 + r;
         if (rho < pc.rows) {
             const uint at = stats_at(b, hkv, rho);
             stats[at] = m;

@@ -26,13 +26,19 @@
  *    ~h^2 |L'''| ~1e-7 relative here, the float gradient's own error ~1e-6. The double
  *    reference is held to 1e-6 against the same differences.
  *  - determinism: two runs bit-identical; no-key queries and keys at or past kv_length:
- *    exactly +0. */
+ *    exactly +0.
+ *
+ * The training step's path, the forward writing the softmax statistics
+ * (mcl_attention_stats) and the backward taking them (mcl_attention_backward_stats), is held
+ * to the same tolerance on the same kinds of shape; its forward output bit-identical to the
+ * unsplit mcl_attention's; statistics whose max is one off (P doubled) fail. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
+#include "ops/ops_internal.h"
 #include "ref/ref.h"
 #include "vk/inspect.h"
 
@@ -42,6 +48,12 @@
 #define FD_STEP 1e-3
 
 static mcl_context *ctx;
+
+/* How run() gets the softmax statistics: 0, the backward finds them; 1, the forward's
+ * (mcl_attention_stats); 2, the forward's with every row's max one less (a negative control).
+ * With 1 or 2, out_same is cleared where the forward's output differs from mcl_attention's. */
+static int stats_mode;
+static int out_same = 1;
 
 typedef struct bwd_case {
     int64_t batch, seq_q, seq_kv, heads_q, heads_kv, dim;
@@ -143,8 +155,33 @@ static void run(bwd_data *d, const bwd_case *c)
     assert_mcl_ok(mcl_tensor_upload(d->tdk, 0, d->dk, d->nkv * 4));
     assert_mcl_ok(mcl_tensor_upload(d->tdv, 0, d->dk, d->nkv * 4));
     mcl_attention_desc desc = desc_of(c);
-    assert_mcl_ok(mcl_attention_backward(ctx, d->tq, d->tk, d->tv, d->tout, d->tdout, &desc,
-                                         d->tdq, d->tdk, d->tdv));
+    if (stats_mode == 0) {
+        assert_mcl_ok(mcl_attention_backward(ctx, d->tq, d->tk, d->tv, d->tout, d->tdout, &desc,
+                                             d->tdq, d->tdk, d->tdv));
+    } else {
+        size_t n = (size_t)(c->batch * c->heads_q * c->seq_q * 4);
+        int64_t shape[1] = {(int64_t)n};
+        float *st = mcl_test_floats(n), *out = mcl_test_floats(d->nq);
+        for (size_t i = 0; i < n; i++)
+            st[i] = NAN;
+        mcl_tensor *stats = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, shape, st);
+        /* The unsplit forward's output, then the same with the statistics. */
+        assert_mcl_ok(mcl_attention_ex(ctx, d->tq, d->tk, d->tv, &desc, 1, NULL, d->tout));
+        assert_mcl_ok(mcl_tensor_download(d->tout, 0, d->out, d->nq * 4));
+        assert_mcl_ok(mcl_attention_stats(ctx, d->tq, d->tk, d->tv, &desc, d->tout, stats));
+        assert_mcl_ok(mcl_tensor_download(d->tout, 0, out, d->nq * 4));
+        out_same &= memcmp(out, d->out, d->nq * 4) == 0;
+        if (stats_mode == 2) {
+            assert_mcl_ok(mcl_tensor_download(stats, 0, st, n * 4));
+            for (size_t i = 0; i < n; i += 4)
+                st[i] -= 1.0f;
+            assert_mcl_ok(mcl_tensor_upload(stats, 0, st, n * 4));
+        }
+        assert_mcl_ok(mcl_attention_backward_stats(ctx, d->tq, d->tk, d->tv, d->tout, d->tdout,
+                                                   &desc, d->tdq, d->tdk, d->tdv, stats, 1));
+        mcl_tensor_destroy(stats);
+        free(st), free(out);
+    }
     assert_mcl_ok(mcl_tensor_download(d->tdq, 0, d->dq, d->nq * 4));
     assert_mcl_ok(mcl_tensor_download(d->tdk, 0, d->dk, d->nkv * 4));
     assert_mcl_ok(mcl_tensor_download(d->tdv, 0, d->dv, d->nkv * 4));
@@ -269,6 +306,42 @@ static void small_shared_memory_plans(void **state)
         snprintf(tag, sizeof tag, " (%u bytes of shared memory)", limits[i]);
         failed += check_cases(cases, sizeof cases / sizeof cases[0], tag, 500, limits[i]);
     }
+    assert_int_equal(failed, 0);
+}
+
+/* The training step's path: the softmax statistics from the forward. */
+static void statistics_from_the_forward(void **state)
+{
+    (void)state;
+    static const bwd_case cases[] = {
+        {2, 1, 37, 6, 2, 48, 0, 1, 0.0f, 4.0f},
+        {1, 7, 13, 3, 1, 5, 11, 1, 0.0f, 2.0f},
+        {1, 37, 41, 6, 2, 48, 0, 1, 0.0f, 4.0f},
+        {2, 37, 41, 6, 1, 48, 39, 0, 0.0f, 2.0f},
+        {1, 5, 3, 2, 1, 16, 0, 1, 0.0f, 1.0f},      /* queries 0, 1 see no key */
+        {1, 5, 9, 2, 1, 256, 0, 1, 0.0f, 1.0f},
+        {2, 256, 256, 6, 6, 48, 0, 1, 0.0f, 2.0f},
+    };
+    stats_mode = 1;
+    out_same = 1;
+    int failed = check_cases(cases, sizeof cases / sizeof cases[0], " (the forward's statistics)",
+                             900, 0);
+    failed += !mcl_test_record_bool("attention forward with its statistics: the output "
+                                    "bit-identical to the unsplit mcl_attention's", out_same);
+    /* Negative control: every row's max one less doubles P. */
+    const bwd_case *c = &cases[2];
+    bwd_data d;
+    setup(&d, c, 901);
+    reference(&d, c, 0, 0);
+    stats_mode = 2;
+    run(&d, c);
+    stats_mode = 0;
+    double e = mcl_nmse(d.dq, d.want_dq, d.nq) + mcl_nmse(d.dv, d.want_dv, d.nkv);
+    printf("negative control: the forward's statistics with the max one less: nmse dq + dv "
+           "%.3g\n", e);
+    failed += !mcl_test_record_bool("negative control: statistics with the max one off are "
+                                    "detected", e > REF_TOLERANCE);
+    teardown(&d);
     assert_int_equal(failed, 0);
 }
 
@@ -547,6 +620,17 @@ static void bad_arguments(void **state)
     desc.scale = 0.0f;
     desc.size = 0;
     EXPECT_STATUS(mcl_attention_backward(ctx, q, k, v, out, dout, &desc, dq, dk, dv), INVALID);
+    /* The statistics path: none given, too few floats, one that is an argument. */
+    const int64_t s_few[1] = {95}; /* B x Hq x T x 4 = 96 */
+    mcl_tensor *few = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, s_few, NULL);
+    EXPECT_STATUS(mcl_attention_stats(ctx, q, k, v, NULL, out, NULL), INVALID);
+    EXPECT_STATUS(mcl_attention_stats(ctx, q, k, v, NULL, out, i32), SHAPE);
+    EXPECT_STATUS(mcl_attention_stats(ctx, q, k, v, NULL, out, few), SHAPE);
+    EXPECT_STATUS(mcl_attention_stats(ctx, q, k, v, NULL, out, q), INVALID);
+    mcl_tensor_destroy(few);
+    EXPECT_STATUS(mcl_attention_backward_stats(ctx, q, k, v, out, dout, NULL, dq, dk, dv, NULL,
+                                               1),
+                  INVALID);
     /* Head dim above 256. */
     EXPECT_STATUS(mcl_attention_backward(ctx, big[0], big[1], big[2], big[3], big[4], NULL,
                                          big[5], big[6], big[7]),
@@ -580,6 +664,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(backward_matches_reference),
         cmocka_unit_test(small_shared_memory_plans),
+        cmocka_unit_test(statistics_from_the_forward),
         cmocka_unit_test(backward_matches_finite_differences),
         cmocka_unit_test(backward_is_deterministic),
         cmocka_unit_test(graph_replays_backward),

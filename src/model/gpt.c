@@ -331,8 +331,9 @@ static void acts_free(gpt_acts *a, int32_t layers)
     if (a->layer) {
         for (int32_t l = 0; l < layers; l++) {
             gpt_layer_acts *la = &a->layer[l];
-            mcl_tensor *t[] = {la->q4, la->k4, la->v4, la->att4, la->h, la->q, la->k,
-                               la->v, la->att, la->x_mid, la->h2, la->gate, la->up, la->act};
+            mcl_tensor *t[] = {la->q4,    la->k4,  la->v4,   la->att4, la->h,
+                               la->q,     la->k,   la->v,    la->att,  la->x_mid,
+                               la->h2,    la->gate, la->up,  la->act,  la->att_stats};
             for (size_t i = 0; i < sizeof t / sizeof *t; i++)
                 mcl_tensor_destroy(t[i]);
         }
@@ -570,7 +571,9 @@ static mcl_status acts_alloc(mcl_gpt *gpt, int64_t batch, int64_t seq)
             (s = view4(la->k, batch, seq, c->kv_heads, hd, &la->k4)) != MCL_SUCCESS ||
             (s = view4(la->v, batch, seq, c->kv_heads, hd, &la->v4)) != MCL_SUCCESS)
             break;
-        s = view4(la->att, batch, seq, c->heads, hd, &la->att4);
+        if ((s = view4(la->att, batch, seq, c->heads, hd, &la->att4)) == MCL_SUCCESS &&
+            !reversible)
+            s = mcl_gpt_make_f32(ctx, bt * c->heads * 4, &la->att_stats);
     }
     int64_t shape3[3] = {batch, seq, d};
     if (s == MCL_SUCCESS)

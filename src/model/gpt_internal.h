@@ -32,6 +32,8 @@ typedef struct gpt_param {
 typedef struct gpt_layer_acts {
     mcl_tensor *h, *q, *k, *v, *att, *x_mid, *h2, *gate, *up, *act;
     mcl_tensor *q4, *k4, *v4, *att4;
+    mcl_tensor *att_stats; /* the attention's row statistics from the forward, for its
+                              backward (B x heads x T x 4 floats; NULL in a reversible model) */
 } gpt_layer_acts;
 
 typedef struct gpt_acts {

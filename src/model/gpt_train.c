@@ -88,7 +88,7 @@ mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens, const mcl_ten
         TRY(mcl_gpt_block_linear(gpt, l, P_WV, la->h, la->v, mm));
         TRY(mcl_rope(ctx, la->q4, c->rope_layout, c->rope_theta, 0, la->q4));
         TRY(mcl_rope(ctx, la->k4, c->rope_layout, c->rope_theta, 0, la->k4));
-        TRY(mcl_attention(ctx, la->q4, la->k4, la->v4, &att, la->att4));
+        TRY(mcl_attention_stats(ctx, la->q4, la->k4, la->v4, &att, la->att4, la->att_stats));
         TRY(mcl_gpt_block_linear(gpt, l, P_WO, la->att, a->tmp, mm));
         TRY(mcl_add(ctx, a->x[l], a->tmp, la->x_mid));
         TRY(mcl_rmsnorm(ctx, la->x_mid, mcl_gpt_layer_param(gpt, l, P_MLP_NORM)->p, eps, la->h2));
@@ -184,8 +184,9 @@ mcl_status mcl_gpt_backward(mcl_gpt *gpt)
         TRY(mcl_add(ctx, a->dx, a->tmp, a->dx));
         /* x_mid = x[l] + att wo^T; att = attention(rope(q), rope(k), v). */
         TRY(mcl_gpt_block_linear_backward(gpt, l, P_WO, la->att, a->dx, a->datt, mm));
-        TRY(mcl_attention_backward(ctx, la->q4, la->k4, la->v4, la->att4, a->datt4, &att,
-                                   a->dq4, a->dk4, a->dv4));
+        /* The softmax statistics are the forward's (mcl_attention_stats). */
+        TRY(mcl_attention_backward_stats(ctx, la->q4, la->k4, la->v4, la->att4, a->datt4, &att,
+                                         a->dq4, a->dk4, a->dv4, la->att_stats, 1));
         TRY(mcl_rope_backward(ctx, a->dq4, c->rope_layout, c->rope_theta, 0, a->dq4));
         TRY(mcl_rope_backward(ctx, a->dk4, c->rope_layout, c->rope_theta, 0, a->dk4));
         TRY(mcl_gpt_block_linear_backward(gpt, l, P_WQ, la->h, a->dq, a->dh, mm));

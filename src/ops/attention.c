@@ -252,9 +252,11 @@ done:
     return status;
 }
 
-mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
-                            const mcl_tensor *v, const mcl_attention_desc *desc,
-                            uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out)
+/* mcl_attention_ex, and with stats not NULL mcl_attention_stats (never split). */
+static mcl_status attention_full(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
+                                 const mcl_tensor *v, const mcl_attention_desc *desc,
+                                 uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out,
+                                 mcl_tensor *stats)
 {
     if (!ctx)
         return MCL_ERROR_INVALID_ARGUMENT;
@@ -300,6 +302,19 @@ mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_ten
         return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "mcl_attention: more than 2^32-1 elements");
     if (scale == 0.0f)
         scale = (float)(1.0 / sqrt((double)d));
+    if (stats) {
+        if (stats->ctx != ctx)
+            return mcl_fail(ctx, MCL_ERROR_WRONG_CONTEXT,
+                            "mcl_attention: tensor of another context");
+        if (f16 || stats->dtype != MCL_DTYPE_F32 ||
+            mcl_tensor_numel(stats) < batch * heads_q * seq_q * 4)
+            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH, "mcl_attention: the statistics "
+                            "need f32 k and v and an f32 tensor of B x Hq x T x 4 floats");
+        if (stats == q || stats == k || stats == v || stats == out)
+            return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                            "mcl_attention: the statistics alias an argument");
+        force_splits = 1;
+    }
 
     int64_t group = heads_q / heads_kv;
     attention_push push = {
@@ -329,12 +344,31 @@ mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_ten
                                      : MCL_KERNEL_ATTENTION_SPLIT_F32, qkv, 3, out, &plan, &push,
                             (uint32_t)batch, (uint32_t)d, NULL);
     const mcl_kernel *kernel;
-    if ((status = tile_kernel(ctx, f16 ? MCL_KERNEL_ATTENTION_F16KV : MCL_KERNEL_ATTENTION_F32, 4,
-                              &plan, (uint32_t)d, &kernel)) !=
+    mcl_kernel_id id = stats ? MCL_KERNEL_ATTENTION_STATS_F32
+                       : f16 ? MCL_KERNEL_ATTENTION_F16KV
+                             : MCL_KERNEL_ATTENTION_F32;
+    if ((status = tile_kernel(ctx, id, stats ? 5 : 4, &plan, (uint32_t)d, &kernel)) !=
         MCL_SUCCESS)
         return status;
-    return mcl_dispatch(ctx, kernel, qkv, 3, &out, 1, &push, plan.row_tiles,
-                               push.heads_kv, (uint32_t)batch);
+    mcl_tensor *writes[2] = {out, stats};
+    return mcl_dispatch(ctx, kernel, qkv, 3, writes, stats ? 2 : 1, &push, plan.row_tiles,
+                        push.heads_kv, (uint32_t)batch);
+}
+
+mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
+                            const mcl_tensor *v, const mcl_attention_desc *desc,
+                            uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out)
+{
+    return attention_full(ctx, q, k, v, desc, force_splits, splits_used, out, NULL);
+}
+
+mcl_status mcl_attention_stats(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
+                               const mcl_tensor *v, const mcl_attention_desc *desc,
+                               mcl_tensor *out, mcl_tensor *stats)
+{
+    if (ctx && !stats)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_attention: NULL tensor");
+    return attention_full(ctx, q, k, v, desc, 1, NULL, out, stats);
 }
 
 mcl_status mcl_attention(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,

@@ -168,7 +168,7 @@ static mcl_status plan_tiles(mcl_context *ctx, bwd_kernel kind, uint32_t d, bwd_
 }
 
 static mcl_status tile_kernel(mcl_context *ctx, bwd_kernel kind, const bwd_tiles *t, uint32_t d,
-                              const mcl_kernel **out)
+                              int stats_given, const mcl_kernel **out)
 {
     mcl_kernel_desc desc = {
         .id = kind == BWD_DQ ? MCL_KERNEL_ATTENTION_BACKWARD_DQ_F32
@@ -176,9 +176,11 @@ static mcl_status tile_kernel(mcl_context *ctx, bwd_kernel kind, const bwd_tiles
         .binding_count = 7,
         .push_size = sizeof(attention_bwd_push),
         .local_size_x = t->wg,
-        .spec_count = 6,
-        /* Constants D, BQ (query rows per tile), BK (keys per tile), MR, MK, NB. */
-        .spec = {d, tile_rows(kind, t), tile_keys(kind, t), t->mr, t->mk, t->nb},
+        .spec_count = kind == BWD_DQ ? 7 : 6,
+        /* Constants D, BQ (query rows per tile), BK (keys per tile), MR, MK, NB; dq's
+         * STATS_GIVEN. */
+        .spec = {d, tile_rows(kind, t), tile_keys(kind, t), t->mr, t->mk, t->nb,
+                 stats_given ? 1u : 0u},
     };
     mcl_status status = mcl_kernel_get(ctx, &desc, out);
     /* The plan's product and dq / dk / dv invocations assume exactly wg invocations. */
@@ -194,7 +196,7 @@ mcl_status mcl_attention_backward(mcl_context *ctx, const mcl_tensor *q, const m
                                   const mcl_tensor *dout, const mcl_attention_desc *desc,
                                   mcl_tensor *dq, mcl_tensor *dk, mcl_tensor *dv)
 {
-    return mcl_attention_backward_scratch(ctx, q, k, v, out, dout, desc, dq, dk, dv, NULL);
+    return mcl_attention_backward_stats(ctx, q, k, v, out, dout, desc, dq, dk, dv, NULL, 0);
 }
 
 mcl_status mcl_attention_backward_scratch(mcl_context *ctx, const mcl_tensor *q,
@@ -202,6 +204,16 @@ mcl_status mcl_attention_backward_scratch(mcl_context *ctx, const mcl_tensor *q,
                                           const mcl_tensor *out, const mcl_tensor *dout,
                                           const mcl_attention_desc *desc, mcl_tensor *dq,
                                           mcl_tensor *dk, mcl_tensor *dv, mcl_tensor *scratch)
+{
+    return mcl_attention_backward_stats(ctx, q, k, v, out, dout, desc, dq, dk, dv, scratch, 0);
+}
+
+mcl_status mcl_attention_backward_stats(mcl_context *ctx, const mcl_tensor *q,
+                                        const mcl_tensor *k, const mcl_tensor *v,
+                                        const mcl_tensor *out, const mcl_tensor *dout,
+                                        const mcl_attention_desc *desc, mcl_tensor *dq,
+                                        mcl_tensor *dk, mcl_tensor *dv, mcl_tensor *scratch,
+                                        int stats_given)
 {
     static const char op[] = "mcl_attention_backward";
     const mcl_tensor *t[8] = {q, k, v, out, dout, dq, dk, dv};
@@ -279,8 +291,13 @@ mcl_status mcl_attention_backward_scratch(mcl_context *ctx, const mcl_tensor *q,
                         (long long)heads_kv, (long long)batch);
 
     const mcl_kernel *dq_kernel, *kv_kernel;
-    if ((status = tile_kernel(ctx, BWD_DQ, &dq_tiles, (uint32_t)d, &dq_kernel)) != MCL_SUCCESS ||
-        (status = tile_kernel(ctx, BWD_DKDV, &kv_tiles, (uint32_t)d, &kv_kernel)) != MCL_SUCCESS)
+    if (stats_given && !scratch)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: given statistics need their "
+                        "scratch", op);
+    if ((status = tile_kernel(ctx, BWD_DQ, &dq_tiles, (uint32_t)d, stats_given, &dq_kernel)) !=
+            MCL_SUCCESS ||
+        (status = tile_kernel(ctx, BWD_DKDV, &kv_tiles, (uint32_t)d, 0, &kv_kernel)) !=
+            MCL_SUCCESS)
         return status;
 
     attention_bwd_push push = {

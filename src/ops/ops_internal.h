@@ -49,6 +49,23 @@ mcl_status mcl_attention_backward_scratch(mcl_context *ctx, const mcl_tensor *q,
                                           const mcl_attention_desc *desc, mcl_tensor *dq,
                                           mcl_tensor *dk, mcl_tensor *dv, mcl_tensor *scratch);
 
+/* mcl_attention_backward_scratch where stats_given is 0; with it set, `scratch` holds the
+ * rows' softmax statistics as mcl_attention_stats wrote them for the same q, k and desc, and
+ * the backward does not find them again (it still writes Di = dout . out into them). */
+mcl_status mcl_attention_backward_stats(mcl_context *ctx, const mcl_tensor *q,
+                                        const mcl_tensor *k, const mcl_tensor *v,
+                                        const mcl_tensor *out, const mcl_tensor *dout,
+                                        const mcl_attention_desc *desc, mcl_tensor *dq,
+                                        mcl_tensor *dk, mcl_tensor *dv, mcl_tensor *scratch,
+                                        int stats_given);
+
+/* mcl_attention (never split; f32 k and v) that also writes the rows' softmax statistics into
+ * stats (f32, at least B x Hq x T x 4 floats; attention_stats_f32.comp), for
+ * mcl_attention_backward_stats. */
+mcl_status mcl_attention_stats(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
+                               const mcl_tensor *v, const mcl_attention_desc *desc,
+                               mcl_tensor *out, mcl_tensor *stats);
+
 /* Whether the row kernels (softmax, reductions, norms) reduce with subgroup arithmetic (1)
  * or with the portable shared-memory tree (0) on this context. */
 int mcl_rows_use_subgroup(const mcl_context *ctx);
