@@ -47,7 +47,8 @@ static mcl_status attention_forward(mcl_gpt *gpt, int32_t l, mcl_tensor *x, mcl_
     TRY(mcl_gpt_block_linear(gpt, l, P_WV, s->h, s->v, gpt->acts.mm_scratch));
     TRY(mcl_rope(ctx, s->q4, c->rope_layout, c->rope_theta, 0, s->q4));
     TRY(mcl_rope(ctx, s->k4, c->rope_layout, c->rope_theta, 0, s->k4));
-    TRY(mcl_attention(ctx, s->q4, s->k4, s->v4, &att, s->att4));
+    /* The softmax statistics go to the backward's scratch for attention_backward(). */
+    TRY(mcl_attention_stats(ctx, s->q4, s->k4, s->v4, &att, s->att4, gpt->acts.attn_scratch));
     return mcl_gpt_block_linear(gpt, l, P_WO, s->att, out, gpt->acts.mm_scratch);
 }
 
@@ -74,8 +75,8 @@ static mcl_status attention_backward(mcl_gpt *gpt, int32_t l, mcl_tensor *x, mcl
     gpt_layer_acts *s = &a->layer[0];
     mcl_attention_desc att = {.size = sizeof att, .causal = 1};
     TRY(mcl_gpt_block_linear_backward(gpt, l, P_WO, s->att, dy, a->datt, a->mm_scratch));
-    TRY(mcl_attention_backward_scratch(ctx, s->q4, s->k4, s->v4, s->att4, a->datt4, &att,
-                                       a->dq4, a->dk4, a->dv4, a->attn_scratch));
+    TRY(mcl_attention_backward_stats(ctx, s->q4, s->k4, s->v4, s->att4, a->datt4, &att,
+                                     a->dq4, a->dk4, a->dv4, a->attn_scratch, 1));
     TRY(mcl_rope_backward(ctx, a->dq4, c->rope_layout, c->rope_theta, 0, a->dq4));
     TRY(mcl_rope_backward(ctx, a->dk4, c->rope_layout, c->rope_theta, 0, a->dk4));
     TRY(mcl_gpt_block_linear_backward(gpt, l, P_WQ, s->h, a->dq, a->dh, a->mm_scratch));

@@ -199,15 +199,6 @@ mcl_status mcl_attention_backward(mcl_context *ctx, const mcl_tensor *q, const m
     return mcl_attention_backward_stats(ctx, q, k, v, out, dout, desc, dq, dk, dv, NULL, 0);
 }
 
-mcl_status mcl_attention_backward_scratch(mcl_context *ctx, const mcl_tensor *q,
-                                          const mcl_tensor *k, const mcl_tensor *v,
-                                          const mcl_tensor *out, const mcl_tensor *dout,
-                                          const mcl_attention_desc *desc, mcl_tensor *dq,
-                                          mcl_tensor *dk, mcl_tensor *dv, mcl_tensor *scratch)
-{
-    return mcl_attention_backward_stats(ctx, q, k, v, out, dout, desc, dq, dk, dv, scratch, 0);
-}
-
 mcl_status mcl_attention_backward_stats(mcl_context *ctx, const mcl_tensor *q,
                                         const mcl_tensor *k, const mcl_tensor *v,
                                         const mcl_tensor *out, const mcl_tensor *dout,

@@ -32,9 +32,9 @@ mcl_status mcl_gemm_counter(mcl_context *ctx, mcl_tensor *a, int transposed, mcl
                             mcl_tensor *scale, uint32_t counter_c, mcl_tensor *c,
                             uint32_t rows, uint32_t k, uint32_t cols, mcl_tensor *split);
 
-/* mcl_rmsnorm_backward and mcl_attention_backward with the caller's scratch instead of a
- * scratch tensor made per call (bump-allocated scratch is reclaimed only when all of it is
- * released, so a pass that calls them once per layer would grow with depth): dweight's
+/* mcl_rmsnorm_backward (and mcl_attention_backward_stats below) with the caller's scratch
+ * instead of a scratch tensor made per call (bump-allocated scratch is reclaimed only when all
+ * of it is released, so a pass that calls them once per layer would grow with depth): dweight's
  * per-row products (f32, at least rows x d floats; used only when dweight is not NULL) and
  * their column sums' partials (f32, ceil(rows / 64) x d floats; NULL or smaller: made per
  * call), and the attention's row statistics (f32, at least B x Hq x T x 4 floats). No
@@ -43,15 +43,11 @@ mcl_status mcl_rmsnorm_backward_scratch(mcl_context *ctx, const mcl_tensor *x,
                                         const mcl_tensor *weight, const mcl_tensor *dy,
                                         float eps, mcl_tensor *dx, mcl_tensor *dweight,
                                         mcl_tensor *scratch, mcl_tensor *partial);
-mcl_status mcl_attention_backward_scratch(mcl_context *ctx, const mcl_tensor *q,
-                                          const mcl_tensor *k, const mcl_tensor *v,
-                                          const mcl_tensor *out, const mcl_tensor *dout,
-                                          const mcl_attention_desc *desc, mcl_tensor *dq,
-                                          mcl_tensor *dk, mcl_tensor *dv, mcl_tensor *scratch);
 
-/* mcl_attention_backward_scratch where stats_given is 0; with it set, `scratch` holds the
- * rows' softmax statistics as mcl_attention_stats wrote them for the same q, k and desc, and
- * the backward does not find them again (it still writes Di = dout . out into them). */
+/* mcl_attention_backward with the caller's statistics scratch (as above; NULL: made per call).
+ * With stats_given set, `scratch` holds the rows' softmax statistics as mcl_attention_stats
+ * wrote them for the same q, k and desc, and the backward does not find them again (it still
+ * writes Di = dout . out into them); otherwise it finds and writes them. */
 mcl_status mcl_attention_backward_stats(mcl_context *ctx, const mcl_tensor *q,
                                         const mcl_tensor *k, const mcl_tensor *v,
                                         const mcl_tensor *out, const mcl_tensor *dout,
