@@ -331,9 +331,9 @@ static void acts_free(gpt_acts *a, int32_t layers)
     if (a->layer) {
         for (int32_t l = 0; l < layers; l++) {
             gpt_layer_acts *la = &a->layer[l];
-            mcl_tensor *t[] = {la->q4,    la->k4,  la->v4,   la->att4, la->h,
-                               la->q,     la->k,   la->v,    la->att,  la->x_mid,
-                               la->h2,    la->gate, la->up,  la->act,  la->att_stats};
+            mcl_tensor *t[] = {la->q4, la->k4,   la->v4, la->att4, la->h,
+                               la->q,  la->k,    la->v,  la->att,  la->x_mid,
+                               la->h2, la->gate, la->up, la->act,  la->att_stats};
             for (size_t i = 0; i < sizeof t / sizeof *t; i++)
                 mcl_tensor_destroy(t[i]);
         }

@@ -33,8 +33,8 @@
  * without an entry of the BQ x BK tile, not below the narrowest (a multiple of every subgroup
  * size in use: 8, 32, 64). Wide workgroups win: the tiles' shared memory bounds how many
  * workgroups a multiprocessor holds, so the invocations that share them are what hides the
- * latencies. On an H100 (head dim 48, 16 x 256 tokens, 32 x 32 tiles) both kernels took
- * 2.60 ms at 128 invocations and 2.12 at 256, 4.10 with 16 x 32 tiles at 64 before. */
+ * latencies (docs/tuning.md, "Attention backward": on an H100 both kernels took 2.13 ms a
+ * training step at 256 invocations, 5.68 with the same register tiles at 64). */
 #define MCL_ATTN_BWD_WG_MAX 256u
 #define MCL_ATTN_BWD_WG_MIN 64u
 /* Accumulator vec4s an invocation may hold (dq, or each of dk and dv). */
