@@ -29,10 +29,15 @@
  * slices are one or a few key tiles, whose time is the length of each invocation's serial
  * work, not the device's throughput. On H100s the 7B q4_0 step's attention (head dim 128)
  * took 0.92 ms at 64, 0.58 at 128 and 0.69 at 256 (ca2cd54:evidence/h100-5793ad7-lease), and
- * 0.65 at 128 against 0.78 at 256 (evidence/h100-73d1970-ab); the 1B (head dim 64) decoded
+ * 0.65 at 128 against 0.78 at 256 (d439ddb:evidence/h100-73d1970-ab); the 1B (head dim 64) decoded
  * 702, 673 and 726 tokens/s at 64, 128 and 256 (docs/inference.md). */
 #define MCL_ATTN_WG_FULL 128u
 #define MCL_ATTN_WG_SMALL 64u
+/* The training forward (mcl_attention_stats): 32-row tiles of 256 invocations where the device
+ * allows, the backward's reason (docs/tuning.md, "Attention backward"): more invocations share
+ * each workgroup's shared memory. Its rows keep 8 invocations each, as the 16-row tile's. */
+#define MCL_ATTN_TRAIN_ROWS 32u
+#define MCL_ATTN_WG_TRAIN 256u
 #define MCL_ATTN_WG_DECODE 256u
 #define MCL_ATTN_WG_DECODE_WIDE 128u /* head dims of MCL_ATTN_WIDE_DIM and more */
 #define MCL_ATTN_WIDE_DIM 128u
@@ -86,16 +91,22 @@ static uint64_t tile_shared_bytes(uint32_t wg, uint32_t d, uint32_t bq, uint32_t
     return bytes;
 }
 
+/* `combine`: the decode kernels' plan; `train`: the training forward's. */
 static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_t kv_len,
                             uint32_t heads_kv, uint32_t batch, uint32_t force_splits,
-                            int combine, attention_plan *plan)
+                            int combine, int train, attention_plan *plan)
 {
     uint32_t bq = 1;
-    while (bq < rows && bq < MCL_ATTN_MAX_ROWS)
+    while (bq < rows && bq < (train ? MCL_ATTN_TRAIN_ROWS : MCL_ATTN_MAX_ROWS))
         bq *= 2;
-    uint32_t wg = bq == MCL_ATTN_MAX_ROWS ? MCL_ATTN_WG_FULL : MCL_ATTN_WG_SMALL;
-    /* The decode kernels' workgroup (MOTIFCL_ATTENTION_WG where set), within the device's. */
+    uint32_t wg = bq >= MCL_ATTN_MAX_ROWS ? MCL_ATTN_WG_FULL : MCL_ATTN_WG_SMALL;
     const mcl_traits *traits = mcl_traits_of(ctx);
+    if (bq == MCL_ATTN_TRAIN_ROWS) {
+        wg = MCL_ATTN_WG_TRAIN;
+        while (wg > traits->max_invocations && wg > MCL_ATTN_WG_SMALL)
+            wg /= 2;
+    }
+    /* The decode kernels' workgroup (MOTIFCL_ATTENTION_WG where set), within the device's. */
     if (combine) {
         wg = traits->attention_wg          ? traits->attention_wg
              : d >= MCL_ATTN_WIDE_DIM      ? MCL_ATTN_WG_DECODE_WIDE
@@ -330,7 +341,7 @@ static mcl_status attention_full(mcl_context *ctx, const mcl_tensor *q, const mc
     };
     attention_plan plan;
     status = make_plan(ctx, push.rows, (uint32_t)d, push.kv_len, push.heads_kv,
-                       (uint32_t)batch, force_splits, 0, &plan);
+                       (uint32_t)batch, force_splits, 0, stats != NULL, &plan);
     if (status != MCL_SUCCESS)
         return status;
     push.keys_per_split = plan.keys_per_split;
@@ -450,7 +461,7 @@ static mcl_status attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *
         splits = mcl_traits_of(ctx)->attention_splits;
     attention_plan plan;
     mcl_status status = make_plan(ctx, push.rows, d, seq_kv, heads_kv, (uint32_t)batch,
-                                  (uint32_t)splits, 1, &plan);
+                                  (uint32_t)splits, 1, 0, &plan);
     if (status != MCL_SUCCESS)
         return status;
     push.keys_per_split = plan.keys_per_split;
