@@ -362,8 +362,25 @@ static mcl_status attention_full(mcl_context *ctx, const mcl_tensor *q, const mc
         MCL_SUCCESS)
         return status;
     mcl_tensor *writes[2] = {out, stats};
+    /* Two products of D multiply-adds per visible (row, key) pair. */
+    mcl_profile_op(ctx, "attention",
+                   (double)(q->nbytes + k->nbytes + v->nbytes + out->nbytes) +
+                       (stats ? 16.0 * (double)(batch * heads_q * seq_q) : 0.0),
+                   4.0 * (double)d *
+                       mcl_attention_pairs(batch, seq_q, kv_len, heads_q, push.causal));
     return mcl_dispatch(ctx, kernel, qkv, 3, writes, stats ? 2 : 1, &push, plan.row_tiles,
                         push.heads_kv, (uint32_t)batch);
+}
+
+double mcl_attention_pairs(int64_t batch, int64_t seq_q, int64_t kv_len, int64_t heads_q,
+                           int causal)
+{
+    double keys = 0.0;
+    for (int64_t t = 0; t < seq_q; t++) {
+        int64_t seen = causal ? t + kv_len - seq_q + 1 : kv_len;
+        keys += (double)(seen < 0 ? 0 : seen > kv_len ? kv_len : seen);
+    }
+    return keys * (double)batch * (double)heads_q;
 }
 
 mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,

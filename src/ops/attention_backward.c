@@ -328,14 +328,26 @@ mcl_status mcl_attention_backward_stats(mcl_context *ctx, const mcl_tensor *q,
     mcl_tensor *dq_reads[5] = {(mcl_tensor *)q, (mcl_tensor *)k, (mcl_tensor *)v,
                                (mcl_tensor *)out, (mcl_tensor *)dout};
     mcl_tensor *dq_writes[2] = {dq, stats};
+    /* Per visible (row, key) pair, products of D multiply-adds: dq's S, dP and dS k (and S
+     * once more where it finds the statistics), dk / dv's S, dP, P^T dout and dS^T q. */
+    double pairs = mcl_attention_pairs(batch, seq_q, kv_len, heads_q, push.causal);
+    double row_bytes = 16.0 * (double)(batch * heads_q * seq_q);
+    mcl_profile_op(ctx, "attention backward dq",
+                   (double)(q->nbytes + k->nbytes + v->nbytes + out->nbytes + dout->nbytes +
+                            dq->nbytes) + row_bytes,
+                   (stats_given ? 6.0 : 8.0) * (double)d * pairs);
     status = mcl_dispatch(ctx, dq_kernel, dq_reads, 5, dq_writes, 2, &push,
                                  (uint32_t)row_tiles, (uint32_t)heads_kv, (uint32_t)batch);
     if (status == MCL_SUCCESS) {
         mcl_tensor *kv_reads[5] = {(mcl_tensor *)q, (mcl_tensor *)k, (mcl_tensor *)v,
                                    (mcl_tensor *)dout, stats};
         mcl_tensor *kv_writes[2] = {dk, dv};
+        mcl_profile_op(ctx, "attention backward dk dv",
+                       (double)(q->nbytes + k->nbytes + v->nbytes + dout->nbytes + dk->nbytes +
+                                dv->nbytes) + row_bytes,
+                       8.0 * (double)d * pairs);
         status = mcl_dispatch(ctx, kv_kernel, kv_reads, 5, kv_writes, 2, &push,
-                                     (uint32_t)key_tiles, (uint32_t)heads_kv, (uint32_t)batch);
+                              (uint32_t)key_tiles, (uint32_t)heads_kv, (uint32_t)batch);
     }
     /* Safe with the dispatches still recorded: the memory is held until they have run. */
     mcl_tensor_destroy(made);

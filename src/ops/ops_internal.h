@@ -62,6 +62,11 @@ mcl_status mcl_attention_stats(mcl_context *ctx, const mcl_tensor *q, const mcl_
                                const mcl_tensor *v, const mcl_attention_desc *desc,
                                mcl_tensor *out, mcl_tensor *stats);
 
+/* The (query row, key) pairs that attention over [B, T, Hq] queries and kv_len keys scores,
+ * with or without the causal mask: what its FLOPs are counted from for the profiler. */
+double mcl_attention_pairs(int64_t batch, int64_t seq_q, int64_t kv_len, int64_t heads_q,
+                           int causal);
+
 /* Whether the row kernels (softmax, reductions, norms) reduce with subgroup arithmetic (1)
  * or with the portable shared-memory tree (0) on this context. */
 int mcl_rows_use_subgroup(const mcl_context *ctx);
