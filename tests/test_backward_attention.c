@@ -1,8 +1,8 @@
 /* The attention backward pass (mcl_attention_backward) against a CPU reference of the
  * gradients in double (tests/ref/ref_attention_backward.c) and against central finite
  * differences of a double forward, plus bit-for-bit determinism, exact zeros where no gradient
- * flows, the small-tile plans of devices with little shared memory, a graph replay, negative
- * controls and bad arguments.
+ * flows, the plans of devices with little shared memory or 128 invocations per workgroup, the
+ * statistics taken from the forward, a graph replay, negative controls and bad arguments.
  *
  * Shapes: T = 1 (a single query, decode-like); primes T = 7, S = 13 with kv_length 11 < S,
  * causal (query t sees keys up to t + kv_length - T) and not; grouped-query Hq = 6 over Hkv = 2
@@ -223,10 +223,11 @@ static int zeros_where_nothing_flows(const bwd_data *d, const bwd_case *c)
 }
 
 /* Run each case against the reference; `tag` names the plan in the check names. A non-zero
- * shared_limit stands in for the device's shared-memory limit while the backward is recorded
- * (the forward that makes `out` keeps the real one). */
+ * shared_limit or invocation_limit stands in for the device's shared-memory limit or
+ * invocations per workgroup while the backward is recorded (the forward that makes `out`
+ * keeps the real ones). */
 static int check_cases(const bwd_case *cases, size_t count, const char *tag, uint32_t seed0,
-                       uint32_t shared_limit)
+                       uint32_t shared_limit, uint32_t invocation_limit)
 {
     int failed = 0;
     for (size_t i = 0; i < count; i++) {
@@ -234,11 +235,15 @@ static int check_cases(const bwd_case *cases, size_t count, const char *tag, uin
         bwd_data d;
         setup(&d, c, seed0 + (uint32_t)i * 17);
         reference(&d, c, 0, 0);
-        uint32_t saved = mcl_inspect_traits(ctx)->max_shared_bytes;
+        mcl_traits *traits = mcl_inspect_traits(ctx);
+        uint32_t saved = traits->max_shared_bytes, saved_invocations = traits->max_invocations;
         if (shared_limit)
-            mcl_inspect_traits(ctx)->max_shared_bytes = shared_limit;
+            traits->max_shared_bytes = shared_limit;
+        if (invocation_limit)
+            traits->max_invocations = invocation_limit;
         run(&d, c);
-        mcl_inspect_traits(ctx)->max_shared_bytes = saved;
+        traits->max_shared_bytes = saved;
+        traits->max_invocations = saved_invocations;
         double e_dq = mcl_nmse(d.dq, d.want_dq, d.nq);
         double e_dk = mcl_nmse(d.dk, d.want_dk, d.nkv);
         double e_dv = mcl_nmse(d.dv, d.want_dv, d.nkv);
@@ -281,13 +286,15 @@ static void backward_matches_reference(void **state)
         {2, 256, 256, 6, 6, 48, 0, 1, 0.0f, 2.0f},  /* the training shape, B = 2 */
         {2, 256, 256, 6, 6, 48, 0, 0, 0.0f, 2.0f},
     };
-    int failed = check_cases(cases, sizeof cases / sizeof cases[0], "", 11, 0);
+    int failed = check_cases(cases, sizeof cases / sizeof cases[0], "", 11, 0, 0);
     assert_int_equal(failed, 0);
 }
 
-/* The plans of devices with less shared memory than this one: the same code with smaller
- * tiles, down to one query row per dq workgroup and one key per dk / dv workgroup. */
-static void small_shared_memory_plans(void **state)
+/* The plans of devices with less shared memory or fewer invocations per workgroup than this
+ * one: the same code with smaller tiles, down to one query row per dq workgroup and one key
+ * per dk / dv workgroup, and with workgroups of 128 invocations (Vulkan's minimum), whose
+ * accumulator bound shrinks the tiles of large head dims. */
+static void smaller_device_plans(void **state)
 {
     (void)state;
     static const bwd_case cases[] = {
@@ -297,14 +304,22 @@ static void small_shared_memory_plans(void **state)
         {1, 11, 9, 2, 1, 256, 0, 1, 0.0f, 1.0f},
         {1, 5, 3, 2, 1, 16, 0, 1, 0.0f, 1.0f},
     };
-    static const uint32_t limits[] = {16384, 8192};
+    static const uint32_t limits[][2] = {{16384, 0}, {8192, 0}, {0, 128}, {16384, 128}};
     int failed = 0;
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
-        if (limits[i] > mcl_inspect_traits(ctx)->max_shared_bytes)
+        if (limits[i][0] > mcl_inspect_traits(ctx)->max_shared_bytes ||
+            limits[i][1] > mcl_inspect_traits(ctx)->max_invocations)
             continue;
-        char tag[64];
-        snprintf(tag, sizeof tag, " (%u bytes of shared memory)", limits[i]);
-        failed += check_cases(cases, sizeof cases / sizeof cases[0], tag, 500, limits[i]);
+        char tag[80];
+        if (limits[i][1] == 0)
+            snprintf(tag, sizeof tag, " (%u bytes of shared memory)", limits[i][0]);
+        else if (limits[i][0] == 0)
+            snprintf(tag, sizeof tag, " (%u invocations)", limits[i][1]);
+        else
+            snprintf(tag, sizeof tag, " (%u bytes of shared memory, %u invocations)",
+                     limits[i][0], limits[i][1]);
+        failed += check_cases(cases, sizeof cases / sizeof cases[0], tag, 500, limits[i][0],
+                              limits[i][1]);
     }
     assert_int_equal(failed, 0);
 }
@@ -325,7 +340,7 @@ static void statistics_from_the_forward(void **state)
     stats_mode = 1;
     out_same = 1;
     int failed = check_cases(cases, sizeof cases / sizeof cases[0], " (the forward's statistics)",
-                             900, 0);
+                             900, 0, 0);
     failed += !mcl_test_record_bool("attention forward with its statistics: the output "
                                     "bit-identical to the unsplit mcl_attention's", out_same);
     /* Negative control: every row's max one less doubles P. */
@@ -663,7 +678,7 @@ int main(int argc, char **argv)
     ctx = mcl_test_device_context();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(backward_matches_reference),
-        cmocka_unit_test(small_shared_memory_plans),
+        cmocka_unit_test(smaller_device_plans),
         cmocka_unit_test(statistics_from_the_forward),
         cmocka_unit_test(backward_matches_finite_differences),
         cmocka_unit_test(backward_is_deterministic),
