@@ -293,21 +293,60 @@ typedef struct gemm_cfg_run {
     mcl_tensor *a, *b, *c;
     mcl_gemm_config cfg;
     uint32_t m, n, k;
-    int tb;
+    int ta, tb;
 } gemm_cfg_run;
 
 static mcl_status gemm_cfg_once(bench *b, void *user, int rep)
 {
     (void)rep;
     gemm_cfg_run *g = user;
-    return mcl_gemm_dispatch(b->ctx, &g->cfg, g->a, 0, g->b, g->tb, NULL, g->c, g->m, g->n, g->k,
-                             1, 0, 0);
+    return mcl_gemm_dispatch(b->ctx, &g->cfg, g->a, g->ta, g->b, g->tb, NULL, g->c, g->m, g->n,
+                             g->k, 1, 0, 0);
 }
 
-static int gemm_case(bench *b, int64_t m, int64_t n, int64_t k, int tb, int sweep)
+/* The sweep's tile shapes: `tiles=BMxBNxBK/TMxTN[d],...` where given (d: double-buffered),
+ * else a fixed list. Returns how many were read into `out`, 0 on a malformed list. */
+static size_t gemm_sweep_configs(const bench *b, mcl_gemm_config *out, size_t cap)
 {
-    mm_run r = {.ta = MCL_NO_TRANSPOSE, .tb = tb ? MCL_TRANSPOSE : MCL_NO_TRANSPOSE, .copies = 1};
-    int64_t sa[2] = {m, k}, sb[2] = {tb ? n : k, tb ? k : n}, sc[2] = {m, n};
+    static const mcl_gemm_config fixed[] = {
+        {128, 128, 16, 8, 8, 0}, {128, 128, 16, 8, 8, 1}, {128, 128, 8, 8, 8, 1},
+        {64, 128, 16, 4, 8, 1},  {64, 64, 16, 4, 4, 1},
+    };
+    const char *list = NULL;
+    for (int i = 0; i < b->arg_count; i++)
+        if (strncmp(b->args[i], "tiles=", 6) == 0)
+            list = b->args[i] + 6;
+    if (!list) {
+        size_t count = sizeof fixed / sizeof fixed[0];
+        memcpy(out, fixed, (count < cap ? count : cap) * sizeof *out);
+        return count < cap ? count : cap;
+    }
+    size_t count = 0;
+    while (*list && count < cap) {
+        mcl_gemm_config c = {0};
+        int used = 0;
+        if (sscanf(list, "%ux%ux%u/%ux%u%n", &c.bm, &c.bn, &c.bk, &c.tm, &c.tn, &used) != 5)
+            return 0;
+        list += used;
+        if (*list == 'd') {
+            c.db = 1;
+            list++;
+        }
+        if (*list == ',')
+            list++;
+        else if (*list)
+            return 0;
+        out[count++] = c;
+    }
+    return count;
+}
+
+static int gemm_case(bench *b, int64_t m, int64_t n, int64_t k, int ta, int tb, int sweep)
+{
+    mm_run r = {.ta = ta ? MCL_TRANSPOSE : MCL_NO_TRANSPOSE,
+                .tb = tb ? MCL_TRANSPOSE : MCL_NO_TRANSPOSE,
+                .copies = 1};
+    int64_t sa[2] = {ta ? k : m, ta ? m : k}, sb[2] = {tb ? n : k, tb ? k : n}, sc[2] = {m, n};
     r.a[0] = bench_tensor_f32(b, 2, sa, 0.5f);
     r.b[0] = bench_tensor_f32(b, 2, sb, 0.5f);
     r.c = bench_tensor_f32(b, 2, sc, 0.0f);
@@ -320,7 +359,8 @@ static int gemm_case(bench *b, int64_t m, int64_t n, int64_t k, int tb, int swee
     double t = bench_gpu_time(b, reps, bench_matmul_once, &r);
     double flops = 2.0 * (double)m * (double)n * (double)k;
     char name[128];
-    snprintf(name, sizeof name, "gemm f32 %s %lldx%lld * %lldx%lld", tb ? "NT" : "NN",
+    snprintf(name, sizeof name, "gemm f32 %s%s %lldx%lld * %lldx%lld", ta ? "T" : "N",
+             tb ? "T" : "N",
              (long long)m, (long long)k, (long long)k, (long long)n);
     if (t > 0) {
         char line[160];
@@ -334,20 +374,20 @@ static int gemm_case(bench *b, int64_t m, int64_t n, int64_t k, int tb, int swee
         }
     }
     if (sweep) {
-        /* 16-wide invocation tiles are left out: on an H200 their pipelines took minutes to
-         * compile. */
-        static const mcl_gemm_config configs[] = {
-            {128, 128, 16, 8, 8, 0}, {128, 128, 16, 8, 8, 1}, {128, 128, 8, 8, 8, 1},
-            {64, 128, 16, 4, 8, 1},  {64, 64, 16, 4, 4, 1},
-        };
+        /* 16-wide invocation tiles are left out of the fixed list: on an H200 their pipelines
+         * took minutes to compile. */
+        mcl_gemm_config configs[32];
+        size_t nconfigs = gemm_sweep_configs(b, configs, sizeof configs / sizeof configs[0]);
+        if (nconfigs == 0)
+            printf("tiles=: expected BMxBNxBK/TMxTN[d],...: no sweep\n");
         gemm_cfg_run g = {.a = r.a[0], .b = r.b[0], .c = r.c, .m = (uint32_t)m,
-                          .n = (uint32_t)n, .k = (uint32_t)k, .tb = tb};
+                          .n = (uint32_t)n, .k = (uint32_t)k, .ta = ta, .tb = tb};
         /* A tile shape's figure counts only if it computes what the default shape did. */
         size_t count = (size_t)(m * n);
         float *want = malloc(count * sizeof *want), *got = malloc(count * sizeof *got);
         if (!want || !got || mcl_tensor_download(r.c, 0, want, count * 4) != MCL_SUCCESS)
             count = 0;
-        for (size_t i = 0; i < sizeof configs / sizeof configs[0] && count; i++) {
+        for (size_t i = 0; i < nconfigs && count; i++) {
             g.cfg = configs[i];
             double tc = bench_gpu_time(b, reps, gemm_cfg_once, &g);
             char line[200];
@@ -361,7 +401,9 @@ static int gemm_case(bench *b, int64_t m, int64_t n, int64_t k, int tb, int swee
                     ref += (double)want[q] * (double)want[q];
                 }
             }
-            if (tc > 0 && err <= 1e-9 * ref)
+            if (tc <= 0)
+                printf("%-58s unavailable: %s\n", line, mcl_context_last_error(b->ctx));
+            else if (err <= 1e-9 * ref)
                 bench_figure(b, line, flops / tc / 1e12, "TFLOP/s");
             else
                 printf("%-58s result differs from the default tile: no figure\n", line);
@@ -379,11 +421,12 @@ int bench_gemm(bench *b)
     int64_t k = (int64_t)bench_arg(b, "k", 0);
     int sweep = (int)bench_arg(b, "sweep", 0);
     if (m > 0 && n > 0 && k > 0)
-        return gemm_case(b, m, n, k, (int)bench_arg(b, "tb", 0), sweep);
+        return gemm_case(b, m, n, k, (int)bench_arg(b, "ta", 0), (int)bench_arg(b, "tb", 0),
+                         sweep);
     int rc = 0;
-    rc |= gemm_case(b, 4096, 512, 14336, 0, sweep);
-    rc |= gemm_case(b, 4096, 512, 14336, 1, sweep);
-    rc |= gemm_case(b, 4096, 4096, 4096, 0, sweep);
+    rc |= gemm_case(b, 4096, 512, 14336, 0, 0, sweep);
+    rc |= gemm_case(b, 4096, 512, 14336, 0, 1, sweep);
+    rc |= gemm_case(b, 4096, 4096, 4096, 0, 0, sweep);
     return rc;
 }
 
