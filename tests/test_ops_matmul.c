@@ -160,8 +160,10 @@ static void gemm_path(void **state)
         {1, 100, 70, 2050, 0, 1, 1, 0},   /* split NT */
         {1, 100, 70, 2051, 1, 0, 1, 1},   /* split TN, K not a multiple of 4 */
         {2, 33, 65, 1030, 0, 0, 0, 1},    /* split, batched */
-        {1, 1300, 1290, 96, 0, 0, 1, 1},  /* enough tiles for the 128 x 128 shape */
-        {1, 1300, 1290, 96, 0, 1, 1, 0},
+        {1, 1300, 1290, 96, 0, 0, 1, 1},  /* enough tiles for the 8 x 8 shapes: 128 x 64 */
+        {1, 1300, 1290, 96, 1, 0, 1, 0},
+        {1, 1300, 1280, 96, 0, 1, 1, 0},  /* 64 x 128 pads less */
+        {1, 1280, 1300, 100, 0, 0, 1, 1}, /* 128 x 64 pads less */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check(&cases[i], "gemm");
@@ -174,10 +176,9 @@ static void gemm_tile_variants(void **state)
 {
     (void)state;
     /* The double-buffered scheme, which gemm_path does not reach (the library chooses the
-     * single-buffered one), and the single-buffered 128-wide tile, whose K step is unrolled 8
-     * at a time (gemm_f32.comp), which a device that chooses 64-wide tiles would not reach;
-     * few enough pipelines that a driver that compiles 128-wide tiles slowly (tens of seconds
-     * each on an H200 unrolled whole) keeps the suite short. */
+     * single-buffered one), and the single-buffered 128 x 128 tile, which the library takes
+     * only under MOTIFCL_GEMM_TILE; few enough pipelines that a driver that compiles 8 x 8
+     * tiles slowly (tens of seconds each on an H200 unrolled whole) keeps the suite short. */
     static const mcl_gemm_config configs[] = {
         {128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1}, {128, 128, 16, 8, 8, 0},
     };

@@ -24,7 +24,7 @@ static const char *const variables[] = {
     "MOTIFCL_QUANT_GEMM_SLICES", "MOTIFCL_QUANT_GEMM_UNROLL", "MOTIFCL_QUANT_GEMM_FLOAT_TILE",
     "MOTIFCL_QUANT_GEMM_TILE", "MOTIFCL_PIPELINE_STATS", "MOTIFCL_MAX_BINDING",
     "MOTIFCL_ENGINE_EAGER",  "MOTIFCL_ATTENTION_SPLITS", "MOTIFCL_ATTENTION_WG",
-    "MOTIFCL_GEMM_UNROLL",
+    "MOTIFCL_GEMM_UNROLL",   "MOTIFCL_GEMM_TILE",
 };
 #define VARIABLE_COUNT (sizeof variables / sizeof variables[0])
 
@@ -91,6 +91,7 @@ static void every_variable_is_parsed(void **state)
     setenv("MOTIFCL_QUANT_GEMM_SLICES", "3", 1);
     setenv("MOTIFCL_QUANT_GEMM_UNROLL", "4", 1);
     setenv("MOTIFCL_GEMM_UNROLL", "16", 1);
+    setenv("MOTIFCL_GEMM_TILE", "64x128", 1);
     setenv("MOTIFCL_QUANT_GEMM_FLOAT_TILE", "64x256", 1);
     setenv("MOTIFCL_QUANT_GEMM_TILE", "128x64", 1);
     setenv("MOTIFCL_PIPELINE_STATS", "1", 1);
@@ -120,6 +121,8 @@ static void every_variable_is_parsed(void **state)
     assert_int_equal(s.attention_wg, 256);
     assert_int_equal(s.gemm_unroll, 4);
     assert_int_equal(s.gemm_f32_unroll, 16);
+    assert_int_equal(s.gemm_f32_tile[0], 64);
+    assert_int_equal(s.gemm_f32_tile[1], 128);
     assert_int_equal(s.gemm_float_tile[0], 64);
     assert_int_equal(s.gemm_float_tile[1], 256);
     assert_int_equal(s.gemm_matrix_tile[0], 128);
@@ -150,6 +153,7 @@ static void bad_values_are_refused_by_name(void **state)
         {"MOTIFCL_ATTENTION_WG", "96"},
         {"MOTIFCL_QUANT_GEMM_UNROLL", "3"},
         {"MOTIFCL_GEMM_UNROLL", "32"},
+        {"MOTIFCL_GEMM_TILE", "128x256"},
         {"MOTIFCL_QUANT_GEMM_FLOAT_TILE", "256x256"},
         {"MOTIFCL_QUANT_GEMM_TILE", "256x64"},
         {"MOTIFCL_MAX_BINDING", "-5"},

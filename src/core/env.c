@@ -443,6 +443,8 @@ void mcl_env_read(mcl_env_settings *s)
         else
             s->gemm_unroll = (uint32_t)n;
     }
+    if ((v = mcl_env("MOTIFCL_GEMM_TILE")) && !parse_tile(v, 128, s->gemm_f32_tile))
+        problem(s, "MOTIFCL_GEMM_TILE=%s is not <BM>x<BN>, sides 64 or 128; ignored", v);
     if ((v = mcl_env("MOTIFCL_QUANT_GEMM_FLOAT_TILE")) && !parse_tile(v, 256, s->gemm_float_tile))
         problem(s, "MOTIFCL_QUANT_GEMM_FLOAT_TILE=%s is not <BM>x<BN>, sides 64..256, powers "
                 "of two, not 256x256; ignored", v);

@@ -10,6 +10,7 @@
  *   MOTIFCL_FORCE               comma-separated feature names to keep on despite quirks
  *   MOTIFCL_TRANSFER            auto|staging|import: how uploads and downloads move bytes
  *   MOTIFCL_GEMM_UNROLL         1|2|4|8|16: the f32 GEMM's K step unroll, 8 x 8 tiles (tuning)
+ *   MOTIFCL_GEMM_TILE           <BM>x<BN>, sides 64 or 128: the f32 GEMM's tile (tuning)
  *   MOTIFCL_QUANT_PATH          auto|float|dot: the path of the quantized matmul
  *   MOTIFCL_QUANT_GEMV_PLAN     t=,g=,nr=,u=,pb=,st=,cvt=: the quantized GEMV's plan (tuning)
  *   MOTIFCL_QUANT_GEMM_SLICES   1..16: slices of K of the float-path quantized GEMM (tuning)
@@ -119,6 +120,7 @@ typedef struct mcl_env_settings {
     uint32_t gemm_slices;          /* MOTIFCL_QUANT_GEMM_SLICES, 0 unset */
     uint32_t gemm_unroll;          /* MOTIFCL_QUANT_GEMM_UNROLL, 0 unset */
     uint32_t gemm_f32_unroll;      /* MOTIFCL_GEMM_UNROLL, 0 unset */
+    uint32_t gemm_f32_tile[2];     /* MOTIFCL_GEMM_TILE: BM, BN; 0 unset */
     uint32_t gemm_float_tile[2];   /* MOTIFCL_QUANT_GEMM_FLOAT_TILE: BM, BN; 0 unset */
     uint32_t gemm_matrix_tile[2];  /* MOTIFCL_QUANT_GEMM_TILE: BM, BN; 0 unset */
     uint32_t attention_splits;     /* MOTIFCL_ATTENTION_SPLITS, 0 unset */

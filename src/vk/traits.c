@@ -167,6 +167,7 @@ void mcl_traits_decide(mcl_device_info *info, const mcl_env_settings *env,
     t.gemm_slices = env->gemm_slices;
     t.gemm_unroll = env->gemm_unroll;
     t.gemm_f32_unroll = env->gemm_f32_unroll;
+    memcpy(t.gemm_f32_tile, env->gemm_f32_tile, sizeof t.gemm_f32_tile);
     memcpy(t.gemm_float_tile, env->gemm_float_tile, sizeof t.gemm_float_tile);
     memcpy(t.gemm_matrix_tile, env->gemm_matrix_tile, sizeof t.gemm_matrix_tile);
     t.attention_splits = env->attention_splits;
@@ -224,11 +225,11 @@ size_t mcl_traits_json(const mcl_traits *t, char *buffer, size_t capacity)
         }
     }
     mcl_text_put(&o, "}, \"gemm_slices\": %u, \"gemm_unroll\": %u, \"gemm_f32_unroll\": %u, "
-        "\"gemm_float_tile\": [%u, %u], "
+        "\"gemm_f32_tile\": [%u, %u], \"gemm_float_tile\": [%u, %u], "
         "\"gemm_matrix_tile\": [%u, %u], \"attention_splits\": %u, \"attention_wg\": %u, "
         "\"transfer\": \"%s\", \"pipeline_stats\": %d, \"engine_eager\": %d}",
-        t->gemm_slices, t->gemm_unroll, t->gemm_f32_unroll, t->gemm_float_tile[0],
-        t->gemm_float_tile[1],
+        t->gemm_slices, t->gemm_unroll, t->gemm_f32_unroll, t->gemm_f32_tile[0],
+        t->gemm_f32_tile[1], t->gemm_float_tile[0], t->gemm_float_tile[1],
         t->gemm_matrix_tile[0], t->gemm_matrix_tile[1], t->attention_splits, t->attention_wg,
         transfers[t->transfer], t->pipeline_stats, t->engine_eager);
     return o.len;

@@ -64,6 +64,7 @@ typedef struct mcl_traits {
     uint32_t gemm_slices;          /* MOTIFCL_QUANT_GEMM_SLICES */
     uint32_t gemm_unroll;          /* MOTIFCL_QUANT_GEMM_UNROLL */
     uint32_t gemm_f32_unroll;      /* MOTIFCL_GEMM_UNROLL */
+    uint32_t gemm_f32_tile[2];     /* MOTIFCL_GEMM_TILE */
     uint32_t gemm_float_tile[2];   /* MOTIFCL_QUANT_GEMM_FLOAT_TILE */
     uint32_t gemm_matrix_tile[2];  /* MOTIFCL_QUANT_GEMM_TILE */
     uint32_t attention_splits;     /* MOTIFCL_ATTENTION_SPLITS: the decode attention's slices */
