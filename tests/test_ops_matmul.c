@@ -223,6 +223,47 @@ static void gemm_tile_variants(void **state)
     assert_true(passed);
 }
 
+/* The tile rule (docs/tuning.md, "FP32 GEMM") on the training step's and the benchmark's
+ * shapes: what a device is given is decided here, not by the shapes the tests above happen to
+ * run. */
+static void gemm_tile_rule(void **state)
+{
+    (void)state;
+    if (mcl_inspect_traits(ctx)->gemm_f32_tile[0]) {
+        mcl_test_note("gemm tile rule", "MOTIFCL_GEMM_TILE is set: the rule is not consulted");
+        return;
+    }
+    static const struct {
+        uint64_t m, n;
+        uint32_t k, bm, bn, tm;
+    } cases[] = {
+        {4096, 512, 14336, 128, 128, 8}, /* long slices of K, no more padding: 128 x 128 */
+        {4096, 4096, 4096, 128, 128, 8},
+        {4096, 32000, 288, 128, 64, 8},  /* short K */
+        {4096, 288, 32000, 128, 64, 8},  /* 128 x 128 would pad N from 288 to 384 */
+        {32000, 288, 4096, 128, 64, 8},
+        {4096, 768, 288, 128, 64, 8},    /* equal padding: 128 x 64 */
+        {1300, 1280, 96, 64, 128, 8},    /* 64 x 128 pads less */
+        {4096, 288, 768, 128, 64, 8},    /* 160 tiles, two slices of K */
+        {4096, 288, 288, 64, 64, 4},     /* 160 tiles, one slice: too few workgroups */
+        {768, 288, 4096, 128, 64, 8},    /* a weight's gradient: 30 tiles, 16 slices */
+        {100, 70, 2050, 64, 64, 4},
+    };
+    int passed = 1;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        mcl_gemm_config cfg;
+        mcl_gemm_tiles(ctx, cases[i].m, cases[i].n, cases[i].k, 1, &cfg);
+        int ok = cfg.bm == cases[i].bm && cfg.bn == cases[i].bn && cfg.tm == cases[i].tm &&
+                 cfg.tn == cases[i].tm && cfg.bk == 16 && !cfg.db;
+        char name[120];
+        snprintf(name, sizeof name, "gemm tile for %llux%llu, K %u: %ux%u/%ux%u",
+                 (unsigned long long)cases[i].m, (unsigned long long)cases[i].n, cases[i].k,
+                 cfg.bm, cfg.bn, cfg.tm, cfg.tn);
+        passed &= mcl_test_record_bool(name, ok);
+    }
+    assert_true(passed);
+}
+
 /* The same comparison with a wrong reference must fail, or passing it means nothing. */
 static void negative_control(void **state)
 {
@@ -275,6 +316,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(gemv_large_grid),
         cmocka_unit_test(gemm_path),
         cmocka_unit_test(gemm_tile_variants),
+        cmocka_unit_test(gemm_tile_rule),
         cmocka_unit_test(negative_control),
         cmocka_unit_test(bad_arguments),
     };

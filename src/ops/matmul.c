@@ -50,35 +50,53 @@ uint32_t mcl_gemm_shared_bytes(const mcl_gemm_config *cfg, uint32_t db)
     return (db ? 2u : 1u) * cfg->bk * (cfg->bm + cfg->bn + 8u) * 4u;
 }
 
-/* Tile shape for a problem (docs/tuning.md, "FP32 GEMM"): 8 x 8 an invocation in workgroups
- * of 128, 128 x 64 or 64 x 128, whichever pads the product less (128 x 64 where equal); 64 x
- * 64 tiles of 4 x 4 where the big ones, with their slices of K, would make fewer than
- * MCL_GEMM_MIN_GROUPS workgroups. K steps of 16, single-buffered shared tiles.
- * MOTIFCL_GEMM_TILE picks one of the four shapes instead. */
+/* Tile shape for a problem (docs/tuning.md, "FP32 GEMM"): 8 x 8 an invocation. 128 x 128
+ * tiles (256 invocations) where they pad the product no more than the tiles of 128
+ * invocations and each slice of K runs at least MCL_GEMM_LONG_K values; otherwise 128 x 64 or
+ * 64 x 128 (128 invocations), whichever pads less (128 x 64 where equal); 64 x 64 tiles of
+ * 4 x 4 where those, with their slices of K, would make fewer than MCL_GEMM_MIN_GROUPS
+ * workgroups. K steps of 16, single-buffered shared tiles. MOTIFCL_GEMM_TILE picks one of the
+ * four shapes instead. */
 #define MCL_GEMM_MIN_GROUPS 192u
+#define MCL_GEMM_LONG_K 2048u
 
 static uint64_t round_up(uint64_t v, uint64_t to)
 {
     return (v + to - 1) / to * to;
 }
 
-static void gemm_tiles(const mcl_context *ctx, uint64_t m, uint64_t n, uint32_t k,
-                       uint64_t batch, mcl_gemm_config *cfg)
+static uint64_t gemm_tile_count(uint64_t m, uint64_t n, uint64_t batch, const mcl_gemm_config *c)
 {
+    return (m + c->bm - 1) / c->bm * ((n + c->bn - 1) / c->bn) * batch;
+}
+
+void mcl_gemm_tiles(const mcl_context *ctx, uint64_t m, uint64_t n, uint32_t k, uint64_t batch,
+                    mcl_gemm_config *cfg)
+{
+    const mcl_gemm_config big = {.bm = 128, .bn = 128, .bk = 16, .tm = 8, .tn = 8};
     const mcl_gemm_config tall = {.bm = 128, .bn = 64, .bk = 16, .tm = 8, .tn = 8};
     const mcl_gemm_config wide = {.bm = 64, .bn = 128, .bk = 16, .tm = 8, .tn = 8};
     const mcl_gemm_config small = {.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
     const uint32_t *forced = mcl_traits_of(ctx)->gemm_f32_tile;
     if (forced[0]) {
-        *cfg = forced[0] == 64 && forced[1] == 64 ? small : tall;
+        *cfg = forced[0] == 64 && forced[1] == 64 ? small : big;
         cfg->bm = forced[0];
         cfg->bn = forced[1];
         return;
     }
-    *cfg = round_up(m, 64) * round_up(n, 128) < round_up(m, 128) * round_up(n, 64) ? wide : tall;
-    uint64_t tiles = (m + cfg->bm - 1) / cfg->bm * ((n + cfg->bn - 1) / cfg->bn) * batch;
-    if (tiles * mcl_gemm_slices(tiles, k) < MCL_GEMM_MIN_GROUPS)
+    uint64_t pad_tall = round_up(m, 128) * round_up(n, 64);
+    uint64_t pad_wide = round_up(m, 64) * round_up(n, 128);
+    *cfg = pad_wide < pad_tall ? wide : tall;
+    uint64_t tiles = gemm_tile_count(m, n, batch, cfg);
+    if (tiles * mcl_gemm_slices(tiles, k) < MCL_GEMM_MIN_GROUPS) {
         *cfg = small;
+        return;
+    }
+    uint64_t big_tiles = gemm_tile_count(m, n, batch, &big);
+    uint32_t big_slices = mcl_gemm_slices(big_tiles, k);
+    if (round_up(m, 128) * round_up(n, 128) <= (pad_wide < pad_tall ? pad_wide : pad_tall) &&
+        k / big_slices >= MCL_GEMM_LONG_K)
+        *cfg = big;
 }
 
 uint32_t mcl_gemm_slices(uint64_t tiles, uint32_t k)
@@ -126,7 +144,7 @@ mcl_status mcl_gemm_counter(mcl_context *ctx, mcl_tensor *a, int transposed, mcl
                             uint32_t rows, uint32_t k, uint32_t cols, mcl_tensor *split)
 {
     mcl_gemm_config cfg;
-    gemm_tiles(ctx, rows, cols, k, 1, &cfg);
+    mcl_gemm_tiles(ctx, rows, cols, k, 1, &cfg);
     return gemm_dispatch(ctx, &cfg, a, 0, state, !transposed, scale, c, rows, cols, k, 1, 0, 0,
                          split, counter_c);
 }
@@ -379,7 +397,7 @@ mcl_status mcl_matmul_f32_scratch(mcl_context *ctx, const mcl_tensor *ca, mcl_tr
         m *= batch;
         batch = 1;
     }
-    gemm_tiles(ctx, (uint64_t)m, (uint64_t)n, (uint32_t)k, (uint64_t)batch, &cfg);
+    mcl_gemm_tiles(ctx, (uint64_t)m, (uint64_t)n, (uint32_t)k, (uint64_t)batch, &cfg);
     return gemm_dispatch(ctx, &cfg, a, ta, b, tb, bias, c, (uint32_t)m, (uint32_t)n,
                          (uint32_t)k, (uint32_t)batch, (uint32_t)(m * k),
                          shared_b ? 0u : (uint32_t)(k * n), scratch, 0);
