@@ -594,7 +594,8 @@ static uint64_t imported_copies(const mcl_context *c)
  * (mcl_tensor_upload_no_import): with imports forced at any size, opening the float model
  * (its f32 matrices go to the device as the file holds them) imports nothing, and its
  * weights are the file's; control: one upload of 64 KiB from the same mapping with
- * mcl_tensor_upload is imported. */
+ * mcl_tensor_upload is imported (where the device imports no read-only file mapping, one from
+ * anonymous memory is, and the check is noted as unable to fail there). */
 static void load_never_imports(void **state)
 {
     (void)state;
@@ -632,10 +633,29 @@ static void load_never_imports(void **state)
     assert_mcl_ok(mcl_tensor_create(c, MCL_DTYPE_U8, 1, &n, &t));
     assert_mcl_ok(mcl_tensor_upload(t, 0, file.data + 4096, (uint64_t)n));
     uint64_t plain = imported_copies(c);
-    snprintf(name, sizeof name, "control: a plain upload from the mapping imported (%llu)",
-             (unsigned long long)plain);
-    mcl_test_record_bool(name, plain >= 1);
-    assert_true(plain >= 1);
+    if (plain == 0) {
+        /* Some drivers (NVIDIA's) do not import a read-only file mapping at all; then the
+         * counter is shown to count with anonymous memory, and the check above cannot fail on
+         * this device (it can on one that imports such mappings: Lavapipe). */
+        void *anon = aligned_alloc(65536, (size_t)n);
+        assert_non_null(anon);
+        memset(anon, 7, (size_t)n);
+        assert_mcl_ok(mcl_tensor_upload(t, 0, anon, (uint64_t)n));
+        free(anon);
+        uint64_t counted = imported_copies(c);
+        snprintf(name, sizeof name,
+                 "control: the mapping is not imported here; anonymous memory is (%llu)",
+                 (unsigned long long)counted);
+        mcl_test_record_bool(name, counted >= 1);
+        assert_true(counted >= 1);
+        mcl_test_note("load_never_imports",
+                      "this device does not import a read-only file mapping: the loading check "
+                      "cannot fail on it");
+    } else {
+        snprintf(name, sizeof name, "control: a plain upload from the mapping imported (%llu)",
+                 (unsigned long long)plain);
+        mcl_test_record_bool(name, plain >= 1);
+    }
     mcl_mapped_close(&file);
     assert_int_equal(mcl_context_validation_errors(c), 0);
     mcl_context_destroy(c);
