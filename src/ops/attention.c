@@ -19,7 +19,7 @@
 /* Head dims the kernels accept: the per-invocation accumulator is BQ * D / WG floats. */
 #define MCL_ATTN_MAX_HEAD_DIM 256u
 /* Query rows per workgroup: 16 rows amortise a K/V tile; fewer when there are fewer rows. */
-#define MCL_ATTN_MAX_ROWS 16u
+#define MCL_ATTN_MAX_ROWS 32u
 /* Keys per tile, before shrinking to fit shared memory. */
 #define MCL_ATTN_KEYS 32u
 #define MCL_ATTN_MIN_KEYS 8u
