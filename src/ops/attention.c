@@ -18,26 +18,26 @@
 
 /* Head dims the kernels accept: the per-invocation accumulator is BQ * D / WG floats. */
 #define MCL_ATTN_MAX_HEAD_DIM 256u
-/* Query rows per workgroup: 16 rows amortise a K/V tile; fewer when there are fewer rows. */
+/* Query rows per workgroup: 32 rows amortise a K/V tile (fewer when there are fewer rows); on
+ * an H100 the 7B q4_0 prefill of 512 tokens ran at 6,200 and 6,231 tokens/s against 5,829 and
+ * 5,715 with 16 (evidence/h100-08a7b98-prefill). */
 #define MCL_ATTN_MAX_ROWS 32u
 /* Keys per tile, before shrinking to fit shared memory. */
 #define MCL_ATTN_KEYS 32u
 #define MCL_ATTN_MIN_KEYS 8u
-/* Workgroup sizes: multiples of every subgroup size in use (8, 32, 64), within the 128
- * invocations Vulkan guarantees. A full 16-row tile gets 128, smaller ones 64. The decode
- * kernels' few rows get 256 where the device allows, 128 for head dims of 128 and more: their
+/* Workgroup sizes: multiples of every subgroup size in use (8, 32, 64), 8 invocations a row:
+ * a 32-row tile gets 256 where the device allows (more invocations share each workgroup's
+ * shared memory: the attention backward's reason, docs/tuning.md, "Attention backward"), a
+ * 16-row tile 128 (the invocations Vulkan guarantees), smaller ones 64. The decode kernels'
+ * few rows get 256 where the device allows, 128 for head dims of 128 and more: their
  * slices are one or a few key tiles, whose time is the length of each invocation's serial
  * work, not the device's throughput. On H100s the 7B q4_0 step's attention (head dim 128)
  * took 0.92 ms at 64, 0.58 at 128 and 0.69 at 256 (ca2cd54:evidence/h100-5793ad7-lease), and
  * 0.65 at 128 against 0.78 at 256 (d439ddb:evidence/h100-73d1970-ab); the 1B (head dim 64) decoded
  * 702, 673 and 726 tokens/s at 64, 128 and 256 (docs/inference.md). */
-#define MCL_ATTN_WG_FULL 128u
+#define MCL_ATTN_WG_FULL 256u
+#define MCL_ATTN_WG_HALF 128u
 #define MCL_ATTN_WG_SMALL 64u
-/* The training forward (mcl_attention_stats): 32-row tiles of 256 invocations where the device
- * allows, the backward's reason (docs/tuning.md, "Attention backward"): more invocations share
- * each workgroup's shared memory. Its rows keep 8 invocations each, as the 16-row tile's. */
-#define MCL_ATTN_TRAIN_ROWS 32u
-#define MCL_ATTN_WG_TRAIN 256u
 #define MCL_ATTN_WG_DECODE 256u
 #define MCL_ATTN_WG_DECODE_WIDE 128u /* head dims of MCL_ATTN_WIDE_DIM and more */
 #define MCL_ATTN_WIDE_DIM 128u
@@ -91,21 +91,20 @@ static uint64_t tile_shared_bytes(uint32_t wg, uint32_t d, uint32_t bq, uint32_t
     return bytes;
 }
 
-/* `combine`: the decode kernels' plan; `train`: the training forward's. */
+/* `combine`: the decode kernels' plan. */
 static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_t kv_len,
                             uint32_t heads_kv, uint32_t batch, uint32_t force_splits,
-                            int combine, int train, attention_plan *plan)
+                            int combine, attention_plan *plan)
 {
     uint32_t bq = 1;
-    while (bq < rows && bq < (train ? MCL_ATTN_TRAIN_ROWS : MCL_ATTN_MAX_ROWS))
+    while (bq < rows && bq < MCL_ATTN_MAX_ROWS)
         bq *= 2;
-    uint32_t wg = bq >= MCL_ATTN_MAX_ROWS ? MCL_ATTN_WG_FULL : MCL_ATTN_WG_SMALL;
+    uint32_t wg = bq >= MCL_ATTN_MAX_ROWS         ? MCL_ATTN_WG_FULL
+                  : bq * 2 >= MCL_ATTN_MAX_ROWS   ? MCL_ATTN_WG_HALF
+                                                  : MCL_ATTN_WG_SMALL;
     const mcl_traits *traits = mcl_traits_of(ctx);
-    if (bq == MCL_ATTN_TRAIN_ROWS) {
-        wg = MCL_ATTN_WG_TRAIN;
-        while (wg > traits->max_invocations && wg > MCL_ATTN_WG_SMALL)
-            wg /= 2;
-    }
+    while (wg > traits->max_invocations && wg > MCL_ATTN_WG_SMALL)
+        wg /= 2;
     /* The decode kernels' workgroup (MOTIFCL_ATTENTION_WG where set), within the device's. */
     if (combine) {
         wg = traits->attention_wg          ? traits->attention_wg
@@ -341,7 +340,7 @@ static mcl_status attention_full(mcl_context *ctx, const mcl_tensor *q, const mc
     };
     attention_plan plan;
     status = make_plan(ctx, push.rows, (uint32_t)d, push.kv_len, push.heads_kv,
-                       (uint32_t)batch, force_splits, 0, stats != NULL, &plan);
+                       (uint32_t)batch, force_splits, 0, &plan);
     if (status != MCL_SUCCESS)
         return status;
     push.keys_per_split = plan.keys_per_split;
@@ -478,7 +477,7 @@ static mcl_status attention_decode(mcl_context *ctx, mcl_tensor *q, mcl_tensor *
         splits = mcl_traits_of(ctx)->attention_splits;
     attention_plan plan;
     mcl_status status = make_plan(ctx, push.rows, d, seq_kv, heads_kv, (uint32_t)batch,
-                                  (uint32_t)splits, 1, 0, &plan);
+                                  (uint32_t)splits, 1, &plan);
     if (status != MCL_SUCCESS)
         return status;
     push.keys_per_split = plan.keys_per_split;
