@@ -1029,7 +1029,8 @@ MCL_API mcl_status mcl_graph_end(mcl_context *ctx, mcl_graph **out);
  *  NULL: neither ctx nor graph may be. */
 MCL_API mcl_status mcl_graph_replay(mcl_context *ctx, mcl_graph *graph);
 
-/** Destroy a graph (waits for its last replay).
+/** Destroy a graph (waits for its last replay; on a lost context it does not wait, and the
+ *  context frees the graph when it is destroyed).
  *  NULL: graph may be (nothing happens). */
 MCL_API void mcl_graph_destroy(mcl_graph *graph);
 

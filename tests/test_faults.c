@@ -621,6 +621,49 @@ static void real_timeout(void **state)
     mcl_test_record_bool("MOTIFCL_FENCE_TIMEOUT_MS=1: a long batch loses the context", s != 0);
 }
 
+/* The same with the matmul replayed from a graph, and the graph and its tensors destroyed
+ * while the timed-out replay may still be running: the context keeps the graph's command
+ * buffer and descriptor sets until it has waited for the device (freed at once, the CPU
+ * device's worker thread read them after they were gone and crashed). */
+static void real_timeout_graph(void **state)
+{
+    (void)state;
+    if (!have_device)
+        skip();
+    enum { S = 2048 };
+    int64_t live = mcl_mem_live();
+    setenv("MOTIFCL_FENCE_TIMEOUT_MS", "1", 1);
+    mcl_context *c = NULL;
+    mcl_status created = new_context(&c);
+    unsetenv("MOTIFCL_FENCE_TIMEOUT_MS");
+    assert_mcl_ok(created);
+    int64_t shape[2] = {S, S};
+    float *x = mcl_test_random_floats((size_t)S * S, 4, -1.0f, 1.0f);
+    mcl_tensor *a = mcl_test_tensor(c, MCL_DTYPE_F32, 2, shape, x);
+    mcl_tensor *b = mcl_test_tensor(c, MCL_DTYPE_F32, 2, shape, NULL);
+    free(x);
+    mcl_graph *g = NULL;
+    assert_mcl_ok(mcl_graph_begin(c));
+    assert_mcl_ok(mcl_matmul(c, a, MCL_NO_TRANSPOSE, a, MCL_TRANSPOSE, NULL, b));
+    assert_mcl_ok(mcl_graph_end(c, &g));
+    assert_mcl_ok(mcl_graph_replay(c, g));
+    mcl_status s = mcl_finish(c);
+    if (s == MCL_SUCCESS) {
+        printf("the replay finished within 1 ms: no timeout to observe\n");
+    } else {
+        assert_int_equal(s, MCL_ERROR_DEVICE_LOST);
+        assert_int_equal(mcl_graph_replay(c, g), MCL_ERROR_DEVICE_LOST);
+    }
+    mcl_graph_destroy(g);
+    mcl_tensor_destroy(a);
+    mcl_tensor_destroy(b);
+    mcl_context_destroy(c);
+    assert_int_equal(mcl_mem_live(), live);
+    check_new_context();
+    mcl_test_record_bool("MOTIFCL_FENCE_TIMEOUT_MS=1: a replay lost, its graph destroyed at once",
+                         s != 0);
+}
+
 /* The decode scenario with MOTIFCL_FAULT=<kind>@N for N = 1, 2, ... until a run meets no
  * fault: each fails with MCL_ERROR_DEVICE_LOST, tears down, and leaks nothing. */
 static void lost_during_decode(void **state)
@@ -755,6 +798,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(device_lost),
         cmocka_unit_test(fence_timeout),
         cmocka_unit_test(real_timeout),
+        cmocka_unit_test(real_timeout_graph),
         cmocka_unit_test(lost_during_decode),
     };
     return mcl_test_finish(

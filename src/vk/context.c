@@ -157,6 +157,10 @@ void mcl_context_destroy(mcl_context *ctx)
         return;
     if (ctx->device) {
         ctx->vk.vkDeviceWaitIdle(ctx->device);
+        /* Lost, nothing more is submitted: what the device held (a timed-out batch's graph,
+         * its tensors' memory) can go now. */
+        if (ctx->lost)
+            ctx->stream.completed = UINT64_MAX;
         mcl_profiler_env_report(ctx);
         /* Newest first: a session goes before the model it reads. A released object leaves
          * the list but keeps the context's memory alive until it is destroyed. */

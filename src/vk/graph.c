@@ -163,8 +163,13 @@ void mcl_graph_destroy(mcl_graph *g)
         mcl_stream_capture_end(ctx);
         ctx->vk.vkEndCommandBuffer(g->cap.cmd);
     }
-    if (g->last_serial > ctx->stream.completed)
-        mcl_stream_finish(ctx);
+    if (g->last_serial > ctx->stream.completed && mcl_stream_finish(ctx) != MCL_SUCCESS &&
+        g->last_serial > ctx->stream.completed) {
+        /* The context is lost (a wait timed out, or the device was lost) and the last replay
+         * may still be running: its command buffer and descriptor sets stay on the context's
+         * list until mcl_context_destroy has waited for the device. */
+        return;
+    }
     for (mcl_graph **link = &ctx->graphs; *link; link = &(*link)->next) {
         if (*link == g) {
             *link = g->next;
