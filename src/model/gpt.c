@@ -609,11 +609,13 @@ static mcl_status acts_alloc(mcl_gpt *gpt, int64_t batch, int64_t seq)
         s = t2(ctx, c->vocab, d, &a->dhead);
     if (s == MCL_SUCCESS && reversible)
         s = reversible_alloc(gpt, bt);
-    /* Counter-state layers' products (activations only: their weights take no product) share
-     * one scratch for their split-K partials, so that a recorded step does not hold one per
-     * product. */
+    /* The blocks' products share one scratch for their split-K partials, so that a recorded
+     * step does not hold one per product: counter-state layers' (activations only: their
+     * weights take no product), or the f32 layers' (their weights' gradients too). */
     else if (s == MCL_SUCCESS && mcl_gpt_counter(gpt))
         s = split_scratch(gpt, bt, 0, GPT_COUNTER_SPLIT_SLICES, &a->mm_scratch);
+    else if (s == MCL_SUCCESS)
+        s = split_scratch(gpt, bt, 1, GPT_SPLIT_SLICES, &a->mm_scratch);
     return s;
 }
 

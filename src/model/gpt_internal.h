@@ -55,8 +55,8 @@ typedef struct gpt_acts {
     mcl_tensor *s1, *s2, *avg, *dx2;
     /* The backward ops' scratch, shared by blocks. */
     mcl_tensor *norm_scratch, *norm_partial, *attn_scratch;
-    /* Split-K partials of the blocks' products: reversible (GPT_SPLIT_SLICES) or with
-     * counter-state layers (GPT_COUNTER_SPLIT_SLICES); NULL otherwise. */
+    /* Split-K partials of the blocks' products: GPT_SPLIT_SLICES of the largest product, or
+     * with counter-state layers GPT_COUNTER_SPLIT_SLICES of the largest activation. */
     mcl_tensor *mm_scratch;
     mcl_tensor **keep1, **keep2;
     mcl_tensor **drift;

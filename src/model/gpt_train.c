@@ -77,7 +77,7 @@ mcl_status mcl_gpt_forward(mcl_gpt *gpt, const mcl_tensor *tokens, const mcl_ten
         TRY(mcl_gpt_reversible_forward(gpt, tokens));
         return finish_forward(gpt, tokens, targets, loss, a->avg);
     }
-    /* Split-K partials: the counter-state products' shared scratch (NULL for f32 weights). */
+    /* Split-K partials: the blocks' products' shared scratch. */
     mcl_tensor *mm = a->mm_scratch;
     TRY(mcl_embedding(ctx, gpt->params[0].p, tokens, a->x0_3d));
     for (int32_t l = 0; l < c->layers; l++) {
