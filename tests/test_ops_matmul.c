@@ -177,10 +177,13 @@ static void gemm_tile_variants(void **state)
     (void)state;
     /* The double-buffered scheme, which gemm_path does not reach (the library chooses the
      * single-buffered one), and the single-buffered 128 x 128 tile, which the library takes
-     * only under MOTIFCL_GEMM_TILE; few enough pipelines that a driver that compiles 8 x 8
-     * tiles slowly (tens of seconds each on an H200 unrolled whole) keeps the suite short. */
+     * only under MOTIFCL_GEMM_TILE, and K steps of 32 (the library's 128 x 128 tile of a
+     * transposed B where the shared memory holds it; the 64 x 64 one runs where that does
+     * not, Lavapipe's 32 KiB); few enough pipelines that a driver that compiles 8 x 8 tiles
+     * slowly (tens of seconds each on an H200 unrolled whole) keeps the suite short. */
     static const mcl_gemm_config configs[] = {
         {128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1}, {128, 128, 16, 8, 8, 0},
+        {128, 128, 32, 8, 8, 0}, {64, 64, 32, 4, 4, 0},
     };
     static const problem cases[] = {
         {1, 129, 131, 67, 0, 0, 1, 0},
@@ -235,30 +238,38 @@ static void gemm_tile_rule(void **state)
     }
     static const struct {
         uint64_t m, n;
-        uint32_t k, bm, bn, tm;
+        uint32_t k;
+        int tb;
+        uint32_t bm, bn, tm, bk;
     } cases[] = {
-        {4096, 512, 14336, 128, 128, 8}, /* long slices of K, no more padding: 128 x 128 */
-        {4096, 4096, 4096, 128, 128, 8},
-        {4096, 32000, 288, 128, 64, 8},  /* short K */
-        {4096, 288, 32000, 128, 64, 8},  /* 128 x 128 would pad N from 288 to 384 */
-        {32000, 288, 4096, 128, 64, 8},
-        {4096, 768, 288, 128, 64, 8},    /* equal padding: 128 x 64 */
-        {1300, 1280, 96, 64, 128, 8},    /* 64 x 128 pads less */
-        {4096, 288, 768, 128, 64, 8},    /* 160 tiles, two slices of K */
-        {4096, 288, 288, 64, 64, 4},     /* 160 tiles, one slice: too few workgroups */
-        {768, 288, 4096, 128, 64, 8},    /* a weight's gradient: 30 tiles, 16 slices */
-        {100, 70, 2050, 64, 64, 4},
+        {4096, 512, 14336, 0, 128, 128, 8, 16}, /* long slices of K, no more padding */
+        {4096, 512, 14336, 1, 128, 128, 8, 32}, /* B transposed: K steps of 32 */
+        {4096, 4096, 4096, 0, 128, 128, 8, 16},
+        {4096, 32000, 288, 1, 128, 64, 8, 16},  /* short K */
+        {4096, 288, 32000, 0, 128, 64, 8, 16},  /* 128 x 128 would pad N from 288 to 384 */
+        {32000, 288, 4096, 0, 128, 64, 8, 16},
+        {4096, 768, 288, 0, 128, 64, 8, 16},    /* equal padding: 128 x 64 */
+        {1300, 1280, 96, 0, 64, 128, 8, 16},    /* 64 x 128 pads less */
+        {4096, 288, 768, 1, 128, 64, 8, 16},    /* 160 tiles, two slices of K */
+        {4096, 288, 288, 1, 64, 64, 4, 16},     /* 160 tiles, one slice: too few workgroups */
+        {768, 288, 4096, 0, 128, 64, 8, 16},    /* a weight's gradient: 30 tiles, 16 slices */
+        {100, 70, 2050, 0, 64, 64, 4, 16},
     };
+    /* K steps of 32 only where the device's shared memory holds that tile. */
+    const mcl_gemm_config deep = {.bm = 128, .bn = 128, .bk = 32, .tm = 8, .tn = 8};
+    const int deep_fits =
+        mcl_gemm_shared_bytes(&deep, 0) <= mcl_inspect_traits(ctx)->max_shared_bytes;
     int passed = 1;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         mcl_gemm_config cfg;
-        mcl_gemm_tiles(ctx, cases[i].m, cases[i].n, cases[i].k, 1, &cfg);
+        mcl_gemm_tiles(ctx, cases[i].m, cases[i].n, cases[i].k, 1, cases[i].tb, &cfg);
+        const uint32_t bk = cases[i].bk == 32 && !deep_fits ? 16 : cases[i].bk;
         int ok = cfg.bm == cases[i].bm && cfg.bn == cases[i].bn && cfg.tm == cases[i].tm &&
-                 cfg.tn == cases[i].tm && cfg.bk == 16 && !cfg.db;
+                 cfg.tn == cases[i].tm && cfg.bk == bk && !cfg.db;
         char name[120];
-        snprintf(name, sizeof name, "gemm tile for %llux%llu, K %u: %ux%u/%ux%u",
+        snprintf(name, sizeof name, "gemm tile for %llux%llu, K %u%s: %ux%ux%u/%ux%u",
                  (unsigned long long)cases[i].m, (unsigned long long)cases[i].n, cases[i].k,
-                 cfg.bm, cfg.bn, cfg.tm, cfg.tn);
+                 cases[i].tb ? " (B transposed)" : "", cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn);
         passed &= mcl_test_record_bool(name, ok);
     }
     assert_true(passed);

@@ -55,8 +55,9 @@ uint32_t mcl_gemm_shared_bytes(const mcl_gemm_config *cfg, uint32_t db)
  * invocations and each slice of K runs at least MCL_GEMM_LONG_K values; otherwise 128 x 64 or
  * 64 x 128 (128 invocations), whichever pads less (128 x 64 where equal); 64 x 64 tiles of
  * 4 x 4 where those, with their slices of K, would make fewer than MCL_GEMM_MIN_GROUPS
- * workgroups. K steps of 16, single-buffered shared tiles. MOTIFCL_GEMM_TILE picks one of the
- * four shapes instead. */
+ * workgroups. K steps of 16 (32 for 128 x 128 tiles of a transposed B where the shared memory
+ * holds them), single-buffered shared tiles. MOTIFCL_GEMM_TILE picks one of the four shapes
+ * instead. */
 #define MCL_GEMM_MIN_GROUPS 192u
 #define MCL_GEMM_LONG_K 2048u
 
@@ -71,7 +72,7 @@ static uint64_t gemm_tile_count(uint64_t m, uint64_t n, uint64_t batch, const mc
 }
 
 void mcl_gemm_tiles(const mcl_context *ctx, uint64_t m, uint64_t n, uint32_t k, uint64_t batch,
-                    mcl_gemm_config *cfg)
+                    int tb, mcl_gemm_config *cfg)
 {
     const mcl_gemm_config big = {.bm = 128, .bn = 128, .bk = 16, .tm = 8, .tn = 8};
     const mcl_gemm_config tall = {.bm = 128, .bn = 64, .bk = 16, .tm = 8, .tn = 8};
@@ -95,8 +96,15 @@ void mcl_gemm_tiles(const mcl_context *ctx, uint64_t m, uint64_t n, uint32_t k, 
     uint64_t big_tiles = gemm_tile_count(m, n, batch, &big);
     uint32_t big_slices = mcl_gemm_slices(big_tiles, k);
     if (round_up(m, 128) * round_up(n, 128) <= (pad_wide < pad_tall ? pad_wide : pad_tall) &&
-        k / big_slices >= MCL_GEMM_LONG_K)
+        k / big_slices >= MCL_GEMM_LONG_K) {
         *cfg = big;
+        /* A transposed B's tile is stored into shared memory a value at a time: a K step
+         * twice as long halves its barriers and doubles the loads in flight behind them. */
+        mcl_gemm_config deep = big;
+        deep.bk = 32;
+        if (tb && mcl_gemm_shared_bytes(&deep, 0) <= mcl_traits_of(ctx)->max_shared_bytes)
+            *cfg = deep;
+    }
 }
 
 uint32_t mcl_gemm_slices(uint64_t tiles, uint32_t k)
@@ -144,7 +152,7 @@ mcl_status mcl_gemm_counter(mcl_context *ctx, mcl_tensor *a, int transposed, mcl
                             uint32_t rows, uint32_t k, uint32_t cols, mcl_tensor *split)
 {
     mcl_gemm_config cfg;
-    mcl_gemm_tiles(ctx, rows, cols, k, 1, &cfg);
+    mcl_gemm_tiles(ctx, rows, cols, k, 1, !transposed, &cfg);
     return gemm_dispatch(ctx, &cfg, a, 0, state, !transposed, scale, c, rows, cols, k, 1, 0, 0,
                          split, counter_c);
 }
@@ -397,7 +405,7 @@ mcl_status mcl_matmul_f32_scratch(mcl_context *ctx, const mcl_tensor *ca, mcl_tr
         m *= batch;
         batch = 1;
     }
-    mcl_gemm_tiles(ctx, (uint64_t)m, (uint64_t)n, (uint32_t)k, (uint64_t)batch, &cfg);
+    mcl_gemm_tiles(ctx, (uint64_t)m, (uint64_t)n, (uint32_t)k, (uint64_t)batch, tb, &cfg);
     return gemm_dispatch(ctx, &cfg, a, ta, b, tb, bias, c, (uint32_t)m, (uint32_t)n,
                          (uint32_t)k, (uint32_t)batch, (uint32_t)(m * k),
                          shared_b ? 0u : (uint32_t)(k * n), scratch, 0);

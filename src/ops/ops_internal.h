@@ -13,10 +13,10 @@ typedef struct mcl_gemm_config {
     uint32_t db; /* double-buffered shared tiles (twice the shared memory) */
 } mcl_gemm_config;
 
-/* The tile shape mcl_matmul gives gemm_f32 for c [batch][m][n] with K = k (docs/tuning.md,
- * "FP32 GEMM"; MOTIFCL_GEMM_TILE where set). */
+/* The tile shape mcl_matmul gives gemm_f32 for c [batch][m][n] with K = k, B transposed
+ * where tb (docs/tuning.md, "FP32 GEMM"; MOTIFCL_GEMM_TILE where set). */
 void mcl_gemm_tiles(const mcl_context *ctx, uint64_t m, uint64_t n, uint32_t k, uint64_t batch,
-                    mcl_gemm_config *cfg);
+                    int tb, mcl_gemm_config *cfg);
 
 /* Shared memory of gemm_f32 with tile shape cfg, single- or double-buffered. */
 uint32_t mcl_gemm_shared_bytes(const mcl_gemm_config *cfg, uint32_t db);
