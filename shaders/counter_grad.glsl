@@ -1,12 +1,15 @@
 // counter_grad.glsl: a tile of the counter layer's weight gradient G = grad_out^T x, computed
-// on the fly and never stored (MEMORY_NATIVE.md section 1). The statistics pass and the update
-// pass compute it the same way, so both see the same bits.
+// on the fly and never stored (MEMORY_NATIVE.md section 1).
 //
 // Order, which the CPU reference repeats (tests/ref/ref_counter.c): the batch's N rows are cut
 // into COUNTER_SEGMENTS = 4 segments of L = ceil(N / 4) rows (the last ones shorter or empty).
 // Each segment's sum S_k[o, i] starts at +0.0 and adds grad_out[n, o] * x[n, i] for its rows n
 // in increasing order; G = ((S_0 + S_1) + S_2) + S_3. Each product and each sum is rounded on
 // its own (precise: no fused multiply-add). Which invocation sums what does not change a bit.
+// An includer that defines COUNTER_GRAD_FUSED before including this file (the statistics
+// pass) adds each product with fma() instead: the same order, half the instructions, and G
+// within rounding of the exact one (its sums of G^2 and G t feed only the row factors, which
+// the tests hold to a tolerance; the update pass's own G is the exact one).
 //
 // A tile is COUNTER_TILE_ROWS = 16 rows of W by COUNTER_TILE_COLS = 64 columns, one workgroup
 // of WG invocations (64, 128 or 256: the includer's local_size_x, specialization constant 0),
@@ -98,7 +101,11 @@ void counter_grad_tile(uint N, uint out_dim, uint in_dim, uint o0, uint i0, out 
     const uint seg_len = (N + COUNTER_SEGMENTS - 1u) / COUNTER_SEGMENTS;
     const uint chunks = max((seg_len + COUNTER_TILE_N - 1u) / COUNTER_TILE_N, 1u);
     const uint passes = COUNTER_SEGMENTS / COUNTER_GROUPS;
+#ifdef COUNTER_GRAD_FUSED
+    float acc[16];
+#else
     precise float acc[16];
+#endif
     precise float total[16];
     [[unroll]] for (uint j = 0u; j < 16u; j++) {
         acc[j] = 0.0;
@@ -130,7 +137,11 @@ void counter_grad_tile(uint N, uint out_dim, uint in_dim, uint o0, uint i0, out 
             const vec4 b = counter_sm[stage + COUNTER_TILE_N * 4u + nn * 16u + cb];
             [[unroll]] for (uint r = 0u; r < 4u; r++) {
                 [[unroll]] for (uint c = 0u; c < 4u; c++) {
+#ifdef COUNTER_GRAD_FUSED
+                    acc[4u * r + c] = fma(a[r], b[c], acc[4u * r + c]);
+#else
                     acc[4u * r + c] = acc[4u * r + c] + a[r] * b[c];
+#endif
                 }
             }
         }

@@ -4,9 +4,10 @@
 //   sum_i G[o, i]^2   and   sum_i G[o, i] * t[o, i]
 // is written as one partial per (row, column tile); counter_rows_f32 adds the partials.
 //
-// Order (repeated by tests/ref/ref_counter.c): an invocation sums its 16 weights j = 0..15 from
-// +0.0, each product and sum rounded on its own; the tile's partial is +0.0 plus the four
-// invocations' sums of the row in column order (those inside W).
+// G's products are fused into its sums here (COUNTER_GRAD_FUSED, counter_grad.glsl): half the
+// arithmetic of the update pass's exact G, and within rounding of it. Then an invocation sums
+// its 16 weights j = 0..15 from +0.0, each product and sum rounded on its own; the tile's
+// partial is +0.0 plus the four invocations' sums of the row in column order (those inside W).
 //
 //   workgroup size : 64, 128 or 256 (specialization constant 0: groups of 64 summing the
 //                    batch's segments, counter_grad.glsl; the first 64 own the weights)
@@ -29,6 +30,7 @@ layout(std430, set = 0, binding = 3) writeonly buffer BufPartial { float partial
 layout(push_constant) uniform Push { uint n, out_dim, in_dim, C, tiles; } pc;
 
 #include "counter.glsl"
+#define COUNTER_GRAD_FUSED
 #include "counter_grad.glsl"
 
 shared float sum_sq[COUNTER_OWNERS];

@@ -7,7 +7,9 @@
  *             counter_stats_f32: G per 16 x 64 tile, each row's partial sum G^2 and G t
  *             counter_rows_f32:  the row sums, v, s and the two factors of the row
  *             counter_apply_f32: G per tile again, each weight's step, written in place
- * G is never stored: computing it twice costs arithmetic, not memory. An update invocation
+ * G is never stored: computing it twice costs arithmetic, not memory (the statistics pass's
+ * with fused multiply-adds, half of it: its sums need G only within rounding, the weight
+ * step's the exact order of counter_grad.glsl). An update invocation
  * owns 16 weights of a row, three whole words of the packed state (in a multiple of 16), so
  * no two invocations write one word and the kernels need no 8-bit storage. */
 #include <math.h>
