@@ -40,7 +40,7 @@
 #define COUNTER_SEGMENTS 4u
 #define COUNTER_GROUP 64u
 
-// Batch rows a chunk of each group: 16 or 32, the host's choice by the device's shared memory.
+// Batch rows a chunk of each group (16 or 32; the host gives 16, src/ops/counter.c).
 layout(constant_id = 2) const uint COUNTER_TILE_N = 16u;
 
 const uint COUNTER_WG = gl_WorkGroupSize.x;

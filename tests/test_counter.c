@@ -422,8 +422,8 @@ static void update_matches_reference(void **state)
                  "workgroups of %u", widths[w]);
         assert_true(mcl_test_record(name, "codes", (double)rw.bytes_differ, 0.0));
     }
-    /* Shared memory narrowed: at 32 KB the library's 256 invocations stage chunks of 16
-     * batch rows a group (32 where 48 KB hold them); at 16 KB the workgroup falls to 128
+    /* Shared memory narrowed: at 32 KB the library's 256 invocations stage their chunks of
+     * 16 batch rows a group; at 16 KB the workgroup falls to 128
      * (src/ops/counter.c, update_shape): the same bits. */
     mcl_traits *traits = mcl_inspect_traits(ctx);
     const uint32_t shared = traits->max_shared_bytes;

@@ -332,16 +332,17 @@ static uint32_t update_shared_bytes(uint32_t wg, uint32_t chunk)
 }
 
 /* The update passes' workgroup and chunk (counter_grad.glsl's constant 2: batch rows a group
- * stages at a time): 32 rows where the device's shared memory holds them, else 16, else a
- * narrower workgroup. Each chunk costs the passes a round trip to memory that its sums hide
- * only in part (docs/counter-state.md). */
+ * stages at a time): 16 rows, and a narrower workgroup where the device's shared memory does
+ * not hold them. 32 rows a chunk halve the chunks' barriers, but the next chunk's loads then
+ * hold 139 registers an invocation on an H200, one workgroup of 256 a multiprocessor; 16 hold
+ * 113, two (docs/counter-state.md). */
 static void update_shape(const mcl_context *ctx, uint32_t *wg, uint32_t *chunk)
 {
     const mcl_traits *t = mcl_traits_of(ctx);
     while (*wg > 64 && (*wg > t->max_invocations ||
                         update_shared_bytes(*wg, 16) > t->max_shared_bytes))
         *wg /= 2;
-    *chunk = update_shared_bytes(*wg, 32) <= t->max_shared_bytes ? 32u : 16u;
+    *chunk = 16u;
 }
 
 static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindings,
