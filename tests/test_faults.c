@@ -621,7 +621,7 @@ static void real_timeout(void **state)
     mcl_test_record_bool("MOTIFCL_FENCE_TIMEOUT_MS=1: a long batch loses the context", s != 0);
 }
 
-/* The same with the matmul replayed from a graph, and the graph and its tensors destroyed
+/* The same with eight products replayed from a graph, and the graph and its tensors destroyed
  * while the timed-out replay may still be running: the context keeps the graph's command
  * buffer and descriptor sets until it has waited for the device (freed at once, the CPU
  * device's worker thread read them after they were gone and crashed). */
@@ -630,9 +630,10 @@ static void real_timeout_graph(void **state)
     (void)state;
     if (!have_device)
         skip();
-    /* 137 GFLOP: seconds on Lavapipe, about 3 ms at an H200's 41 TFLOP/s (2048 took 0.4 ms
-     * there, within the 1 ms, and observed no timeout). */
-    enum { S = 4096 };
+    /* Eight products of 2048^3 multiply-adds, 137 GFLOP: seconds on Lavapipe, about 3 ms at
+     * an H200's 41 TFLOP/s (one took 0.4 ms there, within the 1 ms, and observed no timeout;
+     * one of 4096^3 needs an upload that the 1 ms fence wait does not allow). */
+    enum { S = 2048, PRODUCTS = 8 };
     int64_t live = mcl_mem_live();
     setenv("MOTIFCL_FENCE_TIMEOUT_MS", "1", 1);
     mcl_context *c = NULL;
@@ -646,7 +647,8 @@ static void real_timeout_graph(void **state)
     free(x);
     mcl_graph *g = NULL;
     assert_mcl_ok(mcl_graph_begin(c));
-    assert_mcl_ok(mcl_matmul(c, a, MCL_NO_TRANSPOSE, a, MCL_TRANSPOSE, NULL, b));
+    for (int i = 0; i < PRODUCTS; i++)
+        assert_mcl_ok(mcl_matmul(c, a, MCL_NO_TRANSPOSE, a, MCL_TRANSPOSE, NULL, b));
     assert_mcl_ok(mcl_graph_end(c, &g));
     assert_mcl_ok(mcl_graph_replay(c, g));
     mcl_status s = mcl_finish(c);
