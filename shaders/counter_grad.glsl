@@ -28,7 +28,7 @@
 //   readonly buffer ... { float go_data[]; };   grad_out, [N, out]
 //   readonly buffer ... { vec4 go4_data[]; };   grad_out again, on the same binding
 // and its workgroup size as local_size_x_id = 0. Shared memory: WG / 64 x COUNTER_TILE_N x
-// 320 bytes (src/ops/counter.c chooses the chunk and the workgroup to fit the device's).
+// 320 bytes (src/ops/counter.c gives 16 rows a chunk and fits the workgroup to the device).
 // A chunk's loads are whole vec4s (x's rows always, in being a multiple of 16; grad_out's
 // where out is a multiple of 4): a quarter of the load instructions of float reads.
 #ifndef COUNTER_GRAD_GLSL

@@ -424,7 +424,7 @@ static void update_matches_reference(void **state)
     }
     /* Shared memory narrowed: at 32 KB the library's 256 invocations stage their chunks of
      * 16 batch rows a group; at 16 KB the workgroup falls to 128
-     * (src/ops/counter.c, update_shape): the same bits. */
+     * (src/ops/counter.c, fit_update_wg): the same bits. */
     mcl_traits *traits = mcl_inspect_traits(ctx);
     const uint32_t shared = traits->max_shared_bytes;
     static const uint32_t narrowed[2] = {32768, 16384};

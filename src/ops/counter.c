@@ -322,27 +322,29 @@ static mcl_status check_input(mcl_counter_linear *layer, const char *op, const m
     return MCL_SUCCESS;
 }
 
-/* Shared memory of an update pass of workgroup `wg` staging `chunk` batch rows a group
- * (counter_grad.glsl: wg / 64 groups of chunk x 320 bytes, at least 4 KB; counter_stats_f32's
- * 512 bytes of row sums beside them). */
-static uint32_t update_shared_bytes(uint32_t wg, uint32_t chunk)
+/* Batch rows a group of the update passes stages at a time (counter_grad.glsl's constant 2).
+ * 32 halve the chunks' barriers, but the next chunk's loads then hold 139 registers an
+ * invocation on an H200, one workgroup of 256 a multiprocessor; 16 hold 113, two
+ * (docs/counter-state.md). */
+#define COUNTER_CHUNK 16u
+
+/* Shared memory of an update pass of workgroup `wg` (counter_grad.glsl: wg / 64 groups of
+ * COUNTER_CHUNK x 320 bytes, at least 4 KB; counter_stats_f32's 512 bytes of row sums beside
+ * them). */
+static uint32_t update_shared_bytes(uint32_t wg)
 {
-    const uint32_t stage = wg / 64 * chunk * 320;
+    const uint32_t stage = wg / 64 * COUNTER_CHUNK * 320;
     return (stage > 4096 ? stage : 4096) + 512;
 }
 
-/* The update passes' workgroup and chunk (counter_grad.glsl's constant 2: batch rows a group
- * stages at a time): 16 rows, and a narrower workgroup where the device's shared memory does
- * not hold them. 32 rows a chunk halve the chunks' barriers, but the next chunk's loads then
- * hold 139 registers an invocation on an H200, one workgroup of 256 a multiprocessor; 16 hold
- * 113, two (docs/counter-state.md). */
-static void update_shape(const mcl_context *ctx, uint32_t *wg, uint32_t *chunk)
+/* The update passes' workgroup: narrower where the device's invocations or shared memory do
+ * not hold it. */
+static uint32_t fit_update_wg(const mcl_context *ctx, uint32_t wg)
 {
     const mcl_traits *t = mcl_traits_of(ctx);
-    while (*wg > 64 && (*wg > t->max_invocations ||
-                        update_shared_bytes(*wg, 16) > t->max_shared_bytes))
-        *wg /= 2;
-    *chunk = 16u;
+    while (wg > 64 && (wg > t->max_invocations || update_shared_bytes(wg) > t->max_shared_bytes))
+        wg /= 2;
+    return wg;
 }
 
 static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindings,
@@ -474,15 +476,16 @@ static mcl_status record_update(mcl_counter_linear *layer, const mcl_tensor *x,
     mcl_context *ctx = layer->ctx;
     const mcl_kernel *stats, *finish, *apply;
     const uint32_t from_buffer = hyper != NULL;
-    uint32_t wg = layer->update_wg ? layer->update_wg : COUNTER_UPDATE_WG, chunk;
-    update_shape(ctx, &wg, &chunk);
+    const uint32_t wg =
+        fit_update_wg(ctx, layer->update_wg ? layer->update_wg : COUNTER_UPDATE_WG);
     mcl_status status;
-    if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, 4, wg, 0, chunk,
+    if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, 4, wg, 0, COUNTER_CHUNK,
                              sizeof(grad_push), &stats)) != MCL_SUCCESS ||
         (status = get_kernel(ctx, MCL_KERNEL_COUNTER_ROWS_F32, 5, COUNTER_ROWS_WG, from_buffer,
                              0, sizeof(rows_push), &finish)) != MCL_SUCCESS ||
         (status = get_kernel(ctx, MCL_KERNEL_COUNTER_APPLY_F32, 5, wg,
-                             from_buffer, chunk, sizeof(grad_push), &apply)) != MCL_SUCCESS)
+                             from_buffer, COUNTER_CHUNK, sizeof(grad_push), &apply)) !=
+            MCL_SUCCESS)
         return status;
     const int64_t partial_len = layer->out * (int64_t)push_hyper->tiles * 2;
     const int64_t factors_len = layer->out * 2;
