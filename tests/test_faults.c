@@ -587,6 +587,24 @@ static void fence_timeout(void **state)
     injected("timeout@2", "timed out");
 }
 
+/* A context whose fence waits time out after 1 ms, and two S x S f32 tensors of it: a random
+ * (from `seed`) and b. */
+enum { TIMEOUT_S = 2048 };
+static mcl_context *timeout_context(uint32_t seed, mcl_tensor **a, mcl_tensor **b)
+{
+    setenv("MOTIFCL_FENCE_TIMEOUT_MS", "1", 1);
+    mcl_context *c = NULL;
+    mcl_status created = new_context(&c);
+    unsetenv("MOTIFCL_FENCE_TIMEOUT_MS");
+    assert_mcl_ok(created);
+    int64_t shape[2] = {TIMEOUT_S, TIMEOUT_S};
+    float *x = mcl_test_random_floats((size_t)TIMEOUT_S * TIMEOUT_S, seed, -1.0f, 1.0f);
+    *a = mcl_test_tensor(c, MCL_DTYPE_F32, 2, shape, x);
+    *b = mcl_test_tensor(c, MCL_DTYPE_F32, 2, shape, NULL);
+    free(x);
+    return c;
+}
+
 /* A real timeout: a matmul of 2048^3 multiply-adds (seconds on a CPU device, milliseconds on
  * a GPU) waited for with a 1 ms fence timeout. Where it finishes within 1 ms, nothing is
  * lost and the check says so. */
@@ -595,17 +613,8 @@ static void real_timeout(void **state)
     (void)state;
     if (!have_device)
         skip();
-    enum { S = 2048 };
-    setenv("MOTIFCL_FENCE_TIMEOUT_MS", "1", 1);
-    mcl_context *c = NULL;
-    mcl_status created = new_context(&c);
-    unsetenv("MOTIFCL_FENCE_TIMEOUT_MS");
-    assert_mcl_ok(created);
-    int64_t shape[2] = {S, S};
-    float *x = mcl_test_random_floats((size_t)S * S, 3, -1.0f, 1.0f);
-    mcl_tensor *a = mcl_test_tensor(c, MCL_DTYPE_F32, 2, shape, x);
-    mcl_tensor *b = mcl_test_tensor(c, MCL_DTYPE_F32, 2, shape, NULL);
-    free(x);
+    mcl_tensor *a, *b;
+    mcl_context *c = timeout_context(3, &a, &b);
     assert_mcl_ok(mcl_matmul(c, a, MCL_NO_TRANSPOSE, a, MCL_TRANSPOSE, NULL, b));
     mcl_status s = mcl_finish(c);
     if (s == MCL_SUCCESS) {
@@ -633,18 +642,10 @@ static void real_timeout_graph(void **state)
     /* Eight products of 2048^3 multiply-adds, 137 GFLOP: seconds on Lavapipe, about 3 ms at
      * an H200's 41 TFLOP/s (one took 0.4 ms there, within the 1 ms, and observed no timeout;
      * one of 4096^3 needs an upload that the 1 ms fence wait does not allow). */
-    enum { S = 2048, PRODUCTS = 8 };
+    enum { PRODUCTS = 8 };
     int64_t live = mcl_mem_live();
-    setenv("MOTIFCL_FENCE_TIMEOUT_MS", "1", 1);
-    mcl_context *c = NULL;
-    mcl_status created = new_context(&c);
-    unsetenv("MOTIFCL_FENCE_TIMEOUT_MS");
-    assert_mcl_ok(created);
-    int64_t shape[2] = {S, S};
-    float *x = mcl_test_random_floats((size_t)S * S, 4, -1.0f, 1.0f);
-    mcl_tensor *a = mcl_test_tensor(c, MCL_DTYPE_F32, 2, shape, x);
-    mcl_tensor *b = mcl_test_tensor(c, MCL_DTYPE_F32, 2, shape, NULL);
-    free(x);
+    mcl_tensor *a, *b;
+    mcl_context *c = timeout_context(4, &a, &b);
     mcl_graph *g = NULL;
     assert_mcl_ok(mcl_graph_begin(c));
     for (int i = 0; i < PRODUCTS; i++)
