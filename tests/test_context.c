@@ -129,6 +129,7 @@ static const struct {
     {"MOTIFCL_TRANSFER", "staging"},
     {"MOTIFCL_QUANT_PATH", "dot"},
     {"MOTIFCL_QUANT_GEMV_PLAN", "t=64"},
+    {"MOTIFCL_GEMV_PLAN", "nr=8"},
     {"MOTIFCL_QUANT_GEMM_SLICES", "3"},
     {"MOTIFCL_ATTENTION_SPLITS", "8"},
     {"MOTIFCL_ATTENTION_WG", "128"},

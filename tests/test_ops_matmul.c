@@ -141,6 +141,65 @@ static void gemv_large_grid(void **state)
         check(&cases[i], "gemv");
 }
 
+static void switch_env(const char *name, const char *value)
+{
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+    mcl_inspect_reread_environment(ctx);
+}
+
+/* MOTIFCL_GEMV_PLAN (a tuning override) reaches shapes the rule never takes: x read from
+ * memory at several rows, 1, 2, 3 and 8 rows of w a row group, 1 to 3 vec4s a chunk,
+ * workgroups of 64, 96 and 128 invocations. Each fits 32 KiB of
+ * shared memory at 8 rows of x, so each must be taken (the plan query shows it) and still
+ * compute the product at every row count on edge shapes. Plans that cannot fit (more
+ * invocations than a workgroup holds; row groups that do not divide it; a key of the
+ * quantized GEMV) are refused, and the rule's plan stays. */
+static void gemv_plan_override(void **state)
+{
+    (void)state;
+    enum { T = 1, G = 2, NR = 4, U = 8 };
+    static const struct {
+        const char *text;
+        uint32_t keys;    /* the fields the override sets; 0: refused, the rule's plan stays */
+        uint32_t plan[4]; /* t, g, nr, u where set */
+    } plans[] = {
+        {"u=0,nr=1", NR | U, {0, 0, 1, 0}},
+        {"nr=8,u=1", NR | U, {0, 0, 8, 1}},
+        {"nr=2,u=2", NR | U, {0, 0, 2, 2}},
+        {"t=128,g=4,u=2", T | G | U, {128, 4, 0, 2}},
+        {"t=64,g=2,nr=1,u=3", T | G | NR | U, {64, 2, 1, 3}},
+        {"nr=3,u=2", NR | U, {0, 0, 3, 2}},
+        {"t=96,g=3,u=1", T | G | U, {96, 3, 0, 1}},
+        {"t=100000", 0, {0}},
+        {"g=7", 0, {0}},
+        {"st=1", 0, {0}},
+    };
+    static const int64_t nk[][2] = {{77, 1001}, {40, 768}, {3, 7}, {129, 4100}};
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        for (uint32_t m = 1; m <= 8; m++) {
+            uint32_t rule[4], got[4];
+            switch_env("MOTIFCL_GEMV_PLAN", NULL);
+            assert_mcl_ok(mcl_gemv_f32_plan(ctx, m, rule));
+            switch_env("MOTIFCL_GEMV_PLAN", plans[i].text);
+            assert_mcl_ok(mcl_gemv_f32_plan(ctx, m, got));
+            for (int f = 0; f < 4; f++) {
+                uint32_t want = plans[i].keys & (1u << f) ? plans[i].plan[f] : rule[f];
+                if (got[f] != want)
+                    fail_msg("MOTIFCL_GEMV_PLAN=%s at %u rows: field %d is %u, %u expected",
+                             plans[i].text, m, f, got[f], want);
+            }
+            for (size_t s = 0; s < sizeof nk / sizeof nk[0]; s++) {
+                problem p = {1, m, nk[s][0], nk[s][1], 0, 1, 1, (int)((i + m + s) % 2)};
+                check(&p, plans[i].text);
+            }
+        }
+    }
+    switch_env("MOTIFCL_GEMV_PLAN", NULL);
+}
+
 static void gemm_path(void **state)
 {
     (void)state;
@@ -325,6 +384,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(gemv_path),
         cmocka_unit_test(gemv_edges),
         cmocka_unit_test(gemv_large_grid),
+        cmocka_unit_test(gemv_plan_override),
         cmocka_unit_test(gemm_path),
         cmocka_unit_test(gemm_tile_variants),
         cmocka_unit_test(gemm_tile_rule),

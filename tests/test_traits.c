@@ -24,7 +24,7 @@ static const char *const variables[] = {
     "MOTIFCL_QUANT_GEMM_SLICES", "MOTIFCL_QUANT_GEMM_UNROLL", "MOTIFCL_QUANT_GEMM_FLOAT_TILE",
     "MOTIFCL_QUANT_GEMM_TILE", "MOTIFCL_PIPELINE_STATS", "MOTIFCL_MAX_BINDING",
     "MOTIFCL_ENGINE_EAGER",  "MOTIFCL_ATTENTION_SPLITS", "MOTIFCL_ATTENTION_WG",
-    "MOTIFCL_GEMM_UNROLL",   "MOTIFCL_GEMM_TILE",
+    "MOTIFCL_GEMM_UNROLL",   "MOTIFCL_GEMM_TILE",       "MOTIFCL_GEMV_PLAN",
 };
 #define VARIABLE_COUNT (sizeof variables / sizeof variables[0])
 
@@ -99,6 +99,7 @@ static void every_variable_is_parsed(void **state)
     setenv("MOTIFCL_ENGINE_EAGER", "1", 1);
     setenv("MOTIFCL_ATTENTION_SPLITS", "8", 1);
     setenv("MOTIFCL_ATTENTION_WG", "256", 1);
+    setenv("MOTIFCL_GEMV_PLAN", "t=128,g=4,nr=8,u=0", 1);
     mcl_env_settings s;
     mcl_env_read(&s);
     assert_string_equal(s.problems, "");
@@ -116,6 +117,12 @@ static void every_variable_is_parsed(void **state)
     assert_int_equal(s.gemv.nr, 4);
     assert_int_equal(s.gemv.st, 1);
     assert_int_equal(s.gemv.cvt, 0);
+    assert_int_equal(s.gemv_f32.set, MCL_GEMV_SET_T | MCL_GEMV_SET_G | MCL_GEMV_SET_NR |
+                                         MCL_GEMV_SET_U);
+    assert_int_equal(s.gemv_f32.t, 128);
+    assert_int_equal(s.gemv_f32.g, 4);
+    assert_int_equal(s.gemv_f32.nr, 8);
+    assert_int_equal(s.gemv_f32.u, 0);
     assert_int_equal(s.gemm_slices, 3);
     assert_int_equal(s.attention_splits, 8);
     assert_int_equal(s.attention_wg, 256);
@@ -147,6 +154,8 @@ static void bad_values_are_refused_by_name(void **state)
         {"MOTIFCL_FORCE", "warp-drive"},
         {"MOTIFCL_QUANT_PATH", "bogus"},
         {"MOTIFCL_QUANT_GEMV_PLAN", "t=64,zz=1"},
+        {"MOTIFCL_GEMV_PLAN", "nr=4,pb=16"},
+        {"MOTIFCL_GEMV_PLAN", "nr=4,zz=1"},
         {"MOTIFCL_QUANT_GEMM_SLICES", "3x"},
         {"MOTIFCL_QUANT_GEMM_SLICES", "17"},
         {"MOTIFCL_ATTENTION_SPLITS", "65"},
@@ -208,6 +217,7 @@ static void malformed_values_keep_the_defaults(void **state)
         {"MOTIFCL_QUANT_GEMV_PLAN", "t=-1", "nr"},
         {"MOTIFCL_QUANT_GEMV_PLAN", "t=4294967360", "nr"},
         {"MOTIFCL_QUANT_GEMV_PLAN", "t=64,", "nr"},
+        {"MOTIFCL_GEMV_PLAN", "u=-1", "nr"},
         {"MOTIFCL_MAX_BINDING", "-5", "byte"},
         {"MOTIFCL_MAX_BINDING", "99999999999999999999", "byte"},
         {"MOTIFCL_QUANT_GEMM_SLICES", " 3", "16"},
@@ -383,6 +393,7 @@ static void traits_print_as_json(void **state)
     mcl_env_defaults(&env);
     env.gemv.set = MCL_GEMV_SET_T;
     env.gemv.t = 64;
+    env.gemv_f32 = (mcl_gemv_override){.set = MCL_GEMV_SET_NR | MCL_GEMV_SET_U, .nr = 8, .u = 1};
     mcl_device_info d = device(0x1002, DRIVER_MESA_RADV, 64, gpu_features, "polaris");
     mcl_traits t = decide(&d, &env);
     size_t n = mcl_traits_json(&t, NULL, 0);
@@ -393,6 +404,7 @@ static void traits_print_as_json(void **state)
     assert_non_null(strstr(text, "\"class\": \"amd-wave64\""));
     assert_non_null(strstr(text, "\"profile\": \"polaris\""));
     assert_non_null(strstr(text, "\"gemv_override\": {\"t\": 64}"));
+    assert_non_null(strstr(text, "\"gemv_f32_override\": {\"nr\": 8, \"u\": 1}"));
     /* Truncated output stays terminated. */
     char small[16];
     assert_int_equal(mcl_traits_json(&t, small, sizeof small), n);

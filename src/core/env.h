@@ -117,6 +117,7 @@ typedef struct mcl_env_settings {
     char transfer_text[MCL_ENV_TEXT];
     mcl_env_quant_path quant_path; /* MOTIFCL_QUANT_PATH */
     mcl_gemv_override gemv;        /* MOTIFCL_QUANT_GEMV_PLAN */
+    mcl_gemv_override gemv_f32;    /* MOTIFCL_GEMV_PLAN: t, g, nr, u only */
     uint32_t gemm_slices;          /* MOTIFCL_QUANT_GEMM_SLICES, 0 unset */
     uint32_t gemm_unroll;          /* MOTIFCL_QUANT_GEMM_UNROLL, 0 unset */
     uint32_t gemm_f32_unroll;      /* MOTIFCL_GEMM_UNROLL, 0 unset */

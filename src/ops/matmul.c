@@ -273,6 +273,36 @@ static uint64_t gemv_shared_bytes(const gemv_config *cfg, uint32_t rows)
     return (chunk > reduce ? chunk : reduce) * 16u + sizeof(float);
 }
 
+/* MOTIFCL_GEMV_PLAN (tuning): t invocations a workgroup, g row groups, nr rows of w a row
+ * group, u the staged path's vec4s of K per invocation and chunk (0: x read from memory),
+ * where the result fits the shader and the device; else cfg stays and a warning says so. */
+static void gemv_override(mcl_context *ctx, uint32_t rows, gemv_config *cfg)
+{
+    const mcl_traits *tr = mcl_traits_of(ctx);
+    const mcl_gemv_override *o = &tr->gemv_f32;
+    if (!o->set)
+        return;
+    gemv_config c = *cfg;
+    if (o->set & MCL_GEMV_SET_T)
+        c.threads = o->t;
+    if (o->set & MCL_GEMV_SET_G)
+        c.groups = o->g;
+    if (o->set & MCL_GEMV_SET_NR)
+        c.nr = o->nr;
+    if (o->set & MCL_GEMV_SET_U)
+        c.steps = o->u;
+    int ok = c.threads >= 1 && c.threads <= tr->max_invocations &&
+             c.threads <= tr->max_workgroup_size[0] && c.groups >= 1 &&
+             c.threads % c.groups == 0 && c.nr >= 1 && c.nr <= 8 && c.steps <= 8 &&
+             gemv_shared_bytes(&c, rows) <= tr->max_shared_bytes;
+    if (!ok) {
+        mcl_ctx_log(ctx, MCL_LOG_WARNING,
+                    "MOTIFCL_GEMV_PLAN does not fit this product or device; ignored");
+        return;
+    }
+    *cfg = c;
+}
+
 static mcl_status gemv_choose(mcl_context *ctx, uint32_t rows, gemv_config *cfg)
 {
     const mcl_traits *tr = mcl_traits_of(ctx);
@@ -294,7 +324,21 @@ static mcl_status gemv_choose(mcl_context *ctx, uint32_t rows, gemv_config *cfg)
     if (gemv_shared_bytes(cfg, rows) > tr->max_shared_bytes)
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "GEMV needs more shared memory than the "
                         "device has");
+    gemv_override(ctx, rows, cfg);
     return MCL_SUCCESS;
+}
+
+mcl_status mcl_gemv_f32_plan(mcl_context *ctx, uint32_t rows, uint32_t plan[4])
+{
+    gemv_config cfg;
+    mcl_status status = gemv_choose(ctx, rows, &cfg);
+    if (status == MCL_SUCCESS) {
+        plan[0] = cfg.threads;
+        plan[1] = cfg.groups;
+        plan[2] = cfg.nr;
+        plan[3] = cfg.steps;
+    }
+    return status;
 }
 
 static mcl_status gemv_dispatch(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, mcl_tensor *bias,

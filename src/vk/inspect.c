@@ -38,6 +38,7 @@ void mcl_inspect_reread_environment(mcl_context *ctx)
     t->quant_dot = now.quant_dot && t->integer_dot;
     t->quant_matrix = now.quant_matrix && t->cooperative_matrix;
     t->gemv = now.gemv;
+    t->gemv_f32 = now.gemv_f32;
     t->gemm_slices = now.gemm_slices;
     t->gemm_unroll = now.gemm_unroll;
     t->gemm_f32_unroll = now.gemm_f32_unroll;

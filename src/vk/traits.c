@@ -164,6 +164,7 @@ void mcl_traits_decide(mcl_device_info *info, const mcl_env_settings *env,
     t.binding_alignment = info->min_storage_buffer_offset_alignment;
 
     t.gemv = env->gemv;
+    t.gemv_f32 = env->gemv_f32;
     t.gemm_slices = env->gemm_slices;
     t.gemm_unroll = env->gemm_unroll;
     t.gemm_f32_unroll = env->gemm_f32_unroll;
@@ -190,6 +191,22 @@ static const char *class_name(mcl_device_class c)
     }
 }
 
+/* "name": {"key": value, ...} of the keys an override sets. */
+static void put_override(mcl_text *o, const char *name, const mcl_gemv_override *g)
+{
+    static const char *const keys[] = {"t", "g", "nr", "u", "pb", "st", "cvt"};
+    const uint32_t values[] = {g->t, g->g, g->nr, g->u, g->pb, g->st, g->cvt};
+    mcl_text_put(o, "\"%s\": {", name);
+    int first = 1;
+    for (int i = 0; i < 7; i++) {
+        if (g->set & (1u << i)) {
+            mcl_text_put(o, "%s\"%s\": %u", first ? "" : ", ", keys[i], values[i]);
+            first = 0;
+        }
+    }
+    mcl_text_put(o, "}");
+}
+
 size_t mcl_traits_json(const mcl_traits *t, char *buffer, size_t capacity)
 {
     static const char *const transfers[] = {"auto", "staging", "import"};
@@ -213,18 +230,10 @@ size_t mcl_traits_json(const mcl_traits *t, char *buffer, size_t capacity)
         t->max_workgroup_size[0], t->max_workgroup_size[1], t->max_workgroup_size[2],
         (unsigned long long)t->max_binding_bytes, (unsigned long long)t->weight_part_bytes,
         (unsigned long long)t->binding_alignment);
-    mcl_text_put(&o, "\"gemv_override\": {");
-    static const char *const keys[] = {"t", "g", "nr", "u", "pb", "st", "cvt"};
-    const uint32_t values[] = {t->gemv.t, t->gemv.g, t->gemv.nr, t->gemv.u,
-                               t->gemv.pb, t->gemv.st, t->gemv.cvt};
-    first = 1;
-    for (int i = 0; i < 7; i++) {
-        if (t->gemv.set & (1u << i)) {
-            mcl_text_put(&o, "%s\"%s\": %u", first ? "" : ", ", keys[i], values[i]);
-            first = 0;
-        }
-    }
-    mcl_text_put(&o, "}, \"gemm_slices\": %u, \"gemm_unroll\": %u, \"gemm_f32_unroll\": %u, "
+    put_override(&o, "gemv_override", &t->gemv);
+    mcl_text_put(&o, ", ");
+    put_override(&o, "gemv_f32_override", &t->gemv_f32);
+    mcl_text_put(&o, ", \"gemm_slices\": %u, \"gemm_unroll\": %u, \"gemm_f32_unroll\": %u, "
         "\"gemm_f32_tile\": [%u, %u], \"gemm_float_tile\": [%u, %u], "
         "\"gemm_matrix_tile\": [%u, %u], \"attention_splits\": %u, \"attention_wg\": %u, "
         "\"transfer\": \"%s\", \"pipeline_stats\": %d, \"engine_eager\": %d}",

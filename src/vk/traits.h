@@ -61,6 +61,7 @@ typedef struct mcl_traits {
     /* Tuning overrides of the quantized kernels' plans; 0 (or an empty set) is the plan's own
      * choice. Each is checked against the product it would shape when it is planned. */
     mcl_gemv_override gemv;        /* MOTIFCL_QUANT_GEMV_PLAN */
+    mcl_gemv_override gemv_f32;    /* MOTIFCL_GEMV_PLAN (the f32 GEMV) */
     uint32_t gemm_slices;          /* MOTIFCL_QUANT_GEMM_SLICES */
     uint32_t gemm_unroll;          /* MOTIFCL_QUANT_GEMM_UNROLL */
     uint32_t gemm_f32_unroll;      /* MOTIFCL_GEMM_UNROLL */
