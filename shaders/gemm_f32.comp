@@ -158,8 +158,15 @@ vec4 load_b4(uint base, uint row, uint col, uint rows, uint cols, uint stride) {
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
-    const uint tx = tid % THREADS_N;      // column group of this invocation
-    const uint ty = tid / THREADS_N;      // row group
+    // Column group and row group of this invocation. Each 32 consecutive invocations (a warp
+    // on NVIDIA) take 8 column groups of 4 row groups where the tile has them, so that a K
+    // value's shared reads are 4 vec4s of A and 8 of B (64 and 128 contiguous bytes) rather
+    // than 2 and 16; any other width of subgroup computes the same.
+    const uint THREADS_M = BM / TM;
+    const bool WARP_BLOCKS = THREADS_N % 8u == 0u && THREADS_M % 4u == 0u && THREADS % 32u == 0u;
+    const uint lane = tid % 32u, warp = tid / 32u;
+    const uint tx = WARP_BLOCKS ? (warp % (THREADS_N / 8u)) * 8u + lane % 8u : tid % THREADS_N;
+    const uint ty = WARP_BLOCKS ? (warp / (THREADS_N / 8u)) * 4u + lane / 8u : tid / THREADS_N;
     const uint m0 = gl_WorkGroupID.y * BM;
     const uint n0 = gl_WorkGroupID.x * BN;
     const uint batch = gl_WorkGroupID.z % pc.batches;
