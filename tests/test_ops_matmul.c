@@ -182,9 +182,9 @@ static void gemv_plan_override(void **state)
         for (uint32_t m = 1; m <= 8; m++) {
             uint32_t rule[4], got[4];
             switch_env("MOTIFCL_GEMV_PLAN", NULL);
-            assert_mcl_ok(mcl_gemv_f32_plan(ctx, m, rule));
+            assert_mcl_ok(mcl_gemv_f32_plan(ctx, m, 77, rule));
             switch_env("MOTIFCL_GEMV_PLAN", plans[i].text);
-            assert_mcl_ok(mcl_gemv_f32_plan(ctx, m, got));
+            assert_mcl_ok(mcl_gemv_f32_plan(ctx, m, 77, got));
             for (int f = 0; f < 4; f++) {
                 uint32_t want = plans[i].keys & (1u << f) ? plans[i].plan[f] : rule[f];
                 if (got[f] != want)
@@ -198,6 +198,43 @@ static void gemv_plan_override(void **state)
         }
     }
     switch_env("MOTIFCL_GEMV_PLAN", NULL);
+}
+
+/* The GEMV's rule where it was measured (H100, 8 rows of x, docs/tuning.md "FP32 GEMV"): 2
+ * vec4s a chunk on the wide grid of 14336 rows of w (448 workgroups), 4 on 4096 rows (128),
+ * and 4 at 2 to 4 rows of x on either; fewer where the shared memory does not hold the chunks
+ * (3 on Lavapipe's 32 KiB); 2 on AMD and under the polaris profile; one row reads x from
+ * memory. */
+static void gemv_rule(void **state)
+{
+    (void)state;
+    const mcl_traits *tr = mcl_inspect_traits(ctx);
+    if (tr->gemv_f32.set) {
+        mcl_test_note("gemv rule", "MOTIFCL_GEMV_PLAN is set: the rule is not consulted");
+        return;
+    }
+    static const struct {
+        uint32_t rows, n, steps;
+    } cases[] = {{8, 14336, 2}, {8, 4096, 4}, {5, 8192, 2}, {5, 8160, 4},
+                 {4, 14336, 4}, {2, 4096, 4}, {1, 14336, 0}};
+    int passed = 1;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        uint32_t plan[4];
+        assert_mcl_ok(mcl_gemv_f32_plan(ctx, cases[i].rows, cases[i].n, plan));
+        uint32_t want = cases[i].steps;
+        if (want && tr->device_class != MCL_CLASS_GENERIC)
+            want = 2;
+        /* Two chunks of `rows` x 32 lanes x `steps` vec4s must fit the shared memory. */
+        while (want > 1 && 2ull * cases[i].rows * 32u * want * 16u + 4u > tr->max_shared_bytes)
+            want--;
+        char name[96];
+        snprintf(name, sizeof name, "gemv plan for %u rows of x, %u of w: %u steps",
+                 cases[i].rows, cases[i].n, plan[3]);
+        int ok = plan[3] == want && plan[2] == (want ? 4u : 1u);
+        printf("%-70s %s\n", name, ok ? "as the rule says" : "NOT the rule");
+        passed &= mcl_test_record_bool(name, ok);
+    }
+    assert_true(passed);
 }
 
 static void gemm_path(void **state)
@@ -385,6 +422,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(gemv_edges),
         cmocka_unit_test(gemv_large_grid),
         cmocka_unit_test(gemv_plan_override),
+        cmocka_unit_test(gemv_rule),
         cmocka_unit_test(gemm_path),
         cmocka_unit_test(gemm_tile_variants),
         cmocka_unit_test(gemm_tile_rule),

@@ -408,9 +408,9 @@ void mcl_env_read(mcl_env_settings *s)
     if ((v = mcl_env("MOTIFCL_QUANT_GEMV_PLAN")) && !parse_gemv(v, &s->gemv))
         problem(s, "MOTIFCL_QUANT_GEMV_PLAN=%s is not key=value,... with keys t, g, nr, u, "
                 "pb, st, cvt and whole numbers; ignored", v);
+    const uint32_t f32_keys = MCL_GEMV_SET_T | MCL_GEMV_SET_G | MCL_GEMV_SET_NR | MCL_GEMV_SET_U;
     if ((v = mcl_env("MOTIFCL_GEMV_PLAN")) &&
-        (!parse_gemv(v, &s->gemv_f32) ||
-         (s->gemv_f32.set & ~(MCL_GEMV_SET_T | MCL_GEMV_SET_G | MCL_GEMV_SET_NR | MCL_GEMV_SET_U)))) {
+        (!parse_gemv(v, &s->gemv_f32) || (s->gemv_f32.set & ~f32_keys))) {
         problem(s, "MOTIFCL_GEMV_PLAN=%s is not key=value,... with keys t, g, nr, u and whole "
                 "numbers; ignored", v);
         s->gemv_f32 = (mcl_gemv_override){0};

@@ -253,13 +253,17 @@ typedef struct gemv_config {
 /* Tunables of the GEMV, by rows of x and by device class (docs/tuning.md, "FP32 GEMV"): one
  * row reads x from memory, four rows of w per workgroup of 256; several rows stage x in
  * shared memory in chunks of `steps`, 4 rows of w per row group of 32 invocations (a row
- * group's load of w is 512 contiguous bytes of one row; no subgroup size is assumed). AMD
- * keeps fewer chunks in flight: less bandwidth per compute unit to cover. */
+ * group's load of w is 512 contiguous bytes of one row; no subgroup size is assumed). Five
+ * to eight rows on a grid of 256 workgroups or more (two or more a multiprocessor on an
+ * H100 or H200) keep 2 steps in flight, fewer on a narrower grid take 4: each of its
+ * workgroups must cover more of its multiprocessor's bandwidth alone. AMD keeps 2: less
+ * bandwidth per compute unit to cover. */
 #define MCL_GEMV_THREADS 256u
 #define MCL_GEMV_STAGED_NR 4u
 #define MCL_GEMV_STAGED_LANES 32u      /* invocations per row group, staged */
-#define MCL_GEMV_STEPS_FEW_ROWS 4u     /* staged, 2 to 4 rows of x */
-#define MCL_GEMV_STEPS_MANY_ROWS 3u    /* staged, 5 to 8 rows of x */
+#define MCL_GEMV_STEPS 4u              /* staged, 2 to 8 rows of x */
+#define MCL_GEMV_STEPS_WIDE 2u         /* staged, 5 to 8 rows of x on a wide grid */
+#define MCL_GEMV_WIDE_GRID 256u        /* workgroups from which a grid is wide */
 #define MCL_GEMV_STEPS_AMD 2u
 
 /* Shared memory of a configuration, as the shader sizes it. */
@@ -303,7 +307,7 @@ static void gemv_override(mcl_context *ctx, uint32_t rows, gemv_config *cfg)
     *cfg = c;
 }
 
-static mcl_status gemv_choose(mcl_context *ctx, uint32_t rows, gemv_config *cfg)
+static mcl_status gemv_choose(mcl_context *ctx, uint32_t rows, uint32_t n, gemv_config *cfg)
 {
     const mcl_traits *tr = mcl_traits_of(ctx);
     uint32_t threads = MCL_GEMV_THREADS;
@@ -312,10 +316,14 @@ static mcl_status gemv_choose(mcl_context *ctx, uint32_t rows, gemv_config *cfg)
     if (rows == 1) {
         *cfg = (gemv_config){.threads = threads, .groups = 4, .nr = 1, .steps = 0};
     } else {
-        uint32_t steps = rows <= 4 ? MCL_GEMV_STEPS_FEW_ROWS : MCL_GEMV_STEPS_MANY_ROWS;
+        uint32_t groups = threads / MCL_GEMV_STAGED_LANES;
+        uint64_t per_group = (uint64_t)groups * MCL_GEMV_STAGED_NR;
+        uint64_t workgroups = (n + per_group - 1) / per_group;
+        uint32_t steps = rows > 4 && workgroups >= MCL_GEMV_WIDE_GRID ? MCL_GEMV_STEPS_WIDE
+                                                                      : MCL_GEMV_STEPS;
         if (tr->device_class != MCL_CLASS_GENERIC)
             steps = MCL_GEMV_STEPS_AMD;
-        *cfg = (gemv_config){.threads = threads, .groups = threads / MCL_GEMV_STAGED_LANES,
+        *cfg = (gemv_config){.threads = threads, .groups = groups,
                              .nr = MCL_GEMV_STAGED_NR, .steps = steps};
         while (cfg->steps > 1 &&
                gemv_shared_bytes(cfg, rows) > tr->max_shared_bytes)
@@ -328,10 +336,10 @@ static mcl_status gemv_choose(mcl_context *ctx, uint32_t rows, gemv_config *cfg)
     return MCL_SUCCESS;
 }
 
-mcl_status mcl_gemv_f32_plan(mcl_context *ctx, uint32_t rows, uint32_t plan[4])
+mcl_status mcl_gemv_f32_plan(mcl_context *ctx, uint32_t rows, uint32_t n, uint32_t plan[4])
 {
     gemv_config cfg;
-    mcl_status status = gemv_choose(ctx, rows, &cfg);
+    mcl_status status = gemv_choose(ctx, rows, n, &cfg);
     if (status == MCL_SUCCESS) {
         plan[0] = cfg.threads;
         plan[1] = cfg.groups;
@@ -345,7 +353,7 @@ static mcl_status gemv_dispatch(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, 
                                 mcl_tensor *y, uint32_t rows, uint32_t n, uint32_t k)
 {
     gemv_config cfg;
-    mcl_status status = gemv_choose(ctx, rows, &cfg);
+    mcl_status status = gemv_choose(ctx, rows, n, &cfg);
     if (status != MCL_SUCCESS)
         return status;
     mcl_kernel_desc desc = {

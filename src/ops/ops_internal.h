@@ -18,10 +18,10 @@ typedef struct mcl_gemm_config {
 void mcl_gemm_tiles(const mcl_context *ctx, uint64_t m, uint64_t n, uint32_t k, uint64_t batch,
                     int tb, mcl_gemm_config *cfg);
 
-/* The f32 GEMV's shape for `rows` (1..8) rows of x, MOTIFCL_GEMV_PLAN's where set and
- * fitting: invocations a workgroup, row groups, rows of w a row group, vec4s of K an
- * invocation takes per staged chunk (0: x read from memory). */
-mcl_status mcl_gemv_f32_plan(mcl_context *ctx, uint32_t rows, uint32_t plan[4]);
+/* The f32 GEMV's shape for `rows` (1..8) rows of x and n rows of w, MOTIFCL_GEMV_PLAN's
+ * where set and fitting: invocations a workgroup, row groups, rows of w a row group, vec4s of
+ * K an invocation takes per staged chunk (0: x read from memory). */
+mcl_status mcl_gemv_f32_plan(mcl_context *ctx, uint32_t rows, uint32_t n, uint32_t plan[4]);
 
 /* Shared memory of gemm_f32 with tile shape cfg, single- or double-buffered. */
 uint32_t mcl_gemm_shared_bytes(const mcl_gemm_config *cfg, uint32_t db);
