@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "env.h"
+#include "vk/inspect.h"
 #include "witness.h"
 
 static mcl_witness *witness;
@@ -112,6 +113,15 @@ int mcl_test_record_bool(const char *name, int passed)
 void mcl_test_record_figure(const char *name, double value, const char *unit)
 {
     mcl_witness_add_figure(witness, name, value, unit, "measured");
+}
+
+void mcl_test_switch_env(mcl_context *ctx, const char *name, const char *value)
+{
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+    mcl_inspect_reread_environment(ctx);
 }
 
 void mcl_test_note(const char *key, const char *value)

@@ -67,6 +67,10 @@ int mcl_test_scratch_setup(void **state);
 int mcl_test_scratch_teardown(void **state);
 const char *mcl_test_scratch_dir(void);
 
+/* Set (or, with value NULL, unset) a MOTIFCL_* variable and have ctx read the environment's
+ * tuning overrides again (the plans' overrides take effect on the next dispatch). */
+void mcl_test_switch_env(mcl_context *ctx, const char *name, const char *value);
+
 /* Record a note for the witness. */
 void mcl_test_note(const char *key, const char *value);
 

@@ -141,15 +141,6 @@ static void gemv_large_grid(void **state)
         check(&cases[i], "gemv");
 }
 
-static void switch_env(const char *name, const char *value)
-{
-    if (value)
-        setenv(name, value, 1);
-    else
-        unsetenv(name);
-    mcl_inspect_reread_environment(ctx);
-}
-
 /* MOTIFCL_GEMV_PLAN (a tuning override) reaches shapes the rule never takes: x read from
  * memory at several rows, 1, 2, 3 and 8 rows of w a row group, 1 to 3 vec4s a chunk,
  * workgroups of 64, 96 and 128 invocations. Each fits 32 KiB of
@@ -181,9 +172,9 @@ static void gemv_plan_override(void **state)
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
         for (uint32_t m = 1; m <= 8; m++) {
             uint32_t rule[4], got[4];
-            switch_env("MOTIFCL_GEMV_PLAN", NULL);
+            mcl_test_switch_env(ctx, "MOTIFCL_GEMV_PLAN", NULL);
             assert_mcl_ok(mcl_gemv_f32_plan(ctx, m, 77, rule));
-            switch_env("MOTIFCL_GEMV_PLAN", plans[i].text);
+            mcl_test_switch_env(ctx, "MOTIFCL_GEMV_PLAN", plans[i].text);
             assert_mcl_ok(mcl_gemv_f32_plan(ctx, m, 77, got));
             for (int f = 0; f < 4; f++) {
                 uint32_t want = plans[i].keys & (1u << f) ? plans[i].plan[f] : rule[f];
@@ -197,7 +188,7 @@ static void gemv_plan_override(void **state)
             }
         }
     }
-    switch_env("MOTIFCL_GEMV_PLAN", NULL);
+    mcl_test_switch_env(ctx, "MOTIFCL_GEMV_PLAN", NULL);
 }
 
 /* The GEMV's rule where it was measured (H100, 8 rows of x, docs/tuning.md "FP32 GEMV"): 2

@@ -54,15 +54,6 @@
 static mcl_context *ctx;
 static int has_dot;
 
-static void switch_env(const char *name, const char *value)
-{
-    if (value)
-        setenv(name, value, 1);
-    else
-        unsetenv(name);
-    mcl_inspect_reread_environment(ctx);
-}
-
 static uint32_t rng;
 
 static uint32_t next_u32(void)
@@ -680,7 +671,7 @@ static void experts_parts(void **state)
     };
     const ex_case c[] = {{3, 8, 0}, {2, 8, 1}, {6, 4, 0}, {8, 2, 1}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        switch_env("MOTIFCL_MAX_BINDING", cases[i].limit);
+        mcl_test_switch_env(ctx, "MOTIFCL_MAX_BINDING", cases[i].limit);
         stack s;
         stack_make(&s, cases[i].t, 8, 37, cases[i].k, (uint32_t)(2000 + i));
         for (size_t j = 0; j < sizeof c / sizeof c[0]; j++) {
@@ -691,7 +682,7 @@ static void experts_parts(void **state)
         }
         stack_free(&s);
     }
-    switch_env("MOTIFCL_MAX_BINDING", "3000");
+    mcl_test_switch_env(ctx, "MOTIFCL_MAX_BINDING", "3000");
     stack s;
     stack_make(&s, MCL_DTYPE_Q8_0, 8, 37, 96, 2300);
     int64_t xs[2] = {1, 96}, ys[2] = {2, 37}, is = 2;
@@ -705,7 +696,7 @@ static void experts_parts(void **state)
     mcl_tensor_destroy(ty);
     mcl_tensor_destroy(ti);
     stack_free(&s);
-    switch_env("MOTIFCL_MAX_BINDING", NULL);
+    mcl_test_switch_env(ctx, "MOTIFCL_MAX_BINDING", NULL);
 }
 
 /* A Q8_0 stack past one binding for real: just past maxStorageBufferRange where that is at

@@ -66,16 +66,8 @@
 
 static mcl_context *ctx;
 
-/* Set (value) or unset (NULL) a switch of the quantized matmul, and have ctx read it: a
- * context reads the environment when it is created, and this one lives for the suite. */
-static void switch_env(const char *name, const char *value)
-{
-    if (value)
-        setenv(name, value, 1);
-    else
-        unsetenv(name);
-    mcl_inspect_reread_environment(ctx);
-}
+/* The switches of the quantized matmul are set through mcl_test_switch_env: a context reads
+ * the environment when it is created, and this one lives for the suite. */
 static int has_dot;    /* integer dot product enabled on this context */
 static int has_matrix; /* cooperative matrices enabled on this context */
 
@@ -510,7 +502,7 @@ static void gemv_plan_override(void **state)
         "pb=32,nr=2,u=2",
     };
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
-        switch_env("MOTIFCL_QUANT_GEMV_PLAN", plans[i]);
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMV_PLAN", plans[i]);
         for (size_t f = 0; f < FORMAT_COUNT; f++) {
             mcl_dtype t = all_formats[f];
             mm_case c = {1, 1 + (int64_t)(i % 8), 37, 4352, (int)(i % 2)};
@@ -519,7 +511,7 @@ static void gemv_plan_override(void **state)
                 check_dot_path(t, &c, (uint32_t)(9500 + 10 * i + f));
         }
     }
-    switch_env("MOTIFCL_QUANT_GEMV_PLAN", NULL);
+    mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMV_PLAN", NULL);
 
     /* Both ways the float path at one row of x makes codes floats, whichever this device
      * takes by itself: conversion (cvt=1, AMD's and the polaris profile's) with the format's
@@ -529,7 +521,7 @@ static void gemv_plan_override(void **state)
     static const char *const decodings[] = {"cvt=0", "cvt=1", "cvt=1,nr=8,u=2",
                                             "cvt=1,st=1,t=32"};
     for (size_t i = 0; i < sizeof decodings / sizeof decodings[0]; i++) {
-        switch_env("MOTIFCL_QUANT_GEMV_PLAN", decodings[i]);
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMV_PLAN", decodings[i]);
         for (size_t f = 0; f < FORMAT_COUNT; f++) {
             mcl_gemv_plan p;
             assert_mcl_ok(mcl_quant_gemv_plan(ctx, 0, all_formats[f], 1, 37, 4352, &p));
@@ -538,7 +530,7 @@ static void gemv_plan_override(void **state)
             check_float_path(all_formats[f], &c, (uint32_t)(9800 + 10 * i + f));
         }
     }
-    switch_env("MOTIFCL_QUANT_GEMV_PLAN", NULL);
+    mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMV_PLAN", NULL);
 }
 
 /* The GEMV plan rule at the two shapes its constants were measured at on the H200 (W
@@ -743,33 +735,33 @@ static void gemm_float(void **state)
      * (ignored, with a warning). */
     static const char *const slices[] = {"3", "1", "17"};
     for (size_t i = 0; i < sizeof slices / sizeof slices[0]; i++) {
-        switch_env("MOTIFCL_QUANT_GEMM_SLICES", slices[i]);
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_SLICES", slices[i]);
         mcl_dtype t = all_formats[(i + 1) % FORMAT_COUNT];
         const mm_case c = {1, 20, 67, kq(t, 4128, 4352), 1};
         check_float_path(t, &c, (uint32_t)(2200 + i));
     }
-    switch_env("MOTIFCL_QUANT_GEMM_SLICES", NULL);
+    mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_SLICES", NULL);
     /* The inner loop unrolled as the override says: not at all, whole, and a count that does
      * not divide the tile (ignored, with a warning). */
     static const char *const unroll[] = {"1", "16", "3"};
     for (size_t i = 0; i < sizeof unroll / sizeof unroll[0]; i++) {
-        switch_env("MOTIFCL_QUANT_GEMM_UNROLL", unroll[i]);
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_UNROLL", unroll[i]);
         mcl_dtype t = all_formats[(i + 2) % FORMAT_COUNT];
         const mm_case c = {1, 70, 131, kq(t, 96, 512), 1};
         check_float_path(t, &c, (uint32_t)(2300 + i));
     }
-    switch_env("MOTIFCL_QUANT_GEMM_UNROLL", NULL);
+    mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_UNROLL", NULL);
     /* Tiles as the override says: tall (16 rows of a an invocation), wide, narrow, and two
      * shapes it refuses (ignored, with a warning). Partial tiles both ways, a split K. Unrolled
      * 2 at a time: unrolled 8, the NVIDIA driver took 45 s to create the 256 x 128 pipeline. */
-    switch_env("MOTIFCL_QUANT_GEMM_UNROLL", "2");
+    mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_UNROLL", "2");
     static const struct {
         const char *env;
         uint32_t bm, bn; /* the tile taken: the default 64 x 64 for a refused shape */
     } tiles[] = {{"256x128", 256, 128}, {"128x256", 128, 256}, {"256x64", 256, 64},
                  {"64x128", 64, 128},   {"256x256", 64, 64},   {"96x64", 64, 64}};
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
-        switch_env("MOTIFCL_QUANT_GEMM_FLOAT_TILE", tiles[i].env);
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_FLOAT_TILE", tiles[i].env);
         mcl_dtype t = all_formats[i % FORMAT_COUNT];
         const mm_case c = {1, 300, 200, kq(t, 512, 1024), 1};
         uint32_t bm = 0, bn = 0;
@@ -778,8 +770,8 @@ static void gemm_float(void **state)
         assert_int_equal(bn, tiles[i].bn);
         check_float_path(t, &c, (uint32_t)(2400 + i));
     }
-    switch_env("MOTIFCL_QUANT_GEMM_FLOAT_TILE", NULL);
-    switch_env("MOTIFCL_QUANT_GEMM_UNROLL", NULL);
+    mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_FLOAT_TILE", NULL);
+    mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_UNROLL", NULL);
     /* A device with Vulkan's least shared memory, 16 KiB: the 128 x 128 tile (16.5 KiB) and
      * the 256-row one do not fit, so a large product takes 64 x 64 and the override is
      * ignored. Control: with the device's own limit the same query gives 128 x 128. */
@@ -793,9 +785,9 @@ static void gemm_float(void **state)
     uint32_t dm = 0, dn = 0;
     mcl_inspect_traits(ctx)->max_shared_bytes = 16384;
     mcl_quant_gemm_float_tile(ctx, 4096, 4096, &dm, &dn);
-    switch_env("MOTIFCL_QUANT_GEMM_FLOAT_TILE", "256x128");
+    mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_FLOAT_TILE", "256x128");
     mcl_quant_gemm_float_tile(ctx, 4096, 4096, &bm, &bn);
-    switch_env("MOTIFCL_QUANT_GEMM_FLOAT_TILE", NULL);
+    mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_FLOAT_TILE", NULL);
     mcl_inspect_traits(ctx)->max_shared_bytes = shared;
     assert_int_equal(dm, 64);
     assert_int_equal(dn, 64);
@@ -1042,11 +1034,11 @@ static void matrix_path(void **state)
     /* The last one is not a tile: ignored, with a warning. */
     static const char *const tiles[] = {"64x128", "128x64", "128x128", "96x128"};
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
-        switch_env("MOTIFCL_QUANT_GEMM_TILE", tiles[i]);
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_TILE", tiles[i]);
         mm_case c = {1, 130, 200, 512, 1};
         check_matrix_path(all_formats[(i + 1) % FORMAT_COUNT], &c, (uint32_t)(3800 + i));
     }
-    switch_env("MOTIFCL_QUANT_GEMM_TILE", NULL);
+    mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_TILE", NULL);
     /* Asked for at the GEMV's rows, the matrix path is refused. */
     mm_case p = {1, 8, 37, 64, 0};
     mm_data d;
@@ -1066,7 +1058,7 @@ static void matrix_path(void **state)
 static void split_weight(void **state)
 {
     (void)state;
-    switch_env("MOTIFCL_MAX_BINDING", "3000");
+    mcl_test_switch_env(ctx, "MOTIFCL_MAX_BINDING", "3000");
     for (size_t f = 0; f < FORMAT_COUNT; f++) {
         mcl_dtype t = all_formats[f];
         const mm_case cases[] = {
@@ -1082,7 +1074,7 @@ static void split_weight(void **state)
                 check_matrix_path(t, &cases[i], (uint32_t)(9650 + 10 * f + i));
         }
     }
-    switch_env("MOTIFCL_MAX_BINDING", "16");
+    mcl_test_switch_env(ctx, "MOTIFCL_MAX_BINDING", "16");
     mm_case p = {1, 1, 37, 256, 0};
     mm_data d;
     mm_setup(&d, MCL_DTYPE_Q4_K, &p, 9700);
@@ -1090,7 +1082,7 @@ static void split_weight(void **state)
                      MCL_ERROR_TOO_LARGE);
     mcl_test_record_bool("a binding limit below one row of W is refused", 1);
     mm_free(&d);
-    switch_env("MOTIFCL_MAX_BINDING", NULL);
+    mcl_test_switch_env(ctx, "MOTIFCL_MAX_BINDING", NULL);
 }
 
 /* A weight larger than the device's maxStorageBufferRange (Lavapipe: 128 MiB), where that is
@@ -1143,8 +1135,8 @@ static void path_selection(void **state)
     const char *force = getenv("MOTIFCL_FORCE"), *quant_path = getenv("MOTIFCL_QUANT_PATH");
     char *saved_force = force ? strdup(force) : NULL;
     char *saved_path = quant_path ? strdup(quant_path) : NULL;
-    switch_env("MOTIFCL_FORCE", NULL);
-    switch_env("MOTIFCL_QUANT_PATH", NULL);
+    mcl_test_switch_env(ctx, "MOTIFCL_FORCE", NULL);
+    mcl_test_switch_env(ctx, "MOTIFCL_QUANT_PATH", NULL);
 
     for (size_t f = 0; f < FORMAT_COUNT; f++) {
         mcl_dtype t = all_formats[f];
@@ -1152,15 +1144,15 @@ static void path_selection(void **state)
         assert_int_equal(mcl_quant_path_select(ctx, t), want);
         /* Forcing: MOTIFCL_FORCE=integer-dot takes the dot path wherever the device has
          * integer dot product enabled, accelerated or not; MOTIFCL_QUANT_PATH overrides. */
-        switch_env("MOTIFCL_FORCE", "integer-dot");
+        mcl_test_switch_env(ctx, "MOTIFCL_FORCE", "integer-dot");
         want = has_dot ? MCL_QUANT_PATH_DOT : MCL_QUANT_PATH_FLOAT;
         assert_int_equal(mcl_quant_path_select(ctx, t), want);
-        switch_env("MOTIFCL_QUANT_PATH", "float");
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_PATH", "float");
         assert_int_equal(mcl_quant_path_select(ctx, t), MCL_QUANT_PATH_FLOAT);
-        switch_env("MOTIFCL_FORCE", NULL);
-        switch_env("MOTIFCL_QUANT_PATH", "dot");
+        mcl_test_switch_env(ctx, "MOTIFCL_FORCE", NULL);
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_PATH", "dot");
         assert_int_equal(mcl_quant_path_select(ctx, t), want);
-        switch_env("MOTIFCL_QUANT_PATH", NULL);
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_PATH", NULL);
         /* The GEMM: matrix where cooperative matrices are enabled, unless MOTIFCL_QUANT_PATH
          * names another; integer dot for Q8_0 and Q4_0 only. */
         int dot_gemm = t == MCL_DTYPE_Q8_0 || t == MCL_DTYPE_Q4_0;
@@ -1168,19 +1160,19 @@ static void path_selection(void **state)
                               : has_dot && accelerated && dot_gemm ? MCL_QUANT_PATH_DOT
                                                                    : MCL_QUANT_PATH_FLOAT;
         assert_int_equal(mcl_quant_gemm_path_select(ctx, t), gemm);
-        switch_env("MOTIFCL_QUANT_PATH", "float");
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_PATH", "float");
         assert_int_equal(mcl_quant_gemm_path_select(ctx, t), MCL_QUANT_PATH_FLOAT);
-        switch_env("MOTIFCL_QUANT_PATH", "dot");
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_PATH", "dot");
         assert_int_equal(mcl_quant_gemm_path_select(ctx, t),
                          has_dot && dot_gemm ? MCL_QUANT_PATH_DOT : MCL_QUANT_PATH_FLOAT);
-        switch_env("MOTIFCL_QUANT_PATH", NULL);
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_PATH", NULL);
     }
     if (polaris)
         assert_false(has_matrix); /* the profile masks f16, and with it the matrix path */
 
     /* mcl_matmul itself, forced onto the dot path where there is one: AUTO resolves to the
      * selected path and the result is right. */
-    switch_env("MOTIFCL_FORCE", "integer-dot");
+    mcl_test_switch_env(ctx, "MOTIFCL_FORCE", "integer-dot");
     mm_case p = {1, 2, 37, 96, 1};
     mm_data d;
     mm_setup(&d, MCL_DTYPE_Q4_0, &p, 4000);
@@ -1196,13 +1188,13 @@ static void path_selection(void **state)
                 has_dot ? NMSE_DOT_VS_F32 : NMSE_FLOAT);
     free(want);
     mm_free(&d);
-    switch_env("MOTIFCL_FORCE", NULL);
+    mcl_test_switch_env(ctx, "MOTIFCL_FORCE", NULL);
     /* The integer-dot GEMM holds 16.5 KiB of shared memory: under Vulkan's least limit (16
      * KiB) the GEMM takes the float path even where the dot path is asked for, and an explicit
      * request for the dot GEMM is refused; the GEMV (no such tile) stays on the dot path.
      * Control: the device's own limit keeps the dot GEMM. */
     if (has_dot && info.max_compute_shared_memory_size >= 16896) {
-        switch_env("MOTIFCL_QUANT_PATH", "dot");
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_PATH", "dot");
         assert_int_equal(mcl_quant_gemm_path_select(ctx, MCL_DTYPE_Q4_0), MCL_QUANT_PATH_DOT);
         const uint32_t shared = mcl_inspect_traits(ctx)->max_shared_bytes;
         mcl_inspect_traits(ctx)->max_shared_bytes = 16384;
@@ -1214,7 +1206,7 @@ static void path_selection(void **state)
                                                      MCL_TRANSPOSE, NULL, d.tc,
                                                      MCL_QUANT_PATH_AUTO, &ran);
         mcl_inspect_traits(ctx)->max_shared_bytes = shared;
-        switch_env("MOTIFCL_QUANT_PATH", NULL);
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_PATH", NULL);
         assert_int_equal(small, MCL_QUANT_PATH_FLOAT);
         assert_int_equal(small_gemv, MCL_QUANT_PATH_DOT);
         assert_int_equal(explicit_dot, MCL_ERROR_UNSUPPORTED);
@@ -1239,9 +1231,9 @@ static void path_selection(void **state)
         const uint32_t shared = mcl_inspect_traits(ctx)->max_shared_bytes;
         mcl_inspect_traits(ctx)->max_shared_bytes = 24576;
         mcl_quant_gemm_matrix_tile(ctx, 4096, 4096, &sm, &sn);
-        switch_env("MOTIFCL_QUANT_GEMM_TILE", "128x128");
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_TILE", "128x128");
         mcl_quant_gemm_matrix_tile(ctx, 4096, 4096, &om, &on);
-        switch_env("MOTIFCL_QUANT_GEMM_TILE", NULL);
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_TILE", NULL);
         mcl_inspect_traits(ctx)->max_shared_bytes = 16384;
         mcl_quant_path small = mcl_quant_gemm_path_select(ctx, MCL_DTYPE_Q8_0);
         mcl_status explicit_matrix = small_gemm(&d, MCL_DTYPE_Q8_0, 4200, MCL_QUANT_PATH_MATRIX,
@@ -1266,9 +1258,9 @@ static void path_selection(void **state)
                       ? "dot" : "float");
     mcl_test_record_bool("path selection", 1);
     if (saved_force)
-        switch_env("MOTIFCL_FORCE", saved_force);
+        mcl_test_switch_env(ctx, "MOTIFCL_FORCE", saved_force);
     if (saved_path)
-        switch_env("MOTIFCL_QUANT_PATH", saved_path);
+        mcl_test_switch_env(ctx, "MOTIFCL_QUANT_PATH", saved_path);
     free(saved_force);
     free(saved_path);
 }
@@ -1282,7 +1274,7 @@ static void graph_replay(void **state)
      * bound as two views, bodies and d values) whose views are gone before the replays. */
     for (int split = 0; split < 2; split++) {
         if (split)
-            switch_env("MOTIFCL_MAX_BINDING", "1000");
+            mcl_test_switch_env(ctx, "MOTIFCL_MAX_BINDING", "1000");
         mm_data d;
         mm_setup(&d, MCL_DTYPE_Q8_0, &p, 5000);
         mcl_graph *graph = NULL;
@@ -1290,7 +1282,7 @@ static void graph_replay(void **state)
         assert_mcl_ok(
             mcl_matmul(ctx, d.ta, MCL_NO_TRANSPOSE, d.tw, MCL_TRANSPOSE, d.tbias, d.tc));
         assert_mcl_ok(mcl_graph_end(ctx, &graph));
-        switch_env("MOTIFCL_MAX_BINDING", NULL);
+        mcl_test_switch_env(ctx, "MOTIFCL_MAX_BINDING", NULL);
         int dot = mcl_quant_path_select(ctx, MCL_DTYPE_Q8_0) == MCL_QUANT_PATH_DOT;
         for (int rep = 0; rep < 2; rep++) {
             mcl_fill_random(d.a, (size_t)(d.rows * p.k), 5100u + (uint32_t)rep, -1, 1);
