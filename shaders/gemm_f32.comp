@@ -104,25 +104,6 @@ shared vec4 Bs[NBUF * B_TILE];
 const uint LA = (BM * BK / 4 + THREADS - 1) / THREADS;
 const uint LB = (BN * BK / 4 + THREADS - 1) / THREADS;
 
-// A tile stored row-major along K (A not transposed, B transposed) is scattered into k-rows of
-// shared memory a value at a time. Its vec4 v (of BK / 4 a row) is row `r` and K offset `kk`
-// of the tile: with PAIRS, two consecutive invocations take two neighbouring vec4s of one row
-// (a whole 32-byte sector of it) and the next pair the next row, so that the 32 stores of one
-// value of a subgroup fall in 32 distinct banks (rows 8 values of K apart sit 16 banks apart:
-// rows of shared memory are BM + 4 or BN + 4 floats); without, BK / 4 invocations take one
-// row's vec4s and stores collide 2-way (BK 16) or 4-way (BK 32).
-const bool PAIRS = BK % 8u == 0u;
-void scatter_index(uint v, uint rows, out uint r, out uint kk) {
-    if (PAIRS) {
-        const uint p = v >> 1;
-        r = p % rows;
-        kk = (p / rows) * 8u + (v & 1u) * 4u;
-    } else {
-        r = v / (BK / 4);
-        kk = (v % (BK / 4)) * 4;
-    }
-}
-
 // Element (row, col) of a stored matrix whose rows are `stride` long, zero outside
 // [0, rows) x [0, cols) (cols <= stride: a K slice ends before the row does).
 float load_a(uint base, uint row, uint col, uint rows, uint cols, uint stride) {
@@ -222,16 +203,14 @@ void main() {
                 uint kk = v / (BM / 4), mm = (v % (BM / 4)) * 4;                              \
                 ra[l] = v < BM * BK / 4 ? load_a4(base_a, (k0) + kk, m0 + mm, K, M, M) : vec4(0.0); \
             } else {                                                                          \
-                uint mm, kk;                                                                  \
-                scatter_index(v, BM, mm, kk);                                                 \
+                uint mm = v / (BK / 4), kk = (v % (BK / 4)) * 4;                              \
                 ra[l] = v < BM * BK / 4 ? load_a4(base_a, m0 + mm, (k0) + kk, M, K, KS) : vec4(0.0); \
             }                                                                                 \
         }                                                                                     \
         [[unroll]] for (uint l = 0; l < LB; l++) {                                            \
             uint v = tid + l * THREADS;                                                       \
             if (TRANS_B) {                                                                    \
-                uint nn, kk;                                                                  \
-                scatter_index(v, BN, nn, kk);                                                 \
+                uint nn = v / (BK / 4), kk = (v % (BK / 4)) * 4;                              \
                 rb[l] = v < BN * BK / 4 ? load_b4(base_b, n0 + nn, (k0) + kk, N, K, KS) : vec4(0.0); \
             } else {                                                                          \
                 uint kk = v / (BN / 4), nn = (v % (BN / 4)) * 4;                              \
@@ -253,8 +232,7 @@ void main() {
                         uint kk = v / (BM / 4), mm = (v % (BM / 4)) * 4;                      \
                         As[abuf + (kk * AS + mm) / 4] = ra[l];                                \
                     } else {                                                                  \
-                        uint mm, kk;                                                          \
-                        scatter_index(v, BM, mm, kk);                                         \
+                        uint mm = v / (BK / 4), kk = (v % (BK / 4)) * 4;                      \
                         [[unroll]] for (uint q = 0; q < 4; q++) {                             \
                             uint idx = (kk + q) * AS + mm;                                    \
                             As[abuf + idx / 4][idx % 4] = ra[l][q];                           \
@@ -266,8 +244,7 @@ void main() {
                 uint v = tid + l * THREADS;                                                   \
                 if (v < BN * BK / 4) {                                                        \
                     if (TRANS_B) {                                                            \
-                        uint nn, kk;                                                          \
-                        scatter_index(v, BN, nn, kk);                                         \
+                        uint nn = v / (BK / 4), kk = (v % (BK / 4)) * 4;                      \
                         [[unroll]] for (uint q = 0; q < 4; q++) {                             \
                             uint idx = (kk + q) * BS + nn;                                    \
                             Bs[bbuf + idx / 4][idx % 4] = rb[l][q];                           \
