@@ -25,7 +25,7 @@
 #define COUNTER_TILE_COLS 64u
 /* The update passes' workgroup (counter_grad.glsl: a tile's 1,024 sums spread over it, each a
  * chain of a batch's adds; at 64 a step of the stories15M shape spent 53 of its 76 ms in the
- * two passes on an H100, evidence/h100-5793ad7-lease), within the device's limit. */
+ * two passes on an H100, ca2cd54:evidence/h100-5793ad7-lease), within the device's limit. */
 #define COUNTER_UPDATE_WG 256u
 #define COUNTER_ROWS_WG 64u
 /* Vulkan's minimum maxComputeWorkGroupCount per dimension. */
