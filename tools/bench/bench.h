@@ -30,6 +30,7 @@ typedef struct bench {
     int arg_count;
     int quant_filters;         /* `quant` alone: its fmt= rows= gemm= filters apply */
     int profile;               /* --profile: the benchmarks that can, profile one more run */
+    const char *figure_tag;    /* while set, appended to every figure's name as " [tag]" */
 } bench;
 
 /* After mcl_profiler_stop: the profile's lines per `per` (steps, tokens) as a table (with

@@ -3,6 +3,9 @@
  *
  *   motifcl-bench stream              streaming read and copy bandwidth (the memory limit)
  *   motifcl-bench gemv [n= k= rows=]  matrix-vector products against the streaming limit
+ *                                     (shapes=NxK,... several shapes; plans=P/P/... each
+ *                                     MOTIFCL_GEMV_PLAN in turn, `rule` for none, every figure
+ *                                     tagged with the plan the GEMV took)
  *   motifcl-bench peak [iter=]         FP32 fused multiply-add and 8-bit dot product rates
  *                                     (the arithmetic limits)
  *   motifcl-bench gemm [m= n= k=]     matrix products against the FP32 peak
@@ -82,6 +85,11 @@ double bench_median(double *v, int n)
 
 static void emit(bench *b, const char *name, double value, const char *unit, const char *label)
 {
+    char tagged[256];
+    if (b->figure_tag) {
+        snprintf(tagged, sizeof tagged, "%s [%s]", name, b->figure_tag);
+        name = tagged;
+    }
     mcl_witness_add_figure(b->witness, name, value, unit, label);
     if (b->json)
         printf("%s\n    {\"name\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", \"label\": \"%s\"}",

@@ -7,6 +7,7 @@
 #include "bench.h"
 #include "ops/ops_internal.h"
 #include "pattern.h"
+#include "vk/inspect.h"
 
 /* Operands rotate through enough copies to exceed the last-level cache several times over,
  * so that a figure is a memory figure (60 MB on an H200; llc= overrides, in MiB). */
@@ -253,18 +254,129 @@ static int gemv_case(bench *b, int64_t n, int64_t k, int64_t rows)
     return 0;
 }
 
+/* The value of option `key` (its text after "key="), or NULL. */
+static const char *arg_text(const bench *b, const char *key)
+{
+    size_t len = strlen(key);
+    for (int i = 0; i < b->arg_count; i++) {
+        if (strncmp(b->args[i], key, len) == 0 && b->args[i][len] == '=')
+            return b->args[i] + len + 1;
+    }
+    return NULL;
+}
+
+#define GEMV_MAX_SHAPES 16
+
+/* The shapes of `shapes=NxK,...`; 0 on a malformed list. */
+static int gemv_shapes(const char *list, int64_t shapes[][2], int cap)
+{
+    int count = 0;
+    while (*list) {
+        long long n, k;
+        int used = 0;
+        if (count == cap || sscanf(list, "%lldx%lld%n", &n, &k, &used) != 2 || n <= 0 ||
+            k <= 0 || n > (1 << 24) || k > (1 << 24))
+            return 0;
+        shapes[count][0] = n;
+        shapes[count][1] = k;
+        count++;
+        list += used;
+        if (*list == ',')
+            list++;
+        else if (*list)
+            return 0;
+    }
+    return count;
+}
+
+/* Every shape at its row counts, under the plan in force (tagged with it when `tag`). */
+static int gemv_shapes_run(bench *b, int64_t shapes[][2], int count, int64_t rows, int tag)
+{
+    int rc = 0;
+    for (int s = 0; s < count; s++) {
+        for (int64_t m = rows > 0 ? rows : 1; m <= (rows > 0 ? rows : 8); m += 7) {
+            uint32_t p[4];
+            char text[96];
+            if (tag) {
+                if (mcl_gemv_f32_plan(b->ctx, (uint32_t)m, (uint32_t)shapes[s][0], p) !=
+                    MCL_SUCCESS)
+                    return 1;
+                snprintf(text, sizeof text, "plan t=%u,g=%u,nr=%u,u=%u", p[0], p[1], p[2],
+                         p[3]);
+                b->figure_tag = text;
+            }
+            rc |= gemv_case(b, shapes[s][0], shapes[s][1], m);
+            b->figure_tag = NULL;
+        }
+    }
+    return rc;
+}
+
 int bench_gemv(bench *b)
 {
     int64_t n = (int64_t)bench_arg(b, "n", 0), k = (int64_t)bench_arg(b, "k", 0);
     int64_t rows = (int64_t)bench_arg(b, "rows", 0);
-    if (n > 0 && k > 0)
-        return gemv_case(b, n, k, rows > 0 ? rows : 1);
-    static const int64_t shapes[2][2] = {{14336, 4096}, {4096, 14336}};
-    int rc = 0;
-    for (int s = 0; s < 2; s++) {
-        rc |= gemv_case(b, shapes[s][0], shapes[s][1], 1);
-        rc |= gemv_case(b, shapes[s][0], shapes[s][1], 8);
+    if (rows < 0 || rows > 8) {
+        fprintf(stderr, "motifcl-bench gemv: rows= is 1..8\n");
+        return 1;
     }
+    int64_t shapes[GEMV_MAX_SHAPES][2] = {{14336, 4096}, {4096, 14336}};
+    int count = 2;
+    const char *list = arg_text(b, "shapes");
+    if (list && !(count = gemv_shapes(list, shapes, GEMV_MAX_SHAPES))) {
+        fprintf(stderr, "motifcl-bench gemv: shapes= is NxK,... (at most %d)\n",
+                GEMV_MAX_SHAPES);
+        return 1;
+    }
+    if (n > 0 && k > 0) {
+        shapes[0][0] = n;
+        shapes[0][1] = k;
+        count = 1;
+        if (rows == 0)
+            rows = 1;
+    }
+    const char *plans = arg_text(b, "plans");
+    if (!plans)
+        return gemv_shapes_run(b, shapes, count, rows, 0);
+    for (const char *c = plans;; c++) {
+        size_t len = strcspn(c, "/");
+        if (len == 0 || len >= 128) {
+            fprintf(stderr, "motifcl-bench gemv: plans= is P/P/..., each as MOTIFCL_GEMV_PLAN "
+                            "(under 128 characters) or `rule`\n");
+            return 1;
+        }
+        c += len;
+        if (*c == '\0')
+            break;
+    }
+
+    /* Each plan set in turn through the environment, which the context reads again; the
+     * variable's own value is put back after. */
+    const char *had = getenv("MOTIFCL_GEMV_PLAN");
+    char *saved = had ? strdup(had) : NULL;
+    char plan[128];
+    int rc = 0;
+    mcl_witness_set_note(b->witness, "gemv_plans", plans);
+    while (*plans) {
+        size_t len = strcspn(plans, "/");
+        memcpy(plan, plans, len);
+        plan[len] = '\0';
+        if (strcmp(plan, "rule") == 0)
+            unsetenv("MOTIFCL_GEMV_PLAN");
+        else
+            setenv("MOTIFCL_GEMV_PLAN", plan, 1);
+        mcl_inspect_reread_environment(b->ctx);
+        rc |= gemv_shapes_run(b, shapes, count, rows, 1);
+        plans += len;
+        if (*plans == '/')
+            plans++;
+    }
+    if (saved)
+        setenv("MOTIFCL_GEMV_PLAN", saved, 1);
+    else
+        unsetenv("MOTIFCL_GEMV_PLAN");
+    free(saved);
+    mcl_inspect_reread_environment(b->ctx);
     return rc;
 }
 
