@@ -49,6 +49,16 @@ void bench_figure(bench *b, const char *name, double value, const char *unit);
 void bench_modeled(bench *b, const char *name, double value, const char *unit);
 /* A numeric option "key=value" from the command line, or `fallback`. */
 double bench_arg(const bench *b, const char *key, double fallback);
+/* The text of option "key=value" (what follows "key="), or NULL. */
+const char *bench_arg_text(const bench *b, const char *key);
+
+/* `plans=P/P/...`: each item set in turn as the environment variable `variable` (`rule`:
+ * unset) and read again by the context, then fn(b, user) run; the variable's own value is
+ * put back after. Without plans= fn runs once as things are. Returns fn's results or-ed, or
+ * 1 with a message and nothing run where the list is malformed. The benchmark tags its
+ * figures with the plan its kernel took (b->figure_tag), which a plan that does not fit
+ * leaves as the rule's. */
+int bench_each_plan(bench *b, const char *variable, int (*fn)(bench *, void *), void *user);
 
 double bench_now(void);
 double bench_median(double *values, int n);

@@ -10,7 +10,7 @@
  *                                     (the arithmetic limits)
  *   motifcl-bench gemm [m= n= k=]     matrix products against the FP32 peak
  *   motifcl-bench rows [rows= cols=]  softmax, RMSNorm, element-wise against the copy limit
- *   motifcl-bench quant [fmt= rows= gemm= n= k=]
+ *   motifcl-bench quant [fmt= rows= gemm= n= k= plans=]
  *                                     GEMV with Q8_0/Q4_0/K-quant weights against a stream
  *                                     read of the same bytes, alone, batched and chained
  *                                     (each waiting for the one before) (and, on
@@ -25,6 +25,9 @@
  *                                     n= k= the GEMVs of W [n, k] only (k a multiple of
  *                                     256)
  *                                     (these filters apply to `quant` alone, not `all`);
+ *                                     plans=P/P/... each MOTIFCL_QUANT_GEMV_PLAN in turn,
+ *                                     `rule` for none, every GEMV figure tagged with the
+ *                                     path and plan it took;
  *                                     at 8 rows also the bound that the path's measured
  *                                     arithmetic rate (peak) sets, modeled
  *   motifcl-bench replay              CPU cost per dispatch of a replayed sequence
@@ -51,6 +54,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "vk/inspect.h"
 
 /* FP32 (non-tensor) peaks from vendors' datasheets, used only to express GEMM figures as a
  * fraction of the device; they are modeled, not measured. */
@@ -131,6 +135,62 @@ double bench_arg(const bench *b, const char *key, double fallback)
             return number_or_exit(key, b->args[i] + len + 1);
     }
     return fallback;
+}
+
+const char *bench_arg_text(const bench *b, const char *key)
+{
+    size_t len = strlen(key);
+    for (int i = 0; i < b->arg_count; i++) {
+        if (strncmp(b->args[i], key, len) == 0 && b->args[i][len] == '=')
+            return b->args[i] + len + 1;
+    }
+    return NULL;
+}
+
+#define PLAN_TEXT 128
+
+int bench_each_plan(bench *b, const char *variable, int (*fn)(bench *, void *), void *user)
+{
+    const char *plans = bench_arg_text(b, "plans");
+    if (!plans)
+        return fn(b, user);
+    for (const char *c = plans;; c++) {
+        size_t len = strcspn(c, "/");
+        if (len == 0 || len >= PLAN_TEXT) {
+            fprintf(stderr, "motifcl-bench: plans= is P/P/..., each as %s (under %d "
+                            "characters) or `rule`\n", variable, PLAN_TEXT);
+            return 1;
+        }
+        c += len;
+        if (*c == '\0')
+            break;
+    }
+    const char *had = getenv(variable);
+    char *saved = had ? strdup(had) : NULL;
+    char plan[PLAN_TEXT];
+    int rc = 0;
+    mcl_witness_set_note(b->witness, "plans", plans);
+    while (*plans) {
+        size_t len = strcspn(plans, "/");
+        memcpy(plan, plans, len);
+        plan[len] = '\0';
+        if (strcmp(plan, "rule") == 0)
+            unsetenv(variable);
+        else
+            setenv(variable, plan, 1);
+        mcl_inspect_reread_environment(b->ctx);
+        rc |= fn(b, user);
+        plans += len;
+        if (*plans == '/')
+            plans++;
+    }
+    if (saved)
+        setenv(variable, saved, 1);
+    else
+        unsetenv(variable);
+    free(saved);
+    mcl_inspect_reread_environment(b->ctx);
+    return rc;
 }
 
 double bench_gpu_time(bench *b, int reps, mcl_status (*fn)(bench *, void *, int), void *user)

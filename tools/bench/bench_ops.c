@@ -7,7 +7,6 @@
 #include "bench.h"
 #include "ops/ops_internal.h"
 #include "pattern.h"
-#include "vk/inspect.h"
 
 /* Operands rotate through enough copies to exceed the last-level cache several times over,
  * so that a figure is a memory figure (60 MB on an H200; llc= overrides, in MiB). */
@@ -254,17 +253,6 @@ static int gemv_case(bench *b, int64_t n, int64_t k, int64_t rows)
     return 0;
 }
 
-/* The value of option `key` (its text after "key="), or NULL. */
-static const char *arg_text(const bench *b, const char *key)
-{
-    size_t len = strlen(key);
-    for (int i = 0; i < b->arg_count; i++) {
-        if (strncmp(b->args[i], key, len) == 0 && b->args[i][len] == '=')
-            return b->args[i] + len + 1;
-    }
-    return NULL;
-}
-
 #define GEMV_MAX_SHAPES 16
 
 /* The shapes of `shapes=NxK,...`; 0 on a malformed list. */
@@ -312,6 +300,19 @@ static int gemv_shapes_run(bench *b, int64_t shapes[][2], int count, int64_t row
     return rc;
 }
 
+typedef struct gemv_sweep {
+    int64_t (*shapes)[2];
+    int count;
+    int64_t rows;
+    int tag;
+} gemv_sweep;
+
+static int gemv_sweep_run(bench *b, void *user)
+{
+    gemv_sweep *g = user;
+    return gemv_shapes_run(b, g->shapes, g->count, g->rows, g->tag);
+}
+
 int bench_gemv(bench *b)
 {
     int64_t n = (int64_t)bench_arg(b, "n", 0), k = (int64_t)bench_arg(b, "k", 0);
@@ -322,7 +323,7 @@ int bench_gemv(bench *b)
     }
     int64_t shapes[GEMV_MAX_SHAPES][2] = {{14336, 4096}, {4096, 14336}};
     int count = 2;
-    const char *list = arg_text(b, "shapes");
+    const char *list = bench_arg_text(b, "shapes");
     if (list && !(count = gemv_shapes(list, shapes, GEMV_MAX_SHAPES))) {
         fprintf(stderr, "motifcl-bench gemv: shapes= is NxK,... (at most %d)\n",
                 GEMV_MAX_SHAPES);
@@ -335,49 +336,8 @@ int bench_gemv(bench *b)
         if (rows == 0)
             rows = 1;
     }
-    const char *plans = arg_text(b, "plans");
-    if (!plans)
-        return gemv_shapes_run(b, shapes, count, rows, 0);
-    for (const char *c = plans;; c++) {
-        size_t len = strcspn(c, "/");
-        if (len == 0 || len >= 128) {
-            fprintf(stderr, "motifcl-bench gemv: plans= is P/P/..., each as MOTIFCL_GEMV_PLAN "
-                            "(under 128 characters) or `rule`\n");
-            return 1;
-        }
-        c += len;
-        if (*c == '\0')
-            break;
-    }
-
-    /* Each plan set in turn through the environment, which the context reads again; the
-     * variable's own value is put back after. */
-    const char *had = getenv("MOTIFCL_GEMV_PLAN");
-    char *saved = had ? strdup(had) : NULL;
-    char plan[128];
-    int rc = 0;
-    mcl_witness_set_note(b->witness, "gemv_plans", plans);
-    while (*plans) {
-        size_t len = strcspn(plans, "/");
-        memcpy(plan, plans, len);
-        plan[len] = '\0';
-        if (strcmp(plan, "rule") == 0)
-            unsetenv("MOTIFCL_GEMV_PLAN");
-        else
-            setenv("MOTIFCL_GEMV_PLAN", plan, 1);
-        mcl_inspect_reread_environment(b->ctx);
-        rc |= gemv_shapes_run(b, shapes, count, rows, 1);
-        plans += len;
-        if (*plans == '/')
-            plans++;
-    }
-    if (saved)
-        setenv("MOTIFCL_GEMV_PLAN", saved, 1);
-    else
-        unsetenv("MOTIFCL_GEMV_PLAN");
-    free(saved);
-    mcl_inspect_reread_environment(b->ctx);
-    return rc;
+    gemv_sweep g = {shapes, count, rows, bench_arg_text(b, "plans") != NULL};
+    return bench_each_plan(b, "MOTIFCL_GEMV_PLAN", gemv_sweep_run, &g);
 }
 
 /* --- GEMM ------------------------------------------------------------------------------- */

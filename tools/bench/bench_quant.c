@@ -347,6 +347,35 @@ static mcl_status qgemm_once(bench *b, void *user, int rep)
                                NULL, q->r.c, q->path, NULL);
 }
 
+/* One GEMV case under the plan in force, its figures tagged with the plan it took where
+ * `tag` (plans=, bench_each_plan). */
+typedef struct qgemv_sweep {
+    mcl_dtype dtype;
+    int64_t n, k, rows;
+    double same_gbs, same_batch_gbs, same_chain_gbs;
+    int tag;
+} qgemv_sweep;
+
+static int qgemv_sweep_run(bench *b, void *user)
+{
+    qgemv_sweep *q = user;
+    char text[96];
+    if (q->tag) {
+        int dot = mcl_quant_path_select(b->ctx, q->dtype) == MCL_QUANT_PATH_DOT;
+        mcl_gemv_plan p;
+        if (mcl_quant_gemv_plan(b->ctx, dot, q->dtype, (uint32_t)q->rows, (uint32_t)q->n,
+                                (uint32_t)q->k, &p) != MCL_SUCCESS)
+            return 1;
+        snprintf(text, sizeof text, "%s plan t=%u,g=%u,nr=%u,u=%u,pb=%u,st=%u,cvt=%u",
+                 dot ? "dot" : "float", p.t, p.g, p.nr, p.u, p.pb, p.stage, p.cvt);
+        b->figure_tag = text;
+    }
+    int rc = qgemv_case(b, q->dtype, q->n, q->k, q->rows, q->same_gbs, q->same_batch_gbs,
+                        q->same_chain_gbs);
+    b->figure_tag = NULL;
+    return rc;
+}
+
 int bench_qgemv(bench *b)
 {
     static const mcl_dtype types[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DTYPE_Q4_K,
@@ -391,9 +420,11 @@ int bench_qgemv(bench *b)
             if (same_gbs <= 0)
                 rc = 1;
             for (int c = 0; c < 2; c++) {
-                if (only_rows <= 0 || only_rows == row_cases[c])
-                    rc |= qgemv_case(b, types[f], n, k, row_cases[c], same_gbs,
-                                     same_batch_gbs, same_chain_gbs);
+                if (only_rows > 0 && only_rows != row_cases[c])
+                    continue;
+                qgemv_sweep q = {types[f], n, k, row_cases[c], same_gbs, same_batch_gbs,
+                                 same_chain_gbs, bench_arg_text(b, "plans") != NULL};
+                rc |= bench_each_plan(b, "MOTIFCL_QUANT_GEMV_PLAN", qgemv_sweep_run, &q);
             }
         }
     }
