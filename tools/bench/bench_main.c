@@ -127,16 +127,6 @@ static double number_or_exit(const char *option, const char *text)
     return v;
 }
 
-double bench_arg(const bench *b, const char *key, double fallback)
-{
-    size_t len = strlen(key);
-    for (int i = 0; i < b->arg_count; i++) {
-        if (strncmp(b->args[i], key, len) == 0 && b->args[i][len] == '=')
-            return number_or_exit(key, b->args[i] + len + 1);
-    }
-    return fallback;
-}
-
 const char *bench_arg_text(const bench *b, const char *key)
 {
     size_t len = strlen(key);
@@ -145,6 +135,12 @@ const char *bench_arg_text(const bench *b, const char *key)
             return b->args[i] + len + 1;
     }
     return NULL;
+}
+
+double bench_arg(const bench *b, const char *key, double fallback)
+{
+    const char *text = bench_arg_text(b, key);
+    return text ? number_or_exit(key, text) : fallback;
 }
 
 #define PLAN_TEXT 128
