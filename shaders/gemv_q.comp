@@ -46,6 +46,7 @@ layout(constant_id = 7) const bool STAGE = false;
 layout(constant_id = 8) const bool CVT_ASKED = false;
 const bool CVT = CVT_ASKED && M == 1u;  // the host asks only at one row of x
 layout(constant_id = 9) const uint EXPERTS = 0u;
+const uint GLU = 0u;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufX4 { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };
@@ -66,6 +67,15 @@ layout(push_constant) uniform Push {
 
 #include "quant.glsl"
 #include "gemv_q.glsl"
+
+void piece_load_up(uint blk, uint p, out uint r[RP]) {
+    [[unroll]] for (uint i = 0u; i < RP; i++) {
+        r[i] = 0u;
+    }
+}
+
+void gemv_glu_finish(uint wg) {
+}
 
 // STAGE: the x of a round, XCH vec4s per row of x from vec4 gemv_xbase, in rows of XS (one
 // vec4 of padding after every 8, so that lanes reading 16-float pieces a piece apart fall in

@@ -48,7 +48,9 @@
 // The includer declares, before including this file and after quant.glsl:
 //   layout(local_size_x_id = 0, local_size_y_id = 4) in;   (T lanes along K, G row groups)
 //   spec constants FORMAT (1), M (2), NR (3), U (5), PB (6), STAGE (7, or a constant false)
-//   and EXPERTS (uint, the mode)
+//   and EXPERTS (uint, the mode), and a constant uint GLU (1: gemv_q_dot.glsl's GEMV_Q_DOT_GLU, its
+//   row groups' rows i >= NR / 2 the second weight's, read by piece_load_up, the results
+//   stored by gemv_glu_finish; 0: neither is called)
 //   buffers `uint wq[]`, `uvec2 wq2[]`, `uvec4 wq4[]` aliasing the block bodies, `uint wd[]`,
 //   `float bias[]` and `uint ids[]` (aliased: experts mode has no bias), `float y[]`, and push
 //   constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0, pc.dlo, pc.e_lo, pc.e_n, pc.xdiv,
@@ -59,7 +61,13 @@
 
 const uint T = gl_WorkGroupSize.x;  // lanes along K per row group
 const uint G = gl_WorkGroupSize.y;  // row groups per workgroup
-const uint ROWS = G * NR;           // rows of W per workgroup
+const bool GEMV_GLU = GLU != 0u;
+const uint NRW = GEMV_GLU ? NR / 2u : NR;  // output rows per row group
+
+// GEMV_GLU: piece p of block blk of the second weight; the results stored after the
+// reduction (the includer's).
+void piece_load_up(uint blk, uint p, out uint r[RP]);
+void gemv_glu_finish(uint wg);
 
 // The partial sums of the T lanes of each row group meet in shared memory: series
 // o = (i * M + m) * G + g at [o * T, o * T + T). They are added in two steps, a fixed order:
@@ -116,6 +124,10 @@ void gemv_finish(float acc[NR][M], uint wg) {
         }
     }
     barrier();
+    if (GEMV_GLU) {
+        gemv_glu_finish(wg);
+        return;
+    }
     for (uint o = g * T + t; o < NR * M * G; o += T * G) {
         const uint i = o / (M * G), m = (o / G) % M, og = o % G;
         const uint n = (wg * G + og) * NR + i;
@@ -140,7 +152,11 @@ void gemv_stage(uint b0);
 // Piece p of block b of each of the NR rows starting at blocks row_blk[].
 void gemv_load(uint row_blk[NR], uint b, uint p, out uint r[NR][RP]) {
     [[unroll]] for (uint i = 0u; i < NR; i++) {
-        piece_load(row_blk[i] + b, pc.dlo + row_blk[i] + b, p, r[i]);
+        if (GEMV_GLU && i >= NRW) {
+            piece_load_up(row_blk[i] + b, p, r[i]);
+        } else {
+            piece_load(row_blk[i] + b, pc.dlo + row_blk[i] + b, p, r[i]);
+        }
     }
 }
 
@@ -267,7 +283,7 @@ void gemv_main() {
     }
     uint row_blk[NR];
     [[unroll]] for (uint i = 0u; i < NR; i++) {
-        row_blk[i] = (expert_row + min((wg * G + g) * NR + i, pc.N - 1u)) * nb;
+        row_blk[i] = (expert_row + min((wg * G + g) * NRW + i % NRW, pc.N - 1u)) * nb;
     }
     if (GEMV_GROUPED) {
         gemv_grouped(row_blk, wg);

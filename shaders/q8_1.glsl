@@ -7,15 +7,28 @@
 // reference's almost everywhere.
 //
 // The includer declares `layout(local_size_x_id = 0) in;` (a multiple of 8 invocations) and
-// a writeonly uint buffer `act`, and calls q8_1_store from uniform control flow.
+// a writeonly uint buffer `act`, and calls q8_1_store from uniform control flow. A 2-D
+// workgroup, or another output buffer, defines before including: Q8_LID (the invocation's
+// lane, default gl_LocalInvocationID.x), Q8_LANES_ALL (the lanes, default gl_WorkGroupSize.x)
+// and Q8_OUT (the buffer's array, default act).
 #ifndef Q8_1_GLSL
 #define Q8_1_GLSL
 
 #extension GL_EXT_control_flow_attributes : enable
 
+#ifndef Q8_LID
+#define Q8_LID gl_LocalInvocationID.x
+#endif
+#ifndef Q8_LANES_ALL
+#define Q8_LANES_ALL gl_WorkGroupSize.x
+#endif
+#ifndef Q8_OUT
+#define Q8_OUT act
+#endif
+
 const uint Q8_LANES = 8u;  // invocations per block
-shared float q_amax[gl_WorkGroupSize.x];
-shared int q_sum[gl_WorkGroupSize.x];
+shared float q_amax[Q8_LANES_ALL];
+shared int q_sum[Q8_LANES_ALL];
 
 // 1/127 rounded to float (0x1.020408p-7): a product with it is correctly rounded everywhere.
 const float INV127 = 7.87401572e-3;
@@ -31,7 +44,7 @@ float round_away(float v) {
 // scale at act[8 blocks + g], the code sum at act[9 blocks + g]. `valid` false: a lane past
 // the data, which takes part in the barriers and writes nothing.
 void q8_1_store(vec4 v, uint g, bool valid, uint blocks) {
-    const uint lid = gl_LocalInvocationID.x, j = lid % Q8_LANES, first = lid - j;
+    const uint lid = Q8_LID, j = lid % Q8_LANES, first = lid - j;
     const vec4 a = abs(v);
     q_amax[lid] = max(max(a.x, a.y), max(a.z, a.w));
     barrier();
@@ -48,7 +61,7 @@ void q8_1_store(vec4 v, uint g, bool valid, uint blocks) {
     const ivec4 q = ivec4(vec4(round_away(v.x * id), round_away(v.y * id),
                                round_away(v.z * id), round_away(v.w * id)));
     if (valid) {
-        act[Q8_LANES * g + j] = uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 |
+        Q8_OUT[Q8_LANES * g + j] = uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 |
                                 uint(q.z & 0xFF) << 16 | uint(q.w & 0xFF) << 24;
     }
     q_sum[lid] = (q.x + q.y) + (q.z + q.w);
@@ -58,8 +71,8 @@ void q8_1_store(vec4 v, uint g, bool valid, uint blocks) {
         [[unroll]] for (uint k = 0u; k < Q8_LANES; k++) {
             sum += q_sum[first + k];
         }
-        act[8u * blocks + g] = floatBitsToUint(d);
-        act[9u * blocks + g] = uint(sum);
+        Q8_OUT[8u * blocks + g] = floatBitsToUint(d);
+        Q8_OUT[9u * blocks + g] = uint(sum);
     }
     // No barrier here: a next call's write of q_amax comes after this call's second barrier,
     // which every read of q_amax precedes, and its write of q_sum after its own first.

@@ -10,6 +10,15 @@
  *    kernel holds them in registers) and of 9216 (read in rounds).
  *  - mcl_swiglu_q8 against mcl_swiglu and mcl_quantize_activations: the quantized words
  *    bit-identical (the same expression on the same values). Control: gate's quantization.
+ *  - mcl_matmul_glu_q8 (gate and up integer-dot GEMVs, SwiGLU and its quantization in one
+ *    dispatch) against the two products (mcl_matmul_quantized_input) and mcl_swiglu_q8, on a
+ *    context that takes the integer-dot path: the quantized words bit-identical (the same
+ *    lanes and rounds a row, the same sums), Q8_0 and Q4_0, 1, 2 and 3 rows, rows of 256 and
+ *    4096, 160 and 512 outputs; at 8 rows, where the shared memory holds its partial sums
+ *    (not on a device of less than 64 KiB, where it must not fuse). Control: up's weight as
+ *    gate's too differs in most words.
+ *    Refused: act_out the input's tensor, or too small; not fused (nothing recorded): Q4_K,
+ *    or gate and up of different types.
  *  - mcl_rope_kv (RoPE of rows' q in place, of their k into the caches of their sequences, v
  *    copied there, at positions and sequences read from a buffer; also one row into a
  *    one-sequence cache) against the rotation in double from the same frequency table:
@@ -186,6 +195,123 @@ static void swiglu_q8_matches_ops(void **state)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         mcl_tensor_destroy(all[i]);
     free(g0), free(u0), free(got), free(want);
+}
+
+/* n rows of k weights of `dtype` (Q8_0 or Q4_0: d first in each block) as random codes, each
+ * block's d a random power of two in 2^-9 .. 2^-6. */
+static mcl_tensor *random_weight(mcl_context *c, mcl_dtype dtype, int64_t n, int64_t k,
+                                 uint32_t seed)
+{
+    const size_t block = mcl_dtype_block_bytes(dtype), blocks = (size_t)(n * k / 32);
+    uint8_t *q = malloc(block * blocks);
+    assert_non_null(q);
+    uint32_t r = seed * 2654435761u + 7;
+    for (size_t i = 0; i < block * blocks; i++) {
+        r = r * 1664525u + 1013904223u;
+        q[i] = (uint8_t)(r >> 24);
+    }
+    for (size_t b = 0; b < blocks; b++) {
+        r = r * 1664525u + 1013904223u;
+        uint16_t half = (uint16_t)((6 + (r >> 30)) << 10); /* 2^(e - 15), e = 6 .. 9 */
+        q[b * block] = (uint8_t)(half & 0xFF);
+        q[b * block + 1] = (uint8_t)(half >> 8);
+    }
+    int64_t shape[2] = {n, k};
+    mcl_tensor *t = mcl_test_tensor(c, dtype, 2, shape, q);
+    free(q);
+    return t;
+}
+
+static void glu_case(mcl_context *c, mcl_dtype dtype, int64_t rows, int64_t n, int64_t k)
+{
+    const size_t in_words = (size_t)(rows * k / 32 * 10), words = (size_t)(rows * n / 32 * 10);
+    float *x0 = malloc((size_t)(rows * k) * 4);
+    uint32_t *got = malloc(words * 4), *want = malloc(words * 4);
+    assert_true(x0 && got && want);
+    mcl_fill_random(x0, (size_t)(rows * k), (uint32_t)(20 + n + k), -1.0f, 1.0f);
+    int64_t xs[2] = {rows, k}, ys[2] = {rows, n}, is[1] = {(int64_t)in_words},
+            as[1] = {(int64_t)words};
+    mcl_tensor *x = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, x0);
+    mcl_tensor *act = mcl_test_tensor(c, MCL_DTYPE_I32, 1, is, NULL);
+    mcl_tensor *g = mcl_test_tensor(c, MCL_DTYPE_F32, 2, ys, NULL);
+    mcl_tensor *u = mcl_test_tensor(c, MCL_DTYPE_F32, 2, ys, NULL);
+    mcl_tensor *out = mcl_test_tensor(c, MCL_DTYPE_I32, 1, as, NULL);
+    mcl_tensor *ref = mcl_test_tensor(c, MCL_DTYPE_I32, 1, as, NULL);
+    mcl_tensor *wg = random_weight(c, dtype, n, k, (uint32_t)(1 + n)),
+               *wu = random_weight(c, dtype, n, k, (uint32_t)(2 + n));
+    assert_mcl_ok(mcl_quantize_activations(c, x, (uint32_t)rows, (uint32_t)k, act));
+    assert_mcl_ok(mcl_matmul_quantized_input(c, x, act, wg, g));
+    assert_mcl_ok(mcl_matmul_quantized_input(c, x, act, wu, u));
+    assert_mcl_ok(mcl_swiglu_q8(c, g, u, ref));
+    int fused = 0;
+    assert_mcl_ok(mcl_matmul_glu_q8(c, x, act, wg, wu, g, out, &fused));
+    char name[160];
+    if (!fused) {
+        /* Only where its partial sums are beyond the shared memory (8 rows: 64 KiB). */
+        snprintf(name, sizeof name, "mcl_matmul_glu_q8 not fused at %lld rows: %u bytes of "
+                 "shared memory", (long long)rows, mcl_inspect_traits(c)->max_shared_bytes);
+        assert_true(mcl_test_record_bool(name, rows > 4 &&
+                                                   mcl_inspect_traits(c)->max_shared_bytes <
+                                                       65536));
+        goto done;
+    }
+    download(out, got, words * 4);
+    download(ref, want, words * 4);
+    snprintf(name, sizeof name, "mcl_matmul_glu_q8 against the products and mcl_swiglu_q8, "
+             "%s, %lld rows, %lld x %lld", mcl_dtype_name(dtype), (long long)rows,
+             (long long)n, (long long)k);
+    assert_true(mcl_test_record(name, "mismatched words", (double)word_mismatches(got, want,
+                                                                                   words), 0));
+    /* Control: up's weight in gate's place. */
+    assert_mcl_ok(mcl_matmul_glu_q8(c, x, act, wu, wu, g, out, &fused));
+    download(out, got, words * 4);
+    size_t bad = word_mismatches(got, want, words);
+    snprintf(name, sizeof name, "mcl_matmul_glu_q8: control, up's weight as gate's, %s, %lld "
+             "rows: %zu of %zu words differ", mcl_dtype_name(dtype), (long long)rows, bad, words);
+    assert_true(mcl_test_record_bool(name, fused == 1 && bad > words / 2));
+done:;
+    mcl_tensor *all[] = {x, act, g, u, out, ref, wg, wu};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+    free(x0), free(got), free(want);
+}
+
+static void glu_q8_matches_ops(void **state)
+{
+    (void)state;
+    mcl_context *c = mcl_test_context_with("MOTIFCL_QUANT_PATH", "dot");
+    const mcl_dtype types[2] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0};
+    for (int t = 0; t < 2; t++) {
+        glu_case(c, types[t], 1, 512, 4096);
+        glu_case(c, types[t], 2, 512, 4096);
+        glu_case(c, types[t], 3, 160, 256);
+        glu_case(c, types[t], 8, 512, 4096);
+    }
+    /* Refusals, and products it does not fuse (nothing recorded, *fused 0). */
+    int64_t xs[2] = {1, 256}, ys[2] = {1, 64}, is[1] = {80}, small[1] = {19};
+    mcl_tensor *x = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, NULL);
+    mcl_tensor *act = mcl_test_tensor(c, MCL_DTYPE_I32, 1, is, NULL);
+    mcl_tensor *out = mcl_test_tensor(c, MCL_DTYPE_I32, 1, small, NULL);
+    mcl_tensor *y = mcl_test_tensor(c, MCL_DTYPE_F32, 2, ys, NULL);
+    mcl_tensor *w4 = random_weight(c, MCL_DTYPE_Q4_0, 64, 256, 5),
+               *w8 = random_weight(c, MCL_DTYPE_Q8_0, 64, 256, 6);
+    int64_t ks[2] = {64, 256};
+    mcl_tensor *wk = mcl_test_tensor(c, MCL_DTYPE_Q4_K, 2, ks, NULL);
+    int fused = 1;
+    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, w4, w4, y, NULL, &fused), INVALID);
+    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, w4, w4, y, act, &fused), INVALID);
+    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, w4, w4, y, out, &fused), INVALID);
+    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, w4, w4, y, act, NULL), INVALID);
+    fused = 1;
+    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, w4, w8, y, out, &fused), MCL_SUCCESS);
+    assert_int_equal(fused, 0);
+    fused = 1;
+    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, wk, wk, y, out, &fused), MCL_SUCCESS);
+    assert_int_equal(fused, 0);
+    mcl_tensor *all[] = {x, act, out, y, w4, w8, wk};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+    assert_int_equal(mcl_test_context_release(c, " with the integer-dot path"), 0);
 }
 
 #define HQ 4
@@ -612,6 +738,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(norm_q8_matches_ops),
         cmocka_unit_test(swiglu_q8_matches_ops),
+        cmocka_unit_test(glu_q8_matches_ops),
         cmocka_unit_test(rope_kv_matches_reference),
         cmocka_unit_test(attention_decode_matches_attention),
         cmocka_unit_test(attention_decode_rope_matches_ops),

@@ -459,6 +459,7 @@ void mcl_env_read(mcl_env_settings *s)
         problem(s, "MOTIFCL_QUANT_GEMM_TILE=%s is not <BM>x<BN>, sides 64 or 128; ignored", v);
     s->pipeline_stats = switch_value(s, "MOTIFCL_PIPELINE_STATS");
     s->engine_eager = switch_value(s, "MOTIFCL_ENGINE_EAGER");
+    s->engine_split_glu = switch_value(s, "MOTIFCL_ENGINE_SPLIT_GLU");
     read_pipeline_cache(s);
     read_profile(s);
     if ((v = mcl_env("MOTIFCL_MAX_BINDING"))) {

@@ -23,6 +23,8 @@
  *   MOTIFCL_PIPELINE_STATS      1: log the driver's statistics of each compiled kernel (info)
  *   MOTIFCL_MAX_BINDING         bytes: split quantized weights as if one binding held no more
  *   MOTIFCL_ENGINE_EAGER        1: sessions record each decode step op by op (no replay)
+ *   MOTIFCL_ENGINE_SPLIT_GLU    1: a decode step's gate and up products and SwiGLU as
+ *                               separate dispatches, not fused (for comparison)
  *   MOTIFCL_PROFILE             1|true|on|yes: profile every dispatch, the table to stderr
  *                               when the context is destroyed; an absolute file path: the
  *                               profile as JSON into that file instead; 0|false|off|no: none
@@ -128,6 +130,7 @@ typedef struct mcl_env_settings {
     uint32_t attention_wg;         /* MOTIFCL_ATTENTION_WG, 0 unset */
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS */
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER */
+    int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU */
     int gpu_profile;               /* MOTIFCL_PROFILE: 1 to stderr, 2 to profile_path */
     char profile_path[MCL_ENV_PATH];
     uint64_t max_binding;          /* MOTIFCL_MAX_BINDING, 0 unset */

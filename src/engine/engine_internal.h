@@ -98,9 +98,11 @@ struct mcl_session {
     mcl_tensor *att_counters;    /* i32 [sequences x ENGINE_COUNTER_STRIDE]: their counts */
     mcl_tensor *normed;          /* f32 [sequences, dim]: a decode step's normed rows */
     mcl_tensor *act;             /* i32: their quantization for the integer-dot path */
+    mcl_tensor *act2;            /* i32, as act: the fused gate, up and SwiGLU's output */
     engine_step steps[ENGINE_STEPS];
     uint64_t clock;
     int eager;                   /* MOTIFCL_ENGINE_EAGER: decode steps recorded op by op */
+    int split_glu;               /* MOTIFCL_ENGINE_SPLIT_GLU: gate, up and SwiGLU unfused */
     /* Called after each op a pass records, with the op's name (the benchmarks' per-op GPU
      * times: a timestamp each); NULL in use. */
     mcl_status (*mark)(void *user, const char *op);

@@ -522,17 +522,28 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         act = norm_act(s, n, 2, ffn_w, ffn);
         TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
         MARK(s, "residual, feed-forward norm");
-        TRY(step_linears(ctx, n, act, 2, ffn_w, NULL, ffn));
-        MARK(s, "gate, up");
-        /* SwiGLU, quantized for the down product where it takes the integer-dot path. */
+        /* Gate, up and SwiGLU in one dispatch where the products and the down product take
+         * the integer-dot path (mcl_matmul_glu_q8, quantized into act2 for the down product:
+         * it reads act); else the products, then SwiGLU quantized for the down product where
+         * it takes that path. */
         const mcl_tensor *down_w[1] = {L->w_down};
-        act = norm_act(s, gate, 1, down_w, &h);
-        if (act)
-            TRY(mcl_swiglu_q8(ctx, gate, up, act));
-        else
-            TRY(mcl_swiglu(ctx, gate, up, gate));
-        MARK(s, "swiglu");
-        TRY(step_linears(ctx, gate, act, 1, down_w, NULL, &h));
+        mcl_tensor *down_act = norm_act(s, gate, 1, down_w, &h);
+        int fused = 0;
+        if (act && down_act && !s->split_glu)
+            TRY(mcl_matmul_glu_q8(ctx, n, act, L->w_gate, L->w_up, gate, s->act2, &fused));
+        if (fused) {
+            down_act = s->act2;
+            MARK(s, "gate, up, swiglu");
+        } else {
+            TRY(step_linears(ctx, n, act, 2, ffn_w, NULL, ffn));
+            MARK(s, "gate, up");
+            if (down_act)
+                TRY(mcl_swiglu_q8(ctx, gate, up, down_act));
+            else
+                TRY(mcl_swiglu(ctx, gate, up, gate));
+            MARK(s, "swiglu");
+        }
+        TRY(step_linears(ctx, gate, down_act, 1, down_w, NULL, &h));
         MARK(s, "down");
         delta = h;
     }

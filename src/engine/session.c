@@ -161,7 +161,7 @@ static uint64_t activation_bytes(const mcl_session *s)
                        ENGINE_COUNTER_STRIDE(s) +
                        MCL_ATTENTION_DECODE_MAX_SPLITS * ((uint64_t)s->q_dim + 2ull * m->heads);
     return 4 * ((uint64_t)s->rows * per_row + (uint64_t)s->sequences * (per_seq + m->dim) +
-                (uint64_t)act_words(s));
+                2ull * act_words(s));
 }
 
 
@@ -222,6 +222,8 @@ static mcl_status allocate(mcl_session *s)
         st = make(ctx, MCL_DTYPE_F32, s->sequences, m->dim, &s->normed);
     if (st == MCL_SUCCESS)
         st = make(ctx, MCL_DTYPE_I32, act_words(s), 0, &s->act);
+    if (st == MCL_SUCCESS)
+        st = make(ctx, MCL_DTYPE_I32, act_words(s), 0, &s->act2);
     int64_t cache_shape[4] = {1, s->context_length, m->kv_heads, m->head_dim};
     /* All sequences' caches in one tensor a layer where one binding holds it (as the
      * quantized weights count a binding: MOTIFCL_MAX_BINDING lowers it): a decode step then
@@ -368,6 +370,7 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
     if (st == MCL_SUCCESS)
         st = make_rope_table(s);
     s->eager = mcl_traits_of(s->ctx)->engine_eager;
+    s->split_glu = mcl_traits_of(s->ctx)->engine_split_glu;
     s->draw_cap = ENGINE_DRAW_PENALTIES;
     if (st != MCL_SUCCESS) {
         mcl_session_destroy(s);
@@ -384,10 +387,10 @@ static void session_release(mcl_session *s)
     mcl_engine_steps_destroy(s);
     mcl_tensor **own[] = {&s->ids, &s->pos, &s->x, &s->h, &s->q, &s->k, &s->v, &s->att,
                           &s->gate, &s->up, &s->last, &s->logits, &s->rope_table, &s->part_o,
-                          &s->part_ml, &s->normed, &s->act, &s->seq_logits, &s->draw_params,
-                          &s->draw_tokens, &s->att_counters, &s->moe_logits, &s->moe_ids,
-                          &s->moe_weights, &s->moe_gate, &s->moe_up, &s->moe_down, &s->sh_z,
-                          &s->sh_gate, &s->sh_up, &s->moe_vids};
+                          &s->part_ml, &s->normed, &s->act, &s->act2, &s->seq_logits,
+                          &s->draw_params, &s->draw_tokens, &s->att_counters, &s->moe_logits,
+                          &s->moe_ids, &s->moe_weights, &s->moe_gate, &s->moe_up,
+                          &s->moe_down, &s->sh_z, &s->sh_gate, &s->sh_up, &s->moe_vids};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
         mcl_tensor_destroy(*own[i]);
         *own[i] = NULL;

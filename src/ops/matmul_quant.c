@@ -463,6 +463,97 @@ mcl_status mcl_matmul_quantized_input(mcl_context *ctx, mcl_tensor *a, mcl_tenso
 }
 
 
+/* The fused gate and up GEMV's plan for product p (of W_gate; W_up alike): the GEMV's, with
+ * whole blocks of 32 output rows a workgroup for the quantization (its row groups doubled up
+ * to GLU_LANES invocations, then its rows per row group up to 4). Its lanes along K, and so
+ * the pieces and rounds of a row and each product's sums, stay the GEMV's. 0 where the fusion
+ * does not apply, or the workgroup or its shared memory (the partial sums of both weights'
+ * rows, the SwiGLU rows, q8_1.glsl's two words a lane) is beyond the device: at 8 rows of a
+ * and 32 lanes, 64 KiB. */
+#define GLU_LANES 512u
+static int glu_plan(mcl_context *ctx, const quant_product *p, mcl_gemv_plan *plan)
+{
+    const mcl_traits *tr = mcl_traits_of(ctx);
+    if (p->path != MCL_QUANT_PATH_DOT || (p->fmt != MCL_QFMT_Q8_0 && p->fmt != MCL_QFMT_Q4_0) ||
+        p->rows > MCL_QUANT_GEMV_MAX_ROWS || p->n % 32 != 0 || p->part_rows < p->n)
+        return 0;
+    mcl_gemv_plan_for(ctx, 1, p->fmt, p->rows, p->n, p->k, plan);
+    while ((plan->g * plan->nr) % 32 != 0) {
+        if (plan->t * plan->g * 2 <= GLU_LANES)
+            plan->g *= 2;
+        else if (plan->nr < 4)
+            plan->nr *= 2;
+        else
+            return 0;
+    }
+    uint64_t lanes = (uint64_t)plan->t * plan->g;
+    uint64_t shared = 4 * (2 * plan->nr * p->rows * lanes +
+                           (uint64_t)p->rows * plan->g * plan->nr + 2 * lanes);
+    return lanes <= tr->max_invocations && plan->g <= tr->max_workgroup_size[1] &&
+           plan->t <= tr->max_workgroup_size[0] && shared <= tr->max_shared_bytes;
+}
+
+mcl_status mcl_matmul_glu_q8(mcl_context *ctx, mcl_tensor *a, mcl_tensor *act,
+                             mcl_tensor *w_gate, mcl_tensor *w_up, mcl_tensor *c,
+                             mcl_tensor *act_out, int *fused)
+{
+    if (!fused)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    *fused = 0;
+    if (!w_gate || !w_up || mcl_quant_format(w_gate->dtype) < 0)
+        return MCL_SUCCESS;
+    quant_product p, pu;
+    mcl_status status = mcl_quant_check(ctx, a, MCL_NO_TRANSPOSE, w_gate, MCL_TRANSPOSE, NULL, c,
+                                        MCL_QUANT_PATH_AUTO, &p);
+    if (status == MCL_SUCCESS)
+        status = mcl_quant_check(ctx, a, MCL_NO_TRANSPOSE, w_up, MCL_TRANSPOSE, NULL, c,
+                                 MCL_QUANT_PATH_AUTO, &pu);
+    if (status != MCL_SUCCESS)
+        return status;
+    mcl_gemv_plan plan;
+    if (w_gate->dtype != w_up->dtype || pu.part_rows < pu.n || !glu_plan(ctx, &p, &plan))
+        return MCL_SUCCESS;
+    if (!act || !act_out || act->ctx != ctx || act_out->ctx != ctx || act == act_out ||
+        act->nbytes < (uint64_t)p.rows * (p.k / 32) * MCL_QUANT_ACT_WORDS * 4 ||
+        act_out->nbytes < (uint64_t)p.rows * (p.n / 32) * MCL_QUANT_ACT_WORDS * 4)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_matmul_glu_q8: act or act_out missing, too small or one tensor");
+    mcl_ctx_log(ctx, MCL_LOG_DEBUG, "gemv glu %s %ux%u, %u rows: t=%u g=%u nr=%u u=%u pb=%u",
+                mcl_dtype_name(w_gate->dtype), p.n, p.k, p.rows, plan.t, plan.g, plan.nr,
+                plan.u, plan.pb);
+    mcl_kernel_desc desc = {
+        .id = MCL_KERNEL_GEMV_Q_DOT_GLU,
+        .binding_count = 7,
+        .push_size = sizeof(mcl_gemv_push),
+        .local_size_x = plan.t,
+        .spec_count = 7,
+        .spec = {p.fmt, p.rows, 2 * plan.nr, plan.g, plan.u, plan.pb, 0},
+    };
+    const mcl_kernel *kernel;
+    if ((status = mcl_kernel_exact(ctx, &desc, &kernel)) != MCL_SUCCESS)
+        return status;
+    weight_part wg, wu;
+    if ((status = mcl_weight_part_views(ctx, w_gate, p.n, p.k, 0, p.n, &wg)) != MCL_SUCCESS)
+        return status;
+    if ((status = mcl_weight_part_views(ctx, w_up, p.n, p.k, 0, p.n, &wu)) != MCL_SUCCESS) {
+        mcl_weight_part_free(&wg);
+        return status;
+    }
+    mcl_gemv_push push = {.n = p.n, .k = p.k, .ldc = p.n, .dlo = wg.dlo, .dlo_u = wu.dlo};
+    uint32_t gx, gy;
+    grid_2d(ceil_div(p.n, (uint64_t)plan.g * plan.nr), &gx, &gy);
+    mcl_tensor *reads[6] = {act, wg.body, wg.d, wu.body, wu.d, act};
+    mcl_profile_op(ctx, "matmul gate, up and swiglu, integer dot",
+                   (double)wg.body->nbytes + wg.d->nbytes + wu.body->nbytes + wu.d->nbytes +
+                       4.0 * p.rows * (p.k + p.n) / 32 * MCL_QUANT_ACT_WORDS,
+                   4.0 * p.rows * p.n * p.k);
+    status = mcl_dispatch(ctx, kernel, reads, 6, &act_out, 1, &push, gx, gy, 1);
+    mcl_weight_part_free(&wu);
+    mcl_weight_part_free(&wg);
+    *fused = status == MCL_SUCCESS;
+    return status;
+}
+
 mcl_status mcl_matmul_quant(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
                             mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c)
 {

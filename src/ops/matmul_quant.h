@@ -21,10 +21,11 @@ typedef struct weight_part {
  * row ranges writes its columns of the whole output). The rest is the experts modes' (moe.c),
  * zero otherwise: the experts the part binds [e_lo, e_lo + e_n), the pairs per row of x
  * (xdiv), the rows of x (xrows), ids' first element (ids0), the pairs (grouped mode scans
- * them). */
+ * them). dlo_u: the fused gate and up GEMV's second weight's dlo. */
 typedef struct mcl_gemv_push {
     uint32_t n, k, has_bias, ldc, c0, dlo;
     uint32_t e_lo, e_n, xdiv, xrows, ids0, pairs;
+    uint32_t dlo_u; /* gemv_q_dot_glu: W_up's dlo */
 } mcl_gemv_push;
 
 /* Get a kernel and check that the device gave it the workgroup size its tiles assume

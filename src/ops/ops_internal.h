@@ -99,6 +99,18 @@ mcl_status mcl_norm_q8(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, floa
  * shape, rows a multiple of 32 long. */
 mcl_status mcl_swiglu_q8(mcl_context *ctx, mcl_tensor *gate, mcl_tensor *up, mcl_tensor *act);
 
+/* The feed-forward's gate and up products of a's rows (quantized in act), SwiGLU and its
+ * quantization for the down product into act_out, as the products, mcl_swiglu_q8 and nothing
+ * between would give them, in one dispatch (gemv_q_dot_glu.comp). c (f32 [..., N], never
+ * written) gives the products' shape as mcl_matmul's c does. Where the fusion does not apply,
+ * nothing is recorded and *fused is 0: the caller runs the products and mcl_swiglu_q8. It
+ * applies to w_gate and w_up of one dtype, Q8_0 or Q4_0, and shape [N, K], N a multiple of
+ * 32, each in one binding, at 1 to 8 rows of a on the integer-dot path, with a plan whose
+ * workgroup the device takes. */
+mcl_status mcl_matmul_glu_q8(mcl_context *ctx, mcl_tensor *a, mcl_tensor *act,
+                             mcl_tensor *w_gate, mcl_tensor *w_up, mcl_tensor *c,
+                             mcl_tensor *act_out, int *fused);
+
 /* Words of a sampled row's parameters before its penalized tokens (sample_f32.comp): the
  * row of logits, top_k, then as float bits temperature, top_p, min_p, repeat_penalty,
  * frequency_penalty, presence_penalty; the draw's key; the count n of penalized tokens; at

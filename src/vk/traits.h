@@ -75,6 +75,7 @@ typedef struct mcl_traits {
     mcl_transfer_mode transfer;    /* MOTIFCL_TRANSFER */
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS asked for */
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER: decode steps op by op */
+    int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU: gate, up, SwiGLU not fused */
 } mcl_traits;
 
 /* Whether a device profile of that name exists. */
