@@ -466,11 +466,11 @@ mcl_status mcl_matmul_quantized_input(mcl_context *ctx, mcl_tensor *a, mcl_tenso
 /* The fused gate and up GEMV's plan for product p (of W_gate; W_up alike): the GEMV's, with
  * whole blocks of 32 output rows a workgroup for the quantization (its row groups doubled up
  * to GLU_LANES invocations, then its rows per row group up to 4). Its lanes along K, and so
- * the pieces and rounds of a row and each product's sums, stay the GEMV's. 0 where the fusion
+ * the pieces of a row in each lane's order and each product's sums, stay the GEMV's. 0 where the fusion
  * does not apply, or the workgroup or its shared memory (the partial sums of both weights'
  * rows, the SwiGLU rows, q8_1.glsl's two words a lane) is beyond the device: at 8 rows of a
  * and 32 lanes, 64 KiB. */
-#define GLU_LANES 512u
+#define GLU_LANES 256u
 static int glu_plan(mcl_context *ctx, const quant_product *p, mcl_gemv_plan *plan)
 {
     const mcl_traits *tr = mcl_traits_of(ctx);
@@ -486,6 +486,10 @@ static int glu_plan(mcl_context *ctx, const quant_product *p, mcl_gemv_plan *pla
         else
             return 0;
     }
+    /* Pieces in flight: 8 a lane at most over both weights' rows (registers; the order of
+     * each row's pieces, and so its sum, does not depend on them). */
+    while (plan->u > 1 && 2 * plan->nr * plan->u > 8)
+        plan->u /= 2;
     uint64_t lanes = (uint64_t)plan->t * plan->g;
     uint64_t shared = 4 * (2 * plan->nr * p->rows * lanes +
                            (uint64_t)p->rows * plan->g * plan->nr + 2 * lanes);
