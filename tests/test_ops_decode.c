@@ -18,7 +18,7 @@
  *    (not on a device of less than 64 KiB, where it must not fuse). Control: up's weight as
  *    gate's too differs in most words.
  *    Refused: act_out the input's tensor, or too small; not fused (nothing recorded): Q4_K,
- *    or gate and up of different types.
+ *    gate and up of different types, a device without the integer-dot path (polaris).
  *  - mcl_rope_kv (RoPE of rows' q in place, of their k into the caches of their sequences, v
  *    copied there, at positions and sequences read from a buffer; also one row into a
  *    one-sequence cache) against the rotation in double from the same frequency table:
@@ -281,11 +281,32 @@ static void glu_q8_matches_ops(void **state)
     (void)state;
     mcl_context *c = mcl_test_context_with("MOTIFCL_QUANT_PATH", "dot");
     const mcl_dtype types[2] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0};
-    for (int t = 0; t < 2; t++) {
+    /* A device without the integer-dot path (the polaris profile): nothing fused. */
+    const int dot = mcl_inspect_traits(c)->quant_dot;
+    for (int t = 0; t < 2 && !dot; t++) {
+        int64_t xs[2] = {1, 256}, ys[2] = {1, 64}, is[1] = {80}, os[1] = {20};
+        mcl_tensor *x = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, NULL);
+        mcl_tensor *act = mcl_test_tensor(c, MCL_DTYPE_I32, 1, is, NULL);
+        mcl_tensor *out = mcl_test_tensor(c, MCL_DTYPE_I32, 1, os, NULL);
+        mcl_tensor *y = mcl_test_tensor(c, MCL_DTYPE_F32, 2, ys, NULL);
+        mcl_tensor *w = random_weight(c, types[t], 64, 256, 5);
+        int fused = 1;
+        assert_mcl_ok(mcl_matmul_glu_q8(c, x, act, w, w, y, out, &fused));
+        assert_true(mcl_test_record_bool("mcl_matmul_glu_q8 without the integer-dot path: not "
+                                         "fused", fused == 0));
+        mcl_tensor *all[] = {x, act, out, y, w};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            mcl_tensor_destroy(all[i]);
+    }
+    for (int t = 0; t < 2 && dot; t++) {
         glu_case(c, types[t], 1, 512, 4096);
         glu_case(c, types[t], 2, 512, 4096);
         glu_case(c, types[t], 3, 160, 256);
         glu_case(c, types[t], 8, 512, 4096);
+    }
+    if (!dot) {
+        assert_int_equal(mcl_test_context_release(c, " with the integer-dot path"), 0);
+        return;
     }
     /* Refusals, and products it does not fuse (nothing recorded, *fused 0). */
     int64_t xs[2] = {1, 256}, ys[2] = {1, 64}, is[1] = {80}, small[1] = {19};
