@@ -48,9 +48,9 @@
 // The includer declares, before including this file and after quant.glsl:
 //   layout(local_size_x_id = 0, local_size_y_id = 4) in;   (T lanes along K, G row groups)
 //   spec constants FORMAT (1), M (2), NR (3), U (5), PB (6), STAGE (7, or a constant false)
-//   and EXPERTS (uint, the mode), and a constant uint GLU (1: gemv_q_dot.glsl's GEMV_Q_DOT_GLU, its
-//   row groups' rows i >= NR / 2 the second weight's, read by piece_load_up, the results
-//   stored by gemv_glu_finish; 0: neither is called)
+//   and EXPERTS (uint, the mode), and a constant uint GLU (1: gemv_q_dot.glsl's
+//   GEMV_Q_DOT_GLU, its row groups' rows i >= NR / 2 the second weight's, read by
+//   piece_load_up, the results stored by gemv_glu_finish; 0: neither is called)
 //   buffers `uint wq[]`, `uvec2 wq2[]`, `uvec4 wq4[]` aliasing the block bodies, `uint wd[]`,
 //   `float bias[]` and `uint ids[]` (aliased: experts mode has no bias), `float y[]`, and push
 //   constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0, pc.dlo, pc.e_lo, pc.e_n, pc.xdiv,

@@ -1,4 +1,6 @@
-// gemv_q_dot.glsl: the body of gemv_q_dot.comp and gemv_q_dot_glu.comp. gemv_q_dot: y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]) for a few rows m of x, W
+// gemv_q_dot.glsl: the body of gemv_q_dot.comp and gemv_q_dot_glu.comp.
+//
+// gemv_q_dot: y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]) for a few rows m of x, W
 // block-quantised in the device layout (quant.glsl), x quantized to 8 bits per block of 32
 // (quantize_q8_1.comp): the integer-dot path, streamed as gemv_q.glsl streams. Per segment of
 // a piece (the codes that share a scale), y gains (W's scale) * d_x * (packed 4x8-bit dot
@@ -17,9 +19,9 @@
 //   set 0: 0 quantized x (qdot.glsl's layout), 1 W bodies, 2 W's d values (any buffer for
 //     Q4_K, Q5_K), 3 bias [N] (any buffer when unused; with EXPERTS the ids, i32), 4 y [M, N]
 //
-// With GEMV_Q_DOT_GLU defined (gemv_q_dot_glu.comp, Q8_0 and Q4_0): the feed-forward's gate and up
-// products and SwiGLU in one dispatch, the result quantized for the down product's integer
-// dot. Each row group multiplies NR / 2 rows of W_gate and the same rows of W_up (its rows
+// With GEMV_Q_DOT_GLU defined (gemv_q_dot_glu.comp, Q8_0 and Q4_0): the feed-forward's gate
+// and up products and SwiGLU in one dispatch, the result quantized for the down product's
+// integer dot. Each row group multiplies NR / 2 rows of W_gate and the same rows of W_up (its rows
 // i < NR / 2 the gate's, the others the up's); the workgroup's G * NR / 2 output rows, a
 // multiple of 32, are silu(gate) * up (as swiglu_q8_f32.comp computes it), quantized as
 // q8_1.glsl does, blocks of 32 along N, into the activations of the down product. Bindings:

@@ -466,10 +466,10 @@ mcl_status mcl_matmul_quantized_input(mcl_context *ctx, mcl_tensor *a, mcl_tenso
 /* The fused gate and up GEMV's plan for product p (of W_gate; W_up alike): the GEMV's, with
  * whole blocks of 32 output rows a workgroup for the quantization (its row groups doubled up
  * to GLU_LANES invocations, then its rows per row group up to 4). Its lanes along K, and so
- * the pieces of a row in each lane's order and each product's sums, stay the GEMV's. 0 where the fusion
- * does not apply, or the workgroup or its shared memory (the partial sums of both weights'
- * rows, the SwiGLU rows, q8_1.glsl's two words a lane) is beyond the device: at 8 rows of a
- * and 32 lanes, 64 KiB. */
+ * the pieces of a row in each lane's order and each product's sums, stay the GEMV's. 0 where
+ * the fusion does not apply, or the workgroup or its shared memory (the partial sums of both
+ * weights' rows, the SwiGLU rows, q8_1.glsl's two words a lane) is beyond the device: 5 rows
+ * of a at most at 32 lanes and 48 KiB. */
 #define GLU_LANES 256u
 static int glu_plan(mcl_context *ctx, const quant_product *p, mcl_gemv_plan *plan)
 {
