@@ -43,11 +43,15 @@ int mcl_test_strict(void)
     return mcl_env_truthy("MOTIFCL_REQUIRE_VULKAN_COMPUTE");
 }
 
-static void write_witness(const char *result)
+/* 0, or -1 where MOTIFCL_WITNESS_DIR names a folder the witness could not be written into. */
+static int write_witness(const char *result)
 {
     const char *dir = mcl_env("MOTIFCL_WITNESS_DIR");
-    if (dir && mcl_witness_write(witness, dir, result) != 0)
+    if (dir && mcl_witness_write(witness, dir, result) != 0) {
         fprintf(stderr, "harness: could not write the witness into %s\n", dir);
+        return -1;
+    }
+    return 0;
 }
 
 static void log_to_stderr(void *user, mcl_log_level level, const char *message)
@@ -152,7 +156,12 @@ int mcl_test_finish(int cmocka_failures)
     char failures[32];
     snprintf(failures, sizeof failures, "%d", cmocka_failures);
     mcl_witness_set_note(witness, "cmocka_failures", failures);
-    write_witness(ok ? "passed" : "failed");
+    /* In strict mode a run whose witness is lost has no evidence: it fails. */
+    if (write_witness(ok ? "passed" : "failed") != 0 && mcl_test_strict()) {
+        fprintf(stderr, "FAIL: strict mode (MOTIFCL_REQUIRE_VULKAN_COMPUTE=1): the witness "
+                        "could not be written\n");
+        ok = 0;
+    }
     mcl_witness_destroy(witness);
     witness = NULL;
     mcl_context_destroy(context);

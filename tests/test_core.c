@@ -264,12 +264,39 @@ static void witness_is_written(void **state)
     assert_null(strstr(text, "OTHER_WITNESS_PROBE"));
     unsetenv("MOTIFCL_WITNESS_PROBE");
     unsetenv("OTHER_WITNESS_PROBE");
+    /* Nothing left beside it: written under another name, then renamed. */
+    char part[600];
+    snprintf(part, sizeof part, "%s.part", path);
+    assert_null(fopen(part, "r"));
+    /* Missing folders are made; a second write replaces the first whole. */
+    char nested[512], nested_file[600];
+    snprintf(nested, sizeof nested, "%s/a/b", dir);
+    snprintf(nested_file, sizeof nested_file, "%s/x.json", nested);
+    w = mcl_witness_create("test", "x", 0, NULL);
+    assert_int_equal(mcl_witness_write(w, nested, "passed"), 0);
+    assert_int_equal(mcl_witness_write(w, nested, "failed"), 0);
+    mcl_witness_destroy(w);
+    f = fopen(nested_file, "r");
+    assert_non_null(f);
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    assert_non_null(strstr(text, "\"result\": \"failed\""));
+    assert_null(strstr(text, "\"result\": \"passed\""));
+    /* Negative control: a folder that cannot be made (under a file) is reported, not
+     * ignored. */
+    char under_file[600];
+    snprintf(under_file, sizeof under_file, "%s/sub", path);
+    w = mcl_witness_create("test", "x", 0, NULL);
+    assert_int_equal(mcl_witness_write(w, under_file, "passed"), -1);
+    mcl_witness_destroy(w);
+    remove(nested_file);
+    snprintf(nested_file, sizeof nested_file, "%s/a/b", dir);
+    remove(nested_file);
+    snprintf(nested_file, sizeof nested_file, "%s/a", dir);
+    remove(nested_file);
     remove(path);
     remove(dir);
-    /* Negative control: an unwritable directory is reported, not ignored. */
-    w = mcl_witness_create("test", "x", 0, NULL);
-    assert_int_equal(mcl_witness_write(w, "/nonexistent/dir", "passed"), -1);
-    mcl_witness_destroy(w);
 }
 
 int main(int argc, char **argv)

@@ -569,9 +569,11 @@ int main(int argc, char **argv)
             mcl_witness_add_figure(w, "expert bytes read in place",
                                    (double)x->bytes_read_in_place, "bytes", "measured");
         }
-        if (mcl_witness_write(w, o.witness_dir, rc == 0 ? "passed" : "failed") != 0)
+        if (mcl_witness_write(w, o.witness_dir, rc == 0 ? "passed" : "failed") != 0) {
             fprintf(stderr, "motifcl-run: could not write the witness into %s\n",
                     o.witness_dir);
+            rc = 3;
+        }
         mcl_witness_destroy(w);
     }
     free(r.text);

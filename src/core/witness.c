@@ -8,6 +8,14 @@
 #include <string.h>
 #include <time.h>
 
+#if defined(_WIN32)
+#include <direct.h>
+#define make_dir(path) _mkdir(path)
+#else
+#include <sys/stat.h>
+#define make_dir(path) mkdir((path), 0777)
+#endif
+
 #define MCL_WITNESS_TEXT 256
 
 #if !defined(_WIN32)
@@ -240,13 +248,43 @@ static void put_device(FILE *f, const mcl_device_info *d, uint64_t validation_er
             (unsigned long long)validation_errors);
 }
 
+/* dir and its missing parents made (mkdir -p): 0, or -1 where one cannot be made. */
+static int make_dirs(const char *dir)
+{
+    char path[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof path)
+        return -1;
+    memcpy(path, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+#if defined(_WIN32)
+        if (path[i] != '/' && path[i] != '\\' && path[i] != '\0')
+            continue;
+#else
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+#endif
+        char c = path[i];
+        path[i] = '\0';
+        if (make_dir(path) != 0 && errno != EEXIST)
+            return -1;
+        path[i] = c;
+    }
+    return 0;
+}
+
 int mcl_witness_write(mcl_witness *w, const char *dir, const char *result)
 {
     if (!w || !dir)
         return -1;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.json", dir, w->name);
-    FILE *f = fopen(path, "w");
+    char path[4096], part[4096 + 8];
+    int len = snprintf(path, sizeof path, "%s/%s.json", dir, w->name);
+    if (len < 0 || (size_t)len >= sizeof path || make_dirs(dir) != 0)
+        return -1;
+    /* Written whole beside the final name, then renamed over it: a run that stops midway
+     * leaves the last complete witness, never a truncated one. */
+    snprintf(part, sizeof part, "%s.part", path);
+    FILE *f = fopen(part, "w");
     if (!f)
         return -1;
     char finished[32];
@@ -329,7 +367,16 @@ int mcl_witness_write(mcl_witness *w, const char *dir, const char *result)
     }
     fputs("}\n", f);
     int failed = ferror(f);
-    if (fclose(f) != 0 || failed)
+    if (fclose(f) != 0 || failed) {
+        remove(part);
         return -1;
+    }
+#if defined(_WIN32)
+    remove(path); /* rename does not replace a file there */
+#endif
+    if (rename(part, path) != 0) {
+        remove(part);
+        return -1;
+    }
     return 0;
 }

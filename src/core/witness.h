@@ -30,8 +30,9 @@ void mcl_witness_add_check(mcl_witness *w, const char *name, const char *metric,
 void mcl_witness_add_figure(mcl_witness *w, const char *name, double value, const char *unit,
                             const char *label);
 
-/* Write `<dir>/<name>.json` with the final `result` ("passed", "failed", "skipped").
- * Returns 0 on success, -1 if the file could not be written. */
+/* Write `<dir>/<name>.json` with the final `result` ("passed", "failed", "skipped"), dir and
+ * its missing parents made first; the file is written whole under another name and renamed
+ * into place. Returns 0 on success, -1 if the file could not be written. */
 int mcl_witness_write(mcl_witness *w, const char *dir, const char *result);
 
 #endif

@@ -404,8 +404,10 @@ int main(int argc, char **argv)
     if (b.json)
         printf("\n  ]\n}\n");
     bench_witness_device(&b);
-    if (mcl_witness_write(b.witness, dir ? dir : ".", rc ? "failed" : "passed") != 0)
+    if (mcl_witness_write(b.witness, dir ? dir : ".", rc ? "failed" : "passed") != 0) {
         fprintf(stderr, "motifcl-bench: could not write the witness into %s\n", dir ? dir : ".");
+        rc = 1;
+    }
     mcl_witness_destroy(b.witness);
     mcl_timer_destroy(b.timer);
     mcl_context_destroy(b.ctx);
