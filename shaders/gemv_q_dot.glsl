@@ -101,20 +101,7 @@ void piece_load_up(uint blk, uint p, out uint r[RP]) {
     [[unroll]] for (uint i = 0u; i < RP; i++) {
         r[i] = 0u;
     }
-    const uint w0 = blk * BODY_WORDS + CW * p;
-    if (CW == 2u) {
-        const uvec2 v = wqu2[w0 >> 1];
-        r[0] = v.x;
-        r[1] = v.y;
-    } else {
-        [[unroll]] for (uint k = 0u; k < CW / 4u; k++) {
-            const uvec4 v = wqu4[(w0 >> 2) + k];
-            r[4u * k] = v.x;
-            r[4u * k + 1u] = v.y;
-            r[4u * k + 2u] = v.z;
-            r[4u * k + 3u] = v.w;
-        }
-    }
+    QUANT_CODE_WORDS(wqu2, wqu4, blk * BODY_WORDS + CW * p, r)
     const uint di = pc.dlo_u + blk, w = wdu[di >> 1];
     r[CW] = floatBitsToUint(quant_half((di & 1u) != 0u ? w >> 16 : w & 0xFFFFu));
 }

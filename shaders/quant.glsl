@@ -219,25 +219,33 @@ uint kpiece_half(uint p) {
 }
 
 // Piece p of block `blk` (its d the `di`th of the d binding) into r.
+// A Q8_0 / Q4_0 piece's CW code words from word `first` of the bodies that the buffers'
+// arrays B2 (uvec2) and B4 (uvec4) alias, into r[0 .. CW): piece_load's, and the second
+// weight's of gemv_q_dot.glsl's GEMV_Q_DOT_GLU.
+#define QUANT_CODE_WORDS(B2, B4, first, r)                    \
+    {                                                         \
+        const uint w0 = (first);                              \
+        if (CW == 2u) {                                       \
+            const uvec2 v = B2[w0 >> 1];                      \
+            r[0] = v.x;                                       \
+            r[1] = v.y;                                       \
+        } else {                                              \
+            [[unroll]] for (uint k = 0u; k < CW / 4u; k++) {  \
+                const uvec4 v = B4[(w0 >> 2) + k];            \
+                r[4u * k] = v.x;                              \
+                r[4u * k + 1u] = v.y;                         \
+                r[4u * k + 2u] = v.z;                         \
+                r[4u * k + 3u] = v.w;                         \
+            }                                                 \
+        }                                                     \
+    }
+
 void piece_load(uint blk, uint di, uint p, out uint r[RP]) {
     [[unroll]] for (uint i = 0u; i < RP; i++) {
         r[i] = 0u;
     }
     if (FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0) {
-        const uint w0 = blk * BODY_WORDS + CW * p;
-        if (CW == 2u) {
-            const uvec2 v = wq2[w0 >> 1];
-            r[0] = v.x;
-            r[1] = v.y;
-        } else {
-            [[unroll]] for (uint k = 0u; k < CW / 4u; k++) {
-                const uvec4 v = wq4[(w0 >> 2) + k];
-                r[4u * k] = v.x;
-                r[4u * k + 1u] = v.y;
-                r[4u * k + 2u] = v.z;
-                r[4u * k + 3u] = v.w;
-            }
-        }
+        QUANT_CODE_WORDS(wq2, wq4, blk * BODY_WORDS + CW * p, r)
         r[CW] = floatBitsToUint(quant_d(di));
     } else if (FORMAT == FMT_Q4_K || FORMAT == FMT_Q5_K) {
         const uint v0 = blk * (BODY_WORDS / 4u);  // the block's first uvec4
