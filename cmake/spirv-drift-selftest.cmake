@@ -5,9 +5,13 @@
 #   cmake -DSOURCE_DIR=<repo> -DGLSLANG=<glslangValidator> -DSPIRV_VAL=<spirv-val>
 #         -DWORK_DIR=<scratch dir> -P cmake/spirv-drift-selftest.cmake
 #
-# Uses only <WORK_DIR>/spirv-drift-selftest/ (emptied first). Each case copies
-# shaders/, spirv/ and cmake/ of SOURCE_DIR into its own folder, changes it,
-# and runs `${CMAKE_COMMAND} -DMODE=check ... -P <copy>/cmake/spirv.cmake`:
+# Uses only <WORK_DIR>/spirv-drift-selftest/ (emptied first). Cases (a) and (a2)
+# copy shaders/, spirv/ and cmake/ of SOURCE_DIR whole; the tampering cases (b)
+# to (h) copy a small tree instead: cmake/, every shaders/*.glsl, the first
+# three modules by name and a manifest that regen writes for them (checked to
+# leave their .spv bytes alone), so that each case compiles three modules, not
+# all of them. Each case changes its copy and runs
+# `${CMAKE_COMMAND} -DMODE=check ... -P <copy>/cmake/spirv.cmake`:
 #   (a) untouched copy                       -> passes ("all match"); this also
 #       proves the bytes do not depend on where the tree lives
 #   (a2) regen on an untouched copy          -> passes, changes no byte
@@ -19,7 +23,7 @@
 #   (e2) spirv-embed on that copy            -> fails naming <m>.spv
 #   (f) a .spv without a source              -> fails, "has no source"
 #   (g) manifest.json hash hand-edited       -> fails naming manifest.json
-#   (h) spirv-embed on the untouched copy    -> succeeds
+#   (h) spirv-embed on the untouched copies  -> succeeds
 # FATAL_ERROR if any expectation is not met; prints every case and a closing
 # "spirv-drift-selftest: N passed, M failed" line.
 
@@ -76,6 +80,16 @@ function(st_copy case out_var)
   file(MAKE_DIRECTORY "${dir}")
   foreach(sub shaders spirv cmake)
     file(COPY "${SOURCE_DIR}/${sub}" DESTINATION "${dir}")
+  endforeach()
+  set(${out_var} "${dir}" PARENT_SCOPE)
+endfunction()
+
+# Copy the small tree (${small}, made below) into ${st}/<case>/.
+function(st_copy_small case out_var)
+  set(dir "${st}/${case}")
+  file(MAKE_DIRECTORY "${dir}")
+  foreach(sub shaders spirv cmake)
+    file(COPY "${small}/${sub}" DESTINATION "${dir}")
   endforeach()
   set(${out_var} "${dir}" PARENT_SCOPE)
 endfunction()
@@ -248,9 +262,40 @@ endif()
 st_expect("(a2) regen on an untouched copy: succeeds and changes no byte of spirv/" pass "${rc}" "${out}"
   "0 updated, 0 removed, manifest unchanged")
 
+# The small tree the remaining cases start from.
+set(small "${st}/small")
+list(SUBLIST comps 0 3 small_comps)
+list(LENGTH small_comps n_small)
+file(MAKE_DIRECTORY "${small}/shaders" "${small}/spirv")
+file(COPY "${SOURCE_DIR}/cmake" DESTINATION "${small}")
+file(GLOB incs LIST_DIRECTORIES false "${SOURCE_DIR}/shaders/*.glsl")
+foreach(f IN LISTS incs small_comps)
+  file(COPY "${f}" DESTINATION "${small}/shaders")
+endforeach()
+set(small_names "")
+foreach(f IN LISTS small_comps)
+  get_filename_component(n "${f}" NAME_WE)
+  list(APPEND small_names "${n}")
+  file(COPY "${SOURCE_DIR}/spirv/${n}.spv" DESTINATION "${small}/spirv")
+endforeach()
+st_run_spirv("${small}" regen rc out)
+foreach(n IN LISTS small_names)
+  file(SHA256 "${SOURCE_DIR}/spirv/${n}.spv" h1)
+  file(SHA256 "${small}/spirv/${n}.spv" h2)
+  if(NOT h1 STREQUAL h2)
+    set(rc 1)
+  endif()
+endforeach()
+if(NOT rc EQUAL 0 OR NOT out MATCHES "${n_small} modules, 0 updated, 0 removed, manifest written")
+  message(FATAL_ERROR " spirv-drift-selftest: the small tree (${small_names}) could not be "
+    "made: regen gave exit code ${rc} or changed a module; the self-test itself is broken, not "
+    "the gate:\n${out}")
+endif()
+message(STATUS "spirv-drift-selftest: cases (b) to (h) use a tree of ${n_small} modules (${small_names})")
+
 # (b) a shader whose code changed: main() becomes a helper called from a new
 # main(), which always adds a function to the module.
-st_copy(b dir_b)
+st_copy_small(b dir_b)
 file(READ "${dir_b}/shaders/${mod}.comp" src)
 string(REGEX REPLACE "void[ \t]+main[ \t]*\\([ \t]*\\)" "void mcl_drift_selftest_body()" src2 "${src}")
 if(src2 STREQUAL src)
@@ -267,17 +312,17 @@ if(rc EQUAL 0)
   st_run_spirv("${dir_b}" check rc out)
 endif()
 st_expect("(b2) regen on the copy from (b), then check: passes" pass "${rc}" "${out}"
-  "spirv-check: ${n_modules} modules, all match")
+  "spirv-check: ${n_small} modules, all match")
 
 # (c) a deleted .spv
-st_copy(c dir_c)
+st_copy_small(c dir_c)
 file(REMOVE "${dir_c}/spirv/${mod}.spv")
 st_run_spirv("${dir_c}" check rc out)
 st_expect("(c) spirv/${mod}.spv deleted: check fails naming it" fail "${rc}" "${out}"
   "spirv/${mod}.spv is missing")
 
 # (d) wrong pinned compiler version
-st_copy(d dir_d)
+st_copy_small(d dir_d)
 set(bad_pin "0:0.0.0-drift-selftest")
 st_run_spirv("${dir_d}" check rc out "-DPINNED_GLSLANG_VERSION=${bad_pin}")
 st_expect("(d) pin ${bad_pin} vs installed ${found_version}: check fails with the version message" fail "${rc}" "${out}"
@@ -287,7 +332,7 @@ st_expect("(d) same pin: regen refuses" fail "${rc}" "${out}"
   "version mismatch" "refusing to regenerate")
 
 # (e) one byte flipped in the middle of a .spv
-st_copy(e dir_e)
+st_copy_small(e dir_e)
 st_flip_byte("${dir_e}/spirv/${mod}.spv" "${st}/e-flip" flip_desc)
 st_run_spirv("${dir_e}" check rc out)
 st_expect("(e) spirv/${mod}.spv ${flip_desc}: check fails naming it" fail "${rc}" "${out}"
@@ -298,14 +343,14 @@ st_expect("(e2) same copy: spirv-embed refuses, naming ${mod}.spv" fail "${rc}" 
   "${mod}.spv" "disagrees with")
 
 # (f) a module without a source
-st_copy(f dir_f)
+st_copy_small(f dir_f)
 file(COPY_FILE "${dir_f}/spirv/${mod}.spv" "${dir_f}/spirv/zz_drift_selftest_orphan.spv")
 st_run_spirv("${dir_f}" check rc out)
 st_expect("(f) spirv/zz_drift_selftest_orphan.spv without source: check fails naming it" fail "${rc}" "${out}"
   "spirv/zz_drift_selftest_orphan.spv has no source")
 
 # (g) manifest hash edited by hand
-st_copy(g dir_g)
+st_copy_small(g dir_g)
 file(READ "${dir_g}/spirv/manifest.json" mj)
 file(SHA256 "${dir_g}/spirv/${mod}.spv" mod_sha)
 string(REPLACE "\"spv_sha256\": \"${mod_sha}\"" "\"spv_sha256\": \"0000000000000000000000000000000000000000000000000000000000000000\"" mj2 "${mj}")
@@ -317,12 +362,14 @@ st_run_spirv("${dir_g}" check rc out)
 st_expect("(g) spirv/manifest.json spv_sha256 of ${mod} edited: check fails naming it" fail "${rc}" "${out}"
   "spirv/manifest.json: spv_sha256 of spirv/${mod}.spv")
 
-# (h) embedding the untouched copy works
-st_run_embed("${dir_a}" rc out)
-if(rc EQUAL 0 AND NOT EXISTS "${dir_a}-embed/mcl_spirv.c")
-  set(rc 1)
-endif()
-st_expect("(h) untouched copy: spirv-embed succeeds" pass "${rc}" "${out}")
+# (h) embedding the untouched copies works
+foreach(dir IN ITEMS "${dir_a}" "${small}")
+  st_run_embed("${dir}" rc out)
+  if(rc EQUAL 0 AND NOT EXISTS "${dir}-embed/mcl_spirv.c")
+    set(rc 1)
+  endif()
+  st_expect("(h) untouched copy ${dir}: spirv-embed succeeds" pass "${rc}" "${out}")
+endforeach()
 
 message(STATUS "spirv-drift-selftest: scratch left in ${st}")
 message("spirv-drift-selftest: ${n_pass} passed, ${n_fail} failed")
