@@ -126,6 +126,7 @@ typedef struct mcl_env_settings {
     uint32_t gemm_f32_tile[2];     /* MOTIFCL_GEMM_TILE: BM, BN; 0 unset */
     uint32_t gemm_float_tile[2];   /* MOTIFCL_QUANT_GEMM_FLOAT_TILE: BM, BN; 0 unset */
     uint32_t gemm_matrix_tile[2];  /* MOTIFCL_QUANT_GEMM_TILE: BM, BN; 0 unset */
+    uint32_t gemm_matrix_step[2];  /* MOTIFCL_QUANT_GEMM_STEP: BK, stages; 0 unset */
     uint32_t attention_splits;     /* MOTIFCL_ATTENTION_SPLITS, 0 unset */
     uint32_t attention_wg;         /* MOTIFCL_ATTENTION_WG, 0 unset */
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS */

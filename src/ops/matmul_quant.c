@@ -245,13 +245,15 @@ static mcl_status gemm_matrix(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, con
 {
     uint32_t bm = 128, bn = 128;
     mcl_quant_gemm_matrix_tile(ctx, m, n, &bm, &bn);
+    uint32_t bk = 32, stages = 1;
+    mcl_quant_gemm_matrix_step(ctx, bm, bn, k, &bk, &stages);
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_GEMM_Q_MMA,
         .binding_count = 5,
         .push_size = sizeof(gemm_push),
         .local_size_x = MCL_QUANT_MMA_THREADS,
-        .spec_count = 3,
-        .spec = {fmt, bm, bn},
+        .spec_count = 5,
+        .spec = {fmt, bm, bn, bk, stages},
         .required_subgroup_size =
             mcl_traits_of(ctx)->subgroup_size_control ? MCL_QUANT_MMA_SUBGROUP : 0u,
     };

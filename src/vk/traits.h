@@ -68,6 +68,7 @@ typedef struct mcl_traits {
     uint32_t gemm_f32_tile[2];     /* MOTIFCL_GEMM_TILE */
     uint32_t gemm_float_tile[2];   /* MOTIFCL_QUANT_GEMM_FLOAT_TILE */
     uint32_t gemm_matrix_tile[2];  /* MOTIFCL_QUANT_GEMM_TILE */
+    uint32_t gemm_matrix_step[2];  /* MOTIFCL_QUANT_GEMM_STEP: BK, stages */
     uint32_t attention_splits;     /* MOTIFCL_ATTENTION_SPLITS: the decode attention's slices */
     uint32_t attention_wg;         /* MOTIFCL_ATTENTION_WG: its workgroups' invocations */
 
