@@ -43,6 +43,8 @@ layout(constant_id = 2) const uint BM = 128;
 layout(constant_id = 3) const uint BN = 128;
 layout(constant_id = 4) const uint BK = 32;
 layout(constant_id = 5) const uint STAGES = 1;
+layout(constant_id = 6) const uint PACKED = 0;
+layout(constant_id = 7) const uint ALIAS_C = 0;
 const uint PB = 16u;  // quant.glsl's pieces are not used here
 
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { vec4 a4[]; };
@@ -71,9 +73,13 @@ const uint WN = BN / 4u;  // and columns
 const uint FM = WM / 16u;
 const uint FN = WN / 16u;
 
-shared uvec2 As[STAGES * BM * ROW2];
-shared uvec2 Ws[STAGES * BN * ROW2];
-shared float Cs[8u * 256u];
+// Shared memory, as uvec2s: A's tiles, then W's; the epilogue's 8 x 256 floats (1024
+// uvec2s) after them, or with ALIAS_C over them (the main loop ends with a barrier).
+const uint A_WORDS = STAGES * BM * ROW2;
+const uint AW_WORDS = A_WORDS + STAGES * BN * ROW2;
+const uint C_AT = ALIAS_C != 0u ? 0u : AW_WORDS;
+const uint S_WORDS = C_AT + 1024u > AW_WORDS ? C_AT + 1024u : AW_WORDS;
+shared uvec2 S[S_WORDS];
 
 // vec4s of a tile per invocation: a row of BK values is BK / 4 of them.
 const uint LA = BM * (BK / 4u) / THREADS;
@@ -101,29 +107,35 @@ void main() {
 
     vec4 ra[LA];
     vec4 rw[LW];
+    uvec2 pa[LA];
+    uvec2 pw[LW];
     // Index v enumerates a tile's vec4s: row v / (BK/4), k values from (v % (BK/4)) * 4.
     #define LOAD_TILES(k0)                                                                    \
         [[unroll]] for (uint l = 0u; l < LA; l++) {                                           \
             uint v = tid + l * THREADS;                                                       \
             uint mm = v / (BK / 4u), kk = (v % (BK / 4u)) * 4u;                               \
-            ra[l] = m0 + mm < M ? a4[((m0 + mm) * K + (k0) + kk) / 4u] : vec4(0.0);           \
+            vec4 x = m0 + mm < M ? a4[((m0 + mm) * K + (k0) + kk) / 4u] : vec4(0.0);          \
+            if (PACKED != 0u) pa[l] = pack4(x); else ra[l] = x;                               \
         }                                                                                     \
         [[unroll]] for (uint l = 0u; l < LW; l++) {                                           \
             uint v = tid + l * THREADS;                                                       \
             uint nn = v / (BK / 4u), k = (k0) + (v % (BK / 4u)) * 4u;                         \
             uint blk = min(n0 + nn, N - 1u) * nb + k / QK;                                    \
-            rw[l] = quant_decode4(blk, pc.dlo + blk, k % QK);                                 \
+            vec4 y = quant_decode4(blk, pc.dlo + blk, k % QK);                                \
+            if (PACKED != 0u) pw[l] = pack4(y); else rw[l] = y;                               \
         }
 
     // The tiles in registers into the buffer that starts at uvec2 `a_at` of As, `w_at` of Ws.
     #define STORE_TILES(a_at, w_at)                                                           \
         [[unroll]] for (uint l = 0u; l < LA; l++) {                                           \
             uint v = tid + l * THREADS;                                                       \
-            As[(a_at) + (v / (BK / 4u)) * ROW2 + v % (BK / 4u)] = pack4(ra[l]);               \
+            S[(a_at) + (v / (BK / 4u)) * ROW2 + v % (BK / 4u)] =                              \
+                PACKED != 0u ? pa[l] : pack4(ra[l]);                                          \
         }                                                                                     \
         [[unroll]] for (uint l = 0u; l < LW; l++) {                                           \
             uint v = tid + l * THREADS;                                                       \
-            Ws[(w_at) + (v / (BK / 4u)) * ROW2 + v % (BK / 4u)] = pack4(rw[l]);               \
+            S[A_WORDS + (w_at) + (v / (BK / 4u)) * ROW2 + v % (BK / 4u)] =                    \
+                PACKED != 0u ? pw[l] : pack4(rw[l]);                                          \
         }
 
     // Each subgroup's products of the buffer at `a_at`, `w_at`.
@@ -132,13 +144,13 @@ void main() {
             fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];                                  \
             fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fw[FN];                                  \
             [[unroll]] for (uint i = 0u; i < FM; i++) {                                       \
-                coopMatLoadNV(fa[i], As, (a_at) + (wm * WM + i * 16u) * ROW2 + ks / 4u, ROW2, \
+                coopMatLoadNV(fa[i], S, (a_at) + (wm * WM + i * 16u) * ROW2 + ks / 4u, ROW2, \
                               false);                                                         \
             }                                                                                 \
             /* W's tile is [n][k]: as the K x N operand it is column-major. */                \
             [[unroll]] for (uint j = 0u; j < FN; j++) {                                       \
-                coopMatLoadNV(fw[j], Ws, (w_at) + (wn * WN + j * 16u) * ROW2 + ks / 4u, ROW2, \
-                              true);                                                          \
+                coopMatLoadNV(fw[j], S, A_WORDS + (w_at) + (wn * WN + j * 16u) * ROW2 + ks / 4u,  \
+                              ROW2, true);                                                    \
             }                                                                                 \
             [[unroll]] for (uint i = 0u; i < FM; i++) {                                       \
                 [[unroll]] for (uint j = 0u; j < FN; j++) {                                   \
@@ -182,7 +194,7 @@ void main() {
     const bool vec_ok = ((N | pc.ldc | pc.c0) % 4u) == 0u;
     [[unroll]] for (uint i = 0u; i < FM; i++) {
         [[unroll]] for (uint j = 0u; j < FN; j++) {
-            coopMatStoreNV(acc[i][j], Cs, sg * 256u, 16u, false);
+            coopMatStoreNV(acc[i][j], S, C_AT + sg * 128u, 8u, false);
             subgroupMemoryBarrierShared();
             subgroupBarrier();
             uint m = m0 + wm * WM + i * 16u + r;
@@ -191,7 +203,8 @@ void main() {
                 [[unroll]] for (uint h = 0u; h < 2u; h++) {
                     vec4 v;
                     [[unroll]] for (uint q = 0u; q < 4u; q++) {
-                        v[q] = Cs[sg * 256u + r * 16u + cc + h * 4u + q];
+                        uint f = r * 16u + cc + h * 4u + q;
+                        v[q] = uintBitsToFloat(S[C_AT + sg * 128u + f / 2u][f % 2u]);
                         if (pc.has_bias != 0u && n + h * 4u + q < N) {
                             v[q] += bias[pc.c0 + n + h * 4u + q];
                         }

@@ -20,6 +20,8 @@
  * A weight larger than one binding (maxStorageBufferRange, or MOTIFCL_MAX_BINDING) is bound
  * in row ranges, views at offsets the device can bind; each writes its columns of c (the
  * kernels' ldc and c0), and the integer-dot path quantizes a once for all of them. */
+#include <stdlib.h>
+
 #include "matmul_quant.h"
 
 #include <string.h>
@@ -247,13 +249,15 @@ static mcl_status gemm_matrix(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, con
     mcl_quant_gemm_matrix_tile(ctx, m, n, &bm, &bn);
     uint32_t bk = 32, stages = 1;
     mcl_quant_gemm_matrix_step(ctx, bm, bn, k, &bk, &stages);
+    const char *mx = getenv("MCLX_MMA");
+    uint32_t mclx = mx ? (uint32_t)atoi(mx) : 0u;
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_GEMM_Q_MMA,
         .binding_count = 5,
         .push_size = sizeof(gemm_push),
         .local_size_x = MCL_QUANT_MMA_THREADS,
-        .spec_count = 5,
-        .spec = {fmt, bm, bn, bk, stages},
+        .spec_count = 7,
+        .spec = {fmt, bm, bn, bk, stages, mclx & 1u, (mclx >> 1) & 1u},
         .required_subgroup_size =
             mcl_traits_of(ctx)->subgroup_size_control ? MCL_QUANT_MMA_SUBGROUP : 0u,
     };
