@@ -45,9 +45,11 @@ layout(constant_id = 4) const uint BK = 32;
 layout(constant_id = 5) const uint STAGES = 1;
 layout(constant_id = 6) const uint PACKED = 0;
 layout(constant_id = 7) const uint ALIAS_C = 0;
+layout(constant_id = 8) const uint A_F16 = 0;
 const uint PB = 16u;  // quant.glsl's pieces are not used here
 
 layout(std430, set = 0, binding = 0) readonly buffer BufA4 { vec4 a4[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufA2 { uvec2 a2[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufQ { uint wq[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufQ2 { uvec2 wq2[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufQ4 { uvec4 wq4[]; };
@@ -114,8 +116,12 @@ void main() {
         [[unroll]] for (uint l = 0u; l < LA; l++) {                                           \
             uint v = tid + l * THREADS;                                                       \
             uint mm = v / (BK / 4u), kk = (v % (BK / 4u)) * 4u;                               \
-            vec4 x = m0 + mm < M ? a4[((m0 + mm) * K + (k0) + kk) / 4u] : vec4(0.0);          \
-            if (PACKED != 0u) pa[l] = pack4(x); else ra[l] = x;                               \
+            if (A_F16 != 0u) {                                                                \
+                pa[l] = m0 + mm < M ? a2[((m0 + mm) * K + (k0) + kk) / 4u] : uvec2(0u);       \
+            } else {                                                                          \
+                vec4 x = m0 + mm < M ? a4[((m0 + mm) * K + (k0) + kk) / 4u] : vec4(0.0);      \
+                if (PACKED != 0u) pa[l] = pack4(x); else ra[l] = x;                           \
+            }                                                                                 \
         }                                                                                     \
         [[unroll]] for (uint l = 0u; l < LW; l++) {                                           \
             uint v = tid + l * THREADS;                                                       \
@@ -130,7 +136,7 @@ void main() {
         [[unroll]] for (uint l = 0u; l < LA; l++) {                                           \
             uint v = tid + l * THREADS;                                                       \
             S[(a_at) + (v / (BK / 4u)) * ROW2 + v % (BK / 4u)] =                              \
-                PACKED != 0u ? pa[l] : pack4(ra[l]);                                          \
+                PACKED != 0u || A_F16 != 0u ? pa[l] : pack4(ra[l]);                           \
         }                                                                                     \
         [[unroll]] for (uint l = 0u; l < LW; l++) {                                           \
             uint v = tid + l * THREADS;                                                       \

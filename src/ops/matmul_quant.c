@@ -256,12 +256,34 @@ static mcl_status gemm_matrix(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, con
         .binding_count = 5,
         .push_size = sizeof(gemm_push),
         .local_size_x = MCL_QUANT_MMA_THREADS,
-        .spec_count = 7,
-        .spec = {fmt, bm, bn, bk, stages, mclx & 1u, (mclx >> 1) & 1u},
+        .spec_count = 8,
+        .spec = {fmt, bm, bn, bk, stages, mclx & 1u, (mclx >> 1) & 1u, (mclx >> 2) & 1u},
         .required_subgroup_size =
             mcl_traits_of(ctx)->subgroup_size_control ? MCL_QUANT_MMA_SUBGROUP : 0u,
     };
-    return gemm_record(ctx, &desc, a, w, bias, c, m, n, k, ldc, c0, bm, bn);
+    if (!(mclx & 4u))
+        return gemm_record(ctx, &desc, a, w, bias, c, m, n, k, ldc, c0, bm, bn);
+    /* a rounded to f16 once (pack_f16.comp), for every tile of W. */
+    mcl_tensor *a16 = NULL;
+    mcl_tensor_desc sd = {.size = sizeof sd, .dtype = MCL_DTYPE_I32, .ndim = 1,
+                          .shape = {(int64_t)m * k / 2}, .memory_class = MCL_MEMORY_SCRATCH};
+    mcl_status status = mcl_tensor_create_ex(ctx, &sd, &a16);
+    const mcl_kernel *pack;
+    mcl_kernel_desc pd = {.id = MCL_KERNEL_PACK_F16, .binding_count = 2,
+                          .push_size = sizeof(uint32_t), .local_size_x = 256};
+    if (status == MCL_SUCCESS)
+        status = mcl_kernel_get(ctx, &pd, &pack);
+    if (status == MCL_SUCCESS) {
+        uint32_t n4 = m * k / 4;
+        uint32_t groups = ceil_div(n4, 256);
+        if (groups > QUANT_MAX_GROUPS)
+            groups = QUANT_MAX_GROUPS;
+        status = mcl_dispatch(ctx, pack, &a, 1, &a16, 1, &n4, groups, 1, 1);
+    }
+    if (status == MCL_SUCCESS)
+        status = gemm_record(ctx, &desc, a16, w, bias, c, m, n, k, ldc, c0, bm, bn);
+    mcl_tensor_destroy(a16);
+    return status;
 }
 
 mcl_status mcl_quantize_activations(mcl_context *ctx, mcl_tensor *a, uint32_t rows, uint32_t k,
