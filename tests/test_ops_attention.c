@@ -164,6 +164,58 @@ static void prefill_matches_reference(void **state)
     run_cases(cases, sizeof cases / sizeof cases[0], 1);
 }
 
+/* The prompt pass's attention (mcl_attention_prompt): on a device with cooperative matrices
+ * attention_mma.comp for head dims that are multiples of 16 up to 128 and 64 rows or more,
+ * whose f16 operands put it near 1e-7 in NMSE here (TOLERANCE_MATRIX: 1e-5); above the f32
+ * kernels' 1e-9, which shows that it ran. Elsewhere, and for the shapes it leaves (D 8, 40
+ * rows), the f32 kernels to TOLERANCE. */
+#define TOLERANCE_MATRIX 1e-5
+static void prompt_matches_reference(void **state)
+{
+    (void)state;
+    static const attn_case cases[] = {
+        /* B, T, S, Hq, Hkv, D, kv, causal, scale, q range, splits */
+        {1, 67, 67, 6, 2, 64, 0, 1, 0.0f, 2.0f, 0},
+        {1, 130, 130, 8, 2, 128, 0, 1, 0.0f, 1.0f, 0},
+        {2, 67, 67, 6, 1, 64, 0, 0, 0.3f, 1.0f, 0},   /* MQA, two batches, scaled */
+        {1, 70, 100, 4, 4, 128, 90, 1, 0.0f, 1.0f, 0}, /* causal with T < kv_length < S */
+        {1, 70, 50, 2, 1, 64, 0, 1, 0.0f, 1.0f, 0},    /* T > kv: 20 queries see no key */
+        {1, 67, 67, 6, 2, 80, 0, 1, 0.0f, 1.0f, 0},
+        {1, 67, 67, 6, 2, 8, 0, 1, 0.0f, 1.0f, 0},     /* D 8: not taken */
+        {1, 40, 40, 2, 2, 64, 0, 1, 0.0f, 1.0f, 0},    /* 40 rows: not taken */
+    };
+    mcl_device_info info = {.size = sizeof info};
+    assert_mcl_ok(mcl_context_device_info(ctx, &info));
+    int matrix = (info.features_enabled & MCL_FEATURE_COOPERATIVE_MATRIX) != 0;
+    int failed = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const attn_case *c = &cases[i];
+        attn_data d;
+        setup(&d, c, (uint32_t)(i * 13 + 7));
+        reference(&d, c, 0, 0);
+        mcl_attention_desc desc = {.size = sizeof desc, .scale = c->scale,
+                                   .causal = c->causal, .kv_length = c->kv_length};
+        for (size_t j = 0; j < d.nq; j++)
+            d.got[j] = NAN;
+        assert_mcl_ok(mcl_tensor_upload(d.tout, 0, d.got, d.nq * 4));
+        assert_mcl_ok(mcl_attention_prompt(ctx, d.tq, d.tk, d.tv, &desc, d.tout));
+        assert_mcl_ok(mcl_tensor_download(d.tout, 0, d.got, d.nq * 4));
+        double nmse = mcl_nmse(d.got, d.want, d.nq);
+        int taken = matrix && c->dim % 16 == 0 && c->seq_q * (c->heads_q / c->heads_kv) >= 64;
+        char name[160], full[220];
+        describe(c, name, sizeof name);
+        snprintf(full, sizeof full, "prompt %s (%s)", name, taken ? "matrix" : "f32");
+        printf("%s: nmse %.3g\n", full, nmse);
+        failed += !mcl_test_record(full, "nmse", nmse, taken ? TOLERANCE_MATRIX : TOLERANCE);
+        if (taken) {
+            snprintf(full, sizeof full, "prompt %s: f16 operands (nmse above 1e-9)", name);
+            failed += !mcl_test_record_bool(full, nmse > TOLERANCE);
+        }
+        teardown(&d);
+    }
+    assert_int_equal(failed, 0);
+}
+
 /* The split path: decode shapes where the library splits by itself, and prefill shapes with
  * the split forced (slices x row tiles x causal edges). */
 static void split_matches_reference(void **state)
@@ -351,6 +403,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(prefill_matches_reference),
         cmocka_unit_test(split_matches_reference),
+        cmocka_unit_test(prompt_matches_reference),
         cmocka_unit_test(paths_agree_and_scratch_is_freed),
         cmocka_unit_test(graph_replays_decode),
         cmocka_unit_test(negative_controls),

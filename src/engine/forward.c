@@ -121,7 +121,7 @@ static mcl_status attend(mcl_session *s, views *v, const engine_layer *layer, ui
     TRY(mcl_rope_kv(ctx, q3, k3, v3, MCL_ROPE_SPLIT_HALF, s->rope_table, s->pos, r0,
                     layer->k_all ? s->rows + r0 : MCL_SLOT_NONE, r0, n, kc, vc));
     mcl_attention_desc desc = {.size = sizeof desc, .causal = 1, .kv_length = pos0 + n};
-    TRY(mcl_attention(ctx, q, k_seq, v_seq, &desc, att));
+    TRY(mcl_attention_prompt(ctx, q, k_seq, v_seq, &desc, att));
     views_release(v, mark);
     return MCL_SUCCESS;
 }

@@ -12,8 +12,10 @@
  * merges the slices. The split count is chosen to fill the device, never giving a slice fewer
  * than MCL_ATTN_MIN_SPLIT_KEYS keys (below that the combine costs more than it saves). */
 #include <math.h>
+#include <stdlib.h>
 
 #include "../vk/runtime.h"
+#include "matmul_quant.h"
 #include "ops_internal.h"
 
 /* Head dims the kernels accept: the per-invocation accumulator is BQ * D / WG floats. */
@@ -263,10 +265,32 @@ done:
 }
 
 /* mcl_attention_ex, and with stats not NULL mcl_attention_stats (never split). */
+/* attention_mma.comp: 64 query rows a workgroup of 128, key tiles of 32; its shared memory
+ * (f16 rows of D + 8 halves for Q, K and V, the scores, P, the row sums). */
+#define ATT_MMA_THREADS 128u
+#define ATT_MMA_ROWS 64u
+static uint32_t mma_shared_bytes(uint32_t d)
+{
+    return (ATT_MMA_ROWS + 2u * 32u) * (d + 8u) * 2u + ATT_MMA_ROWS * 32u * 4u +
+           ATT_MMA_ROWS * 40u * 2u + ATT_MMA_ROWS * 4u;
+}
+
+/* Whether attention_mma.comp takes a product of head dimension d and rows query rows. */
+static int mma_takes(const mcl_context *ctx, uint32_t d, uint32_t rows, int f16, int stats)
+{
+    const mcl_traits *t = mcl_traits_of(ctx);
+    const char *x = getenv("MCLX_ATT");
+    if (x && x[0] == '0')
+        return 0;
+    return t->cooperative_matrix && !f16 && !stats && d % 16 == 0 && d <= 128 &&
+           rows >= ATT_MMA_ROWS && mma_shared_bytes(d) <= t->max_shared_bytes &&
+           (t->subgroup_size == 32 || t->subgroup_size_control);
+}
+
 static mcl_status attention_full(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
                                  const mcl_tensor *v, const mcl_attention_desc *desc,
                                  uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out,
-                                 mcl_tensor *stats)
+                                 mcl_tensor *stats, int matrix)
 {
     if (!ctx)
         return MCL_ERROR_INVALID_ARGUMENT;
@@ -349,6 +373,29 @@ static mcl_status attention_full(mcl_context *ctx, const mcl_tensor *q, const mc
         *splits_used = plan.splits;
 
     mcl_tensor *qkv[3] = {(mcl_tensor *)q, (mcl_tensor *)k, (mcl_tensor *)v};
+    double flops = 4.0 * (double)d *
+                   mcl_attention_pairs(batch, seq_q, kv_len, heads_q, push.causal);
+    double bytes = (double)(q->nbytes + k->nbytes + v->nbytes + out->nbytes);
+    if (matrix && plan.splits == 1 && mma_takes(ctx, (uint32_t)d, push.rows, f16, stats != NULL)) {
+        const mcl_traits *t = mcl_traits_of(ctx);
+        mcl_kernel_desc md = {
+            .id = MCL_KERNEL_ATTENTION_MMA,
+            .binding_count = 4,
+            .push_size = sizeof(attention_push),
+            .local_size_x = ATT_MMA_THREADS,
+            .spec_count = 1,
+            .spec = {(uint32_t)d},
+            .required_subgroup_size = t->subgroup_size_control ? 32u : 0u,
+        };
+        const mcl_kernel *kernel;
+        if ((status = mcl_kernel_exact(ctx, &md, &kernel)) != MCL_SUCCESS)
+            return status;
+        /* The scores are computed twice (the passes). */
+        mcl_profile_op(ctx, "attention, matrix", bytes, 1.5 * flops);
+        return mcl_dispatch(ctx, kernel, qkv, 3, &out, 1, &push,
+                            (push.rows + ATT_MMA_ROWS - 1) / ATT_MMA_ROWS, push.heads_kv,
+                            (uint32_t)batch);
+    }
     if (plan.splits > 1)
         return attend_split(ctx, f16 ? MCL_KERNEL_ATTENTION_SPLIT_F16KV
                                      : MCL_KERNEL_ATTENTION_SPLIT_F32, qkv, 3, out, &plan, &push,
@@ -363,10 +410,7 @@ static mcl_status attention_full(mcl_context *ctx, const mcl_tensor *q, const mc
     mcl_tensor *writes[2] = {out, stats};
     /* Two products of D multiply-adds per visible (row, key) pair. */
     mcl_profile_op(ctx, "attention",
-                   (double)(q->nbytes + k->nbytes + v->nbytes + out->nbytes) +
-                       (stats ? 16.0 * (double)(batch * heads_q * seq_q) : 0.0),
-                   4.0 * (double)d *
-                       mcl_attention_pairs(batch, seq_q, kv_len, heads_q, push.causal));
+                   bytes + (stats ? 16.0 * (double)(batch * heads_q * seq_q) : 0.0), flops);
     return mcl_dispatch(ctx, kernel, qkv, 3, writes, stats ? 2 : 1, &push, plan.row_tiles,
                         push.heads_kv, (uint32_t)batch);
 }
@@ -386,7 +430,14 @@ mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_ten
                             const mcl_tensor *v, const mcl_attention_desc *desc,
                             uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out)
 {
-    return attention_full(ctx, q, k, v, desc, force_splits, splits_used, out, NULL);
+    return attention_full(ctx, q, k, v, desc, force_splits, splits_used, out, NULL, 0);
+}
+
+mcl_status mcl_attention_prompt(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
+                                const mcl_tensor *v, const mcl_attention_desc *desc,
+                                mcl_tensor *out)
+{
+    return attention_full(ctx, q, k, v, desc, 0, NULL, out, NULL, 1);
 }
 
 mcl_status mcl_attention_stats(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
@@ -395,7 +446,7 @@ mcl_status mcl_attention_stats(mcl_context *ctx, const mcl_tensor *q, const mcl_
 {
     if (ctx && !stats)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "mcl_attention: NULL tensor");
-    return attention_full(ctx, q, k, v, desc, 1, NULL, out, stats);
+    return attention_full(ctx, q, k, v, desc, 1, NULL, out, stats, 0);
 }
 
 mcl_status mcl_attention(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,

@@ -87,6 +87,14 @@ mcl_status mcl_attention_ex(mcl_context *ctx, const mcl_tensor *q, const mcl_ten
                             const mcl_tensor *v, const mcl_attention_desc *desc,
                             uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out);
 
+/* mcl_attention for a prompt's pass: where the device has cooperative matrices and the head
+ * dimension is a multiple of 16 up to 128 (f32 k and v, 64 query rows or more), on them
+ * (attention_mma.comp: q, k, v and the weights rounded to f16, about 1e-3 relative); else
+ * mcl_attention's kernels. */
+mcl_status mcl_attention_prompt(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
+                                const mcl_tensor *v, const mcl_attention_desc *desc,
+                                mcl_tensor *out);
+
 /* A decoder's row step between its products (norm_q8_f32.comp): x += h where h is not NULL,
  * y = RMSNorm(x) * weight, and where act (i32) is not NULL, y quantized into it for the
  * integer-dot path as mcl_quantize_activations would (rows * d / 32 blocks). x, y and h are
