@@ -376,7 +376,7 @@ static mcl_status attention_full(mcl_context *ctx, const mcl_tensor *q, const mc
     double flops = 4.0 * (double)d *
                    mcl_attention_pairs(batch, seq_q, kv_len, heads_q, push.causal);
     double bytes = (double)(q->nbytes + k->nbytes + v->nbytes + out->nbytes);
-    if (matrix && plan.splits == 1 && mma_takes(ctx, (uint32_t)d, push.rows, f16, stats != NULL)) {
+    if (matrix && mma_takes(ctx, (uint32_t)d, push.rows, f16, stats != NULL)) {
         const mcl_traits *t = mcl_traits_of(ctx);
         mcl_kernel_desc md = {
             .id = MCL_KERNEL_ATTENTION_MMA,
