@@ -167,8 +167,9 @@ static void prefill_matches_reference(void **state)
 /* The prompt pass's attention (mcl_attention_prompt): on a device with cooperative matrices
  * attention_mma.comp for head dims that are multiples of 16 up to 128 and 64 rows or more,
  * whose f16 operands put it near 1e-7 in NMSE here (TOLERANCE_MATRIX: 1e-5); above the f32
- * kernels' 1e-9, which shows that it ran. Elsewhere, and for the shapes it leaves (D 8, 40
- * rows), the f32 kernels to TOLERANCE. */
+ * kernels' 1e-9, which shows that it ran. Elsewhere, for the shapes it leaves (D 8, 40
+ * rows), and with MOTIFCL_ATTENTION_F32=1 (the first case again), the f32 kernels to
+ * TOLERANCE. */
 #define TOLERANCE_MATRIX 1e-5
 static void prompt_matches_reference(void **state)
 {
@@ -188,8 +189,13 @@ static void prompt_matches_reference(void **state)
     assert_mcl_ok(mcl_context_device_info(ctx, &info));
     int matrix = (info.features_enabled & MCL_FEATURE_COOPERATIVE_MATRIX) != 0;
     int failed = 0;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const attn_case *c = &cases[i];
+    const size_t count = sizeof cases / sizeof cases[0];
+    for (size_t i = 0; i <= count; i++) {
+        /* Last: the first case with the switch on. */
+        int f32 = i == count;
+        const attn_case *c = &cases[f32 ? 0 : i];
+        if (f32)
+            mcl_test_switch_env(ctx, "MOTIFCL_ATTENTION_F32", "1");
         attn_data d;
         setup(&d, c, (uint32_t)(i * 13 + 7));
         reference(&d, c, 0, 0);
@@ -201,10 +207,12 @@ static void prompt_matches_reference(void **state)
         assert_mcl_ok(mcl_attention_prompt(ctx, d.tq, d.tk, d.tv, &desc, d.tout));
         assert_mcl_ok(mcl_tensor_download(d.tout, 0, d.got, d.nq * 4));
         double nmse = mcl_nmse(d.got, d.want, d.nq);
-        int taken = matrix && c->dim % 16 == 0 && c->seq_q * (c->heads_q / c->heads_kv) >= 64;
+        int taken = matrix && !f32 && c->dim % 16 == 0 &&
+                    c->seq_q * (c->heads_q / c->heads_kv) >= 64;
         char name[160], full[220];
         describe(c, name, sizeof name);
-        snprintf(full, sizeof full, "prompt %s (%s)", name, taken ? "matrix" : "f32");
+        snprintf(full, sizeof full, "prompt %s (%s%s)", name, taken ? "matrix" : "f32",
+                 f32 ? ", MOTIFCL_ATTENTION_F32=1" : "");
         printf("%s: nmse %.3g\n", full, nmse);
         failed += !mcl_test_record(full, "nmse", nmse, taken ? TOLERANCE_MATRIX : TOLERANCE);
         if (taken) {
@@ -213,6 +221,7 @@ static void prompt_matches_reference(void **state)
         }
         teardown(&d);
     }
+    mcl_test_switch_env(ctx, "MOTIFCL_ATTENTION_F32", NULL);
     assert_int_equal(failed, 0);
 }
 

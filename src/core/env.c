@@ -204,24 +204,6 @@ static int parse_tile(const char *text, uint32_t max_side, uint32_t tile[2])
     return ok;
 }
 
-/* "<BK>" or "<BK>x<stages>": BK 32 or 64, stages 1 or 2. */
-static int parse_step(const char *text, uint32_t step[2])
-{
-    char bk[8];
-    size_t m = strcspn(text, "x");
-    if (m == 0 || m >= sizeof bk)
-        return 0;
-    memcpy(bk, text, m);
-    bk[m] = '\0';
-    long long k = whole_number(bk, 32, 64);
-    long long stages = text[m] ? whole_number(text + m + 1, 1, 2) : 1;
-    if ((k != 32 && k != 64) || stages < 1)
-        return 0;
-    step[0] = (uint32_t)k;
-    step[1] = (uint32_t)stages;
-    return 1;
-}
-
 /* "key=value,..." with the keys of mcl_gemv_override, each value a whole number; no empty
  * item. */
 static int parse_gemv(const char *text, mcl_gemv_override *out)
@@ -475,11 +457,10 @@ void mcl_env_read(mcl_env_settings *s)
                 "of two, not 256x256; ignored", v);
     if ((v = mcl_env("MOTIFCL_QUANT_GEMM_TILE")) && !parse_tile(v, 128, s->gemm_matrix_tile))
         problem(s, "MOTIFCL_QUANT_GEMM_TILE=%s is not <BM>x<BN>, sides 64 or 128; ignored", v);
-    if ((v = mcl_env("MOTIFCL_QUANT_GEMM_STEP")) && !parse_step(v, s->gemm_matrix_step))
-        problem(s, "MOTIFCL_QUANT_GEMM_STEP=%s is not 32, 64, 32x2 or 64x2; ignored", v);
     s->pipeline_stats = switch_value(s, "MOTIFCL_PIPELINE_STATS");
     s->engine_eager = switch_value(s, "MOTIFCL_ENGINE_EAGER");
     s->engine_split_glu = switch_value(s, "MOTIFCL_ENGINE_SPLIT_GLU");
+    s->attention_f32 = switch_value(s, "MOTIFCL_ATTENTION_F32");
     read_pipeline_cache(s);
     read_profile(s);
     if ((v = mcl_env("MOTIFCL_MAX_BINDING"))) {

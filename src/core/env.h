@@ -25,6 +25,8 @@
  *   MOTIFCL_ENGINE_EAGER        1: sessions record each decode step op by op (no replay)
  *   MOTIFCL_ENGINE_SPLIT_GLU    1: a decode step's gate and up products and SwiGLU as
  *                               separate dispatches, not fused (for comparison)
+ *   MOTIFCL_ATTENTION_F32       1: a prompt pass's attention on the f32 kernels, not on
+ *                               cooperative matrices (for comparison)
  *   MOTIFCL_PROFILE             1|true|on|yes: profile every dispatch, the table to stderr
  *                               when the context is destroyed; an absolute file path: the
  *                               profile as JSON into that file instead; 0|false|off|no: none
@@ -126,12 +128,12 @@ typedef struct mcl_env_settings {
     uint32_t gemm_f32_tile[2];     /* MOTIFCL_GEMM_TILE: BM, BN; 0 unset */
     uint32_t gemm_float_tile[2];   /* MOTIFCL_QUANT_GEMM_FLOAT_TILE: BM, BN; 0 unset */
     uint32_t gemm_matrix_tile[2];  /* MOTIFCL_QUANT_GEMM_TILE: BM, BN; 0 unset */
-    uint32_t gemm_matrix_step[2];  /* MOTIFCL_QUANT_GEMM_STEP: BK, stages; 0 unset */
     uint32_t attention_splits;     /* MOTIFCL_ATTENTION_SPLITS, 0 unset */
     uint32_t attention_wg;         /* MOTIFCL_ATTENTION_WG, 0 unset */
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS */
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER */
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU */
+    int attention_f32;             /* MOTIFCL_ATTENTION_F32 */
     int gpu_profile;               /* MOTIFCL_PROFILE: 1 to stderr, 2 to profile_path */
     char profile_path[MCL_ENV_PATH];
     uint64_t max_binding;          /* MOTIFCL_MAX_BINDING, 0 unset */

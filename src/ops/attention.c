@@ -12,7 +12,6 @@
  * merges the slices. The split count is chosen to fill the device, never giving a slice fewer
  * than MCL_ATTN_MIN_SPLIT_KEYS keys (below that the combine costs more than it saves). */
 #include <math.h>
-#include <stdlib.h>
 
 #include "../vk/runtime.h"
 #include "matmul_quant.h"
@@ -279,11 +278,8 @@ static uint32_t mma_shared_bytes(uint32_t d)
 static int mma_takes(const mcl_context *ctx, uint32_t d, uint32_t rows, int f16, int stats)
 {
     const mcl_traits *t = mcl_traits_of(ctx);
-    const char *x = getenv("MCLX_ATT");
-    if (x && x[0] == '0')
-        return 0;
-    return t->cooperative_matrix && !f16 && !stats && d % 16 == 0 && d <= 128 &&
-           rows >= ATT_MMA_ROWS && mma_shared_bytes(d) <= t->max_shared_bytes &&
+    return t->cooperative_matrix && !t->attention_f32 && !f16 && !stats && d % 16 == 0 &&
+           d <= 128 && rows >= ATT_MMA_ROWS && mma_shared_bytes(d) <= t->max_shared_bytes &&
            (t->subgroup_size == 32 || t->subgroup_size_control);
 }
 

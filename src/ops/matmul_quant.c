@@ -20,8 +20,6 @@
  * A weight larger than one binding (maxStorageBufferRange, or MOTIFCL_MAX_BINDING) is bound
  * in row ranges, views at offsets the device can bind; each writes its columns of c (the
  * kernels' ldc and c0), and the integer-dot path quantizes a once for all of them. */
-#include <stdlib.h>
-
 #include "matmul_quant.h"
 
 #include <string.h>
@@ -247,43 +245,17 @@ static mcl_status gemm_matrix(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, con
 {
     uint32_t bm = 128, bn = 128;
     mcl_quant_gemm_matrix_tile(ctx, m, n, &bm, &bn);
-    uint32_t bk = 32, stages = 1;
-    mcl_quant_gemm_matrix_step(ctx, bm, bn, k, &bk, &stages);
-    const char *mx = getenv("MCLX_MMA");
-    uint32_t mclx = mx ? (uint32_t)atoi(mx) : 0u;
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_GEMM_Q_MMA,
         .binding_count = 5,
         .push_size = sizeof(gemm_push),
         .local_size_x = MCL_QUANT_MMA_THREADS,
-        .spec_count = 8,
-        .spec = {fmt, bm, bn, bk, stages, mclx & 1u, (mclx >> 1) & 1u, (mclx >> 2) & 1u},
+        .spec_count = 3,
+        .spec = {fmt, bm, bn},
         .required_subgroup_size =
             mcl_traits_of(ctx)->subgroup_size_control ? MCL_QUANT_MMA_SUBGROUP : 0u,
     };
-    if (!(mclx & 4u))
-        return gemm_record(ctx, &desc, a, w, bias, c, m, n, k, ldc, c0, bm, bn);
-    /* a rounded to f16 once (pack_f16.comp), for every tile of W. */
-    mcl_tensor *a16 = NULL;
-    mcl_tensor_desc sd = {.size = sizeof sd, .dtype = MCL_DTYPE_I32, .ndim = 1,
-                          .shape = {(int64_t)m * k / 2}, .memory_class = MCL_MEMORY_SCRATCH};
-    mcl_status status = mcl_tensor_create_ex(ctx, &sd, &a16);
-    const mcl_kernel *pack;
-    mcl_kernel_desc pd = {.id = MCL_KERNEL_PACK_F16, .binding_count = 2,
-                          .push_size = sizeof(uint32_t), .local_size_x = 256};
-    if (status == MCL_SUCCESS)
-        status = mcl_kernel_get(ctx, &pd, &pack);
-    if (status == MCL_SUCCESS) {
-        uint32_t n4 = m * k / 4;
-        uint32_t groups = ceil_div(n4, 256);
-        if (groups > QUANT_MAX_GROUPS)
-            groups = QUANT_MAX_GROUPS;
-        status = mcl_dispatch(ctx, pack, &a, 1, &a16, 1, &n4, groups, 1, 1);
-    }
-    if (status == MCL_SUCCESS)
-        status = gemm_record(ctx, &desc, a16, w, bias, c, m, n, k, ldc, c0, bm, bn);
-    mcl_tensor_destroy(a16);
-    return status;
+    return gemm_record(ctx, &desc, a, w, bias, c, m, n, k, ldc, c0, bm, bn);
 }
 
 mcl_status mcl_quantize_activations(mcl_context *ctx, mcl_tensor *a, uint32_t rows, uint32_t k,

@@ -48,14 +48,9 @@ uint32_t mcl_quant_pieces(uint32_t fmt, uint32_t pb)
 
 /* gemm_q_mma: rows of 40 halves (BK = 32, padded by 8) of a's and W's tiles, and 8 x 256
  * floats of results: 28 KiB at 128 x 128, 18 KiB at 64 x 64. */
-static uint32_t mma_shared_bytes_step(uint32_t bm, uint32_t bn, uint32_t bk, uint32_t stages)
-{
-    return (bm + bn) * (bk + 8u) * 2u * stages + 8u * 256u * 4u;
-}
-
 static uint32_t mma_shared_bytes(uint32_t bm, uint32_t bn)
 {
-    return mma_shared_bytes_step(bm, bn, 32, 1);
+    return (bm + bn) * 40u * 2u + 8u * 256u * 4u;
 }
 
 /* gemm_q_dot, two blocks of 32 a stage: A's codes, scales and sums (128 rows), W's codes in
@@ -416,18 +411,4 @@ void mcl_quant_gemm_matrix_tile(const mcl_context *ctx, uint32_t m, uint32_t n, 
     }
     *out_bm = bm;
     *out_bn = bn;
-}
-
-void mcl_quant_gemm_matrix_step(const mcl_context *ctx, uint32_t bm, uint32_t bn, uint32_t k,
-                                uint32_t *out_bk, uint32_t *out_stages)
-{
-    const mcl_traits *t = mcl_traits_of(ctx);
-    uint32_t bk = 32, stages = 1;
-    uint32_t ok = t->gemm_matrix_step[0], os = t->gemm_matrix_step[1];
-    if (ok && k % ok == 0 && mma_shared_bytes_step(bm, bn, ok, os) <= t->max_shared_bytes) {
-        bk = ok;
-        stages = os;
-    }
-    *out_bk = bk;
-    *out_stages = stages;
 }

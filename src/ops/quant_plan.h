@@ -116,10 +116,6 @@ uint32_t mcl_quant_gemm_slices(const mcl_context *ctx, uint64_t tiles, uint32_t 
 /* The same for the matrix GEMM (gemm_q_mma.comp, MOTIFCL_QUANT_GEMM_TILE applied). */
 void mcl_quant_gemm_matrix_tile(const mcl_context *ctx, uint32_t m, uint32_t n, uint32_t *bm,
                                 uint32_t *bn);
-/* Its K step (32 or 64) and the stages of its tiles in shared memory (1 or 2) for a tile of
- * bm x bn and K = k (MOTIFCL_QUANT_GEMM_STEP applied where K and shared memory allow). */
-void mcl_quant_gemm_matrix_step(const mcl_context *ctx, uint32_t bm, uint32_t bn, uint32_t k,
-                                uint32_t *bk, uint32_t *stages);
 /* gemm_q_mma's workgroup: 8 subgroups of 32. */
 #define MCL_QUANT_MMA_THREADS 256u
 #define MCL_QUANT_MMA_SUBGROUP 32u

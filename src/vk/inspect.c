@@ -44,9 +44,9 @@ void mcl_inspect_reread_environment(mcl_context *ctx)
     t->gemm_f32_unroll = now.gemm_f32_unroll;
     memcpy(t->gemm_float_tile, now.gemm_float_tile, sizeof t->gemm_float_tile);
     memcpy(t->gemm_matrix_tile, now.gemm_matrix_tile, sizeof t->gemm_matrix_tile);
-    memcpy(t->gemm_matrix_step, now.gemm_matrix_step, sizeof t->gemm_matrix_step);
     t->attention_splits = now.attention_splits;
     t->attention_wg = now.attention_wg;
+    t->attention_f32 = now.attention_f32;
     t->weight_part_bytes = t->max_binding_bytes;
     if (env.max_binding && env.max_binding < t->max_binding_bytes)
         t->weight_part_bytes = env.max_binding;

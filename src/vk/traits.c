@@ -171,7 +171,6 @@ void mcl_traits_decide(mcl_device_info *info, const mcl_env_settings *env,
     memcpy(t.gemm_f32_tile, env->gemm_f32_tile, sizeof t.gemm_f32_tile);
     memcpy(t.gemm_float_tile, env->gemm_float_tile, sizeof t.gemm_float_tile);
     memcpy(t.gemm_matrix_tile, env->gemm_matrix_tile, sizeof t.gemm_matrix_tile);
-    memcpy(t.gemm_matrix_step, env->gemm_matrix_step, sizeof t.gemm_matrix_step);
     t.attention_splits = env->attention_splits;
     t.attention_wg = env->attention_wg;
 
@@ -181,6 +180,7 @@ void mcl_traits_decide(mcl_device_info *info, const mcl_env_settings *env,
     t.pipeline_stats = env->pipeline_stats;
     t.engine_eager = env->engine_eager;
     t.engine_split_glu = env->engine_split_glu;
+    t.attention_f32 = env->attention_f32;
     *out = t;
 }
 
@@ -237,14 +237,13 @@ size_t mcl_traits_json(const mcl_traits *t, char *buffer, size_t capacity)
     put_override(&o, "gemv_f32_override", &t->gemv_f32);
     mcl_text_put(&o, ", \"gemm_slices\": %u, \"gemm_unroll\": %u, \"gemm_f32_unroll\": %u, "
         "\"gemm_f32_tile\": [%u, %u], \"gemm_float_tile\": [%u, %u], "
-        "\"gemm_matrix_tile\": [%u, %u], \"gemm_matrix_step\": [%u, %u], "
-        "\"attention_splits\": %u, \"attention_wg\": %u, "
+        "\"gemm_matrix_tile\": [%u, %u], \"attention_splits\": %u, \"attention_wg\": %u, "
         "\"transfer\": \"%s\", \"pipeline_stats\": %d, \"engine_eager\": %d, "
-        "\"engine_split_glu\": %d}",
+        "\"engine_split_glu\": %d, \"attention_f32\": %d}",
         t->gemm_slices, t->gemm_unroll, t->gemm_f32_unroll, t->gemm_f32_tile[0],
         t->gemm_f32_tile[1], t->gemm_float_tile[0], t->gemm_float_tile[1],
-        t->gemm_matrix_tile[0], t->gemm_matrix_tile[1], t->gemm_matrix_step[0],
-        t->gemm_matrix_step[1], t->attention_splits, t->attention_wg,
-        transfers[t->transfer], t->pipeline_stats, t->engine_eager, t->engine_split_glu);
+        t->gemm_matrix_tile[0], t->gemm_matrix_tile[1], t->attention_splits, t->attention_wg,
+        transfers[t->transfer], t->pipeline_stats, t->engine_eager, t->engine_split_glu,
+        t->attention_f32);
     return o.len;
 }

@@ -68,7 +68,6 @@ typedef struct mcl_traits {
     uint32_t gemm_f32_tile[2];     /* MOTIFCL_GEMM_TILE */
     uint32_t gemm_float_tile[2];   /* MOTIFCL_QUANT_GEMM_FLOAT_TILE */
     uint32_t gemm_matrix_tile[2];  /* MOTIFCL_QUANT_GEMM_TILE */
-    uint32_t gemm_matrix_step[2];  /* MOTIFCL_QUANT_GEMM_STEP: BK, stages */
     uint32_t attention_splits;     /* MOTIFCL_ATTENTION_SPLITS: the decode attention's slices */
     uint32_t attention_wg;         /* MOTIFCL_ATTENTION_WG: its workgroups' invocations */
 
@@ -77,6 +76,7 @@ typedef struct mcl_traits {
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS asked for */
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER: decode steps op by op */
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU: gate, up, SwiGLU not fused */
+    int attention_f32;             /* MOTIFCL_ATTENTION_F32: no prompt attention on matrices */
 } mcl_traits;
 
 /* Whether a device profile of that name exists. */
