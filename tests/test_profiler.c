@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "vk/runtime.h"
 
 static mcl_context *ctx;
 
@@ -105,6 +106,23 @@ static void eager_dispatches_are_counted(void **state)
     assert_non_null(strstr(json, "\"op\": \"binary_f32\""));
     assert_non_null(strstr(json, "\"dispatch_seconds\""));
     free(json);
+
+    /* A tool's kernel (fill_pattern_u32, not in the library's table) under its own name. */
+    const mcl_kernel_desc fill = {
+        .id = MCL_KERNEL_FILL_PATTERN_U32,
+        .module = &mcl_spirv_tool_modules[MCL_KERNEL_FILL_PATTERN_U32],
+        .binding_count = 1,
+        .push_size = 5 * sizeof(uint32_t),
+    };
+    const mcl_kernel *kernel;
+    assert_mcl_ok(mcl_kernel_get(ctx, &fill, &kernel));
+    uint32_t push[5] = {N, 5, 0, 0, 0}; /* n, seed; no stride, value or floats */
+    assert_mcl_ok(mcl_profiler_start(ctx));
+    assert_mcl_ok(mcl_dispatch(ctx, kernel, NULL, 0, &y, 1, push, 4, 1, 1));
+    assert_mcl_ok(mcl_profiler_stop(ctx));
+    assert_mcl_ok(mcl_finish(ctx));
+    n = read_rows(rows, 64);
+    assert_non_null(find(rows, n, "fill_pattern_u32", "fill_pattern_u32[x="));
 
     /* A new start clears the profile. */
     assert_mcl_ok(mcl_profiler_start(ctx));

@@ -283,3 +283,9 @@ uint32_t mcl_kernel_local_size(const mcl_kernel *kernel)
 {
     return kernel->local_size_x;
 }
+
+const char *mcl_kernel_desc_name(const mcl_kernel_desc *desc)
+{
+    const char *name = module_of(desc)->name;
+    return name ? name : "(a tool's kernel)";
+}

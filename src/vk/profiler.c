@@ -235,7 +235,7 @@ void mcl_profile_after(mcl_context *ctx, VkCommandBuffer cmd, const mcl_kernel *
     mcl_profile_batch *b = current_batch(ctx);
     ctx->vk.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b->pool,
                                 2 * b->used + 1);
-    b->row[b->used] = row_of(p, kernel, op ? op : mcl_spirv_modules[kernel->desc.id].name);
+    b->row[b->used] = row_of(p, kernel, op ? op : mcl_kernel_desc_name(&kernel->desc));
     b->bytes[b->used] = op ? p->next_bytes : bound_bytes;
     b->flops[b->used] = op ? p->next_flops : 0.0;
     b->used++;
@@ -307,7 +307,7 @@ static int by_seconds(const void *a, const void *b)
 
 static void kernel_label(const mcl_kernel *k, char *out, size_t size)
 {
-    int n = snprintf(out, size, "%s[x=%u", mcl_spirv_modules[k->desc.id].name, k->local_size_x);
+    int n = snprintf(out, size, "%s[x=%u", mcl_kernel_desc_name(&k->desc), k->local_size_x);
     for (uint32_t i = 0; i < k->desc.spec_count && n > 0 && (size_t)n < size; i++)
         n += snprintf(out + n, size - (size_t)n, ",%u", k->desc.spec[i]);
     if (n > 0 && (size_t)n < size)

@@ -73,6 +73,8 @@ mcl_status mcl_kernel_simple(mcl_context *ctx, mcl_kernel_id id, uint32_t bindin
                              uint32_t push_size, const mcl_kernel **out);
 /* The workgroup's x size the kernel was created with (its desc's, resolved). */
 uint32_t mcl_kernel_local_size(const mcl_kernel *kernel);
+/* The name of the module a request names: its spirv/ file's stem, the library's or a tool's. */
+const char *mcl_kernel_desc_name(const mcl_kernel_desc *desc);
 
 /* Record a dispatch of `kernel` over buffers `reads` (read-only) and `writes`, in binding
  * order: reads first, then writes. The runtime adds the barriers the hazards need, keeps the
