@@ -263,7 +263,6 @@ done:
     return status;
 }
 
-/* mcl_attention_ex, and with stats not NULL mcl_attention_stats (never split). */
 /* attention_mma.comp: 64 query rows a workgroup of 128, key tiles of 32; its shared memory
  * (f16 rows of D + 8 halves for Q, K and V, the scores, P, the row sums). */
 #define ATT_MMA_THREADS 128u
@@ -283,6 +282,8 @@ static int mma_takes(const mcl_context *ctx, uint32_t d, uint32_t rows, int f16,
            (t->subgroup_size == 32 || t->subgroup_size_control);
 }
 
+/* mcl_attention_ex, and with stats not NULL mcl_attention_stats (never split); with matrix
+ * set, mcl_attention_prompt (attention_mma.comp where it applies). */
 static mcl_status attention_full(mcl_context *ctx, const mcl_tensor *q, const mcl_tensor *k,
                                  const mcl_tensor *v, const mcl_attention_desc *desc,
                                  uint32_t force_splits, uint32_t *splits_used, mcl_tensor *out,
