@@ -264,7 +264,8 @@ done:
 }
 
 /* attention_mma.comp: 64 query rows a workgroup of 128, key tiles of 32; its shared memory
- * (f16 rows of D + 8 halves for Q, K and V, the scores, P, the row sums). */
+ * (f16 rows of D + 8 halves for Q, K and V, the scores, P, the row sums). docs/tuning.md,
+ * "Prompt attention on matrices". */
 #define ATT_MMA_THREADS 128u
 #define ATT_MMA_ROWS 64u
 static uint32_t mma_shared_bytes(uint32_t d)
