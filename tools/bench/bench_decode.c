@@ -1,8 +1,9 @@
 /* Inference with a session (docs/inference.md) on a llama-shaped model of random weights,
  * made on the device (bench_synth.c), or with file=1 written to a GGUF file by a child
  * process and loaded from it (dir=D, default /tmp): shape=7b (width 4096, 32 layers, 32/8
- * heads, feed-forward 14336), shape=1b (2048, 16, 32/8, 8192) or shape=mixtral (7b's with 8 experts of 14336, 2
- * a token: the bytes a token reads count the router and its two experts), vocabulary 32000,
+ * heads, feed-forward 14336), shape=1b (2048, 16, 32/8, 8192) or shape=mixtral (7b's with
+ * 8 experts of 14336, 2 a token: the bytes a token reads count the router and its two
+ * experts), vocabulary 32000,
  * type=q4_0|q8_0|q4_K|f32; shape=small and shape=moe-small, a tiny dense model and a tiny
  * mixture for a smoke test (width 512, 2 layers, 8/4 heads, feed-forward 1024, vocabulary 512).
  * prompt=N tokens (default 512) run as one pass, then tokens=M decode steps (default 64) of
