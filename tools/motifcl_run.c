@@ -1,8 +1,9 @@
 /* motifcl-run: generate text with a model file. Loads the model (a progress bar on stderr),
  * runs the prompt (or, with -i, a conversation read from stdin under the llama-3 or ChatML
- * template, the cache kept between turns), streams the generated text to stdout, and ends
- * with the figures: load time, prompt and decode tokens per second, peak device memory
- * (stderr, or one JSON object on stdout with --json). With --witness-dir DIR (or MOTIFCL_WITNESS_DIR) it also writes a
+ * template, the cache kept between turns; a prompt of more than one pass under a progress
+ * bar too), streams the generated text to stdout, and ends with the figures: load time,
+ * prompt and decode tokens per second, peak device memory (stderr, or one JSON object on
+ * stdout with --json). With --witness-dir DIR (or MOTIFCL_WITNESS_DIR) it also writes a
  * witness. Exit status: 0 done, 1 bad arguments, 2 no device, 3 the model or the run failed. */
 #ifndef MOTIFCL_EXPERIMENTAL
 #define MOTIFCL_EXPERIMENTAL
@@ -216,6 +217,19 @@ static void progress(void *user, uint64_t done, uint64_t total)
         fputc('\n', stderr);
 }
 
+/* The prompt's tokens a pass takes (the session's default batch). */
+#define PROMPT_PASS 512u
+
+static void prompt_progress(uint32_t done, uint32_t total, double seconds)
+{
+    int width = 40, filled = (int)((double)done / (double)total * width);
+    fprintf(stderr, "\rprompt  [%.*s%*s] %u of %u tokens, %.0f tokens/s", filled,
+            "########################################", width - filled, "", done, total,
+            seconds > 0.0 ? done / seconds : 0.0);
+    if (done == total)
+        fputc('\n', stderr);
+}
+
 /* Bytes of s that end on a whole UTF-8 character (a tail that starts one is held back). */
 static size_t whole_utf8(const char *s, size_t n)
 {
@@ -340,9 +354,21 @@ static int turn(mcl_context *ctx, mcl_model *model, mcl_session *s, const option
         goto done;
     }
     double t0 = now();
-    /* The pass runs on after feed returns: its time ends when it has finished. */
-    if (mcl_session_feed(s, 0, ids, count, NULL) != MCL_SUCCESS || mcl_finish(ctx) != MCL_SUCCESS)
-        goto done;
+    /* The pass runs on after feed returns: its time ends when it has finished. A prompt of
+     * more than one pass, with a terminal to show it on, is fed a pass at a time (each
+     * waited for) under a progress bar. */
+    uint32_t space = mcl_session_context_length(s) - mcl_session_length(s, 0);
+    uint32_t chunk = count > PROMPT_PASS && count <= space && !o->json && isatty(STDERR_FILENO)
+                         ? PROMPT_PASS
+                         : count;
+    for (uint32_t fed = 0; fed < count; fed += chunk) {
+        uint32_t n = count - fed < chunk ? count - fed : chunk;
+        if (mcl_session_feed(s, 0, ids + fed, n, NULL) != MCL_SUCCESS ||
+            mcl_finish(ctx) != MCL_SUCCESS)
+            goto done;
+        if (chunk < count)
+            prompt_progress(fed + n, count, now() - t0);
+    }
     r->prompt_s += now() - t0;
     r->prompt_tokens += count;
     r->turns++;
