@@ -4,7 +4,8 @@
 set -eu
 packages="build-essential cmake ninja-build pkg-config git binutils g++
   libvulkan-dev libvulkan1 libvulkan-volk-dev mesa-vulkan-drivers vulkan-validationlayers
-  glslang-tools spirv-tools libcmocka-dev abigail-tools strace clang libclang-rt-14-dev"
+  glslang-tools spirv-tools libcmocka-dev abigail-tools strace clang libclang-rt-14-dev
+  bsdutils"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -5,7 +5,10 @@
  * refusals: an unknown template, a template whose tokens the vocabulary lacks, and no template
  * found. The control: the same conversation counted with the other template's text differs.
  * --expert-budget on a mixture of 8 experts: a quarter of them a layer cached, the counts in
- * --json and on the figures line; a budget below the experts a token uses refused. */
+ * --json and on the figures line; a budget below the experts a token uses refused. A prompt
+ * of more than one pass on a terminal (script(1), from bsdutils): its progress bar, and the
+ * text generated as without one. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +19,11 @@
 #include "model_fixtures.h"
 
 static mcl_context *ctx;
-static char chat_model[256], plain_model[256];
+static char chat_model[256], plain_model[256], long_model[256];
 
 static char moe_model[256];
 
-static void write_model(char *path, int chat)
+static void write_model(char *path, int chat, int context)
 {
     model_fixture_desc d = {0};
     d.dim = 64;
@@ -28,12 +31,13 @@ static void write_model(char *path, int chat)
     d.heads = 2;
     d.hidden = 128;
     d.vocab = 128;
-    d.context = 256;
+    d.context = context;
     d.seed = 5;
     d.chat_tokens = chat;
     model_fixture f;
     assert_mcl_ok(model_fixture_create(&d, &f));
-    snprintf(path, 256, "%s/%s.gguf", mcl_test_scratch_dir(), chat ? "chat" : "plain");
+    snprintf(path, 256, "%s/%s-%d.gguf", mcl_test_scratch_dir(), chat ? "chat" : "plain",
+             context);
     assert_mcl_ok(model_fixture_write_gguf(&f, path));
     model_fixture_free(&f);
 }
@@ -225,12 +229,79 @@ static void expert_budget(void **state)
                                      "refused by name", ok));
 }
 
+/* The text of `out` from `from` to the figures ("load ..."), white space at both ends and
+ * carriage returns dropped, into text; 0 if there are no figures. */
+static int text_before_figures(const char *from, char *text, size_t size)
+{
+    const char *fig = from ? strstr(from, "load ") : NULL;
+    if (!fig)
+        return 0;
+    while (from < fig && isspace((unsigned char)*from))
+        from++;
+    while (fig > from && isspace((unsigned char)fig[-1]))
+        fig--;
+    size_t n = 0;
+    for (const char *c = from; c < fig && n + 1 < size; c++)
+        if (*c != '\r')
+            text[n++] = *c;
+    text[n] = '\0';
+    return 1;
+}
+
+/* A prompt of more than one pass (512 tokens) with stderr on a terminal (script(1) gives it
+ * one): fed a pass at a time under a progress bar, the same text generated as in one feed
+ * (stderr not a terminal: no bar, the control). */
+static void long_prompt_progress(void **state)
+{
+    (void)state;
+    static char out[1 << 17], tty[1 << 17];
+    static const char *const words[] = {"hello", "there", "the", "cat", "sat", "on", "a", "mat"};
+    char text[8192];
+    size_t n = 0;
+    long tokens = 0;
+    for (int i = 0; tokens < 600 && n + 16 < sizeof text; i++) {
+        n += (size_t)snprintf(text + n, sizeof text - n, "%s%s", i ? " " : "",
+                              words[(i * 5 + i / 3) % 8]);
+        tokens = count_tokens(text, 1);
+    }
+    assert_true(tokens >= 600 && tokens < 1000);
+    char path[300], args[700], cmd[1400];
+    snprintf(path, sizeof path, "%s/long.txt", mcl_test_scratch_dir());
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    snprintf(args, sizeof args, "-m '%s' -f '%s' -n 6", long_model, path);
+    int rc = run(args, "", out, sizeof out);
+    snprintf(cmd, sizeof cmd, "script -qec \"'%s' %s\" /dev/null < /dev/null 2>&1", MOTIFCL_RUN,
+             args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t got = fread(tty, 1, sizeof tty - 1, p);
+    tty[got] = '\0';
+    int status = pclose(p);
+    char bar[64], a[512], b[512];
+    snprintf(bar, sizeof bar, "%ld of %ld tokens", tokens, tokens);
+    int ok = rc == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+             strstr(out, "prompt  [") == NULL && strstr(tty, "prompt  [") != NULL &&
+             strstr(tty, bar) != NULL && text_before_figures(out, a, sizeof a) &&
+             text_before_figures(strchr(strstr(tty, bar), '\n'), b, sizeof b) &&
+             strcmp(a, b) == 0;
+    if (!ok)
+        printf("without a terminal (exit %d):\n%s\nwith one (status %d):\n%s\n", rc, out,
+               status, tty);
+    assert_true(mcl_test_record_bool("motifcl-run: a prompt of more than one pass under a "
+                                     "progress bar on a terminal, the same text as without",
+                                     ok));
+}
+
 static int setup(void **state)
 {
     if (mcl_test_scratch_setup(state) != 0)
         return -1;
-    write_model(chat_model, 1);
-    write_model(plain_model, 0);
+    write_model(chat_model, 1, 256);
+    write_model(plain_model, 0, 256);
+    write_model(long_model, 1, 1100);
     write_moe_model();
     return 0;
 }
@@ -244,6 +315,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(chat_templates),
         cmocka_unit_test(refusals),
         cmocka_unit_test(expert_budget),
+        cmocka_unit_test(long_prompt_progress),
     };
     return mcl_test_finish(cmocka_run_group_tests(tests, setup, mcl_test_scratch_teardown));
 }
