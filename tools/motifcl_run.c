@@ -204,15 +204,22 @@ static char *read_text(const char *path, size_t *length)
     return text;
 }
 
+/* "\r<label> [####    ]" on stderr, fraction in [0, 1] of the bar filled. */
+static void bar(const char *label, double fraction)
+{
+    int width = 40, filled = (int)(fraction * width);
+    fprintf(stderr, "\r%-7s [%.*s%*s]", label, filled,
+            "########################################", width - filled, "");
+}
+
 static void progress(void *user, uint64_t done, uint64_t total)
 {
     (void)user;
     if (!isatty(STDERR_FILENO) || total == 0)
         return;
-    int width = 40, filled = (int)((double)done / (double)total * width);
-    fprintf(stderr, "\rloading [%.*s%*s] %5.1f%% of %.2f GB", filled,
-            "########################################", width - filled, "",
-            100.0 * (double)done / (double)total, (double)total / 1e9);
+    bar("loading", (double)done / (double)total);
+    fprintf(stderr, " %5.1f%% of %.2f GB", 100.0 * (double)done / (double)total,
+            (double)total / 1e9);
     if (done == total)
         fputc('\n', stderr);
 }
@@ -222,9 +229,8 @@ static void progress(void *user, uint64_t done, uint64_t total)
 
 static void prompt_progress(uint32_t done, uint32_t total, double seconds)
 {
-    int width = 40, filled = (int)((double)done / (double)total * width);
-    fprintf(stderr, "\rprompt  [%.*s%*s] %u of %u tokens, %.0f tokens/s", filled,
-            "########################################", width - filled, "", done, total,
+    bar("prompt", (double)done / (double)total);
+    fprintf(stderr, " %u of %u tokens, %.0f tokens/s", done, total,
             seconds > 0.0 ? done / seconds : 0.0);
     if (done == total)
         fputc('\n', stderr);
