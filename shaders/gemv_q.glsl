@@ -55,7 +55,10 @@
 //   `float bias[]` and `uint ids[]` (aliased: experts mode has no bias), `float y[]`, and push
 //   constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0, pc.dlo, pc.e_lo, pc.e_n, pc.xdiv,
 //   pc.ids0, pc.pairs; after it, the decoder piece() (prototype below) and a main() that calls
-//   gemv_main().
+//   gemv_main(). With GEMV_QKV defined (gemv_q_dot.glsl's GEMV_Q_DOT_QKV; no experts), the
+//   workgroups are those of three weights one after another (pc.N rows, then pc.n_kv and
+//   pc.n_kv), the second and third read by piece_load_w and every result stored by
+//   gemv_store_w (the includer's).
 #ifndef GEMV_Q_GLSL
 #define GEMV_Q_GLSL
 
@@ -68,6 +71,17 @@ const uint NRW = GEMV_GLU ? NR / 2u : NR;  // output rows per row group
 // reduction (the includer's).
 void piece_load_up(uint blk, uint p, out uint r[RP]);
 void gemv_glu_finish(uint wg);
+
+#ifdef GEMV_QKV
+// The workgroup's weight (0, 1, 2) and its rows.
+uint gemv_w = 0u;
+uint gemv_n = 0u;
+#define GEMV_N gemv_n
+void piece_load_w(uint w, uint blk, uint p, out uint r[RP]);
+void gemv_store_w(uint w, uint m, uint n, float v);
+#else
+#define GEMV_N pc.N
+#endif
 
 // The partial sums of the T lanes of each row group meet in shared memory: series
 // o = (i * M + m) * G + g at [o * T, o * T + T). They are added in two steps, a fixed order:
@@ -135,8 +149,12 @@ void gemv_finish(float acc[NR][M], uint wg) {
         for (uint k = 0u; k < T; k += GEMV_F) {
             sum += gemv_red[o * T + k];
         }
-        if (n < pc.N && (!GEMV_GROUPED || m < gemv_valid)) {
+        if (n < GEMV_N && (!GEMV_GROUPED || m < gemv_valid)) {
+#ifdef GEMV_QKV
+            gemv_store_w(gemv_w, m, n, sum);
+#else
             y[gemv_y_row(m) * pc.ldy + pc.y0 + n] = pc.has_bias != 0u ? sum + bias[pc.y0 + n] : sum;
+#endif
         }
     }
 }
@@ -154,6 +172,10 @@ void gemv_load(uint row_blk[NR], uint b, uint p, out uint r[NR][RP]) {
     [[unroll]] for (uint i = 0u; i < NR; i++) {
         if (GEMV_GLU && i >= NRW) {
             piece_load_up(row_blk[i] + b, p, r[i]);
+#ifdef GEMV_QKV
+        } else if (gemv_w != 0u) {
+            piece_load_w(gemv_w, row_blk[i] + b, p, r[i]);
+#endif
         } else {
             piece_load(row_blk[i] + b, pc.dlo + row_blk[i] + b, p, r[i]);
         }
@@ -265,7 +287,23 @@ void gemv_grouped(uint row_blk[NR], uint wg) {
 // the streaming loop over the rows of x of its mode.
 void gemv_main() {
     const uint g = gl_LocalInvocationID.y;
+#ifdef GEMV_QKV
+    uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    const uint per = G * NRW, groups_q = (pc.N + per - 1u) / per;
+    const uint groups_kv = (pc.n_kv + per - 1u) / per;
+    gemv_n = pc.N;
+    if (wg >= groups_q) {
+        wg -= groups_q;
+        gemv_w = 1u;
+        gemv_n = pc.n_kv;
+        if (wg >= groups_kv) {
+            wg -= groups_kv;
+            gemv_w = 2u;
+        }
+    }
+#else
     const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+#endif
     const uint nb = pc.K / QK;
     // An expert's first row in the part bound (32 bits hold it: a part is one binding, and its
     // blocks are fewer than its bytes).
@@ -283,7 +321,7 @@ void gemv_main() {
     }
     uint row_blk[NR];
     [[unroll]] for (uint i = 0u; i < NR; i++) {
-        row_blk[i] = (expert_row + min((wg * G + g) * NRW + i % NRW, pc.N - 1u)) * nb;
+        row_blk[i] = (expert_row + min((wg * G + g) * NRW + i % NRW, GEMV_N - 1u)) * nb;
     }
     if (GEMV_GROUPED) {
         gemv_grouped(row_blk, wg);

@@ -460,6 +460,7 @@ void mcl_env_read(mcl_env_settings *s)
     s->pipeline_stats = switch_value(s, "MOTIFCL_PIPELINE_STATS");
     s->engine_eager = switch_value(s, "MOTIFCL_ENGINE_EAGER");
     s->engine_split_glu = switch_value(s, "MOTIFCL_ENGINE_SPLIT_GLU");
+    s->engine_split_qkv = switch_value(s, "MOTIFCL_ENGINE_SPLIT_QKV");
     s->attention_f32 = switch_value(s, "MOTIFCL_ATTENTION_F32");
     read_pipeline_cache(s);
     read_profile(s);

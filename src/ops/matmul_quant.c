@@ -558,6 +558,86 @@ mcl_status mcl_matmul_glu_q8(mcl_context *ctx, mcl_tensor *a, mcl_tensor *act,
     return status;
 }
 
+/* The q, k and v GEMVs of one quantized x as one dispatch (gemv_q_dot_qkv.comp): the plan of
+ * a GEMV of all their rows, its workgroups W_q's, then W_k's, then W_v's. */
+#define QKV_BINDINGS 13u
+mcl_status mcl_matmul_qkv_q8(mcl_context *ctx, const mcl_tensor *a, mcl_tensor *act,
+                             const mcl_tensor *const w[3], const mcl_tensor *const bias[3],
+                             mcl_tensor *const c[3], int *fused)
+{
+    if (!fused || !w || !c)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    *fused = 0;
+    const mcl_traits *tr = mcl_traits_of(ctx);
+    quant_product p[3];
+    int biases = 0;
+    for (int i = 0; i < 3; i++) {
+        if (!w[i] || !c[i] || w[i]->dtype != w[0]->dtype || mcl_quant_format(w[i]->dtype) < 0)
+            return MCL_SUCCESS;
+        mcl_tensor *b = bias ? (mcl_tensor *)bias[i] : NULL;
+        biases += b != NULL;
+        mcl_status status = mcl_quant_check(ctx, (mcl_tensor *)a, MCL_NO_TRANSPOSE,
+                                            (mcl_tensor *)w[i], MCL_TRANSPOSE, b, c[i],
+                                            MCL_QUANT_PATH_AUTO, &p[i]);
+        if (status != MCL_SUCCESS)
+            return status;
+        if (p[i].path != MCL_QUANT_PATH_DOT || p[i].rows > MCL_QUANT_GEMV_MAX_ROWS ||
+            p[i].part_rows < p[i].n)
+            return MCL_SUCCESS;
+    }
+    if ((p[0].fmt != MCL_QFMT_Q8_0 && p[0].fmt != MCL_QFMT_Q4_0) || p[1].n != p[2].n ||
+        (biases != 0 && biases != 3) || tr->max_stage_buffers < QKV_BINDINGS)
+        return MCL_SUCCESS;
+    if (!act || act->ctx != ctx ||
+        act->nbytes < (uint64_t)p[0].rows * (p[0].k / 32) * MCL_QUANT_ACT_WORDS * 4)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_matmul_qkv_q8: act missing or too small for a's quantization");
+    mcl_gemv_plan plan;
+    mcl_gemv_plan_for(ctx, 1, p[0].fmt, p[0].rows, p[0].n + 2 * p[1].n, p[0].k, &plan);
+    mcl_kernel_desc desc = {
+        .id = MCL_KERNEL_GEMV_Q_DOT_QKV,
+        .binding_count = QKV_BINDINGS,
+        .push_size = sizeof(mcl_gemv_qkv_push),
+        .local_size_x = plan.t,
+        .spec_count = 6,
+        .spec = {p[0].fmt, p[0].rows, plan.nr, plan.g, plan.u, plan.pb},
+    };
+    const mcl_kernel *kernel;
+    mcl_status status = mcl_kernel_exact(ctx, &desc, &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    weight_part parts[3];
+    int made = 0;
+    for (; made < 3 && status == MCL_SUCCESS; made++)
+        status = mcl_weight_part_views(ctx, (mcl_tensor *)w[made], p[made].n, p[made].k, 0,
+                                       p[made].n, &parts[made]);
+    if (status == MCL_SUCCESS) {
+        mcl_gemv_qkv_push push = {
+            .base = {.n = p[0].n, .k = p[0].k, .has_bias = biases == 3, .ldc = p[0].n,
+                     .dlo = parts[0].dlo, .dlo_u = parts[1].dlo},
+            .n_kv = p[1].n,
+            .dlo_v = parts[2].dlo,
+        };
+        const uint64_t per = (uint64_t)plan.g * plan.nr;
+        uint32_t gx, gy;
+        grid_2d(ceil_div(p[0].n, per) + 2 * ceil_div(p[1].n, per), &gx, &gy);
+        mcl_tensor *reads[10] = {act, parts[0].body, parts[0].d, parts[1].body, parts[1].d,
+                                 parts[2].body, parts[2].d};
+        double bytes = 4.0 * p[0].rows * (p[0].k / 32) * MCL_QUANT_ACT_WORDS;
+        for (int i = 0; i < 3; i++) {
+            reads[7 + i] = biases ? (mcl_tensor *)bias[i] : act;
+            bytes += (double)parts[i].body->nbytes + parts[i].d->nbytes + 4.0 * p[i].rows * p[i].n;
+        }
+        mcl_profile_op(ctx, "matmul q, k and v, integer dot", bytes,
+                       2.0 * p[0].rows * (p[0].n + 2.0 * p[1].n) * p[0].k);
+        status = mcl_dispatch(ctx, kernel, reads, 10, (mcl_tensor **)c, 3, &push, gx, gy, 1);
+    }
+    while (made-- > 0)
+        mcl_weight_part_free(&parts[made]);
+    *fused = status == MCL_SUCCESS;
+    return status;
+}
+
 mcl_status mcl_matmul_quant(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mcl_tensor *b,
                             mcl_transpose tb, mcl_tensor *bias, mcl_tensor *c)
 {

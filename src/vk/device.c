@@ -434,6 +434,11 @@ mcl_status mcl_device_create(mcl_context *ctx)
     record_info(ctx, &caps);
     ctx->info.features_available = available_features(&caps, ctx->info.timestamp_valid_bits);
     mcl_traits_decide(&ctx->info, &ctx->env, MCL_LOG(ctx), &ctx->head.traits);
+    const VkPhysicalDeviceLimits *limits = &caps.props.properties.limits;
+    ctx->head.traits.max_stage_buffers =
+        limits->maxPerStageDescriptorStorageBuffers < limits->maxDescriptorSetStorageBuffers
+            ? limits->maxPerStageDescriptorStorageBuffers
+            : limits->maxDescriptorSetStorageBuffers;
     uint64_t on = ctx->info.features_enabled;
     int api13 = caps.props.properties.apiVersion >= VK_API_VERSION_1_3;
 

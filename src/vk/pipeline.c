@@ -119,6 +119,11 @@ static mcl_status kernel_get_entered(mcl_context *ctx, const mcl_kernel_desc *re
     if (want.binding_count > MCL_MAX_BINDINGS || want.spec_count > MCL_MAX_SPEC ||
         want.id >= MCL_KERNEL_COUNT)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "bad kernel request");
+    if (want.binding_count > ctx->head.traits.max_stage_buffers)
+        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
+                        "kernel %s binds %u storage buffers, the device %u at most",
+                        module_of(&want)->name, want.binding_count,
+                        ctx->head.traits.max_stage_buffers);
     for (mcl_kernel *k = ctx->kernels[want.id]; k; k = k->next) {
         if (same_variant(&k->desc, &want)) {
             *out = k;

@@ -57,6 +57,10 @@ typedef struct mcl_traits {
     uint64_t weight_part_bytes;    /* a quantized weight binds in parts of at most this many
                                     * bytes (max_binding_bytes, or MOTIFCL_MAX_BINDING's less) */
     uint64_t binding_alignment;    /* minStorageBufferOffsetAlignment */
+    uint32_t max_stage_buffers;    /* storage buffers a kernel may bind (the least of
+                                    * maxPerStageDescriptorStorageBuffers and
+                                    * maxDescriptorSetStorageBuffers); set by the device's
+                                    * creation, 0 where no device gave it */
 
     /* Tuning overrides of the quantized kernels' plans; 0 (or an empty set) is the plan's own
      * choice. Each is checked against the product it would shape when it is planned. */
@@ -76,6 +80,7 @@ typedef struct mcl_traits {
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS asked for */
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER: decode steps op by op */
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU: gate, up, SwiGLU not fused */
+    int engine_split_qkv;          /* MOTIFCL_ENGINE_SPLIT_QKV: q, k, v not one dispatch */
     int attention_f32;             /* MOTIFCL_ATTENTION_F32: no prompt attention on matrices */
 } mcl_traits;
 
