@@ -13,8 +13,8 @@
 //   3. V tile -> the same shared buffer, while each row's max and sum are reduced by a tree
 //      over its WG / BQ threads (shared memory, no subgroup operations: correct for any
 //      subgroup size); in the decode kernels, where an invocation's share of the tile fits 8
-//      vec4 registers (V_EARLY), its loads were issued with the K tile's (into registers,
-//      all before the K tile's stores) and only the stores are left here;
+//      vec4 registers (V_EARLY), its loads were issued with the K tile's and only the stores
+//      are left here;
 //   4. O = O * alpha + P V, with alpha = exp2(m_old - m_new) the online-softmax rescale.
 // The T x S score matrix never exists; one BQ x BK tile of it lives in shared memory.
 //
@@ -99,8 +99,7 @@ vec4 acc[ACC];
 // slice of a few key tiles, so each global round trip is a large share of its time), where
 // they are few enough to hold in registers, each tile's V is loaded with its K, before the
 // scores, and stored into shared memory after them: the loads' latency hides behind the K
-// tile's and the scores instead of following them. The K tile's loads go into as many
-// registers first (kreg), so that no load waits for an earlier one's store. At 8 vec4s (head dim 128 at 128
+// tile's and the scores instead of following them. At 8 vec4s (head dim 128 at 128
 // invocations, 64 at 64) Polaris keeps two waves a SIMD; at 16, one.
 const uint VR = (BK * D4 + WG - 1u) / WG;
 #ifdef SPLIT_COMBINE
@@ -176,15 +175,6 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
 
     for (uint kt = key_begin; kt < key_stop; kt += BK) {
         if (V_EARLY) {
-            // The tile's K and V loads all issued before the first store: one round trip.
-            vec4 kreg[VR];
-            [[unroll]] for (uint j = 0u; j < VR; j++) {
-                const uint e = tid + j * WG;
-                const uint c = e / D4;
-                kreg[j] = e < BK * D4 && kt + c < key_stop
-                              ? ATT_LOAD_K(b, hkv, kt + c, e - c * D4)
-                              : vec4(0.0);
-            }
             [[unroll]] for (uint j = 0u; j < VR; j++) {
                 const uint e = tid + j * WG;
                 const uint c = e / D4;
@@ -192,20 +182,12 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
                               ? ATT_LOAD_V(b, hkv, kt + c, e - c * D4)
                               : vec4(0.0);
             }
-            [[unroll]] for (uint j = 0u; j < VR; j++) {
-                const uint e = tid + j * WG;
-                if (e < BK * D4) {
-                    const uint c = e / D4;
-                    kv_tile[c * KSTRIDE + (e - c * D4)] = kreg[j];
-                }
-            }
-        } else {
-            for (uint e = tid; e < BK * D4; e += WG) {
-                const uint c = e / D4;
-                const uint d4 = e - c * D4;
-                kv_tile[c * KSTRIDE + d4] =
-                    kt + c < key_stop ? ATT_LOAD_K(b, hkv, kt + c, d4) : vec4(0.0);
-            }
+        }
+        for (uint e = tid; e < BK * D4; e += WG) {
+            const uint c = e / D4;
+            const uint d4 = e - c * D4;
+            kv_tile[c * KSTRIDE + d4] =
+                kt + c < key_stop ? ATT_LOAD_K(b, hkv, kt + c, d4) : vec4(0.0);
         }
         if (kt == key_begin) {
             [[unroll]] for (uint j = 0u; j < ACC; j++) {
