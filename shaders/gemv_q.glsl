@@ -73,14 +73,21 @@ void piece_load_up(uint blk, uint p, out uint r[RP]);
 void gemv_glu_finish(uint wg);
 
 #ifdef GEMV_QKV
-// The workgroup's weight (0, 1, 2) and its rows.
-uint gemv_w = 0u;
+// The workgroup's rows (of its weight's). The weight itself, w (0, 1, 2), is a parameter of
+// the streaming loop, called with each as a literal: the compiler's copy for each has one
+// load path, not a choice at every load.
 uint gemv_n = 0u;
 #define GEMV_N gemv_n
+#define GEMV_WP , uint w
+#define GEMV_WA , w
+#define GEMV_W0 , 0u
 void piece_load_w(uint w, uint blk, uint p, out uint r[RP]);
 void gemv_store_w(uint w, uint m, uint n, float v);
 #else
 #define GEMV_N pc.N
+#define GEMV_WP
+#define GEMV_WA
+#define GEMV_W0
 #endif
 
 // The partial sums of the T lanes of each row group meet in shared memory: series
@@ -117,7 +124,7 @@ uint gemv_y_row(uint m) {
 }
 const uint GEMV_F = T >= 8u ? 8u : 1u;
 
-void gemv_finish(float acc[NR][M], uint wg) {
+void gemv_finish(float acc[NR][M], uint wg GEMV_WP) {
     const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;
     [[unroll]] for (uint i = 0u; i < NR; i++) {
         [[unroll]] for (uint m = 0u; m < M; m++) {
@@ -151,7 +158,7 @@ void gemv_finish(float acc[NR][M], uint wg) {
         }
         if (n < GEMV_N && (!GEMV_GROUPED || m < gemv_valid)) {
 #ifdef GEMV_QKV
-            gemv_store_w(gemv_w, m, n, sum);
+            gemv_store_w(w, m, n, sum);
 #else
             y[gemv_y_row(m) * pc.ldy + pc.y0 + n] = pc.has_bias != 0u ? sum + bias[pc.y0 + n] : sum;
 #endif
@@ -168,13 +175,13 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]);
 void gemv_stage(uint b0);
 
 // Piece p of block b of each of the NR rows starting at blocks row_blk[].
-void gemv_load(uint row_blk[NR], uint b, uint p, out uint r[NR][RP]) {
+void gemv_load(uint row_blk[NR], uint b, uint p, out uint r[NR][RP] GEMV_WP) {
     [[unroll]] for (uint i = 0u; i < NR; i++) {
         if (GEMV_GLU && i >= NRW) {
             piece_load_up(row_blk[i] + b, p, r[i]);
 #ifdef GEMV_QKV
-        } else if (gemv_w != 0u) {
-            piece_load_w(gemv_w, row_blk[i] + b, p, r[i]);
+        } else if (w != 0u) {
+            piece_load_w(w, row_blk[i] + b, p, r[i]);
 #endif
         } else {
             piece_load(row_blk[i] + b, pc.dlo + row_blk[i] + b, p, r[i]);
@@ -184,7 +191,7 @@ void gemv_load(uint row_blk[NR], uint b, uint p, out uint r[NR][RP]) {
 
 // The streaming loop over the workgroup's rows of W (row_blk) and the kernel's M rows of x,
 // its results written by gemv_finish.
-void gemv_rows(uint row_blk[NR], uint wg) {
+void gemv_rows(uint row_blk[NR], uint wg GEMV_WP) {
     const uint t = gl_LocalInvocationID.x;
     const uint nb = pc.K / QK;
     const uint P = nb * PPB;
@@ -204,7 +211,7 @@ void gemv_rows(uint row_blk[NR], uint wg) {
             uint bu[U];
             [[unroll]] for (uint u = 0u; u < U; u++) {
                 bu[u] = q0 + u * T + t < P ? b0 + u * (T / PPB) + t / PPB : b0;
-                gemv_load(row_blk, bu[u], p, r[u]);
+                gemv_load(row_blk, bu[u], p, r[u] GEMV_WA);
             }
             gemv_stage(b0);
             if (q0 + U * T <= P) {
@@ -217,7 +224,7 @@ void gemv_rows(uint row_blk[NR], uint wg) {
                 }
             }
         }
-        gemv_finish(acc, wg);
+        gemv_finish(acc, wg GEMV_WA);
         return;
     }
     uint kb = t / PPB;
@@ -225,7 +232,7 @@ void gemv_rows(uint row_blk[NR], uint wg) {
     for (; q0 + (U - 1u) * T < P; q0 += U * T, kb += U * T / PPB) {
         uint r[U][NR][RP];
         [[unroll]] for (uint u = 0u; u < U; u++) {
-            gemv_load(row_blk, kb + u * (T / PPB), p, r[u]);
+            gemv_load(row_blk, kb + u * (T / PPB), p, r[u] GEMV_WA);
         }
         [[unroll]] for (uint u = 0u; u < U; u++) {
             piece(r[u], kb + u * (T / PPB), p, true, acc);
@@ -234,14 +241,14 @@ void gemv_rows(uint row_blk[NR], uint wg) {
     if (q0 < P) {
         uint r[U][NR][RP];
         [[unroll]] for (uint u = 0u; u < U; u++) {
-            gemv_load(row_blk, q0 + u * T < P ? kb + u * (T / PPB) : 0u, p, r[u]);
+            gemv_load(row_blk, q0 + u * T < P ? kb + u * (T / PPB) : 0u, p, r[u] GEMV_WA);
         }
         [[unroll]] for (uint u = 0u; u < U; u++) {
             const bool ok = q0 + u * T < P;
             piece(r[u], ok ? kb + u * (T / PPB) : 0u, p, ok, acc);
         }
     }
-    gemv_finish(acc, wg);
+    gemv_finish(acc, wg GEMV_WA);
 }
 
 // Grouped mode: the expert's pairs listed a window at a time and multiplied in chunks of M
@@ -271,7 +278,7 @@ void gemv_grouped(uint row_blk[NR], uint wg) {
                 gemv_cx[m] = pair / pc.xdiv;
                 gemv_cy[m] = pair;
             }
-            gemv_rows(row_blk, wg);
+            gemv_rows(row_blk, wg GEMV_W0);
             barrier();  // the chunk's reads of the list and of gemv_red are done
         }
         held = listed - full;
@@ -291,14 +298,15 @@ void gemv_main() {
     uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     const uint per = G * NRW, groups_q = (pc.N + per - 1u) / per;
     const uint groups_kv = (pc.n_kv + per - 1u) / per;
+    uint w = 0u;
     gemv_n = pc.N;
     if (wg >= groups_q) {
         wg -= groups_q;
-        gemv_w = 1u;
+        w = 1u;
         gemv_n = pc.n_kv;
         if (wg >= groups_kv) {
             wg -= groups_kv;
-            gemv_w = 2u;
+            w = 2u;
         }
     }
 #else
@@ -323,11 +331,21 @@ void gemv_main() {
     [[unroll]] for (uint i = 0u; i < NR; i++) {
         row_blk[i] = (expert_row + min((wg * G + g) * NRW + i % NRW, GEMV_N - 1u)) * nb;
     }
+#ifdef GEMV_QKV
+    if (w == 0u) {
+        gemv_rows(row_blk, wg, 0u);
+    } else if (w == 1u) {
+        gemv_rows(row_blk, wg, 1u);
+    } else {
+        gemv_rows(row_blk, wg, 2u);
+    }
+#else
     if (GEMV_GROUPED) {
         gemv_grouped(row_blk, wg);
     } else {
         gemv_rows(row_blk, wg);
     }
+#endif
 }
 
 #endif
