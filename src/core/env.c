@@ -461,6 +461,13 @@ void mcl_env_read(mcl_env_settings *s)
     s->engine_eager = switch_value(s, "MOTIFCL_ENGINE_EAGER");
     s->engine_split_glu = switch_value(s, "MOTIFCL_ENGINE_SPLIT_GLU");
     s->engine_split_qkv = switch_value(s, "MOTIFCL_ENGINE_SPLIT_QKV");
+    if ((v = mcl_env("MOTIFCL_ENGINE_WARM"))) {
+        long long n = whole_number(v, 0, 7);
+        if (n < 0)
+            problem(s, "MOTIFCL_ENGINE_WARM=%s is not 0..7; ignored", v);
+        else
+            s->engine_warm = (uint32_t)n;
+    }
     s->attention_f32 = switch_value(s, "MOTIFCL_ATTENTION_F32");
     read_pipeline_cache(s);
     read_profile(s);

@@ -27,6 +27,8 @@
  *                               separate dispatches, not fused (for comparison)
  *   MOTIFCL_ENGINE_SPLIT_QKV    1: a decode step's q, k and v products as three dispatches,
  *                               not one (for comparison)
+ *   MOTIFCL_ENGINE_WARM         0..7: the weights a decode step reads into the device's cache
+ *                               beside the dispatches that leave memory idle (tuning)
  *   MOTIFCL_ATTENTION_F32       1: a prompt pass's attention on the f32 kernels, not on
  *                               cooperative matrices (for comparison)
  *   MOTIFCL_PROFILE             1|true|on|yes: profile every dispatch, the table to stderr
@@ -136,6 +138,7 @@ typedef struct mcl_env_settings {
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER */
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU */
     int engine_split_qkv;          /* MOTIFCL_ENGINE_SPLIT_QKV */
+    uint32_t engine_warm;          /* MOTIFCL_ENGINE_WARM */
     int attention_f32;             /* MOTIFCL_ATTENTION_F32 */
     int gpu_profile;               /* MOTIFCL_PROFILE: 1 to stderr, 2 to profile_path */
     char profile_path[MCL_ENV_PATH];

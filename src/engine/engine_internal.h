@@ -99,11 +99,13 @@ struct mcl_session {
     mcl_tensor *normed;          /* f32 [sequences, dim]: a decode step's normed rows */
     mcl_tensor *act;             /* i32: their quantization for the integer-dot path */
     mcl_tensor *act2;            /* i32, as act: the fused gate, up and SwiGLU's output */
+    mcl_tensor *warm_sink[3];    /* i32 [4] each: the cache warms' outputs (never read) */
     engine_step steps[ENGINE_STEPS];
     uint64_t clock;
     int eager;                   /* MOTIFCL_ENGINE_EAGER: decode steps recorded op by op */
     int split_glu;               /* MOTIFCL_ENGINE_SPLIT_GLU: gate, up and SwiGLU unfused */
     int split_qkv;               /* MOTIFCL_ENGINE_SPLIT_QKV: q, k and v three dispatches */
+    uint32_t warm;               /* MOTIFCL_ENGINE_WARM: which weights a step warms (forward.c) */
     /* Called after each op a pass records, with the op's name (the benchmarks' per-op GPU
      * times: a timestamp each); NULL in use. */
     mcl_status (*mark)(void *user, const char *op);

@@ -458,6 +458,25 @@ static mcl_tensor *norm_act(const mcl_session *s, mcl_tensor *x, uint32_t count,
     return mcl_matmul_quantizes(s->ctx, x, w[0], c[0]) ? s->act : NULL;
 }
 
+/* MOTIFCL_ENGINE_WARM's bits: which weights a decode step reads into the cache beside a
+ * dispatch that leaves memory idle, recorded after it (no hazard between them, so no barrier):
+ * W_o beside the attention, W_q, W_k and W_v beside the attention norm, the first
+ * ENGINE_WARM_FFN bytes of W_gate and W_up beside the feed-forward norm. */
+#define ENGINE_WARM_O 1u
+#define ENGINE_WARM_QKV 2u
+#define ENGINE_WARM_GATE_UP 4u
+#define ENGINE_WARM_FFN (4ull << 20)
+
+static mcl_status warm(mcl_session *s, uint32_t bit, uint32_t count, const mcl_tensor *const *w,
+                       uint64_t bytes)
+{
+    mcl_status status = MCL_SUCCESS;
+    for (uint32_t i = 0; i < count && status == MCL_SUCCESS && (s->warm & bit); i++)
+        if (w[i])
+            status = mcl_cache_warm(s->ctx, (mcl_tensor *)w[i], 0, bytes, s->warm_sink[i]);
+    return status;
+}
+
 /* A decode step recorded for replay (views in v): count rows, one token of each of seqs[],
  * the logits of all. Positions and lengths are read from s->ids (attend_step), so that one
  * recording serves every position. Between the products, the residual add, the RMSNorm and
@@ -488,6 +507,8 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         uint32_t products = L ? 3 : 1;
         mcl_tensor *act = norm_act(s, n, products, qkv_w, qkv);
         TRY(mcl_norm_q8(ctx, delta, L ? L->attn_norm : s->output_norm, m->norm_eps, x, n, act));
+        if (L)
+            TRY(warm(s, ENGINE_WARM_QKV, 3, qkv_w, UINT64_MAX));
         MARK(s, L ? norm_name : "output norm");
         norm_name = "residual, attention norm";
         if (!L) {
@@ -510,6 +531,7 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         const mcl_tensor *wo[1] = {L->wo};
         act = m->head_dim % 32 == 0 ? norm_act(s, att, 1, wo, &h) : NULL;
         TRY(attend_step(s, v, L, seqs, count, act));
+        TRY(warm(s, ENGINE_WARM_O, 1, wo, UINT64_MAX));
         MARK(s, "attention");
         TRY(step_linears(ctx, att, act, 1, wo, NULL, &h));
         MARK(s, "output");
@@ -526,6 +548,7 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         mcl_tensor *ffn[2] = {gate, up};
         act = norm_act(s, n, 2, ffn_w, ffn);
         TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
+        TRY(warm(s, ENGINE_WARM_GATE_UP, 2, ffn_w, ENGINE_WARM_FFN));
         MARK(s, "residual, feed-forward norm");
         /* Gate, up and SwiGLU in one dispatch where the products and the down product take
          * the integer-dot path (mcl_matmul_glu_q8, quantized into act2 for the down product:

@@ -129,6 +129,13 @@ mcl_status mcl_matmul_qkv_q8(mcl_context *ctx, const mcl_tensor *a, mcl_tensor *
                              const mcl_tensor *const w[3], const mcl_tensor *const bias[3],
                              mcl_tensor *const c[3], int *fused);
 
+/* Reads bytes [offset, offset + bytes) of t (clamped to t, in 16-byte words) so that a
+ * later dispatch finds them in the device's last-level cache (cache_warm_u32.comp); sink, 4
+ * words at least, is the kernel's only output and is never meaningfully written. Recorded
+ * beside a dispatch that reads and writes neither, it runs alongside it. */
+mcl_status mcl_cache_warm(mcl_context *ctx, mcl_tensor *t, uint64_t offset, uint64_t bytes,
+                          mcl_tensor *sink);
+
 /* Words of a sampled row's parameters before its penalized tokens (sample_f32.comp): the
  * row of logits, top_k, then as float bits temperature, top_p, min_p, repeat_penalty,
  * frequency_penalty, presence_penalty; the draw's key; the count n of penalized tokens; at
