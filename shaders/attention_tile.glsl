@@ -139,10 +139,174 @@ void reduce_rows_sum(uint tid, uint lane) {
     }
 }
 
+#ifdef SPLIT_COMBINE
+// The decode kernels' subgroup loop (attend_sg), where the host sets SG, the device's subgroup
+// size (D a multiple of it, at most 16 elements a lane; 0: the tiles above). Each subgroup
+// walks its own keys of the slice, SG_KC at a time (every load of a step issued before any is
+// used), each lane holding SG_E elements of every head vector: a key's score is one
+// subgroupAdd, and each row's max, sum and output stay in the subgroup's registers (the
+// online softmax's rescale once a step). No barrier until the subgroups' results meet in
+// shared memory at the end.
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+layout(constant_id = 4) const uint SG = 0u;
+const uint SG_N = SG == 0u ? 1u : WG / SG;  // subgroups of the workgroup
+const uint SG_E = SG == 0u ? 1u : D / SG;   // elements of a head vector a lane holds
+const uint SG_EMAX = 16u;
+const uint SG_KC = 8u;                      // keys of a subgroup's step
+shared float sg_ml[SG == 0u ? 1u : 2u * SG_N * BQ];    // each subgroup's max and sum a row
+shared float sg_o[SG == 0u ? 1u : SG_N * BQ * D];      // and its output rows
+
+// Elements lane SG_E .. + SG_E - 1 of a head vector, from its vec4 d4 (the loads' macros).
+#define SG_ELEMS(LOAD, e)                                                 \
+    {                                                                     \
+        const uint lane_ = gl_SubgroupInvocationID;                      \
+        if (SG_E >= 4u) {                                                 \
+            [[unroll]] for (uint j_ = 0u; j_ < SG_EMAX / 4u; j_++) {      \
+                if (j_ < SG_E / 4u) {                                     \
+                    const vec4 v_ = LOAD(lane_ * (SG_E / 4u) + j_);       \
+                    e[4u * j_] = v_.x;                                    \
+                    e[4u * j_ + 1u] = v_.y;                               \
+                    e[4u * j_ + 2u] = v_.z;                               \
+                    e[4u * j_ + 3u] = v_.w;                               \
+                }                                                         \
+            }                                                             \
+        } else {                                                          \
+            const uint d_ = lane_ * SG_E;                                 \
+            const vec4 v_ = LOAD(d_ / 4u);                                \
+            [[unroll]] for (uint i_ = 0u; i_ < 4u; i_++) {                \
+                if (i_ < SG_E) {                                          \
+                    e[i_] = v_[(d_ % 4u) + i_];                           \
+                }                                                         \
+            }                                                             \
+        }                                                                 \
+    }
+
+void attend_sg(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
+    const uint tid = gl_LocalInvocationID.x, lane = gl_SubgroupInvocationID;
+    const uint sg = gl_SubgroupID;
+    float qv[BQ][SG_EMAX], o[BQ][SG_EMAX], m[BQ], l[BQ];
+    uint lim[BQ];
+    [[unroll]] for (uint r = 0u; r < BQ; r++) {
+        const uint rho = row0 + r;
+        const bool ok = rho < pc.rows;
+        [[unroll]] for (uint i = 0u; i < SG_EMAX; i++) {
+            qv[r][i] = 0.0;
+            o[r][i] = 0.0;
+        }
+#define SG_LOAD_Q(d4) (ok ? ATT_LOAD_Q(b, hkv, rho, d4) * pc.scale_log2 : vec4(0.0))
+        SG_ELEMS(SG_LOAD_Q, qv[r])
+#undef SG_LOAD_Q
+        lim[r] = ok ? min(visible_keys(rho), key_end) : 0u;
+        m[r] = NEG;
+        l[r] = 0.0;
+    }
+    const uint last_row = min(row0 + BQ, pc.rows) - 1u;
+    const uint key_stop = min(key_end, visible_keys(last_row));
+    for (uint k0 = key_begin + sg * SG_KC; k0 < key_stop; k0 += SG_N * SG_KC) {
+        float kk[SG_KC][SG_EMAX], vv[SG_KC][SG_EMAX];
+        [[unroll]] for (uint j = 0u; j < SG_KC; j++) {
+            const uint s = k0 + j;
+            const bool live = s < key_stop;
+#define SG_LOAD_K(d4) (live ? ATT_LOAD_K(b, hkv, s, d4) : vec4(0.0))
+#define SG_LOAD_V(d4) (live ? ATT_LOAD_V(b, hkv, s, d4) : vec4(0.0))
+            SG_ELEMS(SG_LOAD_K, kk[j])
+            SG_ELEMS(SG_LOAD_V, vv[j])
+#undef SG_LOAD_K
+#undef SG_LOAD_V
+        }
+        [[unroll]] for (uint r = 0u; r < BQ; r++) {
+            float sc[SG_KC];
+            float cm = NEG;
+            [[unroll]] for (uint j = 0u; j < SG_KC; j++) {
+                float part = 0.0;
+                [[unroll]] for (uint i = 0u; i < SG_EMAX; i++) {
+                    if (i < SG_E) {
+                        part += qv[r][i] * kk[j][i];
+                    }
+                }
+                const float total = subgroupAdd(part);
+                sc[j] = k0 + j < lim[r] ? total : NEG;
+                cm = max(cm, sc[j]);
+            }
+            const float mn = max(m[r], cm);
+            // A row that has seen no visible key keeps m = NEG, l = 0: nothing to rescale.
+            const float alpha = m[r] == NEG ? 0.0 : exp2(m[r] - mn);
+            float ps = 0.0;
+            [[unroll]] for (uint i = 0u; i < SG_EMAX; i++) {
+                o[r][i] *= alpha;
+            }
+            [[unroll]] for (uint j = 0u; j < SG_KC; j++) {
+                const float p = sc[j] == NEG ? 0.0 : exp2(sc[j] - mn);
+                ps += p;
+                [[unroll]] for (uint i = 0u; i < SG_EMAX; i++) {
+                    o[r][i] = fma(p, vv[j][i], o[r][i]);
+                }
+            }
+            l[r] = l[r] * alpha + ps;
+            m[r] = mn;
+        }
+    }
+    // The subgroups' rows meet: each one's weight exp2(m_s - M) over those that saw keys.
+    [[unroll]] for (uint r = 0u; r < BQ; r++) {
+        if (lane == 0u) {
+            sg_ml[2u * (sg * BQ + r)] = m[r];
+            sg_ml[2u * (sg * BQ + r) + 1u] = l[r];
+        }
+        [[unroll]] for (uint i = 0u; i < SG_EMAX; i++) {
+            if (i < SG_E) {
+                sg_o[(sg * BQ + r) * D + lane * SG_E + i] = o[r][i];
+            }
+        }
+    }
+    barrier();
+    [[unroll]] for (uint j = 0u; j < ACC; j++) {
+        const uint e = tid + j * WG;
+        acc[j] = vec4(0.0);
+        if (e < BQ * D4) {
+            const uint r = e / D4, d = (e - r * D4) * 4u;
+            float mx = NEG;
+            for (uint s = 0u; s < SG_N; s++) {
+                if (sg_ml[2u * (s * BQ + r) + 1u] > 0.0) {
+                    mx = max(mx, sg_ml[2u * (s * BQ + r)]);
+                }
+            }
+            for (uint s = 0u; s < SG_N; s++) {
+                const float ls = sg_ml[2u * (s * BQ + r) + 1u];
+                const float w = ls > 0.0 ? exp2(sg_ml[2u * (s * BQ + r)] - mx) : 0.0;
+                const uint at = (s * BQ + r) * D + d;
+                acc[j] += w * vec4(sg_o[at], sg_o[at + 1u], sg_o[at + 2u], sg_o[at + 3u]);
+            }
+        }
+    }
+    if (tid < BQ) {
+        float mx = NEG, total = 0.0;
+        for (uint s = 0u; s < SG_N; s++) {
+            if (sg_ml[2u * (s * BQ + tid) + 1u] > 0.0) {
+                mx = max(mx, sg_ml[2u * (s * BQ + tid)]);
+            }
+        }
+        for (uint s = 0u; s < SG_N; s++) {
+            const float ls = sg_ml[2u * (s * BQ + tid) + 1u];
+            total += ls > 0.0 ? exp2(sg_ml[2u * (s * BQ + tid)] - mx) * ls : 0.0;
+        }
+        row_m[tid] = mx;
+        row_l[tid] = total;
+    }
+    barrier();
+}
+#endif
+
 // Run the online softmax of query rows [row0, row0 + BQ) over keys [key_begin, key_end).
 // On return acc[] holds the unnormalised output (vec4 tid + j * WG of the BQ x D4 tile), and
 // row_m / row_l each row's max and sum.
 void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
+#ifdef SPLIT_COMBINE
+    if (SG != 0u) {
+        attend_sg(b, hkv, row0, key_begin, key_end);
+        return;
+    }
+#endif
     const uint tid = gl_LocalInvocationID.x;
     const uint my_row = tid / TPR;
     const uint lane = tid - my_row * TPR;

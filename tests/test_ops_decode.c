@@ -38,7 +38,9 @@
  *    <= 1e-5 (f32 sums in another order); the slices merged by the last of them, whose
  *    counters are zero again after every dispatch; its quantized output, at an offset among
  *    more blocks, the words mcl_quantize_activations makes of out (control: of q). Control:
- *    the lengths before. Again on contexts with MOTIFCL_ATTENTION_WG=64 and 128 (the
+ *    the lengths before. Again on the subgroup loop (MOTIFCL_ATTENTION_SUBGROUP, where the
+ *    device has subgroup arithmetic), at the library's slices and at two. Again on contexts
+ *    with MOTIFCL_ATTENTION_WG=64 and 128 (the
  *    default is 256), each with its own validation count.
  *  - mcl_attention_decode_rope (RoPE, the cache write and the attention in one dispatch)
  *    against mcl_rope_kv then mcl_attention_decode, two tokens of two of three sequences at
@@ -714,7 +716,17 @@ static void attention_decode_matches_attention(void **state)
     traits->attention_splits = 2;
     alabel = " (two slices)";
     attention_decode_on();
+    /* The slices walked by subgroups (MOTIFCL_ATTENTION_SUBGROUP), where the device has
+     * subgroup arithmetic and the head dim is a multiple of its subgroup size. */
+    const int subgroup = traits->subgroup_arithmetic && AD % traits->subgroup_size == 0 &&
+                         AD / traits->subgroup_size <= 16;
+    traits->attention_subgroup = 1;
+    alabel = subgroup ? " (two slices, subgroups)" : " (two slices, subgroups asked, tiles)";
+    attention_decode_on();
     traits->attention_splits = splits;
+    alabel = subgroup ? " (subgroups)" : " (subgroups asked, tiles)";
+    attention_decode_on();
+    traits->attention_subgroup = 0;
     alabel = "";
 }
 
@@ -867,7 +879,14 @@ static void attention_decode_rope_matches_ops(void **state)
     rope_attention_on(MCL_DTYPE_F32, MCL_ROPE_SPLIT_HALF, " (two slices)");
     rope_attention_on(MCL_DTYPE_F16, MCL_ROPE_INTERLEAVED,
                       " (two slices, f16 caches, interleaved pairs)");
+    /* The same on the subgroup loop (its reference, mcl_attention_decode, on it too: checked
+     * against mcl_attention above). */
+    traits->attention_subgroup = 1;
+    rope_attention_on(MCL_DTYPE_F16, MCL_ROPE_INTERLEAVED,
+                      " (two slices, f16 caches, interleaved pairs, subgroups)");
     traits->attention_splits = splits;
+    rope_attention_on(MCL_DTYPE_F32, MCL_ROPE_SPLIT_HALF, " (subgroups)");
+    traits->attention_subgroup = 0;
 }
 
 static void statuses(void **state)

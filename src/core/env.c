@@ -469,6 +469,7 @@ void mcl_env_read(mcl_env_settings *s)
             s->engine_warm = (uint32_t)n;
     }
     s->attention_f32 = switch_value(s, "MOTIFCL_ATTENTION_F32");
+    s->attention_subgroup = switch_value(s, "MOTIFCL_ATTENTION_SUBGROUP");
     read_pipeline_cache(s);
     read_profile(s);
     if ((v = mcl_env("MOTIFCL_MAX_BINDING"))) {

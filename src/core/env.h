@@ -20,6 +20,8 @@
  *   MOTIFCL_ATTENTION_SPLITS    1..64: slices of the keys of a recorded decode step's
  *                               attention (tuning)
  *   MOTIFCL_ATTENTION_WG        64|128|256: the invocations of its workgroups (tuning)
+ *   MOTIFCL_ATTENTION_SUBGROUP  1: its slices walked by subgroups, not in shared tiles
+ *                               (attention_tile.glsl's attend_sg; tuning)
  *   MOTIFCL_PIPELINE_STATS      1: log the driver's statistics of each compiled kernel (info)
  *   MOTIFCL_MAX_BINDING         bytes: split quantized weights as if one binding held no more
  *   MOTIFCL_ENGINE_EAGER        1: sessions record each decode step op by op (no replay)
@@ -134,6 +136,7 @@ typedef struct mcl_env_settings {
     uint32_t gemm_matrix_tile[2];  /* MOTIFCL_QUANT_GEMM_TILE: BM, BN; 0 unset */
     uint32_t attention_splits;     /* MOTIFCL_ATTENTION_SPLITS, 0 unset */
     uint32_t attention_wg;         /* MOTIFCL_ATTENTION_WG, 0 unset */
+    int attention_subgroup;        /* MOTIFCL_ATTENTION_SUBGROUP */
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS */
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER */
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU */

@@ -74,6 +74,7 @@ typedef struct mcl_traits {
     uint32_t gemm_matrix_tile[2];  /* MOTIFCL_QUANT_GEMM_TILE */
     uint32_t attention_splits;     /* MOTIFCL_ATTENTION_SPLITS: the decode attention's slices */
     uint32_t attention_wg;         /* MOTIFCL_ATTENTION_WG: its workgroups' invocations */
+    int attention_subgroup;        /* MOTIFCL_ATTENTION_SUBGROUP: its slices by subgroups */
 
     /* Runtime. */
     mcl_transfer_mode transfer;    /* MOTIFCL_TRANSFER */
