@@ -519,9 +519,10 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
             break;
         }
         const mcl_tensor *qkv_b[3] = {L->bq, L->bk, L->bv};
-        /* One dispatch where the three take the integer-dot path (mcl_matmul_qkv_q8). */
+        /* One dispatch where the three take the integer-dot path (mcl_matmul_qkv_q8), with
+         * MOTIFCL_ENGINE_FUSE_QKV: not yet the default (docs/inference.md). */
         int fused = 0;
-        if (act && !s->split_qkv)
+        if (act && s->fuse_qkv)
             TRY(mcl_matmul_qkv_q8(ctx, n, act, qkv_w, qkv_b, qkv, &fused));
         if (!fused)
             TRY(step_linears(ctx, n, act, 3, qkv_w, qkv_b, qkv));
