@@ -118,15 +118,21 @@ layout(push_constant) uniform Push {
 #include "gemv_q.glsl"
 
 #if defined(GEMV_Q_DOT_GLU) || defined(GEMV_Q_DOT_QKV)
-// Piece p of block blk of the second weight (W_up, W_k; its d the blk-th after dlo_u), as
-// piece_load reads the first.
-void piece_load_up(uint blk, uint p, out uint r[RP]) {
-    [[unroll]] for (uint i = 0u; i < RP; i++) {
-        r[i] = 0u;
+// Piece p of block blk of a Q8_0 or Q4_0 weight bound as B2, B4 (its bodies) and BD (its d
+// values, the blk-th after DLO) into r, as piece_load reads the first weight.
+#define PIECE_LOAD_OTHER(B2, B4, BD, DLO, blk, p, r)                                         \
+    {                                                                                      \
+        [[unroll]] for (uint i_ = 0u; i_ < RP; i_++) {                                      \
+            r[i_] = 0u;                                                                    \
+        }                                                                                  \
+        QUANT_CODE_WORDS(B2, B4, (blk) * BODY_WORDS + CW * (p), r)                         \
+        const uint di_ = (DLO) + (blk), dw_ = BD[di_ >> 1];                                \
+        r[CW] = floatBitsToUint(quant_half((di_ & 1u) != 0u ? dw_ >> 16 : dw_ & 0xFFFFu)); \
     }
-    QUANT_CODE_WORDS(wqu2, wqu4, blk * BODY_WORDS + CW * p, r)
-    const uint di = pc.dlo_u + blk, w = wdu[di >> 1];
-    r[CW] = floatBitsToUint(quant_half((di & 1u) != 0u ? w >> 16 : w & 0xFFFFu));
+
+// Piece p of block blk of the second weight (W_up, W_k).
+void piece_load_up(uint blk, uint p, out uint r[RP]) {
+    PIECE_LOAD_OTHER(wqu2, wqu4, wdu, pc.dlo_u, blk, p, r)
 }
 #else
 void piece_load_up(uint blk, uint p, out uint r[RP]) {
@@ -140,15 +146,10 @@ void piece_load_up(uint blk, uint p, out uint r[RP]) {
 // Piece p of block blk of weight w (1: W_k, 2: W_v).
 void piece_load_w(uint w, uint blk, uint p, out uint r[RP]) {
     if (w == 1u) {
-        piece_load_up(blk, p, r);
-        return;
+        PIECE_LOAD_OTHER(wqu2, wqu4, wdu, pc.dlo_u, blk, p, r)
+    } else {
+        PIECE_LOAD_OTHER(wqv2, wqv4, wdv, pc.dlo_v, blk, p, r)
     }
-    [[unroll]] for (uint i = 0u; i < RP; i++) {
-        r[i] = 0u;
-    }
-    QUANT_CODE_WORDS(wqv2, wqv4, blk * BODY_WORDS + CW * p, r)
-    const uint di = pc.dlo_v + blk, d = wdv[di >> 1];
-    r[CW] = floatBitsToUint(quant_half((di & 1u) != 0u ? d >> 16 : d & 0xFFFFu));
 }
 
 // Output n of row m of weight w's product.

@@ -428,19 +428,17 @@ static void qkv_q8_matches_products(void **state)
     const mcl_tensor *plain[3] = {w4, k4, k4}, *mixed[3] = {w4, k8, k4}, *kt[3] = {kq, kq, kq},
                      *uneven[3] = {w4, k4, w4};
     const int dot = mcl_inspect_traits(c)->quant_dot;
+    /* Not fused: nothing recorded, *fused 0 (mixed types, a K type, k and v of different
+     * rows, one bias of three). */
+    const mcl_tensor *const *nw[4] = {mixed, kt, uneven, plain}, *const *nb[4] = {none, none,
+                                                                                 none, one};
+    mcl_tensor *const *nc[4] = {out, narrow, wide, out};
     int fused = 1;
-    /* Not fused: nothing recorded, *fused 0. */
-    assert_mcl_ok(mcl_matmul_qkv_q8(c, x, act, mixed, none, out, &fused));
-    assert_int_equal(fused, 0);
-    fused = 1;
-    assert_mcl_ok(mcl_matmul_qkv_q8(c, x, act, kt, none, narrow, &fused));
-    assert_int_equal(fused, 0);
-    fused = 1;
-    assert_mcl_ok(mcl_matmul_qkv_q8(c, x, act, uneven, none, wide, &fused));
-    assert_int_equal(fused, 0);
-    fused = 1;
-    assert_mcl_ok(mcl_matmul_qkv_q8(c, x, act, plain, one, out, &fused));
-    assert_int_equal(fused, 0);
+    for (int i = 0; i < 4; i++) {
+        fused = 1;
+        assert_mcl_ok(mcl_matmul_qkv_q8(c, x, act, nw[i], nb[i], nc[i], &fused));
+        assert_int_equal(fused, 0);
+    }
     fused = 1;
     assert_mcl_ok(mcl_matmul_qkv_q8(c, x, act, plain, none, out, &fused));
     assert_true(mcl_test_record_bool(dot ? "mcl_matmul_qkv_q8 on the integer-dot path: fused"
