@@ -302,7 +302,9 @@ void attend_sg(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
 // row_m / row_l each row's max and sum.
 void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
 #ifdef SPLIT_COMBINE
-    if (SG != 0u) {
+    // The subgroup loop only at the size it was planned for (else the tiles, which assume
+    // none).
+    if (SG != 0u && gl_SubgroupSize == SG) {
         attend_sg(b, hkv, row0, key_begin, key_end);
         return;
     }
