@@ -73,11 +73,10 @@ void piece_load_up(uint blk, uint p, out uint r[RP]);
 void gemv_glu_finish(uint wg);
 
 #ifdef GEMV_QKV
-// The workgroup's rows (of its weight's). The weight itself, w (0, 1, 2), is a parameter of
-// the streaming loop, called with each as a literal: the compiler's copy for each has one
-// load path, not a choice at every load.
-uint gemv_n = 0u;
-#define GEMV_N gemv_n
+// The workgroup's weight, w (0, 1, 2), is a parameter of the streaming loop, called with each
+// as a literal: the compiler's copy for each has one load path, not a choice at every load.
+// GEMV_N, its rows, where w is in scope.
+#define GEMV_N (w == 0u ? pc.N : pc.n_kv)
 #define GEMV_WP , uint w
 #define GEMV_WA , w
 #define GEMV_W0 , 0u
@@ -299,11 +298,9 @@ void gemv_main() {
     const uint per = G * NRW, groups_q = (pc.N + per - 1u) / per;
     const uint groups_kv = (pc.n_kv + per - 1u) / per;
     uint w = 0u;
-    gemv_n = pc.N;
     if (wg >= groups_q) {
         wg -= groups_q;
         w = 1u;
-        gemv_n = pc.n_kv;
         if (wg >= groups_kv) {
             wg -= groups_kv;
             w = 2u;

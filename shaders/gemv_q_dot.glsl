@@ -32,7 +32,8 @@
 // With GEMV_Q_DOT_QKV defined (gemv_q_dot_qkv.comp, Q8_0 and Q4_0): an attention block's q,
 // k and v products of one x in one dispatch. The first ceil(N / (G NR)) workgroups multiply
 // W_q's N rows, the next ceil(n_kv / (G NR)) W_k's n_kv rows, the rest W_v's, each as
-// gemv_q_dot would alone (the same lanes, rounds and sums). Bindings: 0 quantized x, 1 and 2
+// gemv_q_dot would at this plan (the plan of a GEMV of all their rows, whose lanes along K
+// may differ from a product's own: its sums then in another order). Bindings: 0 quantized x, 1 and 2
 // W_q's bodies and d values, 3 and 4 W_k's, 5 and 6 W_v's, 7 to 9 the biases of q, k and v
 // (any buffers when has_bias is 0), 10 to 12 q [M, N], k and v [M, n_kv]. No experts; push
 // constants dlo_u and dlo_v are W_k's and W_v's dlo; ldy and y0 are unused.

@@ -470,8 +470,10 @@ static mcl_tensor *norm_act(const mcl_session *s, mcl_tensor *x, uint32_t count,
 static mcl_status warm(mcl_session *s, uint32_t bit, uint32_t count, const mcl_tensor *const *w,
                        uint64_t bytes)
 {
+    if (!(s->warm & bit))
+        return MCL_SUCCESS;
     mcl_status status = MCL_SUCCESS;
-    for (uint32_t i = 0; i < count && status == MCL_SUCCESS && (s->warm & bit); i++)
+    for (uint32_t i = 0; i < count && status == MCL_SUCCESS; i++)
         if (w[i])
             status = mcl_cache_warm(s->ctx, (mcl_tensor *)w[i], 0, bytes, s->warm_sink[i]);
     return status;
