@@ -460,6 +460,135 @@ static void qkv_q8_matches_products(void **state)
     assert_int_equal(mcl_test_context_release(c, " with the integer-dot path"), 0);
 }
 
+/* x += a w^T, then the norm of x and its quantization, in one dispatch, against the product
+ * and mcl_norm_q8. */
+static void norm_fold_case(mcl_context *c, mcl_dtype dtype, int64_t rows, int64_t n, int64_t k)
+{
+    const size_t nx = (size_t)(rows * n), in_words = (size_t)(rows * k / 32 * 10),
+                 words = nx / 32 * 10;
+    float *a0 = mcl_test_random_floats((size_t)(rows * k), (uint32_t)(50 + n), -1.0f, 1.0f);
+    float *x0 = mcl_test_random_floats(nx, (uint32_t)(51 + k), -2.0f, 2.0f);
+    float *w0 = mcl_test_random_floats((size_t)n, 52, 0.5f, 1.5f);
+    float *got_x = mcl_test_floats(nx), *want_x = mcl_test_floats(nx),
+          *got_y = mcl_test_floats(nx), *want_y = mcl_test_floats(nx);
+    uint32_t *got_act = malloc(words * 4), *want_act = malloc(words * 4);
+    assert_true(got_act && want_act);
+    int64_t as[2] = {rows, k}, xs[2] = {rows, n}, ws[1] = {n}, is[1] = {(int64_t)in_words},
+            os[1] = {(int64_t)words}, cs[1] = {4};
+    mcl_tensor *a = mcl_test_tensor(c, MCL_DTYPE_F32, 2, as, a0);
+    mcl_tensor *act = mcl_test_tensor(c, MCL_DTYPE_I32, 1, is, NULL);
+    mcl_tensor *x = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, x0);
+    mcl_tensor *y = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, NULL);
+    mcl_tensor *out = mcl_test_tensor(c, MCL_DTYPE_I32, 1, os, NULL);
+    mcl_tensor *rx = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, x0);
+    mcl_tensor *h = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, NULL);
+    mcl_tensor *ry = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, NULL);
+    mcl_tensor *ref = mcl_test_tensor(c, MCL_DTYPE_I32, 1, os, NULL);
+    mcl_tensor *wn = mcl_test_tensor(c, MCL_DTYPE_F32, 1, ws, w0);
+    const int32_t zero[4] = {0, 0, 0, 0}, far[4] = {1 << 30, 0, 0, 0};
+    mcl_tensor *count = mcl_test_tensor(c, MCL_DTYPE_I32, 1, cs, zero);
+    mcl_tensor *w = random_weight(c, dtype, n, k, (uint32_t)(60 + n + k));
+    assert_mcl_ok(mcl_quantize_activations(c, a, (uint32_t)rows, (uint32_t)k, act));
+    assert_mcl_ok(mcl_matmul_quantized_input(c, a, act, w, h));
+    assert_mcl_ok(mcl_norm_q8(c, h, wn, 1e-5f, rx, ry, NULL));
+    int fused = 0;
+    assert_mcl_ok(mcl_matmul_norm_q8(c, a, act, w, x, wn, 1e-5f, y, out, count, &fused));
+    char name[200], shape[100];
+    snprintf(shape, sizeof shape, "%s, %lld rows, %lld x %lld", mcl_dtype_name(dtype),
+             (long long)rows, (long long)n, (long long)k);
+    snprintf(name, sizeof name, "mcl_matmul_norm_q8 fused, %s", shape);
+    assert_true(mcl_test_record_bool(name, fused == 1));
+    download(x, got_x, nx * 4);
+    download(rx, want_x, nx * 4);
+    download(y, got_y, nx * 4);
+    download(ry, want_y, nx * 4);
+    download(out, got_act, words * 4);
+    snprintf(name, sizeof name, "mcl_matmul_norm_q8: x + the product against mcl_norm_q8's, %s",
+             shape);
+    assert_true(mcl_test_record(name, "mismatched words",
+                                (double)word_mismatches(got_x, want_x, nx), 0));
+    snprintf(name, sizeof name, "mcl_matmul_norm_q8: the norm against mcl_norm_q8's, %s", shape);
+    assert_true(mcl_test_record(name, "relative rms", rel_rms(got_y, want_y, nx), 1e-6));
+    /* Its quantization is exactly that of the norm it wrote. */
+    assert_mcl_ok(mcl_quantize_activations(c, y, (uint32_t)rows, (uint32_t)n, ref));
+    download(ref, want_act, words * 4);
+    snprintf(name, sizeof name, "mcl_matmul_norm_q8: act_out against mcl_quantize_activations "
+             "of its norm, %s", shape);
+    assert_true(mcl_test_record(name, "mismatched words",
+                                (double)word_mismatches(got_act, want_act, words), 0));
+    /* Control: a count far from 0 leaves no workgroup last, and the norm undone (y as it
+     * was). */
+    assert_mcl_ok(mcl_tensor_upload(count, 0, far, 16));
+    assert_mcl_ok(mcl_tensor_upload(x, 0, x0, nx * 4));
+    assert_mcl_ok(mcl_tensor_upload(y, 0, x0, nx * 4));
+    assert_mcl_ok(mcl_matmul_norm_q8(c, a, act, w, x, wn, 1e-5f, y, out, count, &fused));
+    download(y, got_y, nx * 4);
+    snprintf(name, sizeof name, "mcl_matmul_norm_q8: control, a count left at 2^30: no norm, %s",
+             shape);
+    assert_true(mcl_test_record_bool(name, word_mismatches(got_y, x0, nx) == 0 &&
+                                               rel_rms(got_y, want_y, nx) > 0.1));
+    mcl_tensor *all[] = {a, act, x, y, out, rx, h, ry, ref, wn, count, w};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+    free(a0), free(x0), free(w0), free(got_x), free(want_x), free(got_y), free(want_y);
+    free(got_act), free(want_act);
+}
+
+static void norm_fold_matches_ops(void **state)
+{
+    (void)state;
+    mcl_context *c = mcl_test_context_with("MOTIFCL_QUANT_PATH", "dot");
+    const int dot = mcl_inspect_traits(c)->quant_dot;
+    int64_t as[2] = {1, 256}, xs[2] = {1, 64}, bs[2] = {1, 48}, is[1] = {80}, os[1] = {20},
+            ws[1] = {64}, cs[1] = {1};
+    mcl_tensor *a = mcl_test_tensor(c, MCL_DTYPE_F32, 2, as, NULL);
+    mcl_tensor *act = mcl_test_tensor(c, MCL_DTYPE_I32, 1, is, NULL);
+    mcl_tensor *out = mcl_test_tensor(c, MCL_DTYPE_I32, 1, os, NULL);
+    mcl_tensor *x = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, NULL);
+    mcl_tensor *y = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, NULL);
+    mcl_tensor *x48 = mcl_test_tensor(c, MCL_DTYPE_F32, 2, bs, NULL);
+    mcl_tensor *wn = mcl_test_tensor(c, MCL_DTYPE_F32, 1, ws, NULL);
+    mcl_tensor *count = mcl_test_tensor(c, MCL_DTYPE_I32, 1, cs, NULL);
+    mcl_tensor *w = random_weight(c, MCL_DTYPE_Q4_0, 64, 256, 5);
+    mcl_tensor *w48 = random_weight(c, MCL_DTYPE_Q8_0, 48, 256, 6);
+    int fused = 1;
+    assert_mcl_ok(mcl_matmul_norm_q8(c, a, act, w, x, wn, 1e-5f, y, out, count, &fused));
+    assert_true(mcl_test_record_bool(dot ? "mcl_matmul_norm_q8 on the integer-dot path: fused"
+                                         : "mcl_matmul_norm_q8 without the integer-dot path: "
+                                           "not fused",
+                                     fused == dot));
+    EXPECT_STATUS(mcl_matmul_norm_q8(c, a, act, w, x, wn, 1e-5f, y, out, count, NULL), INVALID);
+    if (dot) {
+        EXPECT_STATUS(mcl_matmul_norm_q8(c, a, act, w, x, wn, 1e-5f, x, out, count, &fused),
+                      INVALID);
+        EXPECT_STATUS(mcl_matmul_norm_q8(c, a, act, w, x, wn, 1e-5f, y, act, count, &fused),
+                      INVALID);
+        EXPECT_STATUS(mcl_matmul_norm_q8(c, a, act, w, x, NULL, 1e-5f, y, out, count, &fused),
+                      INVALID);
+        EXPECT_STATUS(mcl_matmul_norm_q8(c, a, act, w, x, x48, 1e-5f, y, out, count, &fused),
+                      SHAPE);
+        /* Rows not a multiple of 32 long: not fused, nothing recorded. */
+        fused = 1;
+        assert_mcl_ok(mcl_matmul_norm_q8(c, a, act, w48, x48, wn, 1e-5f, y, out, count,
+                                         &fused));
+        assert_int_equal(fused, 0);
+    }
+    mcl_tensor *all[] = {a, act, out, x, y, x48, wn, count, w, w48};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+    /* (The K types' products are test_engine's: the norm after the product does not depend
+     * on the weight's format.) */
+    const mcl_dtype types[2] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0};
+    for (int t = 0; t < 2 && dot; t++) {
+        norm_fold_case(c, types[t], 1, 4096, 512);
+        norm_fold_case(c, types[t], 3, 256, 256);
+        norm_fold_case(c, types[t], 8, 1024, 256);
+    }
+    if (dot)
+        norm_fold_case(c, MCL_DTYPE_Q8_0, 2, 9216, 64);
+    assert_int_equal(mcl_test_context_release(c, " with the integer-dot path"), 0);
+}
+
 #define HQ 4
 #define HKV 2
 #define DH 64
@@ -900,6 +1029,7 @@ int main(int argc, char **argv)
     ctx = mcl_test_device_context();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(norm_q8_matches_ops),
+        cmocka_unit_test(norm_fold_matches_ops),
         cmocka_unit_test(swiglu_q8_matches_ops),
         cmocka_unit_test(glu_q8_matches_ops),
         cmocka_unit_test(qkv_q8_matches_products),
