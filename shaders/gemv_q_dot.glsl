@@ -29,14 +29,10 @@
 // buffer), 6 the quantized result (M rows of N / 32 blocks, qdot.glsl's layout). No bias, no
 // experts; push constant dlo_u is W_up's dlo.
 //
-// With GEMV_Q_DOT_NORM defined (gemv_q_dot_norm.comp): the product is added to x (the
-// residual stream, y's binding, [M, N]) and the workgroup that finishes last (a count in
-// binding 8, 0 between dispatches) computes the RMSNorm of the new x with weight w (binding 4,
-// [N]) into binding 6 ([M, N]) and quantizes it for the next integer-dot product into binding
-// 7 (M rows of N / 32 blocks, qdot.glsl's layout), as norm_q8_f32.comp would after the
-// product: one dispatch in place of two. N a multiple of 32, y's rows N apart (ldy = N,
-// y0 = 0); no experts. Bindings: 0 to 3 as gemv_q_dot's, 4 w, 5 x, 6 the normed x, 7 its
-// quantization, 8 the count. Push constant eps after dlo_u.
+// With GEMV_Q_DOT_NORM defined (gemv_q_dot_norm.comp): the product added to x, then the
+// RMSNorm of x and its quantization for the next integer-dot product by the workgroup that
+// finishes last (gemv_norm.glsl, with GEMV_NORM_Q8). Bindings: 0 to 3 as gemv_q_dot's, 4 to 8
+// gemv_norm.glsl's; push constant eps after dlo_u.
 //
 // With GEMV_Q_DOT_QKV defined (gemv_q_dot_qkv.comp, Q8_0 and Q4_0): an attention block's q,
 // k and v products of one x in one dispatch. The first ceil(N / (G NR)) workgroups multiply
@@ -68,9 +64,9 @@ const uint GLU = 1u;
 #define GEMV_Y_BINDING 6
 #elif defined(GEMV_Q_DOT_NORM)
 const uint GLU = 0u;
-#define GEMV_RESIDUAL
+#define GEMV_NORM
+#define GEMV_NORM_Q8
 #define GEMV_BIAS_BINDING 3
-#define GEMV_Y_BINDING 5
 #elif defined(GEMV_Q_DOT_QKV)
 const uint GLU = 0u;
 #define GEMV_QKV
@@ -95,15 +91,7 @@ layout(std430, set = 0, binding = GEMV_BIAS_BINDING) restrict readonly buffer Bu
 layout(std430, set = 0, binding = GEMV_BIAS_BINDING) restrict readonly buffer BufIds {
     uint ids[];
 };
-#ifdef GEMV_RESIDUAL
-// y is x, the residual stream: each output added to it, then read by the last workgroup.
-layout(std430, set = 0, binding = GEMV_Y_BINDING) coherent buffer BufY { float y[]; };
-layout(std430, set = 0, binding = GEMV_Y_BINDING) coherent buffer BufY4 { vec4 y4[]; };
-layout(std430, set = 0, binding = 4) restrict readonly buffer BufNormW { vec4 norm_w4[]; };
-layout(std430, set = 0, binding = 6) restrict writeonly buffer BufNormed { vec4 normed4[]; };
-layout(std430, set = 0, binding = 7) restrict writeonly buffer BufOut { uint act_out[]; };
-layout(std430, set = 0, binding = 8) coherent buffer BufCounter { uint norm_counter[]; };
-#else
+#ifndef GEMV_NORM
 layout(std430, set = 0, binding = GEMV_Y_BINDING) restrict writeonly buffer BufY { float y[]; };
 #endif
 #if defined(GEMV_Q_DOT_GLU) || defined(GEMV_Q_DOT_QKV)
@@ -140,6 +128,10 @@ layout(push_constant) uniform Push {
     float eps;  // the RMSNorm's
 #endif
 } pc;
+
+#ifdef GEMV_Q_DOT_NORM
+#include "gemv_norm.glsl"
+#endif
 
 #include "quant.glsl"
 #include "qdot.glsl"
@@ -238,109 +230,6 @@ void gemv_glu_finish(uint wg) {
 }
 #else
 void gemv_glu_finish(uint wg) {
-}
-#endif
-
-#ifdef GEMV_Q_DOT_NORM
-#define Q8_LID gl_LocalInvocationIndex
-#define Q8_LANES_ALL (T * G)
-#define Q8_OUT act_out
-#include "q8_1.glsl"
-
-const uint NORM_RV = 8u;      // vec4s of a row an invocation holds (the short-row path)
-const uint NORM_PARTS = 32u;  // the sum of squares' first step: at most this many partial sums
-const uint NORM_NP = T * G < NORM_PARTS ? T * G : NORM_PARTS;
-shared uint norm_last;
-shared float norm_part[NORM_PARTS];
-
-// The sum of every invocation's v, the same in all, in a fixed order (gemv_red reused: the
-// caller's barrier separates its uses).
-float norm_wg_sum(float v) {
-    const uint lane = gl_LocalInvocationIndex, lanes = T * G;
-    gemv_red[lane] = v;
-    barrier();
-    if (lane < NORM_NP) {
-        float s = 0.0;
-        for (uint i = lane; i < lanes; i += NORM_NP) {
-            s += gemv_red[i];
-        }
-        norm_part[lane] = s;
-    }
-    barrier();
-    float sum = 0.0;
-    for (uint i = 0u; i < NORM_NP; i++) {
-        sum += norm_part[i];
-    }
-    return sum;
-}
-
-// After the products: each workgroup counts itself once its additions to x are visible; the
-// last one (which sets the count back to 0 for the next dispatch) normalizes every row of x,
-// n = x / sqrt(mean(x^2) + eps) * w, and quantizes n for the next integer-dot product as
-// norm_q8_f32.comp does.
-void gemv_norm_tail() {
-    const uint lane = gl_LocalInvocationIndex, lanes = T * G;
-    memoryBarrierBuffer();
-    barrier();
-    if (lane == 0u) {
-        const uint total = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_NumWorkGroups.z;
-        const uint done = atomicAdd(norm_counter[0], 1u) + 1u;
-        norm_last = done == total ? 1u : 0u;
-        if (done == total) {
-            norm_counter[0] = 0u;
-        }
-    }
-    barrier();
-    if (norm_last == 0u) {
-        return;
-    }
-    memoryBarrierBuffer();
-    const uint d4 = pc.N / 4u, blocks = M * (pc.N / 32u);
-    for (uint m = 0u; m < M; m++) {
-        const uint base4 = m * d4;
-        if (d4 <= NORM_RV * lanes) {
-            // Every load of the row issued before the first use: loads from a coherent buffer
-            // are not merged, and each waits for L2.
-            vec4 xv[NORM_RV];
-            [[unroll]] for (uint j = 0u; j < NORM_RV; j++) {
-                const uint k = lane + j * lanes;
-                xv[j] = k < d4 ? y4[base4 + k] : vec4(0.0);
-            }
-            float ss = 0.0;
-            [[unroll]] for (uint j = 0u; j < NORM_RV; j++) {
-                ss += dot(xv[j], xv[j]);
-            }
-            const float r = inversesqrt(norm_wg_sum(ss) / float(pc.N) + pc.eps);
-            [[unroll]] for (uint j = 0u; j < NORM_RV; j++) {
-                if (j * lanes < d4) {  // uniform: every invocation meets every barrier
-                    const uint k = lane + j * lanes;
-                    const bool valid = k < d4;
-                    const vec4 v = valid ? xv[j] * r * norm_w4[k] : vec4(0.0);
-                    if (valid) {
-                        normed4[base4 + k] = v;
-                    }
-                    q8_1_store(v, (base4 + k) / Q8_LANES, valid, blocks);
-                }
-            }
-        } else {
-            float ss = 0.0;
-            for (uint k = lane; k < d4; k += lanes) {
-                const vec4 v = y4[base4 + k];
-                ss += dot(v, v);
-            }
-            const float r = inversesqrt(norm_wg_sum(ss) / float(pc.N) + pc.eps);
-            for (uint k0 = 0u; k0 < d4; k0 += lanes) {
-                const uint k = k0 + lane;
-                const bool valid = k < d4;
-                const vec4 v = valid ? y4[base4 + k] * r * norm_w4[k] : vec4(0.0);
-                if (valid) {
-                    normed4[base4 + k] = v;
-                }
-                q8_1_store(v, (base4 + k) / Q8_LANES, valid, blocks);
-            }
-        }
-        barrier();  // gemv_red and norm_part free for the next row
-    }
 }
 #endif
 

@@ -460,9 +460,10 @@ static void qkv_q8_matches_products(void **state)
     assert_int_equal(mcl_test_context_release(c, " with the integer-dot path"), 0);
 }
 
-/* x += a w^T, then the norm of x and its quantization, in one dispatch, against the product
- * and mcl_norm_q8. */
-static void norm_fold_case(mcl_context *c, mcl_dtype dtype, int64_t rows, int64_t n, int64_t k)
+/* x += a w^T, then the norm of x (and on the integer-dot path its quantization), in one
+ * dispatch, against the product and mcl_norm_q8. */
+static void norm_fold_case(mcl_context *c, int dot, mcl_dtype dtype, int64_t rows, int64_t n,
+                           int64_t k)
 {
     const size_t nx = (size_t)(rows * n), in_words = (size_t)(rows * k / 32 * 10),
                  words = nx / 32 * 10;
@@ -476,10 +477,10 @@ static void norm_fold_case(mcl_context *c, mcl_dtype dtype, int64_t rows, int64_
     int64_t as[2] = {rows, k}, xs[2] = {rows, n}, ws[1] = {n}, is[1] = {(int64_t)in_words},
             os[1] = {(int64_t)words}, cs[1] = {4};
     mcl_tensor *a = mcl_test_tensor(c, MCL_DTYPE_F32, 2, as, a0);
-    mcl_tensor *act = mcl_test_tensor(c, MCL_DTYPE_I32, 1, is, NULL);
+    mcl_tensor *act = dot ? mcl_test_tensor(c, MCL_DTYPE_I32, 1, is, NULL) : NULL;
     mcl_tensor *x = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, x0);
     mcl_tensor *y = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, NULL);
-    mcl_tensor *out = mcl_test_tensor(c, MCL_DTYPE_I32, 1, os, NULL);
+    mcl_tensor *out = dot ? mcl_test_tensor(c, MCL_DTYPE_I32, 1, os, NULL) : NULL;
     mcl_tensor *rx = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, x0);
     mcl_tensor *h = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, NULL);
     mcl_tensor *ry = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, NULL);
@@ -488,43 +489,51 @@ static void norm_fold_case(mcl_context *c, mcl_dtype dtype, int64_t rows, int64_
     const int32_t zero[4] = {0, 0, 0, 0}, far[4] = {1 << 30, 0, 0, 0};
     mcl_tensor *count = mcl_test_tensor(c, MCL_DTYPE_I32, 1, cs, zero);
     mcl_tensor *w = random_weight(c, dtype, n, k, (uint32_t)(60 + n + k));
-    assert_mcl_ok(mcl_quantize_activations(c, a, (uint32_t)rows, (uint32_t)k, act));
-    assert_mcl_ok(mcl_matmul_quantized_input(c, a, act, w, h));
+    if (dot) {
+        assert_mcl_ok(mcl_quantize_activations(c, a, (uint32_t)rows, (uint32_t)k, act));
+        assert_mcl_ok(mcl_matmul_quantized_input(c, a, act, w, h));
+    } else {
+        assert_mcl_ok(mcl_matmul_quant_ex(c, a, MCL_NO_TRANSPOSE, w, MCL_TRANSPOSE, NULL, h,
+                                          MCL_QUANT_PATH_FLOAT, NULL));
+    }
     assert_mcl_ok(mcl_norm_q8(c, h, wn, 1e-5f, rx, ry, NULL));
     int fused = 0;
-    assert_mcl_ok(mcl_matmul_norm_q8(c, a, act, w, x, wn, 1e-5f, y, out, count, &fused));
+    assert_mcl_ok(mcl_matmul_add_norm(c, a, act, w, x, wn, 1e-5f, y, out, count, &fused));
     char name[200], shape[100];
-    snprintf(shape, sizeof shape, "%s, %lld rows, %lld x %lld", mcl_dtype_name(dtype),
-             (long long)rows, (long long)n, (long long)k);
-    snprintf(name, sizeof name, "mcl_matmul_norm_q8 fused, %s", shape);
+    snprintf(shape, sizeof shape, "%s, %s, %lld rows, %lld x %lld", dot ? "dot" : "float",
+             mcl_dtype_name(dtype), (long long)rows, (long long)n, (long long)k);
+    snprintf(name, sizeof name, "mcl_matmul_add_norm fused, %s", shape);
     assert_true(mcl_test_record_bool(name, fused == 1));
     download(x, got_x, nx * 4);
     download(rx, want_x, nx * 4);
     download(y, got_y, nx * 4);
     download(ry, want_y, nx * 4);
-    download(out, got_act, words * 4);
-    snprintf(name, sizeof name, "mcl_matmul_norm_q8: x + the product against mcl_norm_q8's, %s",
+    snprintf(name, sizeof name, "mcl_matmul_add_norm: x + the product against mcl_norm_q8's, %s",
              shape);
     assert_true(mcl_test_record(name, "mismatched words",
                                 (double)word_mismatches(got_x, want_x, nx), 0));
-    snprintf(name, sizeof name, "mcl_matmul_norm_q8: the norm against mcl_norm_q8's, %s", shape);
+    snprintf(name, sizeof name, "mcl_matmul_add_norm: the norm against mcl_norm_q8's, %s",
+             shape);
     assert_true(mcl_test_record(name, "relative rms", rel_rms(got_y, want_y, nx), 1e-6));
-    /* Its quantization is exactly that of the norm it wrote. */
-    assert_mcl_ok(mcl_quantize_activations(c, y, (uint32_t)rows, (uint32_t)n, ref));
-    download(ref, want_act, words * 4);
-    snprintf(name, sizeof name, "mcl_matmul_norm_q8: act_out against mcl_quantize_activations "
-             "of its norm, %s", shape);
-    assert_true(mcl_test_record(name, "mismatched words",
-                                (double)word_mismatches(got_act, want_act, words), 0));
+    if (dot) {
+        /* Its quantization is exactly that of the norm it wrote. */
+        download(out, got_act, words * 4);
+        assert_mcl_ok(mcl_quantize_activations(c, y, (uint32_t)rows, (uint32_t)n, ref));
+        download(ref, want_act, words * 4);
+        snprintf(name, sizeof name, "mcl_matmul_add_norm: act_out against "
+                 "mcl_quantize_activations of its norm, %s", shape);
+        assert_true(mcl_test_record(name, "mismatched words",
+                                    (double)word_mismatches(got_act, want_act, words), 0));
+    }
     /* Control: a count far from 0 leaves no workgroup last, and the norm undone (y as it
      * was). */
     assert_mcl_ok(mcl_tensor_upload(count, 0, far, 16));
     assert_mcl_ok(mcl_tensor_upload(x, 0, x0, nx * 4));
     assert_mcl_ok(mcl_tensor_upload(y, 0, x0, nx * 4));
-    assert_mcl_ok(mcl_matmul_norm_q8(c, a, act, w, x, wn, 1e-5f, y, out, count, &fused));
+    assert_mcl_ok(mcl_matmul_add_norm(c, a, act, w, x, wn, 1e-5f, y, out, count, &fused));
     download(y, got_y, nx * 4);
-    snprintf(name, sizeof name, "mcl_matmul_norm_q8: control, a count left at 2^30: no norm, %s",
-             shape);
+    snprintf(name, sizeof name, "mcl_matmul_add_norm: control, a count left at 2^30: no norm, "
+             "%s", shape);
     assert_true(mcl_test_record_bool(name, word_mismatches(got_y, x0, nx) == 0 &&
                                                rel_rms(got_y, want_y, nx) > 0.1));
     mcl_tensor *all[] = {a, act, x, y, out, rx, h, ry, ref, wn, count, w};
@@ -552,25 +561,30 @@ static void norm_fold_matches_ops(void **state)
     mcl_tensor *w = random_weight(c, MCL_DTYPE_Q4_0, 64, 256, 5);
     mcl_tensor *w48 = random_weight(c, MCL_DTYPE_Q8_0, 48, 256, 6);
     int fused = 1;
-    assert_mcl_ok(mcl_matmul_norm_q8(c, a, act, w, x, wn, 1e-5f, y, out, count, &fused));
-    assert_true(mcl_test_record_bool(dot ? "mcl_matmul_norm_q8 on the integer-dot path: fused"
-                                         : "mcl_matmul_norm_q8 without the integer-dot path: "
-                                           "not fused",
+    assert_mcl_ok(mcl_matmul_add_norm(c, a, act, w, x, wn, 1e-5f, y, out, count, &fused));
+    assert_true(mcl_test_record_bool(dot ? "mcl_matmul_add_norm on the integer-dot path: fused"
+                                         : "mcl_matmul_add_norm without the integer-dot path, "
+                                           "a quantization asked: not fused",
                                      fused == dot));
-    EXPECT_STATUS(mcl_matmul_norm_q8(c, a, act, w, x, wn, 1e-5f, y, out, count, NULL), INVALID);
+    EXPECT_STATUS(mcl_matmul_add_norm(c, a, act, w, x, wn, 1e-5f, y, out, count, NULL),
+                  INVALID);
     if (dot) {
-        EXPECT_STATUS(mcl_matmul_norm_q8(c, a, act, w, x, wn, 1e-5f, x, out, count, &fused),
+        EXPECT_STATUS(mcl_matmul_add_norm(c, a, act, w, x, wn, 1e-5f, x, out, count, &fused),
                       INVALID);
-        EXPECT_STATUS(mcl_matmul_norm_q8(c, a, act, w, x, wn, 1e-5f, y, act, count, &fused),
+        EXPECT_STATUS(mcl_matmul_add_norm(c, a, act, w, x, wn, 1e-5f, y, act, count, &fused),
                       INVALID);
-        EXPECT_STATUS(mcl_matmul_norm_q8(c, a, act, w, x, NULL, 1e-5f, y, out, count, &fused),
+        EXPECT_STATUS(mcl_matmul_add_norm(c, a, act, w, x, NULL, 1e-5f, y, out, count, &fused),
                       INVALID);
-        EXPECT_STATUS(mcl_matmul_norm_q8(c, a, act, w, x, x48, 1e-5f, y, out, count, &fused),
+        EXPECT_STATUS(mcl_matmul_add_norm(c, a, act, w, x, x48, 1e-5f, y, out, count, &fused),
                       SHAPE);
-        /* Rows not a multiple of 32 long: not fused, nothing recorded. */
+        /* Rows not a multiple of 32 long, or no quantization asked on the integer-dot path:
+         * not fused, nothing recorded. */
         fused = 1;
-        assert_mcl_ok(mcl_matmul_norm_q8(c, a, act, w48, x48, wn, 1e-5f, y, out, count,
-                                         &fused));
+        assert_mcl_ok(mcl_matmul_add_norm(c, a, act, w48, x48, wn, 1e-5f, y, out, count,
+                                          &fused));
+        assert_int_equal(fused, 0);
+        fused = 1;
+        assert_mcl_ok(mcl_matmul_add_norm(c, a, act, w, x, wn, 1e-5f, y, NULL, count, &fused));
         assert_int_equal(fused, 0);
     }
     mcl_tensor *all[] = {a, act, out, x, y, x48, wn, count, w, w48};
@@ -580,13 +594,21 @@ static void norm_fold_matches_ops(void **state)
      * on the weight's format.) */
     const mcl_dtype types[2] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0};
     for (int t = 0; t < 2 && dot; t++) {
-        norm_fold_case(c, types[t], 1, 4096, 512);
-        norm_fold_case(c, types[t], 3, 256, 256);
-        norm_fold_case(c, types[t], 8, 1024, 256);
+        norm_fold_case(c, 1, types[t], 1, 4096, 512);
+        norm_fold_case(c, 1, types[t], 3, 256, 256);
+        norm_fold_case(c, 1, types[t], 8, 1024, 256);
     }
     if (dot)
-        norm_fold_case(c, MCL_DTYPE_Q8_0, 2, 9216, 64);
+        norm_fold_case(c, 1, MCL_DTYPE_Q8_0, 2, 9216, 64);
     assert_int_equal(mcl_test_context_release(c, " with the integer-dot path"), 0);
+    /* The float path (the one Polaris runs): the norm without a quantization. */
+    c = mcl_test_context_with("MOTIFCL_QUANT_PATH", "float");
+    for (int t = 0; t < 2; t++) {
+        norm_fold_case(c, 0, types[t], 1, 4096, 512);
+        norm_fold_case(c, 0, types[t], 4, 1024, 256);
+    }
+    norm_fold_case(c, 0, MCL_DTYPE_Q4_0, 2, 9216, 64);
+    assert_int_equal(mcl_test_context_release(c, " on the float path"), 0);
 }
 
 #define HQ 4

@@ -506,8 +506,9 @@ static uint32_t norm_readers(const mcl_session *s, uint32_t l, const pass_rows *
  * the next product's quantization are one op (mcl_norm_q8), and so are SwiGLU and the down
  * product's quantization (mcl_swiglu_q8). With MOTIFCL_ENGINE_FOLD_NORM, the output and down
  * products each add themselves to x and do the norm after them in the same dispatch
- * (mcl_matmul_norm_q8), where they and the products after the norm take the integer-dot
- * path: the quantization then goes to the buffer the product did not read (act_other). */
+ * (mcl_matmul_add_norm), where they and the products after the norm take one path (the
+ * integer-dot path's quantization then goes to the buffer the product did not read,
+ * act_other). */
 static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, uint32_t count)
 {
     mcl_context *ctx = s->ctx;
@@ -523,8 +524,9 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
     TRY(mcl_embedding(ctx, s->embedding, ids, x));
     MARK(s, "embedding");
     /* The first norm has no residual to add; every later one adds the block's output, or
-     * was done by the product before it, its quantization in `ready`. */
+     * was done by the product before it (normed), its quantization in `ready`. */
     mcl_tensor *delta = NULL, *ready = NULL;
+    int normed = 0;
     const char *norm_name = "attention norm";
     for (uint32_t l = 0; l <= m->layers; l++) {
         const engine_layer *L = l < m->layers ? &s->layers[l] : NULL;
@@ -532,14 +534,14 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         mcl_tensor *qkv[3];
         uint32_t products = norm_readers(s, l, &p, logits, qkv_w, qkv);
         mcl_tensor *act = ready;
-        if (!ready) {
+        if (!normed) {
             act = norm_act(s, n, products, qkv_w, qkv);
             TRY(mcl_norm_q8(ctx, delta, L ? L->attn_norm : s->output_norm, m->norm_eps, x, n,
                             act));
         }
         if (L)
             TRY(warm(s, ENGINE_WARM_QKV, 3, qkv_w, UINT64_MAX));
-        if (!ready)
+        if (!normed)
             MARK(s, L ? norm_name : "output norm");
         norm_name = "residual, attention norm";
         if (!L) {
@@ -568,10 +570,11 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
         mcl_tensor *ffn[2] = {gate, up};
         act = m->experts ? NULL : norm_act(s, n, 2, ffn_w, ffn);
+        mcl_tensor *folded_act = act ? act_other(s, att_act) : NULL;
         int folded = 0;
-        if (att_act && act && s->fold_norm)
-            TRY(mcl_matmul_norm_q8(ctx, att, att_act, L->wo, x, L->ffn_norm, m->norm_eps, n,
-                                   act_other(s, att_act), s->norm_counter, &folded));
+        if (s->fold_norm && !m->experts)
+            TRY(mcl_matmul_add_norm(ctx, att, att_act, L->wo, x, L->ffn_norm, m->norm_eps, n,
+                                    folded_act, s->norm_counter, &folded));
         if (!folded)
             TRY(step_linears(ctx, att, att_act, 1, wo, NULL, &h));
         MARK(s, folded ? "output, residual, feed-forward norm" : "output");
@@ -585,7 +588,7 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
             continue;
         }
         if (folded) {
-            act = act_other(s, att_act);
+            act = folded_act;
         } else {
             TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
         }
@@ -614,22 +617,23 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
                 TRY(mcl_swiglu(ctx, gate, up, gate));
             MARK(s, "swiglu");
         }
-        /* The down product with the next norm where that norm's readers take the
-         * integer-dot path. */
+        /* The down product with the next norm, where that norm's readers take its path. */
         const mcl_tensor *next_w[3];
         mcl_tensor *next_c[3];
         uint32_t next = norm_readers(s, l + 1, &p, logits, next_w, next_c);
         const engine_layer *N = l + 1 < m->layers ? &s->layers[l + 1] : NULL;
+        folded_act = norm_act(s, n, next, next_w, next_c) ? act_other(s, down_act) : NULL;
         folded = 0;
-        if (down_act && s->fold_norm && norm_act(s, n, next, next_w, next_c))
-            TRY(mcl_matmul_norm_q8(ctx, gate, down_act, L->w_down, x,
-                                   N ? N->attn_norm : s->output_norm, m->norm_eps, n,
-                                   act_other(s, down_act), s->norm_counter, &folded));
+        if (s->fold_norm)
+            TRY(mcl_matmul_add_norm(ctx, gate, down_act, L->w_down, x,
+                                    N ? N->attn_norm : s->output_norm, m->norm_eps, n,
+                                    folded_act, s->norm_counter, &folded));
         if (!folded)
             TRY(step_linears(ctx, gate, down_act, 1, down_w, NULL, &h));
         MARK(s, folded ? (N ? "down, residual, attention norm" : "down, residual, output norm")
                        : "down");
-        ready = folded ? act_other(s, down_act) : NULL;
+        normed = folded;
+        ready = folded ? folded_act : NULL;
         delta = h;
     }
     return MCL_SUCCESS;
