@@ -58,8 +58,7 @@
 //   gemv_main(). With GEMV_QKV defined (gemv_q_dot.glsl's GEMV_Q_DOT_QKV; no experts), the
 //   workgroups are those of three weights one after another (pc.N rows, then pc.n_kv and
 //   pc.n_kv), the second and third read by piece_load_w and every result stored by
-//   gemv_store_w (the includer's). With GEMV_RESIDUAL defined (gemv_q_dot.glsl's
-//   GEMV_Q_DOT_NORM), each result is added to y (declared readable), not stored.
+//   gemv_store_w (the includer's).
 #ifndef GEMV_Q_GLSL
 #define GEMV_Q_GLSL
 
@@ -159,9 +158,6 @@ void gemv_finish(float acc[NR][M], uint wg GEMV_WP) {
         if (n < GEMV_N && (!GEMV_GROUPED || m < gemv_valid)) {
 #ifdef GEMV_QKV
             gemv_store_w(w, m, n, sum);
-#elif defined(GEMV_RESIDUAL)
-            y[gemv_y_row(m) * pc.ldy + pc.y0 + n] +=
-                pc.has_bias != 0u ? sum + bias[pc.y0 + n] : sum;
 #else
             y[gemv_y_row(m) * pc.ldy + pc.y0 + n] = pc.has_bias != 0u ? sum + bias[pc.y0 + n] : sum;
 #endif

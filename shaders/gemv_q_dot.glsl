@@ -29,11 +29,6 @@
 // buffer), 6 the quantized result (M rows of N / 32 blocks, qdot.glsl's layout). No bias, no
 // experts; push constant dlo_u is W_up's dlo.
 //
-// With GEMV_Q_DOT_NORM defined (gemv_q_dot_norm.comp): the product added to x, then the
-// RMSNorm of x and its quantization for the next integer-dot product by the workgroup that
-// finishes last (gemv_norm.glsl, with GEMV_NORM_Q8). Bindings: 0 to 3 as gemv_q_dot's, 4 to 8
-// gemv_norm.glsl's; push constant eps after dlo_u.
-//
 // With GEMV_Q_DOT_QKV defined (gemv_q_dot_qkv.comp, Q8_0 and Q4_0): an attention block's q,
 // k and v products of one x in one dispatch. The first ceil(N / (G NR)) workgroups multiply
 // W_q's N rows, the next ceil(n_kv / (G NR)) W_k's n_kv rows, the rest W_v's, each as
@@ -62,11 +57,6 @@ layout(constant_id = 7) const uint EXPERTS = 0u;
 const uint GLU = 1u;
 #define GEMV_BIAS_BINDING 5
 #define GEMV_Y_BINDING 6
-#elif defined(GEMV_Q_DOT_NORM)
-const uint GLU = 0u;
-#define GEMV_NORM
-#define GEMV_NORM_Q8
-#define GEMV_BIAS_BINDING 3
 #elif defined(GEMV_Q_DOT_QKV)
 const uint GLU = 0u;
 #define GEMV_QKV
@@ -91,9 +81,7 @@ layout(std430, set = 0, binding = GEMV_BIAS_BINDING) restrict readonly buffer Bu
 layout(std430, set = 0, binding = GEMV_BIAS_BINDING) restrict readonly buffer BufIds {
     uint ids[];
 };
-#ifndef GEMV_NORM
 layout(std430, set = 0, binding = GEMV_Y_BINDING) restrict writeonly buffer BufY { float y[]; };
-#endif
 #if defined(GEMV_Q_DOT_GLU) || defined(GEMV_Q_DOT_QKV)
 layout(std430, set = 0, binding = 3) restrict readonly buffer BufQU2 { uvec2 wqu2[]; };
 layout(std430, set = 0, binding = 3) restrict readonly buffer BufQU4 { uvec4 wqu4[]; };
@@ -124,14 +112,7 @@ layout(push_constant) uniform Push {
 #ifdef GEMV_Q_DOT_QKV
     uint n_kv, dlo_v;  // the rows of W_k and W_v; W_v's dlo
 #endif
-#ifdef GEMV_Q_DOT_NORM
-    float eps;  // the RMSNorm's
-#endif
 } pc;
-
-#ifdef GEMV_Q_DOT_NORM
-#include "gemv_norm.glsl"
-#endif
 
 #include "quant.glsl"
 #include "qdot.glsl"

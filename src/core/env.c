@@ -461,7 +461,6 @@ void mcl_env_read(mcl_env_settings *s)
     s->engine_eager = switch_value(s, "MOTIFCL_ENGINE_EAGER");
     s->engine_split_glu = switch_value(s, "MOTIFCL_ENGINE_SPLIT_GLU");
     s->engine_fuse_qkv = switch_value(s, "MOTIFCL_ENGINE_FUSE_QKV");
-    s->engine_fold_norm = switch_value(s, "MOTIFCL_ENGINE_FOLD_NORM");
     if ((v = mcl_env("MOTIFCL_ENGINE_WARM"))) {
         long long n = whole_number(v, 0, 7);
         if (n < 0)

@@ -29,8 +29,6 @@
  *                               separate dispatches, not fused (for comparison)
  *   MOTIFCL_ENGINE_FUSE_QKV     1: a decode step's q, k and v products as one dispatch
  *                               where they can be, not three (tuning)
- *   MOTIFCL_ENGINE_FOLD_NORM    1: a decode step's output and down products each with the
- *                               norm after it as one dispatch, where they can be (tuning)
  *   MOTIFCL_ENGINE_WARM         0..7: the weights a decode step reads into the device's cache
  *                               beside the dispatches that leave memory idle (tuning)
  *   MOTIFCL_ATTENTION_F32       1: a prompt pass's attention on the f32 kernels, not on
@@ -142,8 +140,7 @@ typedef struct mcl_env_settings {
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS */
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER */
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU */
-    int engine_fuse_qkv;           /* MOTIFCL_ENGINE_FUSE_QKV */
-    int engine_fold_norm;          /* MOTIFCL_ENGINE_FOLD_NORM */
+    int engine_fuse_qkv;          /* MOTIFCL_ENGINE_FUSE_QKV */
     uint32_t engine_warm;          /* MOTIFCL_ENGINE_WARM */
     int attention_f32;             /* MOTIFCL_ATTENTION_F32 */
     int gpu_profile;               /* MOTIFCL_PROFILE: 1 to stderr, 2 to profile_path */

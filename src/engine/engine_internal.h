@@ -100,13 +100,11 @@ struct mcl_session {
     mcl_tensor *act;             /* i32: their quantization for the integer-dot path */
     mcl_tensor *act2;            /* i32, as act: the fused gate, up and SwiGLU's output */
     mcl_tensor *warm_sink[3];    /* i32 [4] each: the cache warms' outputs (never read) */
-    mcl_tensor *norm_counter;    /* i32 [4]: mcl_matmul_norm_q8's count, 0 between steps */
     engine_step steps[ENGINE_STEPS];
     uint64_t clock;
     int eager;                   /* MOTIFCL_ENGINE_EAGER: decode steps recorded op by op */
     int split_glu;               /* MOTIFCL_ENGINE_SPLIT_GLU: gate, up and SwiGLU unfused */
     int fuse_qkv;                /* MOTIFCL_ENGINE_FUSE_QKV: q, k and v one dispatch */
-    int fold_norm;               /* MOTIFCL_ENGINE_FOLD_NORM: norms in the products */
     uint32_t warm;               /* MOTIFCL_ENGINE_WARM: which weights a step warms (forward.c) */
     /* Called after each op a pass records, with the op's name (the benchmarks' per-op GPU
      * times: a timestamp each); NULL in use. */

@@ -479,43 +479,18 @@ static mcl_status warm(mcl_session *s, uint32_t bit, uint32_t count, const mcl_t
     return status;
 }
 
-/* The other of the two quantization buffers: the one a fused op writes while it reads a. */
-static mcl_tensor *act_other(const mcl_session *s, const mcl_tensor *a)
-{
-    return a == s->act ? s->act2 : s->act;
-}
-
-/* The products that read the norm before layer l (the head's after the last layer): their
- * weights and outputs into w and c, and their count. */
-static uint32_t norm_readers(const mcl_session *s, uint32_t l, const pass_rows *p,
-                             mcl_tensor *logits, const mcl_tensor *w[3], mcl_tensor *c[3])
-{
-    const engine_layer *L = l < s->info.layers ? &s->layers[l] : NULL;
-    w[0] = L ? L->wq : s->output;
-    w[1] = L ? L->wk : NULL;
-    w[2] = L ? L->wv : NULL;
-    c[0] = L ? p->q : logits;
-    c[1] = p->k;
-    c[2] = p->v;
-    return L ? 3 : 1;
-}
-
 /* A decode step recorded for replay (views in v): count rows, one token of each of seqs[],
  * the logits of all. Positions and lengths are read from s->ids (attend_step), so that one
  * recording serves every position. Between the products, the residual add, the RMSNorm and
  * the next product's quantization are one op (mcl_norm_q8), and so are SwiGLU and the down
- * product's quantization (mcl_swiglu_q8). With MOTIFCL_ENGINE_FOLD_NORM, the output and down
- * products each add themselves to x and do the norm after them in the same dispatch
- * (mcl_matmul_add_norm), where they and the products after the norm take one path (the
- * integer-dot path's quantization then goes to the buffer the product did not read,
- * act_other). */
+ * product's quantization (mcl_swiglu_q8). */
 static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, uint32_t count)
 {
     mcl_context *ctx = s->ctx;
     const mcl_model_info *m = &s->info;
     pass_rows p;
     pass_rows_view(s, v, count, &p);
-    mcl_tensor *ids = p.ids, *x = p.x, *h = p.h, *att = p.att;
+    mcl_tensor *ids = p.ids, *x = p.x, *h = p.h, *q = p.q, *k = p.k, *vv = p.v, *att = p.att;
     mcl_tensor *gate = p.gate, *up = p.up;
     mcl_tensor *n = view(v, s->normed, 0, MCL_DTYPE_F32, 2, count, m->dim, 0, 0);
     mcl_tensor *logits = view(v, s->logits, 0, MCL_DTYPE_F32, 2, count, m->vocab, 0, 0);
@@ -523,26 +498,20 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         return v->status;
     TRY(mcl_embedding(ctx, s->embedding, ids, x));
     MARK(s, "embedding");
-    /* The first norm has no residual to add; every later one adds the block's output, or
-     * was done by the product before it (normed), its quantization in `ready`. */
-    mcl_tensor *delta = NULL, *ready = NULL;
-    int normed = 0;
+    /* The first norm has no residual to add; every later one adds the block's output. */
+    mcl_tensor *delta = NULL;
     const char *norm_name = "attention norm";
     for (uint32_t l = 0; l <= m->layers; l++) {
         const engine_layer *L = l < m->layers ? &s->layers[l] : NULL;
-        const mcl_tensor *qkv_w[3];
-        mcl_tensor *qkv[3];
-        uint32_t products = norm_readers(s, l, &p, logits, qkv_w, qkv);
-        mcl_tensor *act = ready;
-        if (!normed) {
-            act = norm_act(s, n, products, qkv_w, qkv);
-            TRY(mcl_norm_q8(ctx, delta, L ? L->attn_norm : s->output_norm, m->norm_eps, x, n,
-                            act));
-        }
+        const mcl_tensor *qkv_w[3] = {L ? L->wq : s->output, L ? L->wk : NULL,
+                                      L ? L->wv : NULL};
+        mcl_tensor *qkv[3] = {L ? q : logits, k, vv};
+        uint32_t products = L ? 3 : 1;
+        mcl_tensor *act = norm_act(s, n, products, qkv_w, qkv);
+        TRY(mcl_norm_q8(ctx, delta, L ? L->attn_norm : s->output_norm, m->norm_eps, x, n, act));
         if (L)
             TRY(warm(s, ENGINE_WARM_QKV, 3, qkv_w, UINT64_MAX));
-        if (!normed)
-            MARK(s, L ? norm_name : "output norm");
+        MARK(s, L ? norm_name : "output norm");
         norm_name = "residual, attention norm";
         if (!L) {
             TRY(step_linears(ctx, n, act, 1, qkv_w, NULL, qkv));
@@ -563,21 +532,12 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         /* The attention quantizes its output for the output projection where that takes the
          * integer-dot path. */
         const mcl_tensor *wo[1] = {L->wo};
-        mcl_tensor *att_act = m->head_dim % 32 == 0 ? norm_act(s, att, 1, wo, &h) : NULL;
-        TRY(attend_step(s, v, L, seqs, count, att_act));
+        act = m->head_dim % 32 == 0 ? norm_act(s, att, 1, wo, &h) : NULL;
+        TRY(attend_step(s, v, L, seqs, count, act));
         TRY(warm(s, ENGINE_WARM_O, 1, wo, UINT64_MAX));
         MARK(s, "attention");
-        const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
-        mcl_tensor *ffn[2] = {gate, up};
-        act = m->experts ? NULL : norm_act(s, n, 2, ffn_w, ffn);
-        mcl_tensor *folded_act = act ? act_other(s, att_act) : NULL;
-        int folded = 0;
-        if (s->fold_norm && !m->experts)
-            TRY(mcl_matmul_add_norm(ctx, att, att_act, L->wo, x, L->ffn_norm, m->norm_eps, n,
-                                    folded_act, s->norm_counter, &folded));
-        if (!folded)
-            TRY(step_linears(ctx, att, att_act, 1, wo, NULL, &h));
-        MARK(s, folded ? "output, residual, feed-forward norm" : "output");
+        TRY(step_linears(ctx, att, act, 1, wo, NULL, &h));
+        MARK(s, "output");
         if (m->experts) {
             /* The norm quantizes for the mixture's products where any takes the dot path. */
             act = moe_quantizes(s, L) ? s->act : NULL;
@@ -587,26 +547,23 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
             delta = h;
             continue;
         }
-        if (folded) {
-            act = folded_act;
-        } else {
-            TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
-        }
+        const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
+        mcl_tensor *ffn[2] = {gate, up};
+        act = norm_act(s, n, 2, ffn_w, ffn);
+        TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
         TRY(warm(s, ENGINE_WARM_GATE_UP, 2, ffn_w, ENGINE_WARM_FFN));
-        if (!folded)
-            MARK(s, "residual, feed-forward norm");
+        MARK(s, "residual, feed-forward norm");
         /* Gate, up and SwiGLU in one dispatch where the products and the down product take
-         * the integer-dot path (mcl_matmul_glu_q8, quantized for the down product into the
-         * buffer it did not read); else the products, then SwiGLU quantized for the down
-         * product where it takes that path. */
+         * the integer-dot path (mcl_matmul_glu_q8, quantized into act2 for the down product:
+         * it reads act); else the products, then SwiGLU quantized for the down product where
+         * it takes that path. */
         const mcl_tensor *down_w[1] = {L->w_down};
         mcl_tensor *down_act = norm_act(s, gate, 1, down_w, &h);
         fused = 0;
         if (act && down_act && !s->split_glu)
-            TRY(mcl_matmul_glu_q8(ctx, n, act, L->w_gate, L->w_up, gate, act_other(s, act),
-                                  &fused));
+            TRY(mcl_matmul_glu_q8(ctx, n, act, L->w_gate, L->w_up, gate, s->act2, &fused));
         if (fused) {
-            down_act = act_other(s, act);
+            down_act = s->act2;
             MARK(s, "gate, up, swiglu");
         } else {
             TRY(step_linears(ctx, n, act, 2, ffn_w, NULL, ffn));
@@ -617,23 +574,8 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
                 TRY(mcl_swiglu(ctx, gate, up, gate));
             MARK(s, "swiglu");
         }
-        /* The down product with the next norm, where that norm's readers take its path. */
-        const mcl_tensor *next_w[3];
-        mcl_tensor *next_c[3];
-        uint32_t next = norm_readers(s, l + 1, &p, logits, next_w, next_c);
-        const engine_layer *N = l + 1 < m->layers ? &s->layers[l + 1] : NULL;
-        folded_act = norm_act(s, n, next, next_w, next_c) ? act_other(s, down_act) : NULL;
-        folded = 0;
-        if (s->fold_norm)
-            TRY(mcl_matmul_add_norm(ctx, gate, down_act, L->w_down, x,
-                                    N ? N->attn_norm : s->output_norm, m->norm_eps, n,
-                                    folded_act, s->norm_counter, &folded));
-        if (!folded)
-            TRY(step_linears(ctx, gate, down_act, 1, down_w, NULL, &h));
-        MARK(s, folded ? (N ? "down, residual, attention norm" : "down, residual, output norm")
-                       : "down");
-        normed = folded;
-        ready = folded ? folded_act : NULL;
+        TRY(step_linears(ctx, gate, down_act, 1, down_w, NULL, &h));
+        MARK(s, "down");
         delta = h;
     }
     return MCL_SUCCESS;

@@ -226,10 +226,6 @@ static mcl_status allocate(mcl_session *s)
         st = make(ctx, MCL_DTYPE_I32, act_words(s), 0, &s->act2);
     for (int i = 0; i < 3 && st == MCL_SUCCESS; i++)
         st = make(ctx, MCL_DTYPE_I32, 4, 0, &s->warm_sink[i]);
-    if (st == MCL_SUCCESS)
-        st = make(ctx, MCL_DTYPE_I32, 4, 0, &s->norm_counter);
-    if (st == MCL_SUCCESS)
-        st = mcl_tensor_zero(s->norm_counter);
     int64_t cache_shape[4] = {1, s->context_length, m->kv_heads, m->head_dim};
     /* All sequences' caches in one tensor a layer where one binding holds it (as the
      * quantized weights count a binding: MOTIFCL_MAX_BINDING lowers it): a decode step then
@@ -378,7 +374,6 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
     s->eager = mcl_traits_of(s->ctx)->engine_eager;
     s->split_glu = mcl_traits_of(s->ctx)->engine_split_glu;
     s->fuse_qkv = mcl_traits_of(s->ctx)->engine_fuse_qkv;
-    s->fold_norm = mcl_traits_of(s->ctx)->engine_fold_norm;
     s->warm = mcl_traits_of(s->ctx)->engine_warm;
     s->draw_cap = ENGINE_DRAW_PENALTIES;
     if (st != MCL_SUCCESS) {
@@ -400,8 +395,7 @@ static void session_release(mcl_session *s)
                           &s->draw_params, &s->draw_tokens, &s->att_counters, &s->moe_logits,
                           &s->moe_ids, &s->moe_weights, &s->moe_gate, &s->moe_up,
                           &s->moe_down, &s->sh_z, &s->sh_gate, &s->sh_up, &s->moe_vids,
-                          &s->warm_sink[0], &s->warm_sink[1], &s->warm_sink[2],
-                          &s->norm_counter};
+                          &s->warm_sink[0], &s->warm_sink[1], &s->warm_sink[2]};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
         mcl_tensor_destroy(*own[i]);
         *own[i] = NULL;

@@ -49,7 +49,8 @@ static uint32_t ceil_div(uint64_t a, uint64_t b)
     return (uint32_t)((a + b - 1) / b);
 }
 
-void mcl_quant_grid_2d(uint32_t count, uint32_t *gx, uint32_t *gy)
+/* A grid of `count` workgroups for kernels that index them as x + y * (groups in x). */
+static void grid_2d(uint32_t count, uint32_t *gx, uint32_t *gy)
 {
     *gx = count < QUANT_MAX_GROUPS ? count : QUANT_MAX_GROUPS;
     *gy = ceil_div(count, *gx);
@@ -136,7 +137,7 @@ static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_ten
     mcl_gemv_push push = {.n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0,
                           .dlo = w->dlo};
     uint32_t gx, gy;
-    mcl_quant_grid_2d(ceil_div(n, (uint64_t)plan.g * plan.nr), &gx, &gy);
+    grid_2d(ceil_div(n, (uint64_t)plan.g * plan.nr), &gx, &gy);
     mcl_tensor *reads[4] = {x, w->body, w->d, bias ? bias : x};
     mcl_profile_op(ctx, dot ? "matmul gemv, integer dot" : "matmul gemv, float",
                    (double)w->body->nbytes + (double)w->d->nbytes + (double)x->nbytes +
@@ -544,7 +545,7 @@ mcl_status mcl_matmul_glu_q8(mcl_context *ctx, mcl_tensor *a, mcl_tensor *act,
     }
     mcl_gemv_push push = {.n = p.n, .k = p.k, .ldc = p.n, .dlo = wg.dlo, .dlo_u = wu.dlo};
     uint32_t gx, gy;
-    mcl_quant_grid_2d(ceil_div(p.n, (uint64_t)plan.g * plan.nr), &gx, &gy);
+    grid_2d(ceil_div(p.n, (uint64_t)plan.g * plan.nr), &gx, &gy);
     mcl_tensor *reads[6] = {act, wg.body, wg.d, wu.body, wu.d, act};
     mcl_profile_op(ctx, "matmul gate, up and swiglu, integer dot",
                    (double)wg.body->nbytes + wg.d->nbytes + wu.body->nbytes + wu.d->nbytes +
@@ -619,7 +620,7 @@ mcl_status mcl_matmul_qkv_q8(mcl_context *ctx, const mcl_tensor *a, mcl_tensor *
         };
         const uint64_t per = (uint64_t)plan.g * plan.nr;
         uint32_t gx, gy;
-        mcl_quant_grid_2d(ceil_div(p[0].n, per) + 2 * ceil_div(p[1].n, per), &gx, &gy);
+        grid_2d(ceil_div(p[0].n, per) + 2 * ceil_div(p[1].n, per), &gx, &gy);
         mcl_tensor *reads[10] = {act, parts[0].body, parts[0].d, parts[1].body, parts[1].d,
                                  parts[2].body, parts[2].d};
         double bytes = 4.0 * p[0].rows * (p[0].k / 32) * MCL_QUANT_ACT_WORDS;

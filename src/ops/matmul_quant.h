@@ -35,15 +35,6 @@ typedef struct mcl_gemv_qkv_push {
     uint32_t n_kv, dlo_v;
 } mcl_gemv_qkv_push;
 
-/* A grid of `count` workgroups for kernels that index them as x + y * (groups in x). */
-void mcl_quant_grid_2d(uint32_t count, uint32_t *gx, uint32_t *gy);
-
-/* gemv_q_dot_norm's: the GEMV's, then the RMSNorm's eps. */
-typedef struct mcl_gemv_norm_push {
-    mcl_gemv_push base;
-    float eps;
-} mcl_gemv_norm_push;
-
 /* Get a kernel and check that the device gave it the workgroup size its tiles assume
  * (MCL_ERROR_UNSUPPORTED where it did not). */
 mcl_status mcl_kernel_exact(mcl_context *ctx, const mcl_kernel_desc *desc,

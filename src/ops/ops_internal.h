@@ -129,21 +129,6 @@ mcl_status mcl_matmul_qkv_q8(mcl_context *ctx, const mcl_tensor *a, mcl_tensor *
                              const mcl_tensor *const w[3], const mcl_tensor *const bias[3],
                              mcl_tensor *const c[3], int *fused);
 
-/* x += a w^T, then y = x / sqrt(mean(x^2) + eps) * weight, as the product into h and
- * mcl_norm_q8(h, weight, eps, x, y, act_out) would give them, in one dispatch
- * (gemv_norm.glsl): the workgroup that finishes the product last normalizes. On the
- * integer-dot path a's rows are read quantized in act and y is quantized into act_out for the
- * next integer-dot product; on the float path a is read and act and act_out are NULL.
- * counter (i32, one element at least) is 0 between dispatches and the kernel leaves it so.
- * Where the fusion does not apply, nothing is recorded and *fused is 0: the caller runs the
- * two. It applies to a weight [N, K] in one binding, N a multiple of 32, at 1 to 8 rows of a,
- * act_out given exactly where the product takes the integer-dot path, with a plan whose
- * workgroup and shared memory the device takes. x and y f32 [rows, N]; weight f32 [N]; act
- * and act_out distinct. */
-mcl_status mcl_matmul_add_norm(mcl_context *ctx, mcl_tensor *a, mcl_tensor *act, mcl_tensor *w,
-                               mcl_tensor *x, mcl_tensor *weight, float eps, mcl_tensor *y,
-                               mcl_tensor *act_out, mcl_tensor *counter, int *fused);
-
 /* Reads bytes [offset, offset + bytes) of t (clamped to t, in 16-byte words) so that a
  * later dispatch finds them in the device's last-level cache (cache_warm_u32.comp); sink, 4
  * words at least, is the kernel's only output and is never meaningfully written. Recorded

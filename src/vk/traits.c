@@ -182,7 +182,6 @@ void mcl_traits_decide(mcl_device_info *info, const mcl_env_settings *env,
     t.engine_eager = env->engine_eager;
     t.engine_split_glu = env->engine_split_glu;
     t.engine_fuse_qkv = env->engine_fuse_qkv;
-    t.engine_fold_norm = env->engine_fold_norm;
     t.engine_warm = env->engine_warm;
     t.attention_f32 = env->attention_f32;
     *out = t;
@@ -243,13 +242,12 @@ size_t mcl_traits_json(const mcl_traits *t, char *buffer, size_t capacity)
         "\"gemm_f32_tile\": [%u, %u], \"gemm_float_tile\": [%u, %u], "
         "\"gemm_matrix_tile\": [%u, %u], \"attention_splits\": %u, \"attention_wg\": %u, "
         "\"attention_subgroup\": %d, \"transfer\": \"%s\", \"pipeline_stats\": %d, "
-        "\"engine_eager\": %d, \"engine_split_glu\": %d, \"engine_fuse_qkv\": %d, "
-        "\"engine_fold_norm\": %d, \"engine_warm\": %u, \"attention_f32\": %d}",
+        "\"engine_eager\": %d, \"engine_split_glu\": %d, \"engine_fuse_qkv\": %d, \"engine_warm\": %u, "
+        "\"attention_f32\": %d}",
         t->gemm_slices, t->gemm_unroll, t->gemm_f32_unroll, t->gemm_f32_tile[0],
         t->gemm_f32_tile[1], t->gemm_float_tile[0], t->gemm_float_tile[1],
         t->gemm_matrix_tile[0], t->gemm_matrix_tile[1], t->attention_splits, t->attention_wg,
         t->attention_subgroup, transfers[t->transfer], t->pipeline_stats, t->engine_eager,
-        t->engine_split_glu, t->engine_fuse_qkv, t->engine_fold_norm, t->engine_warm,
-        t->attention_f32);
+        t->engine_split_glu, t->engine_fuse_qkv, t->engine_warm, t->attention_f32);
     return o.len;
 }

@@ -82,7 +82,6 @@ typedef struct mcl_traits {
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER: decode steps op by op */
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU: gate, up, SwiGLU not fused */
     int engine_fuse_qkv;           /* MOTIFCL_ENGINE_FUSE_QKV: q, k, v as one dispatch */
-    int engine_fold_norm;          /* MOTIFCL_ENGINE_FOLD_NORM: norms in the products */
     uint32_t engine_warm;          /* MOTIFCL_ENGINE_WARM: the weights a decode step warms */
     int attention_f32;             /* MOTIFCL_ATTENTION_F32: no prompt attention on matrices */
 } mcl_traits;
