@@ -55,10 +55,7 @@
 //   `float bias[]` and `uint ids[]` (aliased: experts mode has no bias), `float y[]`, and push
 //   constants pc.N, pc.K, pc.has_bias, pc.ldy, pc.y0, pc.dlo, pc.e_lo, pc.e_n, pc.xdiv,
 //   pc.ids0, pc.pairs; after it, the decoder piece() (prototype below) and a main() that calls
-//   gemv_main(). With GEMV_QKV defined (gemv_q_dot.glsl's GEMV_Q_DOT_QKV; no experts), the
-//   workgroups are those of three weights one after another (pc.N rows, then pc.n_kv and
-//   pc.n_kv), the second and third read by piece_load_w and every result stored by
-//   gemv_store_w (the includer's).
+//   gemv_main().
 #ifndef GEMV_Q_GLSL
 #define GEMV_Q_GLSL
 
@@ -71,23 +68,6 @@ const uint NRW = GEMV_GLU ? NR / 2u : NR;  // output rows per row group
 // reduction (the includer's).
 void piece_load_up(uint blk, uint p, out uint r[RP]);
 void gemv_glu_finish(uint wg);
-
-#ifdef GEMV_QKV
-// The workgroup's weight, w (0, 1, 2), is a parameter of the streaming loop, called with each
-// as a literal: the compiler's copy for each has one load path, not a choice at every load.
-// GEMV_N, its rows, where w is in scope.
-#define GEMV_N (w == 0u ? pc.N : pc.n_kv)
-#define GEMV_WP , uint w
-#define GEMV_WA , w
-#define GEMV_W0 , 0u
-void piece_load_w(uint w, uint blk, uint p, out uint r[RP]);
-void gemv_store_w(uint w, uint m, uint n, float v);
-#else
-#define GEMV_N pc.N
-#define GEMV_WP
-#define GEMV_WA
-#define GEMV_W0
-#endif
 
 // The partial sums of the T lanes of each row group meet in shared memory: series
 // o = (i * M + m) * G + g at [o * T, o * T + T). They are added in two steps, a fixed order:
@@ -123,7 +103,7 @@ uint gemv_y_row(uint m) {
 }
 const uint GEMV_F = T >= 8u ? 8u : 1u;
 
-void gemv_finish(float acc[NR][M], uint wg GEMV_WP) {
+void gemv_finish(float acc[NR][M], uint wg) {
     const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;
     [[unroll]] for (uint i = 0u; i < NR; i++) {
         [[unroll]] for (uint m = 0u; m < M; m++) {
@@ -155,12 +135,8 @@ void gemv_finish(float acc[NR][M], uint wg GEMV_WP) {
         for (uint k = 0u; k < T; k += GEMV_F) {
             sum += gemv_red[o * T + k];
         }
-        if (n < GEMV_N && (!GEMV_GROUPED || m < gemv_valid)) {
-#ifdef GEMV_QKV
-            gemv_store_w(w, m, n, sum);
-#else
+        if (n < pc.N && (!GEMV_GROUPED || m < gemv_valid)) {
             y[gemv_y_row(m) * pc.ldy + pc.y0 + n] = pc.has_bias != 0u ? sum + bias[pc.y0 + n] : sum;
-#endif
         }
     }
 }
@@ -174,14 +150,10 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]);
 void gemv_stage(uint b0);
 
 // Piece p of block b of each of the NR rows starting at blocks row_blk[].
-void gemv_load(uint row_blk[NR], uint b, uint p, out uint r[NR][RP] GEMV_WP) {
+void gemv_load(uint row_blk[NR], uint b, uint p, out uint r[NR][RP]) {
     [[unroll]] for (uint i = 0u; i < NR; i++) {
         if (GEMV_GLU && i >= NRW) {
             piece_load_up(row_blk[i] + b, p, r[i]);
-#ifdef GEMV_QKV
-        } else if (w != 0u) {
-            piece_load_w(w, row_blk[i] + b, p, r[i]);
-#endif
         } else {
             piece_load(row_blk[i] + b, pc.dlo + row_blk[i] + b, p, r[i]);
         }
@@ -190,7 +162,7 @@ void gemv_load(uint row_blk[NR], uint b, uint p, out uint r[NR][RP] GEMV_WP) {
 
 // The streaming loop over the workgroup's rows of W (row_blk) and the kernel's M rows of x,
 // its results written by gemv_finish.
-void gemv_rows(uint row_blk[NR], uint wg GEMV_WP) {
+void gemv_rows(uint row_blk[NR], uint wg) {
     const uint t = gl_LocalInvocationID.x;
     const uint nb = pc.K / QK;
     const uint P = nb * PPB;
@@ -210,7 +182,7 @@ void gemv_rows(uint row_blk[NR], uint wg GEMV_WP) {
             uint bu[U];
             [[unroll]] for (uint u = 0u; u < U; u++) {
                 bu[u] = q0 + u * T + t < P ? b0 + u * (T / PPB) + t / PPB : b0;
-                gemv_load(row_blk, bu[u], p, r[u] GEMV_WA);
+                gemv_load(row_blk, bu[u], p, r[u]);
             }
             gemv_stage(b0);
             if (q0 + U * T <= P) {
@@ -223,7 +195,7 @@ void gemv_rows(uint row_blk[NR], uint wg GEMV_WP) {
                 }
             }
         }
-        gemv_finish(acc, wg GEMV_WA);
+        gemv_finish(acc, wg);
         return;
     }
     uint kb = t / PPB;
@@ -231,7 +203,7 @@ void gemv_rows(uint row_blk[NR], uint wg GEMV_WP) {
     for (; q0 + (U - 1u) * T < P; q0 += U * T, kb += U * T / PPB) {
         uint r[U][NR][RP];
         [[unroll]] for (uint u = 0u; u < U; u++) {
-            gemv_load(row_blk, kb + u * (T / PPB), p, r[u] GEMV_WA);
+            gemv_load(row_blk, kb + u * (T / PPB), p, r[u]);
         }
         [[unroll]] for (uint u = 0u; u < U; u++) {
             piece(r[u], kb + u * (T / PPB), p, true, acc);
@@ -240,14 +212,14 @@ void gemv_rows(uint row_blk[NR], uint wg GEMV_WP) {
     if (q0 < P) {
         uint r[U][NR][RP];
         [[unroll]] for (uint u = 0u; u < U; u++) {
-            gemv_load(row_blk, q0 + u * T < P ? kb + u * (T / PPB) : 0u, p, r[u] GEMV_WA);
+            gemv_load(row_blk, q0 + u * T < P ? kb + u * (T / PPB) : 0u, p, r[u]);
         }
         [[unroll]] for (uint u = 0u; u < U; u++) {
             const bool ok = q0 + u * T < P;
             piece(r[u], ok ? kb + u * (T / PPB) : 0u, p, ok, acc);
         }
     }
-    gemv_finish(acc, wg GEMV_WA);
+    gemv_finish(acc, wg);
 }
 
 // Grouped mode: the expert's pairs listed a window at a time and multiplied in chunks of M
@@ -277,7 +249,7 @@ void gemv_grouped(uint row_blk[NR], uint wg) {
                 gemv_cx[m] = pair / pc.xdiv;
                 gemv_cy[m] = pair;
             }
-            gemv_rows(row_blk, wg GEMV_W0);
+            gemv_rows(row_blk, wg);
             barrier();  // the chunk's reads of the list and of gemv_red are done
         }
         held = listed - full;
@@ -293,22 +265,7 @@ void gemv_grouped(uint row_blk[NR], uint wg) {
 // the streaming loop over the rows of x of its mode.
 void gemv_main() {
     const uint g = gl_LocalInvocationID.y;
-#ifdef GEMV_QKV
-    uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-    const uint per = G * NRW, groups_q = (pc.N + per - 1u) / per;
-    const uint groups_kv = (pc.n_kv + per - 1u) / per;
-    uint w = 0u;
-    if (wg >= groups_q) {
-        wg -= groups_q;
-        w = 1u;
-        if (wg >= groups_kv) {
-            wg -= groups_kv;
-            w = 2u;
-        }
-    }
-#else
     const uint wg = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-#endif
     const uint nb = pc.K / QK;
     // An expert's first row in the part bound (32 bits hold it: a part is one binding, and its
     // blocks are fewer than its bytes).
@@ -326,23 +283,13 @@ void gemv_main() {
     }
     uint row_blk[NR];
     [[unroll]] for (uint i = 0u; i < NR; i++) {
-        row_blk[i] = (expert_row + min((wg * G + g) * NRW + i % NRW, GEMV_N - 1u)) * nb;
+        row_blk[i] = (expert_row + min((wg * G + g) * NRW + i % NRW, pc.N - 1u)) * nb;
     }
-#ifdef GEMV_QKV
-    if (w == 0u) {
-        gemv_rows(row_blk, wg, 0u);
-    } else if (w == 1u) {
-        gemv_rows(row_blk, wg, 1u);
-    } else {
-        gemv_rows(row_blk, wg, 2u);
-    }
-#else
     if (GEMV_GROUPED) {
         gemv_grouped(row_blk, wg);
     } else {
         gemv_rows(row_blk, wg);
     }
-#endif
 }
 
 #endif

@@ -28,15 +28,6 @@
 // 0 quantized x, 1 and 2 W_gate's bodies and d values, 3 and 4 W_up's, 5 unused (any
 // buffer), 6 the quantized result (M rows of N / 32 blocks, qdot.glsl's layout). No bias, no
 // experts; push constant dlo_u is W_up's dlo.
-//
-// With GEMV_Q_DOT_QKV defined (gemv_q_dot_qkv.comp, Q8_0 and Q4_0): an attention block's q,
-// k and v products of one x in one dispatch. The first ceil(N / (G NR)) workgroups multiply
-// W_q's N rows, the next ceil(n_kv / (G NR)) W_k's n_kv rows, the rest W_v's, each as
-// gemv_q_dot would at this plan (the plan of a GEMV of all their rows, whose lanes along K
-// may differ from a product's own: its sums then in another order). Bindings: 0 quantized x, 1 and 2
-// W_q's bodies and d values, 3 and 4 W_k's, 5 and 6 W_v's, 7 to 9 the biases of q, k and v
-// (any buffers when has_bias is 0), 10 to 12 q [M, N], k and v [M, n_kv]. No experts; push
-// constants dlo_u and dlo_v are W_k's and W_v's dlo; ldy and y0 are unused.
 //   push constants: N, K, has_bias, ldy, y0, dlo, e_lo, e_n, xdiv, xrows, ids0, pairs (as
 //     gemv_q.comp; with EXPERTS, x holds xrows rows, its scales and sums after all of their
 //     codes). The workgroup index is x + y * (groups in x); with EXPERTS, z is the pair (per
@@ -57,11 +48,6 @@ layout(constant_id = 7) const uint EXPERTS = 0u;
 const uint GLU = 1u;
 #define GEMV_BIAS_BINDING 5
 #define GEMV_Y_BINDING 6
-#elif defined(GEMV_Q_DOT_QKV)
-const uint GLU = 0u;
-#define GEMV_QKV
-#define GEMV_BIAS_BINDING 7
-#define GEMV_Y_BINDING 10
 #else
 const uint GLU = 0u;
 #define GEMV_BIAS_BINDING 3
@@ -82,24 +68,13 @@ layout(std430, set = 0, binding = GEMV_BIAS_BINDING) restrict readonly buffer Bu
     uint ids[];
 };
 layout(std430, set = 0, binding = GEMV_Y_BINDING) restrict writeonly buffer BufY { float y[]; };
-#if defined(GEMV_Q_DOT_GLU) || defined(GEMV_Q_DOT_QKV)
+#ifdef GEMV_Q_DOT_GLU
 layout(std430, set = 0, binding = 3) restrict readonly buffer BufQU2 { uvec2 wqu2[]; };
 layout(std430, set = 0, binding = 3) restrict readonly buffer BufQU4 { uvec4 wqu4[]; };
 layout(std430, set = 0, binding = 4) restrict readonly buffer BufDU { uint wdu[]; };
-#endif
-#ifdef GEMV_Q_DOT_GLU
 layout(std430, set = 0, binding = GEMV_Y_BINDING) restrict writeonly buffer BufOut {
     uint act_out[];
 };
-#endif
-#ifdef GEMV_Q_DOT_QKV
-layout(std430, set = 0, binding = 5) restrict readonly buffer BufQV2 { uvec2 wqv2[]; };
-layout(std430, set = 0, binding = 5) restrict readonly buffer BufQV4 { uvec4 wqv4[]; };
-layout(std430, set = 0, binding = 6) restrict readonly buffer BufDV { uint wdv[]; };
-layout(std430, set = 0, binding = 8) restrict readonly buffer BufBiasK { float bias_k[]; };
-layout(std430, set = 0, binding = 9) restrict readonly buffer BufBiasV { float bias_v[]; };
-layout(std430, set = 0, binding = 11) restrict writeonly buffer BufYK { float yk[]; };
-layout(std430, set = 0, binding = 12) restrict writeonly buffer BufYV { float yv[]; };
 #endif
 
 layout(push_constant) uniform Push {
@@ -108,69 +83,28 @@ layout(push_constant) uniform Push {
     uint ldy, y0;  // y's row stride and the column of W's row 0 (a W split in row ranges)
     uint dlo;      // the half of binding 2 that is block 0's d
     uint e_lo, e_n, xdiv, xrows, ids0, pairs;  // experts modes (gemv_q.glsl)
-    uint dlo_u;                                // GEMV_GLU: W_up's dlo; GEMV_QKV: W_k's
-#ifdef GEMV_Q_DOT_QKV
-    uint n_kv, dlo_v;  // the rows of W_k and W_v; W_v's dlo
-#endif
+    uint dlo_u;                                // GEMV_GLU: W_up's dlo
 } pc;
 
 #include "quant.glsl"
 #include "qdot.glsl"
 #include "gemv_q.glsl"
 
-#if defined(GEMV_Q_DOT_GLU) || defined(GEMV_Q_DOT_QKV)
-// Piece p of block blk of a Q8_0 or Q4_0 weight bound as B2, B4 (its bodies) and BD (its d
-// values, the blk-th after DLO) into r, as piece_load reads the first weight.
-#define PIECE_LOAD_OTHER(B2, B4, BD, DLO, blk, p, r)                                         \
-    {                                                                                      \
-        [[unroll]] for (uint i_ = 0u; i_ < RP; i_++) {                                      \
-            r[i_] = 0u;                                                                    \
-        }                                                                                  \
-        QUANT_CODE_WORDS(B2, B4, (blk) * BODY_WORDS + CW * (p), r)                         \
-        const uint di_ = (DLO) + (blk), dw_ = BD[di_ >> 1];                                \
-        r[CW] = floatBitsToUint(quant_half((di_ & 1u) != 0u ? dw_ >> 16 : dw_ & 0xFFFFu)); \
-    }
-
-// Piece p of block blk of the second weight (W_up, W_k).
-void piece_load_up(uint blk, uint p, out uint r[RP]) {
-    PIECE_LOAD_OTHER(wqu2, wqu4, wdu, pc.dlo_u, blk, p, r)
-}
-#else
-void piece_load_up(uint blk, uint p, out uint r[RP]) {
-    [[unroll]] for (uint i = 0u; i < RP; i++) {
-        r[i] = 0u;
-    }
-}
-#endif
-
-#ifdef GEMV_Q_DOT_QKV
-// Piece p of block blk of weight w (1: W_k, 2: W_v).
-void piece_load_w(uint w, uint blk, uint p, out uint r[RP]) {
-    if (w == 1u) {
-        PIECE_LOAD_OTHER(wqu2, wqu4, wdu, pc.dlo_u, blk, p, r)
-    } else {
-        PIECE_LOAD_OTHER(wqv2, wqv4, wdv, pc.dlo_v, blk, p, r)
-    }
-}
-
-// Output n of row m of weight w's product.
-void gemv_store_w(uint w, uint m, uint n, float v) {
-    const bool b = pc.has_bias != 0u;
-    if (w == 0u) {
-        y[m * pc.N + n] = b ? v + bias[n] : v;
-    } else if (w == 1u) {
-        yk[m * pc.n_kv + n] = b ? v + bias_k[n] : v;
-    } else {
-        yv[m * pc.n_kv + n] = b ? v + bias_v[n] : v;
-    }
-}
-#endif
-
 #ifdef GEMV_Q_DOT_GLU
 #define Q8_LID gl_LocalInvocationIndex
 #define Q8_LANES_ALL (T * G)
 #define Q8_OUT act_out
 #include "q8_1.glsl"
+
+// Piece p of block blk of W_up (its d the blk-th after dlo_u), as piece_load reads W_gate's.
+void piece_load_up(uint blk, uint p, out uint r[RP]) {
+    [[unroll]] for (uint i = 0u; i < RP; i++) {
+        r[i] = 0u;
+    }
+    QUANT_CODE_WORDS(wqu2, wqu4, blk * BODY_WORDS + CW * p, r)
+    const uint di = pc.dlo_u + blk, w = wdu[di >> 1];
+    r[CW] = floatBitsToUint(quant_half((di & 1u) != 0u ? w >> 16 : w & 0xFFFFu));
+}
 
 // The workgroup's output rows, silu(gate) * up for each row of x, before their quantization.
 shared float glu_h[M * G * (NR / 2u)];
@@ -210,6 +144,12 @@ void gemv_glu_finish(uint wg) {
     }
 }
 #else
+void piece_load_up(uint blk, uint p, out uint r[RP]) {
+    [[unroll]] for (uint i = 0u; i < RP; i++) {
+        r[i] = 0u;
+    }
+}
+
 void gemv_glu_finish(uint wg) {
 }
 #endif

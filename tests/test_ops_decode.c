@@ -19,13 +19,6 @@
  *    gate's too differs in most words.
  *    Refused: act_out the input's tensor, or too small; not fused (nothing recorded): Q4_K,
  *    gate and up of different types, a device without the integer-dot path (polaris).
- *  - mcl_matmul_qkv_q8 (the q, k and v integer-dot GEMVs in one dispatch) against the three
- *    products of the same quantization (mcl_matmul_multi_given): relative RMS <= 1e-6 for
- *    each output (its plan is a GEMV of all the rows, whose lanes along K may differ from
- *    each product's: f32 sums in another order), Q8_0 and Q4_0, 1, 3 and 8 rows, with and
- *    without biases, row counts that are and are not a multiple of a workgroup's. Control:
- *    v's weight in k's place exceeds the tolerance for k. Not fused (nothing recorded):
- *    Q4_K, mixed types, k and v of different rows, one bias of three, polaris.
  *  - mcl_rope_kv (RoPE of rows' q in place, of their k into the caches of their sequences, v
  *    copied there, at positions and sequences read from a buffer; also one row into a
  *    one-sequence cache) against the rotation in double from the same frequency table:
@@ -38,9 +31,7 @@
  *    <= 1e-5 (f32 sums in another order); the slices merged by the last of them, whose
  *    counters are zero again after every dispatch; its quantized output, at an offset among
  *    more blocks, the words mcl_quantize_activations makes of out (control: of q). Control:
- *    the lengths before. Again on the subgroup loop (MOTIFCL_ATTENTION_SUBGROUP, where the
- *    device has subgroup arithmetic), at the library's slices and at two. Again on contexts
- *    with MOTIFCL_ATTENTION_WG=64 and 128 (the
+ *    the lengths before. Again on contexts with MOTIFCL_ATTENTION_WG=64 and 128 (the
  *    default is 256), each with its own validation count.
  *  - mcl_attention_decode_rope (RoPE, the cache write and the attention in one dispatch)
  *    against mcl_rope_kv then mcl_attention_decode, two tokens of two of three sequences at
@@ -344,122 +335,6 @@ static void glu_q8_matches_ops(void **state)
     assert_int_equal(mcl_test_context_release(c, " with the integer-dot path"), 0);
 }
 
-static void qkv_case(mcl_context *c, mcl_dtype dtype, int64_t rows, int64_t nq, int64_t nkv,
-                     int64_t k, int biased)
-{
-    const int64_t n[3] = {nq, nkv, nkv};
-    const size_t in_words = (size_t)(rows * k / 32 * 10);
-    float *x0 = mcl_test_random_floats((size_t)(rows * k), (uint32_t)(30 + nq + k), -1.0f, 1.0f);
-    int64_t xs[2] = {rows, k}, is[1] = {(int64_t)in_words};
-    mcl_tensor *x = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, x0);
-    mcl_tensor *act = mcl_test_tensor(c, MCL_DTYPE_I32, 1, is, NULL);
-    mcl_tensor *w[3], *b[3] = {NULL, NULL, NULL}, *y[3], *ref[3];
-    float *got[3], *want[3];
-    for (int i = 0; i < 3; i++) {
-        int64_t ys[2] = {rows, n[i]}, bs[1] = {n[i]};
-        w[i] = random_weight(c, dtype, n[i], k, (uint32_t)(11 + 7 * i + n[i]));
-        if (biased) {
-            float *b0 = mcl_test_random_floats((size_t)n[i], (uint32_t)(40 + i), -0.5f, 0.5f);
-            b[i] = mcl_test_tensor(c, MCL_DTYPE_F32, 1, bs, b0);
-            free(b0);
-        }
-        y[i] = mcl_test_tensor(c, MCL_DTYPE_F32, 2, ys, NULL);
-        ref[i] = mcl_test_tensor(c, MCL_DTYPE_F32, 2, ys, NULL);
-        got[i] = mcl_test_floats((size_t)(rows * n[i]));
-        want[i] = mcl_test_floats((size_t)(rows * n[i]));
-    }
-    const mcl_tensor *wc[3] = {w[0], w[1], w[2]}, *bc[3] = {b[0], b[1], b[2]};
-    assert_mcl_ok(mcl_quantize_activations(c, x, (uint32_t)rows, (uint32_t)k, act));
-    assert_mcl_ok(mcl_matmul_multi_given(c, x, act, 3, wc, bc, ref));
-    int fused = 0;
-    assert_mcl_ok(mcl_matmul_qkv_q8(c, x, act, wc, bc, y, &fused));
-    char name[200];
-    snprintf(name, sizeof name, "mcl_matmul_qkv_q8 fused, %s, %lld rows, %lld + 2 x %lld",
-             mcl_dtype_name(dtype), (long long)rows, (long long)nq, (long long)nkv);
-    assert_true(mcl_test_record_bool(name, fused == 1));
-    const char *what[3] = {"q", "k", "v"};
-    for (int i = 0; i < 3; i++) {
-        download(y[i], got[i], (size_t)(rows * n[i]) * 4);
-        download(ref[i], want[i], (size_t)(rows * n[i]) * 4);
-        snprintf(name, sizeof name, "mcl_matmul_qkv_q8: %s against its product, %s, %lld rows, "
-                 "%lld + 2 x %lld by %lld%s", what[i], mcl_dtype_name(dtype), (long long)rows,
-                 (long long)nq, (long long)nkv, (long long)k, biased ? ", biases" : "");
-        assert_true(mcl_test_record(name, "relative rms",
-                                    rel_rms(got[i], want[i], (size_t)(rows * n[i])), 1e-6));
-    }
-    /* Control: v's weight in k's place. */
-    const mcl_tensor *swapped[3] = {w[0], w[2], w[2]};
-    assert_mcl_ok(mcl_matmul_qkv_q8(c, x, act, swapped, bc, y, &fused));
-    download(y[1], got[1], (size_t)(rows * nkv) * 4);
-    snprintf(name, sizeof name, "mcl_matmul_qkv_q8: control, v's weight as k's, %s, %lld rows",
-             mcl_dtype_name(dtype), (long long)rows);
-    assert_true(mcl_test_record_bool(name, fused == 1 &&
-                                               rel_rms(got[1], want[1],
-                                                       (size_t)(rows * nkv)) > 1e-2));
-    for (int i = 0; i < 3; i++) {
-        mcl_tensor *all[] = {w[i], b[i], y[i], ref[i]};
-        for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
-            mcl_tensor_destroy(all[j]);
-        free(got[i]), free(want[i]);
-    }
-    mcl_tensor_destroy(x);
-    mcl_tensor_destroy(act);
-    free(x0);
-}
-
-static void qkv_q8_matches_products(void **state)
-{
-    (void)state;
-    mcl_context *c = mcl_test_context_with("MOTIFCL_QUANT_PATH", "dot");
-    int64_t xs[2] = {1, 256}, is[1] = {80}, qs[2] = {1, 64}, ks[2] = {1, 32};
-    mcl_tensor *x = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, NULL);
-    mcl_tensor *act = mcl_test_tensor(c, MCL_DTYPE_I32, 1, is, NULL);
-    mcl_tensor *q = mcl_test_tensor(c, MCL_DTYPE_F32, 2, qs, NULL);
-    mcl_tensor *k = mcl_test_tensor(c, MCL_DTYPE_F32, 2, ks, NULL);
-    mcl_tensor *v = mcl_test_tensor(c, MCL_DTYPE_F32, 2, ks, NULL);
-    mcl_tensor *w4 = random_weight(c, MCL_DTYPE_Q4_0, 64, 256, 5),
-               *k4 = random_weight(c, MCL_DTYPE_Q4_0, 32, 256, 6),
-               *k8 = random_weight(c, MCL_DTYPE_Q8_0, 32, 256, 7);
-    int64_t kk[2] = {32, 256}, bs[1] = {32};
-    mcl_tensor *kq = mcl_test_tensor(c, MCL_DTYPE_Q4_K, 2, kk, NULL);
-    mcl_tensor *bias = mcl_test_tensor(c, MCL_DTYPE_F32, 1, bs, NULL);
-    mcl_tensor *out[3] = {q, k, v}, *wide[3] = {q, k, q}, *narrow[3] = {k, k, v};
-    const mcl_tensor *none[3] = {NULL, NULL, NULL}, *one[3] = {NULL, bias, NULL};
-    const mcl_tensor *plain[3] = {w4, k4, k4}, *mixed[3] = {w4, k8, k4}, *kt[3] = {kq, kq, kq},
-                     *uneven[3] = {w4, k4, w4};
-    const int dot = mcl_inspect_traits(c)->quant_dot;
-    /* Not fused: nothing recorded, *fused 0 (mixed types, a K type, k and v of different
-     * rows, one bias of three). */
-    const mcl_tensor *const *nw[4] = {mixed, kt, uneven, plain}, *const *nb[4] = {none, none,
-                                                                                 none, one};
-    mcl_tensor *const *nc[4] = {out, narrow, wide, out};
-    int fused = 1;
-    for (int i = 0; i < 4; i++) {
-        fused = 1;
-        assert_mcl_ok(mcl_matmul_qkv_q8(c, x, act, nw[i], nb[i], nc[i], &fused));
-        assert_int_equal(fused, 0);
-    }
-    fused = 1;
-    assert_mcl_ok(mcl_matmul_qkv_q8(c, x, act, plain, none, out, &fused));
-    assert_true(mcl_test_record_bool(dot ? "mcl_matmul_qkv_q8 on the integer-dot path: fused"
-                                         : "mcl_matmul_qkv_q8 without the integer-dot path: "
-                                           "not fused",
-                                     fused == dot));
-    EXPECT_STATUS(mcl_matmul_qkv_q8(c, x, act, plain, none, out, NULL), INVALID);
-    if (dot)
-        EXPECT_STATUS(mcl_matmul_qkv_q8(c, x, NULL, plain, none, out, &fused), INVALID);
-    mcl_tensor *all[] = {x, act, q, k, v, w4, k4, k8, kq, bias};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        mcl_tensor_destroy(all[i]);
-    const mcl_dtype types[2] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0};
-    for (int t = 0; t < 2 && dot; t++) {
-        qkv_case(c, types[t], 1, 512, 128, 1024, 0);
-        qkv_case(c, types[t], 3, 160, 96, 256, 1);
-        qkv_case(c, types[t], 8, 256, 64, 512, t);
-    }
-    assert_int_equal(mcl_test_context_release(c, " with the integer-dot path"), 0);
-}
-
 #define HQ 4
 #define HKV 2
 #define DH 64
@@ -714,17 +589,7 @@ static void attention_decode_matches_attention(void **state)
     traits->attention_splits = 2;
     alabel = " (two slices)";
     attention_decode_on();
-    /* The slices walked by subgroups (MOTIFCL_ATTENTION_SUBGROUP), where the device has
-     * subgroup arithmetic and the head dim is a multiple of its subgroup size. */
-    const int subgroup = traits->subgroup_arithmetic && AD % traits->subgroup_size == 0 &&
-                         AD / traits->subgroup_size <= 16;
-    traits->attention_subgroup = 1;
-    alabel = subgroup ? " (two slices, subgroups)" : " (two slices, subgroups asked, tiles)";
-    attention_decode_on();
     traits->attention_splits = splits;
-    alabel = subgroup ? " (subgroups)" : " (subgroups asked, tiles)";
-    attention_decode_on();
-    traits->attention_subgroup = 0;
     alabel = "";
 }
 
@@ -877,14 +742,7 @@ static void attention_decode_rope_matches_ops(void **state)
     rope_attention_on(MCL_DTYPE_F32, MCL_ROPE_SPLIT_HALF, " (two slices)");
     rope_attention_on(MCL_DTYPE_F16, MCL_ROPE_INTERLEAVED,
                       " (two slices, f16 caches, interleaved pairs)");
-    /* The same on the subgroup loop (its reference, mcl_attention_decode, on it too: checked
-     * against mcl_attention above). */
-    traits->attention_subgroup = 1;
-    rope_attention_on(MCL_DTYPE_F16, MCL_ROPE_INTERLEAVED,
-                      " (two slices, f16 caches, interleaved pairs, subgroups)");
     traits->attention_splits = splits;
-    rope_attention_on(MCL_DTYPE_F32, MCL_ROPE_SPLIT_HALF, " (subgroups)");
-    traits->attention_subgroup = 0;
 }
 
 static void statuses(void **state)
@@ -902,7 +760,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(norm_q8_matches_ops),
         cmocka_unit_test(swiglu_q8_matches_ops),
         cmocka_unit_test(glu_q8_matches_ops),
-        cmocka_unit_test(qkv_q8_matches_products),
         cmocka_unit_test(rope_kv_matches_reference),
         cmocka_unit_test(attention_decode_matches_attention),
         cmocka_unit_test(attention_decode_rope_matches_ops),

@@ -460,7 +460,6 @@ void mcl_env_read(mcl_env_settings *s)
     s->pipeline_stats = switch_value(s, "MOTIFCL_PIPELINE_STATS");
     s->engine_eager = switch_value(s, "MOTIFCL_ENGINE_EAGER");
     s->engine_split_glu = switch_value(s, "MOTIFCL_ENGINE_SPLIT_GLU");
-    s->engine_fuse_qkv = switch_value(s, "MOTIFCL_ENGINE_FUSE_QKV");
     if ((v = mcl_env("MOTIFCL_ENGINE_WARM"))) {
         long long n = whole_number(v, 0, 7);
         if (n < 0)
@@ -469,7 +468,6 @@ void mcl_env_read(mcl_env_settings *s)
             s->engine_warm = (uint32_t)n;
     }
     s->attention_f32 = switch_value(s, "MOTIFCL_ATTENTION_F32");
-    s->attention_subgroup = switch_value(s, "MOTIFCL_ATTENTION_SUBGROUP");
     read_pipeline_cache(s);
     read_profile(s);
     if ((v = mcl_env("MOTIFCL_MAX_BINDING"))) {

@@ -20,15 +20,11 @@
  *   MOTIFCL_ATTENTION_SPLITS    1..64: slices of the keys of a recorded decode step's
  *                               attention (tuning)
  *   MOTIFCL_ATTENTION_WG        64|128|256: the invocations of its workgroups (tuning)
- *   MOTIFCL_ATTENTION_SUBGROUP  1: its slices walked by subgroups, not in shared tiles
- *                               (attention_tile.glsl's attend_sg; tuning)
  *   MOTIFCL_PIPELINE_STATS      1: log the driver's statistics of each compiled kernel (info)
  *   MOTIFCL_MAX_BINDING         bytes: split quantized weights as if one binding held no more
  *   MOTIFCL_ENGINE_EAGER        1: sessions record each decode step op by op (no replay)
  *   MOTIFCL_ENGINE_SPLIT_GLU    1: a decode step's gate and up products and SwiGLU as
  *                               separate dispatches, not fused (for comparison)
- *   MOTIFCL_ENGINE_FUSE_QKV     1: a decode step's q, k and v products as one dispatch
- *                               where they can be, not three (tuning)
  *   MOTIFCL_ENGINE_WARM         0..7: the weights a decode step reads into the device's cache
  *                               beside the dispatches that leave memory idle (tuning)
  *   MOTIFCL_ATTENTION_F32       1: a prompt pass's attention on the f32 kernels, not on
@@ -136,11 +132,9 @@ typedef struct mcl_env_settings {
     uint32_t gemm_matrix_tile[2];  /* MOTIFCL_QUANT_GEMM_TILE: BM, BN; 0 unset */
     uint32_t attention_splits;     /* MOTIFCL_ATTENTION_SPLITS, 0 unset */
     uint32_t attention_wg;         /* MOTIFCL_ATTENTION_WG, 0 unset */
-    int attention_subgroup;        /* MOTIFCL_ATTENTION_SUBGROUP */
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS */
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER */
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU */
-    int engine_fuse_qkv;          /* MOTIFCL_ENGINE_FUSE_QKV */
     uint32_t engine_warm;          /* MOTIFCL_ENGINE_WARM */
     int attention_f32;             /* MOTIFCL_ATTENTION_F32 */
     int gpu_profile;               /* MOTIFCL_PROFILE: 1 to stderr, 2 to profile_path */

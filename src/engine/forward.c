@@ -521,13 +521,7 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
             break;
         }
         const mcl_tensor *qkv_b[3] = {L->bq, L->bk, L->bv};
-        /* One dispatch where the three take the integer-dot path (mcl_matmul_qkv_q8), with
-         * MOTIFCL_ENGINE_FUSE_QKV: not yet the default (docs/inference.md). */
-        int fused = 0;
-        if (act && s->fuse_qkv)
-            TRY(mcl_matmul_qkv_q8(ctx, n, act, qkv_w, qkv_b, qkv, &fused));
-        if (!fused)
-            TRY(step_linears(ctx, n, act, 3, qkv_w, qkv_b, qkv));
+        TRY(step_linears(ctx, n, act, 3, qkv_w, qkv_b, qkv));
         MARK(s, "q, k, v");
         /* The attention quantizes its output for the output projection where that takes the
          * integer-dot path. */
@@ -559,7 +553,7 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
          * it takes that path. */
         const mcl_tensor *down_w[1] = {L->w_down};
         mcl_tensor *down_act = norm_act(s, gate, 1, down_w, &h);
-        fused = 0;
+        int fused = 0;
         if (act && down_act && !s->split_glu)
             TRY(mcl_matmul_glu_q8(ctx, n, act, L->w_gate, L->w_up, gate, s->act2, &fused));
         if (fused) {

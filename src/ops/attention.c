@@ -23,8 +23,6 @@
  * an H100 the 7B q4_0 prefill of 512 tokens ran at 6,200 and 6,231 tokens/s against 5,829 and
  * 5,715 with 16 (evidence/h100-08a7b98-prefill). */
 #define MCL_ATTN_MAX_ROWS 32u
-/* attend_sg holds each of a workgroup's rows in registers: at most this many. */
-#define MCL_ATTN_SG_ROWS 8u
 /* Keys per tile, before shrinking to fit shared memory. */
 #define MCL_ATTN_KEYS 32u
 #define MCL_ATTN_MIN_KEYS 8u
@@ -69,7 +67,6 @@ typedef struct combine_push {
 
 typedef struct attention_plan {
     uint32_t wg, rows_per_group, keys_per_tile;
-    uint32_t subgroup; /* the decode kernels' attend_sg: the subgroup size; 0, the tiles */
     uint32_t row_tiles;
     uint32_t splits, keys_per_split;
 } attention_plan;
@@ -83,7 +80,7 @@ static uint64_t div_up(uint64_t a, uint64_t b)
 /* Bytes of shared memory attention_tile.glsl declares: Q and K/V tiles of vec4s (head
  * vectors padded to whole vec4s, K/V rows by one more), scores, reductions, row state. */
 static uint64_t tile_shared_bytes(uint32_t wg, uint32_t d, uint32_t bq, uint32_t bk,
-                                  int combine, uint32_t subgroup)
+                                  int combine)
 {
     uint64_t d4 = (d + 3) / 4;
     uint64_t bytes = 16u * ((uint64_t)bq * d4 + (uint64_t)bk * (d4 + 1)) +
@@ -92,9 +89,6 @@ static uint64_t tile_shared_bytes(uint32_t wg, uint32_t d, uint32_t bq, uint32_t
      * (8 WG), its count, and each slice's max and sum per row (2 x 64 x BQ floats). */
     if (combine)
         bytes += 8u * wg + 4u + 8u * MCL_ATTN_MAX_SPLITS * (uint64_t)bq;
-    /* attend_sg's rows of each subgroup: max and sum, and D outputs. */
-    if (subgroup)
-        bytes += 4u * (uint64_t)(wg / subgroup) * bq * (2u + d);
     return bytes;
 }
 
@@ -120,18 +114,10 @@ static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_
         while (wg > traits->max_invocations && wg > MCL_ATTN_WG_SMALL)
             wg /= 2;
     }
-    /* The decode kernels walk a slice by subgroups (MOTIFCL_ATTENTION_SUBGROUP) where each
-     * lane holds D / subgroup elements, 16 at most, of rows that fit its registers. */
-    uint32_t sg = traits->subgroup_size;
-    uint32_t subgroup = combine && traits->attention_subgroup && traits->subgroup_arithmetic &&
-                                sg >= 1 && d % sg == 0 && d / sg <= 16 && wg % sg == 0 &&
-                                bq <= MCL_ATTN_SG_ROWS
-                            ? sg
-                            : 0;
     uint32_t bk = MCL_ATTN_KEYS;
     /* Vulkan guarantees only 16 KiB of shared memory; large head dims shrink the key tile
      * first (it costs more barriers, not more loads), then the query tile. */
-    while (tile_shared_bytes(wg, d, bq, bk, combine, subgroup) > traits->max_shared_bytes) {
+    while (tile_shared_bytes(wg, d, bq, bk, combine) > traits->max_shared_bytes) {
         if (bk > MCL_ATTN_MIN_KEYS)
             bk /= 2;
         else if (bq > 1)
@@ -174,7 +160,6 @@ static mcl_status make_plan(mcl_context *ctx, uint32_t rows, uint32_t d, uint32_
         .row_tiles = (uint32_t)row_tiles,
         .splits = splits < 1 ? 1 : (uint32_t)splits,
         .keys_per_split = (uint32_t)keys_per_split,
-        .subgroup = subgroup,
     };
     return MCL_SUCCESS;
 }
@@ -202,8 +187,8 @@ static mcl_status tile_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindi
         .binding_count = bindings,
         .push_size = sizeof(attention_push),
         .local_size_x = plan->wg,
-        .spec_count = plan->subgroup ? 4 : 3,
-        .spec = {d, plan->rows_per_group, plan->keys_per_tile, plan->subgroup},
+        .spec_count = 3,
+        .spec = {d, plan->rows_per_group, plan->keys_per_tile},
     };
     mcl_status status = mcl_kernel_get(ctx, &desc, out);
     /* The shader's row reductions assume exactly wg invocations. */

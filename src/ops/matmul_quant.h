@@ -28,13 +28,6 @@ typedef struct mcl_gemv_push {
     uint32_t dlo_u; /* gemv_q_dot_glu: W_up's dlo */
 } mcl_gemv_push;
 
-/* gemv_q_dot_qkv's: the GEMV's, W_q's rows in n, W_k's dlo in dlo_u; then W_k's (and W_v's)
- * rows and W_v's dlo. */
-typedef struct mcl_gemv_qkv_push {
-    mcl_gemv_push base;
-    uint32_t n_kv, dlo_v;
-} mcl_gemv_qkv_push;
-
 /* Get a kernel and check that the device gave it the workgroup size its tiles assume
  * (MCL_ERROR_UNSUPPORTED where it did not). */
 mcl_status mcl_kernel_exact(mcl_context *ctx, const mcl_kernel_desc *desc,

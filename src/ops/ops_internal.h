@@ -119,16 +119,6 @@ mcl_status mcl_matmul_glu_q8(mcl_context *ctx, mcl_tensor *a, mcl_tensor *act,
                              mcl_tensor *w_gate, mcl_tensor *w_up, mcl_tensor *c,
                              mcl_tensor *act_out, int *fused);
 
-/* The q, k and v products c[i] = a w[i]^T (+ bias[i]) of a's rows, quantized in act, in one
- * dispatch (gemv_q_dot_qkv.comp), each output as the product alone would give it. Where the
- * fusion does not apply, nothing is recorded and *fused is 0: the caller runs the products.
- * It applies to three weights of one dtype, Q8_0 or Q4_0, each in one binding, w[1] and w[2]
- * of as many rows, biases for all three or none (bias may be NULL), at 1 to 8 rows of a on
- * the integer-dot path, on a device that binds 13 storage buffers to a kernel. */
-mcl_status mcl_matmul_qkv_q8(mcl_context *ctx, const mcl_tensor *a, mcl_tensor *act,
-                             const mcl_tensor *const w[3], const mcl_tensor *const bias[3],
-                             mcl_tensor *const c[3], int *fused);
-
 /* Reads bytes [offset, offset + bytes) of t (clamped to t, in 16-byte words) so that a
  * later dispatch finds them in the device's last-level cache (cache_warm_u32.comp); sink, 4
  * words at least, is the kernel's only output and is never meaningfully written. Recorded

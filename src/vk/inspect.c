@@ -46,7 +46,6 @@ void mcl_inspect_reread_environment(mcl_context *ctx)
     memcpy(t->gemm_matrix_tile, now.gemm_matrix_tile, sizeof t->gemm_matrix_tile);
     t->attention_splits = now.attention_splits;
     t->attention_wg = now.attention_wg;
-    t->attention_subgroup = now.attention_subgroup;
     t->attention_f32 = now.attention_f32;
     t->weight_part_bytes = t->max_binding_bytes;
     if (env.max_binding && env.max_binding < t->max_binding_bytes)

@@ -30,7 +30,7 @@
 #define MCL_DESCRIPTOR_POOL_SETS 256
 /* Storage buffers one kernel binds at most (the decode attention binds 9; every device the
  * library runs on allows far more a stage). */
-#define MCL_MAX_BINDINGS 13
+#define MCL_MAX_BINDINGS 12
 
 /* A pipeline for one (kernel, specialization) pair, created on first use and kept for the
  * context's lifetime, so that no call pays for pipeline creation twice. */

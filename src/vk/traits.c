@@ -173,7 +173,6 @@ void mcl_traits_decide(mcl_device_info *info, const mcl_env_settings *env,
     memcpy(t.gemm_matrix_tile, env->gemm_matrix_tile, sizeof t.gemm_matrix_tile);
     t.attention_splits = env->attention_splits;
     t.attention_wg = env->attention_wg;
-    t.attention_subgroup = env->attention_subgroup;
 
     t.transfer = env->transfer == MCL_ENV_TRANSFER_STAGING  ? MCL_TRANSFER_STAGING
                  : env->transfer == MCL_ENV_TRANSFER_IMPORT ? MCL_TRANSFER_IMPORT
@@ -181,7 +180,6 @@ void mcl_traits_decide(mcl_device_info *info, const mcl_env_settings *env,
     t.pipeline_stats = env->pipeline_stats;
     t.engine_eager = env->engine_eager;
     t.engine_split_glu = env->engine_split_glu;
-    t.engine_fuse_qkv = env->engine_fuse_qkv;
     t.engine_warm = env->engine_warm;
     t.attention_f32 = env->attention_f32;
     *out = t;
@@ -241,13 +239,12 @@ size_t mcl_traits_json(const mcl_traits *t, char *buffer, size_t capacity)
     mcl_text_put(&o, ", \"gemm_slices\": %u, \"gemm_unroll\": %u, \"gemm_f32_unroll\": %u, "
         "\"gemm_f32_tile\": [%u, %u], \"gemm_float_tile\": [%u, %u], "
         "\"gemm_matrix_tile\": [%u, %u], \"attention_splits\": %u, \"attention_wg\": %u, "
-        "\"attention_subgroup\": %d, \"transfer\": \"%s\", \"pipeline_stats\": %d, "
-        "\"engine_eager\": %d, \"engine_split_glu\": %d, \"engine_fuse_qkv\": %d, \"engine_warm\": %u, "
-        "\"attention_f32\": %d}",
+        "\"transfer\": \"%s\", \"pipeline_stats\": %d, \"engine_eager\": %d, "
+        "\"engine_split_glu\": %d, \"engine_warm\": %u, \"attention_f32\": %d}",
         t->gemm_slices, t->gemm_unroll, t->gemm_f32_unroll, t->gemm_f32_tile[0],
         t->gemm_f32_tile[1], t->gemm_float_tile[0], t->gemm_float_tile[1],
         t->gemm_matrix_tile[0], t->gemm_matrix_tile[1], t->attention_splits, t->attention_wg,
-        t->attention_subgroup, transfers[t->transfer], t->pipeline_stats, t->engine_eager,
-        t->engine_split_glu, t->engine_fuse_qkv, t->engine_warm, t->attention_f32);
+        transfers[t->transfer], t->pipeline_stats, t->engine_eager, t->engine_split_glu,
+        t->engine_warm, t->attention_f32);
     return o.len;
 }

@@ -74,14 +74,12 @@ typedef struct mcl_traits {
     uint32_t gemm_matrix_tile[2];  /* MOTIFCL_QUANT_GEMM_TILE */
     uint32_t attention_splits;     /* MOTIFCL_ATTENTION_SPLITS: the decode attention's slices */
     uint32_t attention_wg;         /* MOTIFCL_ATTENTION_WG: its workgroups' invocations */
-    int attention_subgroup;        /* MOTIFCL_ATTENTION_SUBGROUP: its slices by subgroups */
 
     /* Runtime. */
     mcl_transfer_mode transfer;    /* MOTIFCL_TRANSFER */
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS asked for */
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER: decode steps op by op */
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU: gate, up, SwiGLU not fused */
-    int engine_fuse_qkv;           /* MOTIFCL_ENGINE_FUSE_QKV: q, k, v as one dispatch */
     uint32_t engine_warm;          /* MOTIFCL_ENGINE_WARM: the weights a decode step warms */
     int attention_f32;             /* MOTIFCL_ATTENTION_F32: no prompt attention on matrices */
 } mcl_traits;
