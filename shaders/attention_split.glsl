@@ -155,9 +155,8 @@ void main() {
     }
     barrier();
     // Four elements of one row an invocation a round, the slices' vec4s loaded eight at a
-    // time (the last eight masked past the slices used, so that they too are one round trip);
-    // every invocation runs every round (q8_1_store's barriers), and D4 a multiple of 8 where
-    // out is quantized puts a block's eight vec4s on eight consecutive invocations.
+    // time; every invocation runs every round (q8_1_store's barriers), and D4 a multiple of 8
+    // where out is quantized puts a block's eight vec4s on eight consecutive invocations.
     for (uint e0 = 0u; e0 < BQ * D4; e0 += WG) {
         const uint e = e0 + tid, r = e / D4, d4 = e - r * D4, rho = row0 + r;
         const bool valid = e < BQ * D4 && rho < pc.rows;
@@ -167,17 +166,20 @@ void main() {
             const uint stride = pc.heads_kv * pc.rows * D4;
             uint at = ((b * pc.splits) * pc.heads_kv + hkv) * pc.rows * D4 + rho * D4 + d4;
             vec4 o = vec4(0.0);
-            for (uint s = 0u; s < used; s += 8u) {
+            uint s = 0u;
+            for (; s + 8u <= used; s += 8u) {
                 vec4 a[8];
                 [[unroll]] for (uint j = 0u; j < 8u; j++) {
-                    a[j] = s + j < used ? part_o4[at + j * stride] : vec4(0.0);
+                    a[j] = part_o4[at + j * stride];
                 }
                 [[unroll]] for (uint j = 0u; j < 8u; j++) {
-                    if (s + j < used) {
-                        o += comb_w[(s + j) * BQ + r] * a[j];
-                    }
+                    o += comb_w[(s + j) * BQ + r] * a[j];
                 }
                 at += 8u * stride;
+            }
+            for (; s < used; s++) {
+                o += comb_w[s * BQ + r] * part_o4[at];
+                at += stride;
             }
             const float l = row_l[r];
             y = l > 0.0 ? o / l : vec4(0.0);
