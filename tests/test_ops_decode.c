@@ -40,6 +40,10 @@
  *    a rotation the two kernels may contract differently), v's bit-identical; split-half
  *    and interleaved pairs, f32 and f16 caches. Control: mcl_attention_decode of the
  *    rotated q over the caches as they were (the new key not written) exceeds the tolerance.
+ *  - mcl_cache_warm (a stretch of a tensor read into the cache): a stretch whose first word
+ *    makes its invocation's XOR the kernel's marker writes the sink, so the stretch asked for
+ *    was read; control: the stretch one word later leaves the sink; the tensor unchanged;
+ *    refused: the sink too small or the tensor itself.
  */
 #include <math.h>
 #include <stdio.h>
@@ -745,6 +749,46 @@ static void attention_decode_rope_matches_ops(void **state)
     traits->attention_splits = splits;
 }
 
+/* mcl_cache_warm reads the stretch asked for: its only output, the sink, is written where an
+ * invocation's 16-byte words XOR to 0x9E3779B9, so a stretch of zeros with that word at its
+ * start is seen, and the same word just before the stretch is not; t is left as it was. */
+static void cache_warm_reads_its_stretch(void **state)
+{
+    (void)state;
+    const size_t words = 64 * 1024;
+    uint32_t *data = calloc(words, 4), *back = malloc(words * 4), sink0[4] = {7, 7, 7, 7},
+             sink[4];
+    assert_true(data && back);
+    const uint64_t offset = 4096; /* bytes: word 1024 */
+    data[offset / 4] = 0x9E3779B9u;
+    int64_t ts[1] = {(int64_t)words}, ss[1] = {4};
+    mcl_tensor *t = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ts, data);
+    mcl_tensor *sk = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, ss, sink0);
+    assert_mcl_ok(mcl_cache_warm(ctx, t, offset, 16 * 1024, sk));
+    download(sk, sink, 16);
+    assert_true(mcl_test_record_bool("mcl_cache_warm: the marked word at the stretch's start "
+                                     "seen (the sink written)",
+                                     sink[0] == 0x9E3779B9u));
+    /* Control: the stretch starts one 16-byte word later, past the mark. */
+    assert_mcl_ok(mcl_tensor_upload(sk, 0, sink0, 16));
+    assert_mcl_ok(mcl_cache_warm(ctx, t, offset + 16, 16 * 1024, sk));
+    download(sk, sink, 16);
+    assert_true(mcl_test_record_bool("mcl_cache_warm: control, a stretch past the mark leaves "
+                                     "the sink",
+                                     !memcmp(sink, sink0, 16)));
+    download(t, back, words * 4);
+    assert_true(mcl_test_record("mcl_cache_warm: the tensor read is unchanged", "mismatched words",
+                                (double)word_mismatches(back, data, words), 0));
+    EXPECT_STATUS(mcl_cache_warm(ctx, t, 0, 64, t), INVALID);
+    int64_t one[1] = {1};
+    mcl_tensor *tiny = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, one, NULL);
+    EXPECT_STATUS(mcl_cache_warm(ctx, t, 0, 64, tiny), INVALID);
+    mcl_tensor *all[] = {t, sk, tiny};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+    free(data), free(back);
+}
+
 static void statuses(void **state)
 {
     (void)state;
@@ -763,6 +807,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(rope_kv_matches_reference),
         cmocka_unit_test(attention_decode_matches_attention),
         cmocka_unit_test(attention_decode_rope_matches_ops),
+        cmocka_unit_test(cache_warm_reads_its_stretch),
         cmocka_unit_test(statuses),
     };
     return mcl_test_finish(cmocka_run_group_tests(tests, NULL, NULL));

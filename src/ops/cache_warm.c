@@ -23,19 +23,19 @@ mcl_status mcl_cache_warm(mcl_context *ctx, mcl_tensor *t, uint64_t offset, uint
         offset = t->nbytes;
     if (bytes > t->nbytes - offset)
         bytes = t->nbytes - offset;
+    /* One binding's words fit 32 bits (maxStorageBufferRange is a uint32_t). */
     uint64_t first = offset / 16, count = bytes / 16;
     if (count == 0)
         return MCL_SUCCESS;
-    if (first + count > UINT32_MAX)
-        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "mcl_cache_warm: beyond 2^32 16-byte words");
     const mcl_kernel *kernel;
     mcl_status status = mcl_kernel_simple(ctx, MCL_KERNEL_CACHE_WARM_U32, 2, 8, &kernel);
     if (status != MCL_SUCCESS)
         return status;
+    /* A hint again: past what one row of 65535 workgroups reads, the stretch is cut short. */
     uint64_t per = (uint64_t)mcl_kernel_local_size(kernel) * MCL_WARM_LOADS;
+    if (count > 65535 * per)
+        count = 65535 * per;
     uint64_t groups = (count + per - 1) / per;
-    if (groups > 65535)
-        return mcl_fail(ctx, MCL_ERROR_TOO_LARGE, "mcl_cache_warm: more than 65535 workgroups");
     struct {
         uint32_t first, count;
     } push = {(uint32_t)first, (uint32_t)count};

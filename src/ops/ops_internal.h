@@ -119,10 +119,11 @@ mcl_status mcl_matmul_glu_q8(mcl_context *ctx, mcl_tensor *a, mcl_tensor *act,
                              mcl_tensor *w_gate, mcl_tensor *w_up, mcl_tensor *c,
                              mcl_tensor *act_out, int *fused);
 
-/* Reads bytes [offset, offset + bytes) of t (clamped to t, in 16-byte words) so that a
- * later dispatch finds them in the device's last-level cache (cache_warm_u32.comp); sink, 4
- * words at least, is the kernel's only output and is never meaningfully written. Recorded
- * beside a dispatch that reads and writes neither, it runs alongside it. */
+/* Reads bytes [offset, offset + bytes) of t (clamped to t, in 16-byte words, and to what one
+ * dispatch of 65535 workgroups reads; nothing for a t beyond one binding) so that a later
+ * dispatch finds them in the device's last-level cache (cache_warm_u32.comp); sink, 4 words
+ * at least, is the kernel's only output and is never meaningfully written. Recorded beside a
+ * dispatch that reads and writes neither, it runs alongside it. */
 mcl_status mcl_cache_warm(mcl_context *ctx, mcl_tensor *t, uint64_t offset, uint64_t bytes,
                           mcl_tensor *sink);
 
