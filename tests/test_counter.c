@@ -15,6 +15,9 @@
  *    multiply-add), which the codes' agreement depends on. The update cases run again with the
  *    passes' workgroups of 64 and 128 invocations (the library's 256 spreads a tile's sums
  *    over more of them): byte-identical as well.
+ *  - Several layers' updates recorded as one group (the GPT's path): each layer's state, scale
+ *    and moment byte-identical to its update alone; a changed salt in one layer of the group
+ *    must change that layer alone (control).
  *  - Forward and grad_x: NMSE <= 1e-10 against x W^T and grad_out W in double with W decoded
  *    on the host. Float sums of at most 160 terms: NMSE ~1e-14 from rounding; ignoring s or
  *    transposing W gives NMSE >= 1e-2 (the negative controls check that).
@@ -520,6 +523,101 @@ static void learns_ternary_teacher(void **state)
                                      frozen < LEARN_BASELINE_MAX));
 }
 
+/* Several layers' updates recorded as one group (the GPT's path, each pass for every layer
+ * before the next): each layer's state, scale and moment byte-identical to its update alone
+ * through mcl_counter_linear_backward_dev. Control: a group in which one layer's salt differs
+ * leaves that layer's state different. */
+static void group_matches_one_by_one(void **state)
+{
+    (void)state;
+    enum { LAYERS = 3, COPIES = 3 };
+    static const int64_t shape[LAYERS][2] = {{24, 80}, {33, 144}, {16, 64}};
+    const int64_t N = 70;
+    float words[MCL_COUNTER_HYPER_COUNT] = {0};
+    mcl_counter_update_desc up = {.size = sizeof up, .lr = 0.3f, .seed = 777u};
+    assert_mcl_ok(mcl_counter_update_hyper(ctx, "test", &up, words));
+    const int64_t hn = MCL_COUNTER_HYPER_COUNT;
+    mcl_tensor *th = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, &hn, words);
+    /* Copy 0 one layer at a time, copy 1 as a group, copy 2 as a group with layer 1's salt
+     * changed. */
+    mcl_counter_linear *layer[COPIES][LAYERS];
+    mcl_tensor *tx[LAYERS], *tgo[LAYERS];
+    for (int j = 0; j < LAYERS; j++) {
+        const int64_t out = shape[j][0], in = shape[j][1];
+        const size_t n = (size_t)(out * in);
+        float *x = mcl_test_random_floats((size_t)(N * in), 40u + (uint32_t)j, -1.0f, 1.0f);
+        float *go = mcl_test_random_floats((size_t)(N * out), 50u + (uint32_t)j, -1.0f, 1.0f);
+        float *sc = mcl_test_random_floats((size_t)out, 60u + (uint32_t)j, 0.05f, 2.0f);
+        const int64_t xs[2] = {N, in}, ys[2] = {N, out};
+        tx[j] = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, x);
+        tgo[j] = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ys, go);
+        for (int c = 0; c < COPIES; c++) {
+            layer[c][j] = layer_create(out, in, 11);
+            free(upload_random_codes(layer[c][j], n, 11, 70u + (uint32_t)j));
+            assert_mcl_ok(mcl_tensor_upload(mcl_counter_linear_scale(layer[c][j]), 0, sc,
+                                            (uint64_t)out * 4));
+        }
+        free(x), free(go), free(sc);
+    }
+    mcl_counter_update_item items[2][LAYERS];
+    for (int j = 0; j < LAYERS; j++) {
+        const uint32_t salt = 0x9E3779B9u * (uint32_t)(j + 1);
+        assert_mcl_ok(mcl_counter_linear_backward_dev(layer[0][j], tx[j], tgo[j], NULL, th,
+                                                      salt, NULL, NULL, NULL));
+        for (int c = 1; c < COPIES; c++)
+            items[c - 1][j] = (mcl_counter_update_item){layer[c][j], tx[j], tgo[j],
+                                                        salt + (c == 2 && j == 1), NULL, NULL};
+    }
+    assert_mcl_ok(mcl_counter_linear_update_group_dev(items[0], LAYERS, th));
+    assert_mcl_ok(mcl_counter_linear_update_group_dev(items[1], LAYERS, th));
+    assert_mcl_ok(mcl_finish(ctx));
+    int same = 1, control_same[LAYERS];
+    for (int j = 0; j < LAYERS; j++) {
+        const size_t n = (size_t)(shape[j][0] * shape[j][1]);
+        uint8_t *a = download_codes(layer[0][j], n), *b = download_codes(layer[1][j], n);
+        uint8_t *c = download_codes(layer[2][j], n);
+        float sa[64], sb[64], va[64], vb[64];
+        const uint64_t rb = (uint64_t)shape[j][0] * 4;
+        assert_mcl_ok(mcl_tensor_download(mcl_counter_linear_scale(layer[0][j]), 0, sa, rb));
+        assert_mcl_ok(mcl_tensor_download(mcl_counter_linear_scale(layer[1][j]), 0, sb, rb));
+        assert_mcl_ok(mcl_tensor_download(mcl_counter_linear_moment(layer[0][j]), 0, va, rb));
+        assert_mcl_ok(mcl_tensor_download(mcl_counter_linear_moment(layer[1][j]), 0, vb, rb));
+        same &= memcmp(a, b, n) == 0 && memcmp(sa, sb, rb) == 0 && memcmp(va, vb, rb) == 0;
+        control_same[j] = memcmp(a, c, n) == 0;
+        free(a), free(b), free(c);
+    }
+    printf("group of %d layers: %s one by one; salt changed in layer 1: layers equal %d %d %d\n",
+           LAYERS, same ? "byte-identical to" : "DIFFERS from", control_same[0],
+           control_same[1], control_same[2]);
+    int passed = mcl_test_record_bool("counter: a group's updates byte-identical to each "
+                                      "layer's alone (states, scales, moments)", same);
+    passed &= mcl_test_record_bool("counter: a group with one layer's salt changed differs "
+                                   "there alone (control)",
+                                   control_same[0] && !control_same[1] && control_same[2]);
+    /* Refusals: no layers, too many, a layer twice, no hyper tensor, a wrong shape. */
+    mcl_counter_update_item twice[2] = {items[0][0], items[0][0]};
+    mcl_counter_update_item wrong = items[0][0];
+    wrong.grad_out = tgo[1];
+    mcl_counter_update_item many[MCL_COUNTER_GROUP_MAX + 1];
+    for (int j = 0; j <= MCL_COUNTER_GROUP_MAX; j++)
+        many[j] = items[0][j % LAYERS];
+    EXPECT_STATUS(mcl_counter_linear_update_group_dev(items[0], 0, th), INVALID);
+    EXPECT_STATUS(mcl_counter_linear_update_group_dev(many, MCL_COUNTER_GROUP_MAX + 1, th),
+                  INVALID);
+    EXPECT_STATUS(mcl_counter_linear_update_group_dev(twice, 2, th), INVALID);
+    EXPECT_STATUS(mcl_counter_linear_update_group_dev(items[0], LAYERS, NULL), INVALID);
+    EXPECT_STATUS(mcl_counter_linear_update_group_dev(&wrong, 1, th), SHAPE);
+    passed &= mcl_test_record("counter: bad groups refused", "wrong statuses",
+                              mcl_test_wrong_statuses, 0);
+    for (int j = 0; j < LAYERS; j++) {
+        for (int c = 0; c < COPIES; c++)
+            mcl_counter_linear_destroy(layer[c][j]);
+        mcl_tensor_destroy(tx[j]), mcl_tensor_destroy(tgo[j]);
+    }
+    mcl_tensor_destroy(th);
+    assert_true(passed);
+}
+
 static void bad_arguments(void **state)
 {
     (void)state;
@@ -617,6 +715,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(forward_and_grad_x),
         cmocka_unit_test(update_matches_reference),
         cmocka_unit_test(learns_ternary_teacher),
+        cmocka_unit_test(group_matches_one_by_one),
         cmocka_unit_test(bad_arguments),
         cmocka_unit_test(outlives_context),
     };

@@ -175,12 +175,18 @@ mcl_status mcl_gpt_block_linear_backward(mcl_gpt *gpt, int32_t l, int which, mcl
                                          mcl_tensor *dy, mcl_tensor *dx, mcl_tensor *scratch)
 {
     if (mcl_gpt_counter(gpt))
-        return mcl_gpt_counter_backward(gpt, l, which, x, dy, dx, scratch);
+        return mcl_gpt_counter_backward(gpt, l, which, x, dy, dx, scratch, 0);
     gpt_param *w = mcl_gpt_layer_param(gpt, l, which);
     mcl_status status = product(gpt, dy, MCL_TRANSPOSE, x, MCL_NO_TRANSPOSE, w->g, scratch);
     if (status != MCL_SUCCESS || !dx)
         return status;
     return product(gpt, dy, MCL_NO_TRANSPOSE, w->p, MCL_NO_TRANSPOSE, dx, scratch);
+}
+
+mcl_status mcl_gpt_block_updates(mcl_gpt *gpt, int32_t l, const int *which,
+                                 mcl_tensor *const *x, mcl_tensor *const *dy, int n)
+{
+    return mcl_gpt_counter(gpt) ? mcl_gpt_counter_update(gpt, l, which, x, dy, n) : MCL_SUCCESS;
 }
 
 /* splitmix64 and Box-Muller: the same initial parameters on every machine for one seed. */

@@ -30,15 +30,36 @@ mcl_status mcl_gpt_counter_forward(mcl_gpt *gpt, int32_t l, int which, mcl_tenso
     return mcl_counter_linear_forward_dev(counter_of(gpt, l, which), x, y, scratch);
 }
 
-mcl_status mcl_gpt_counter_backward(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *x,
-                                    mcl_tensor *dy, mcl_tensor *dx, mcl_tensor *scratch)
+/* The seed salt of linear `which` of block l. */
+static uint32_t counter_salt(int32_t l, int which)
 {
-    const uint32_t salt = (uint32_t)l * GPT_COUNTER_LINEARS + (uint32_t)which;
+    return ((uint32_t)l * GPT_COUNTER_LINEARS + (uint32_t)which) * 0x9E3779B9u;
+}
+
+mcl_status mcl_gpt_counter_backward(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *x,
+                                    mcl_tensor *dy, mcl_tensor *dx, mcl_tensor *scratch,
+                                    int update)
+{
     const int k = counter_index(which);
     return mcl_counter_linear_backward_dev(counter_of(gpt, l, which), x, dy, dx,
-                                           gpt->counter_hyper, salt * 0x9E3779B9u,
-                                           gpt->counter_partial[k], gpt->counter_factors[k],
-                                           scratch);
+                                           update ? gpt->counter_hyper : NULL,
+                                           counter_salt(l, which), gpt->counter_partial[k],
+                                           gpt->counter_factors[k], scratch);
+}
+
+mcl_status mcl_gpt_counter_update(mcl_gpt *gpt, int32_t l, const int *which,
+                                  mcl_tensor *const *x, mcl_tensor *const *dy, int n)
+{
+    mcl_counter_update_item items[GPT_COUNTER_LINEARS];
+    if (n < 1 || n > GPT_COUNTER_LINEARS)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    for (int j = 0; j < n; j++) {
+        const int k = counter_index(which[j]);
+        items[j] = (mcl_counter_update_item){counter_of(gpt, l, which[j]), x[j], dy[j],
+                                             counter_salt(l, which[j]), gpt->counter_partial[k],
+                                             gpt->counter_factors[k]};
+    }
+    return mcl_counter_linear_update_group_dev(items, n, gpt->counter_hyper);
 }
 
 mcl_counter_linear *mcl_gpt_counter_layer(mcl_gpt *gpt, int32_t layer, mcl_gpt_linear which)

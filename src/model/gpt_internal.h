@@ -109,14 +109,22 @@ mcl_status mcl_gpt_counter_upload(mcl_gpt *gpt);
 
 /* gpt_counter.c: the counter layers of a MCL_GPT_COUNTER model, their update scratch and
  * hyper tensor, with the spec's default update (alloc); their initial values from `seed`
- * (init); mcl_gpt_block_linear's and mcl_gpt_block_linear_backward's passes for them;
+ * (init); mcl_gpt_block_linear's and mcl_gpt_block_linear_backward's passes for them (the
+ * backward's update now, or, with update 0, later for several linears at once: update);
  * their tensors released with the context (release) and the layers destroyed (destroy). */
 mcl_status mcl_gpt_counter_alloc(mcl_gpt *gpt);
 mcl_status mcl_gpt_counter_init(mcl_gpt *gpt, uint64_t seed);
 mcl_status mcl_gpt_counter_forward(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *x,
                                    mcl_tensor *y, mcl_tensor *scratch);
 mcl_status mcl_gpt_counter_backward(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *x,
-                                    mcl_tensor *dy, mcl_tensor *dx, mcl_tensor *scratch);
+                                    mcl_tensor *dy, mcl_tensor *dx, mcl_tensor *scratch,
+                                    int update);
+/* The updates of n linears (which[j], input x[j], gradient dy[j]) of block l whose backward
+ * passes were recorded with update 0: the linears' update passes side by side
+ * (mcl_counter_linear_update_group_dev), the states as the backward's own update leaves them.
+ * x and dy must hold what the backward passes read until this is recorded. */
+mcl_status mcl_gpt_counter_update(mcl_gpt *gpt, int32_t l, const int *which,
+                                  mcl_tensor *const *x, mcl_tensor *const *dy, int n);
 void mcl_gpt_counter_release(mcl_gpt *gpt);
 void mcl_gpt_counter_destroy(mcl_gpt *gpt);
 
@@ -133,9 +141,16 @@ mcl_status mcl_gpt_block_linear(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *
                                 mcl_tensor *y, mcl_tensor *scratch);
 
 /* Its backward pass for dy: dx = dy W where dx is not NULL (the weights of the forward pass),
- * then the f32 weight's gradient dW = dy^T x, or the counter-state layer's update. */
+ * then the f32 weight's gradient dW = dy^T x; a counter-state layer's update is left to
+ * mcl_gpt_block_updates. */
 mcl_status mcl_gpt_block_linear_backward(mcl_gpt *gpt, int32_t l, int which, mcl_tensor *x,
                                          mcl_tensor *dy, mcl_tensor *dx, mcl_tensor *scratch);
+
+/* The counter-state updates of block l's linears which[0..n) after their backward passes, from
+ * the same x and dy (unchanged since), recorded together (mcl_gpt_counter_update); nothing
+ * for an f32 model. */
+mcl_status mcl_gpt_block_updates(mcl_gpt *gpt, int32_t l, const int *which,
+                                 mcl_tensor *const *x, mcl_tensor *const *dy, int n);
 
 /* mcl_gpt_plan_check with its message through ctx: used by mcl_gpt_create and the
  * checkpoint loader before either allocates. Errors:

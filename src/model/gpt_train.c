@@ -179,6 +179,9 @@ mcl_status mcl_gpt_backward(mcl_gpt *gpt)
         TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_GATE, la->h2, a->dgate, a->dh, mm));
         TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_UP, la->h2, a->dup, a->tmp, mm));
         TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
+        TRY(mcl_gpt_block_updates(gpt, l, (const int[]){P_W_DOWN, P_W_GATE, P_W_UP},
+                                  (mcl_tensor *const[]){la->act, la->h2, la->h2},
+                                  (mcl_tensor *const[]){a->dx, a->dgate, a->dup}, 3));
         TRY(mcl_rmsnorm_backward(ctx, la->x_mid, mcl_gpt_layer_param(gpt, l, P_MLP_NORM)->p, a->dh,
                                  eps, a->tmp, mcl_gpt_layer_param(gpt, l, P_MLP_NORM)->g));
         TRY(mcl_add(ctx, a->dx, a->tmp, a->dx));
@@ -194,6 +197,9 @@ mcl_status mcl_gpt_backward(mcl_gpt *gpt)
         TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
         TRY(mcl_gpt_block_linear_backward(gpt, l, P_WV, la->h, a->dv, a->tmp, mm));
         TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
+        TRY(mcl_gpt_block_updates(gpt, l, (const int[]){P_WO, P_WQ, P_WK, P_WV},
+                                  (mcl_tensor *const[]){la->att, la->h, la->h, la->h},
+                                  (mcl_tensor *const[]){a->dx, a->dq, a->dk, a->dv}, 4));
         TRY(mcl_rmsnorm_backward(ctx, a->x[l], mcl_gpt_layer_param(gpt, l, P_ATTN_NORM)->p, a->dh, eps,
                                  a->tmp, mcl_gpt_layer_param(gpt, l, P_ATTN_NORM)->g));
         TRY(mcl_add(ctx, a->dx, a->tmp, a->dx));

@@ -464,77 +464,108 @@ static mcl_status read_update(mcl_counter_linear *layer, const mcl_counter_updat
     return MCL_SUCCESS;
 }
 
-/* The three dispatches of the update. The scratch: partial [out, tiles, 2] and row_factors
- * [out, 2] f32, each NULL for a tensor made here. hyper NULL: lr, lr_scale, beta, eps and
- * the seed from `push_hyper` and `seed`; else read from hyper on the device (its floats 0-3
- * and word 4 plus `seed`). */
-static mcl_status record_update(mcl_counter_linear *layer, const mcl_tensor *x,
-                                const mcl_tensor *grad_out, int64_t rows,
-                                const rows_push *push_hyper, mcl_tensor *hyper, uint32_t seed,
-                                mcl_tensor *partial_scratch, mcl_tensor *row_factors)
+/* One layer's update among those recorded together (record_updates). The scratch: partial
+ * [out, tiles, 2] and factors [out, 2] f32, each NULL for a tensor made there. hyper NULL: lr,
+ * lr_scale, beta, eps and the seed from `push` and `seed`; else read from hyper on the device
+ * (its floats 0-3 and word 4 plus `seed`). */
+typedef struct update_job {
+    mcl_counter_linear *layer;
+    const mcl_tensor *x, *grad_out;
+    int64_t rows;
+    rows_push push;
+    mcl_tensor *hyper;
+    uint32_t seed;
+    mcl_tensor *partial, *factors;
+} update_job;
+
+/* The three dispatches of the updates of n layers, each pass recorded for every layer before
+ * the next pass: a pass's dispatches of different layers are independent (each writes its own
+ * scratch and state), so they run side by side, and the three passes of n layers meet two
+ * barriers, not 3n - 1. n is at most MCL_COUNTER_GROUP_MAX. */
+static mcl_status record_updates(update_job *jobs, int n)
 {
-    mcl_context *ctx = layer->ctx;
-    const mcl_kernel *stats, *finish, *apply;
-    const uint32_t from_buffer = hyper != NULL;
-    const uint32_t wg =
-        fit_update_wg(ctx, layer->update_wg ? layer->update_wg : COUNTER_UPDATE_WG);
-    mcl_status status;
-    if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, 4, wg, 0, COUNTER_CHUNK,
-                             sizeof(grad_push), &stats)) != MCL_SUCCESS ||
-        (status = get_kernel(ctx, MCL_KERNEL_COUNTER_ROWS_F32, 5, COUNTER_ROWS_WG, from_buffer,
-                             0, sizeof(rows_push), &finish)) != MCL_SUCCESS ||
-        (status = get_kernel(ctx, MCL_KERNEL_COUNTER_APPLY_F32, 5, wg,
-                             from_buffer, COUNTER_CHUNK, sizeof(grad_push), &apply)) !=
-            MCL_SUCCESS)
-        return status;
-    const int64_t partial_len = layer->out * (int64_t)push_hyper->tiles * 2;
-    const int64_t factors_len = layer->out * 2;
-    mcl_tensor *made_partial = NULL, *made_factors = NULL;
-    if ((!partial_scratch &&
-         (status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &partial_len, &made_partial)) !=
-             MCL_SUCCESS) ||
-        (!row_factors &&
-         (status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &factors_len, &made_factors)) !=
-             MCL_SUCCESS))
-        goto done;
-    mcl_tensor *partial = partial_scratch ? partial_scratch : made_partial;
-    mcl_tensor *factors = row_factors ? row_factors : made_factors;
-    /* With push constants the hyper binding is bound but unread: a tensor of the layer that
-     * the dispatch does not write. */
-    const uint32_t groups_x = push_hyper->tiles;
-    const uint32_t groups_y = (uint32_t)((layer->out + COUNTER_TILE_ROWS - 1) /
-                                         COUNTER_TILE_ROWS);
-    grad_push push = {(uint32_t)rows, (uint32_t)layer->out, (uint32_t)layer->in, layer->C,
-                      push_hyper->tiles};
-    mcl_tensor *stats_reads[3] = {(mcl_tensor *)x, (mcl_tensor *)grad_out, layer->state};
-    if ((status = mcl_dispatch(ctx, stats, stats_reads, 3, &partial, 1, &push, groups_x,
-                               groups_y, 1)) != MCL_SUCCESS)
-        goto done;
-    uint64_t row_groups = ((uint64_t)layer->out + COUNTER_ROWS_WG - 1) / COUNTER_ROWS_WG;
-    mcl_tensor *row_reads[2] = {partial, hyper ? hyper : layer->state};
-    mcl_tensor *row_writes[3] = {layer->scale, layer->moment, factors};
-    if ((status = mcl_dispatch(ctx, finish, row_reads, 2, row_writes, 3, push_hyper,
-                               (uint32_t)row_groups, 1, 1)) != MCL_SUCCESS)
-        goto done;
-    push.last = seed;
-    mcl_tensor *apply_reads[4] = {(mcl_tensor *)x, (mcl_tensor *)grad_out, factors,
-                                  hyper ? hyper : layer->scale};
-    status = mcl_dispatch(ctx, apply, apply_reads, 4, &layer->state, 1, &push, groups_x,
-                          groups_y, 1);
+    mcl_status status = MCL_SUCCESS;
+    mcl_tensor *made[2 * MCL_COUNTER_GROUP_MAX] = {0};
+    const mcl_kernel *stats[MCL_COUNTER_GROUP_MAX], *finish[MCL_COUNTER_GROUP_MAX],
+        *apply[MCL_COUNTER_GROUP_MAX];
+    for (int j = 0; j < n; j++) {
+        update_job *u = &jobs[j];
+        mcl_counter_linear *layer = u->layer;
+        mcl_context *ctx = layer->ctx;
+        const uint32_t from_buffer = u->hyper != NULL;
+        const uint32_t wg =
+            fit_update_wg(ctx, layer->update_wg ? layer->update_wg : COUNTER_UPDATE_WG);
+        const uint32_t chunk = COUNTER_CHUNK;
+        if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, 4, wg, 0, chunk,
+                                 sizeof(grad_push), &stats[j])) != MCL_SUCCESS ||
+            (status = get_kernel(ctx, MCL_KERNEL_COUNTER_ROWS_F32, 5, COUNTER_ROWS_WG,
+                                 from_buffer, 0, sizeof(rows_push), &finish[j])) !=
+                MCL_SUCCESS ||
+            (status = get_kernel(ctx, MCL_KERNEL_COUNTER_APPLY_F32, 5, wg, from_buffer, chunk,
+                                 sizeof(grad_push), &apply[j])) != MCL_SUCCESS)
+            goto done;
+        const int64_t partial_len = layer->out * (int64_t)u->push.tiles * 2;
+        const int64_t factors_len = layer->out * 2;
+        if ((!u->partial &&
+             (status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &partial_len, &made[2 * j])) !=
+                 MCL_SUCCESS) ||
+            (!u->factors &&
+             (status = mcl_tensor_create(ctx, MCL_DTYPE_F32, 1, &factors_len,
+                                         &made[2 * j + 1])) != MCL_SUCCESS))
+            goto done;
+        if (!u->partial)
+            u->partial = made[2 * j];
+        if (!u->factors)
+            u->factors = made[2 * j + 1];
+    }
+    for (int pass = 0; pass < 3; pass++) {
+        for (int j = 0; j < n && status == MCL_SUCCESS; j++) {
+            update_job *u = &jobs[j];
+            mcl_counter_linear *layer = u->layer;
+            mcl_context *ctx = layer->ctx;
+            const uint32_t groups_x = u->push.tiles;
+            const uint32_t groups_y = (uint32_t)((layer->out + COUNTER_TILE_ROWS - 1) /
+                                                 COUNTER_TILE_ROWS);
+            grad_push push = {(uint32_t)u->rows, (uint32_t)layer->out, (uint32_t)layer->in,
+                              layer->C, pass == 0 ? u->push.tiles : u->seed};
+            if (pass == 0) {
+                mcl_tensor *reads[3] = {(mcl_tensor *)u->x, (mcl_tensor *)u->grad_out,
+                                        layer->state};
+                status = mcl_dispatch(ctx, stats[j], reads, 3, &u->partial, 1, &push, groups_x,
+                                      groups_y, 1);
+            } else if (pass == 1) {
+                /* With push constants the hyper binding is bound but unread: a tensor of the
+                 * layer that the dispatch does not write. */
+                uint64_t row_groups = ((uint64_t)layer->out + COUNTER_ROWS_WG - 1) /
+                                      COUNTER_ROWS_WG;
+                mcl_tensor *reads[2] = {u->partial, u->hyper ? u->hyper : layer->state};
+                mcl_tensor *writes[3] = {layer->scale, layer->moment, u->factors};
+                status = mcl_dispatch(ctx, finish[j], reads, 2, writes, 3, &u->push,
+                                      (uint32_t)row_groups, 1, 1);
+            } else {
+                mcl_tensor *reads[4] = {(mcl_tensor *)u->x, (mcl_tensor *)u->grad_out,
+                                        u->factors, u->hyper ? u->hyper : layer->scale};
+                status = mcl_dispatch(ctx, apply[j], reads, 4, &layer->state, 1, &push,
+                                      groups_x, groups_y, 1);
+            }
+        }
+    }
 done:
     /* Safe with the dispatches still recorded: the memory is held until they have run. */
-    mcl_tensor_destroy(made_partial);
-    mcl_tensor_destroy(made_factors);
+    for (int j = 0; j < 2 * n; j++)
+        mcl_tensor_destroy(made[j]);
     return status;
 }
 
-/* The backward pass with its update from `update` (push constants), or from the device
- * tensor `hyper` (HYPER_BUF kernels, seed offset `salt`), or none (both NULL). */
-static mcl_status backward(mcl_counter_linear *layer, const mcl_tensor *x,
-                           const mcl_tensor *grad_out, mcl_tensor *grad_x,
-                           const mcl_counter_update_desc *update, mcl_tensor *hyper,
-                           uint32_t salt, mcl_tensor *partial, mcl_tensor *row_factors,
-                           mcl_tensor *split)
+/* The checks of a backward pass's arguments (MCL_ERROR_* through the layer's context), its
+ * batch rows and the update's row parameters (tiles and C; lr and the rest from `update`
+ * where it is given). */
+static mcl_status check_backward(mcl_counter_linear *layer, const mcl_tensor *x,
+                                 const mcl_tensor *grad_out, const mcl_tensor *grad_x,
+                                 const mcl_counter_update_desc *update, const mcl_tensor *hyper,
+                                 const mcl_tensor *partial, const mcl_tensor *row_factors,
+                                 const mcl_tensor *split, int64_t *rows_out, rows_push *push,
+                                 uint32_t *seed)
 {
     static const char op[] = "mcl_counter_linear_backward";
     if (!layer)
@@ -569,18 +600,68 @@ static mcl_status backward(mcl_counter_linear *layer, const mcl_tensor *x,
     if (rows > COUNTER_MAX_ROWS)
         return mcl_fail(layer->ctx, MCL_ERROR_TOO_LARGE, "%s: more than %lld rows", op,
                         (long long)COUNTER_MAX_ROWS);
-    rows_push push = {.out_dim = (uint32_t)layer->out, .in_dim = (uint32_t)layer->in,
-                      .tiles = (uint32_t)tiles, .C = layer->C};
+    *rows_out = rows;
+    *push = (rows_push){.out_dim = (uint32_t)layer->out, .in_dim = (uint32_t)layer->in,
+                        .tiles = (uint32_t)tiles, .C = layer->C};
+    return update ? read_update(layer, update, push, seed) : MCL_SUCCESS;
+}
+
+/* The backward pass with its update from `update` (push constants), or from the device
+ * tensor `hyper` (HYPER_BUF kernels, seed offset `salt`), or none (both NULL). */
+static mcl_status backward(mcl_counter_linear *layer, const mcl_tensor *x,
+                           const mcl_tensor *grad_out, mcl_tensor *grad_x,
+                           const mcl_counter_update_desc *update, mcl_tensor *hyper,
+                           uint32_t salt, mcl_tensor *partial, mcl_tensor *row_factors,
+                           mcl_tensor *split)
+{
+    int64_t rows;
+    rows_push push;
     uint32_t seed = salt;
-    if (update && (status = read_update(layer, update, &push, &seed)) != MCL_SUCCESS)
+    mcl_status status = check_backward(layer, x, grad_out, grad_x, update, hyper, partial,
+                                       row_factors, split, &rows, &push, &seed);
+    if (status != MCL_SUCCESS)
         return status;
     if (grad_x &&
         (status = record_matmul(layer, 1, grad_out, grad_x, rows, split)) != MCL_SUCCESS)
         return status;
     if (!update && !hyper)
         return MCL_SUCCESS;
-    return record_update(layer, x, grad_out, rows, &push, update ? NULL : hyper, seed, partial,
-                         row_factors);
+    update_job job = {layer, x, grad_out, rows, push, update ? NULL : hyper, seed, partial,
+                      row_factors};
+    return record_updates(&job, 1);
+}
+
+mcl_status mcl_counter_linear_update_group_dev(const mcl_counter_update_item *items, int n,
+                                               mcl_tensor *hyper)
+{
+    if (!items || n < 1 || n > MCL_COUNTER_GROUP_MAX || !hyper)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    update_job jobs[MCL_COUNTER_GROUP_MAX];
+    for (int j = 0; j < n; j++) {
+        const mcl_counter_update_item *it = &items[j];
+        int64_t rows;
+        rows_push push;
+        uint32_t seed = it->salt;
+        mcl_status status = check_backward(it->layer, it->x, it->grad_out, NULL, NULL, hyper,
+                                           it->partial, it->row_factors, NULL, &rows, &push,
+                                           &seed);
+        if (status != MCL_SUCCESS)
+            return status;
+        if (it->layer->ctx != items[0].layer->ctx)
+            return mcl_fail(it->layer->ctx, MCL_ERROR_WRONG_CONTEXT,
+                            "mcl_counter_linear_backward: layers of different contexts");
+        for (int i = 0; i < j; i++) {
+            if (items[i].layer == it->layer ||
+                (it->partial && items[i].partial == it->partial) ||
+                (it->row_factors && items[i].row_factors == it->row_factors))
+                return mcl_fail(it->layer->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                                "mcl_counter_linear_backward: a layer or scratch tensor twice "
+                                "in one group");
+        }
+        jobs[j] = (update_job){it->layer, it->x, it->grad_out, rows, push, hyper, seed,
+                               it->partial, it->row_factors};
+    }
+    return record_updates(jobs, n);
 }
 
 mcl_status mcl_counter_linear_backward_ex(mcl_counter_linear *layer, const mcl_tensor *x,

@@ -31,12 +31,33 @@ mcl_status mcl_counter_linear_forward_dev(mcl_counter_linear *layer, const mcl_t
  * scratch tensors (f32): partial of mcl_counter_linear_partial_floats(out, in) floats,
  * row_factors of 2 x out, and split for grad_x's product as in
  * mcl_counter_linear_forward_dev, or NULL for ones made per call (held until the recorded
- * work runs). NULL: grad_x, partial, row_factors, split may be; hyper may not. */
+ * work runs). NULL: grad_x, partial, row_factors, split may be; hyper NULL records grad_x
+ * alone, the update left to mcl_counter_linear_update_group_dev. */
 mcl_status mcl_counter_linear_backward_dev(mcl_counter_linear *layer, const mcl_tensor *x,
                                            const mcl_tensor *grad_out, mcl_tensor *grad_x,
                                            mcl_tensor *hyper, uint32_t salt,
                                            mcl_tensor *partial, mcl_tensor *row_factors,
                                            mcl_tensor *split);
+
+/* The most layers of one mcl_counter_linear_update_group_dev. */
+#define MCL_COUNTER_GROUP_MAX 8
+
+/* A layer's update for mcl_counter_linear_update_group_dev: its input x, grad_out, the salt
+ * of its seed and its scratch, as mcl_counter_linear_backward_dev takes them. */
+typedef struct mcl_counter_update_item {
+    mcl_counter_linear *layer;
+    const mcl_tensor *x, *grad_out;
+    uint32_t salt;
+    mcl_tensor *partial, *row_factors;
+} mcl_counter_update_item;
+
+/* The updates of n layers (1 to MCL_COUNTER_GROUP_MAX, distinct layers and scratch) whose
+ * backward passes were recorded without one (mcl_counter_linear_backward_dev with hyper
+ * NULL): each layer's state steps exactly as mcl_counter_linear_backward_dev with `hyper`
+ * would step it, but each of the update's three passes is recorded for all n layers before
+ * the next, so that the layers' dispatches run side by side. */
+mcl_status mcl_counter_linear_update_group_dev(const mcl_counter_update_item *items, int n,
+                                               mcl_tensor *hyper);
 
 /* An update descriptor checked (MCL_ERROR_INVALID_ARGUMENT, through ctx, named by op) and
  * its lr, lr_scale, beta and eps with the defaults applied. */
