@@ -1,6 +1,6 @@
 #version 450
 // counter_stats_f32: pass 1 of the counter layer's update (MEMORY_NATIVE.md section 1). Per
-// tile of W of 16 rows by 64 columns (the update pass's, counter_grad.glsl), G = grad_out^T x
+// tile of W of 16 rows by 64 columns (counter_tile.glsl), G = grad_out^T x
 // is computed on the fly and each row's share of
 //   sum_i G[o, i]^2   and   sum_i G[o, i] * t[o, i]
 // is written as one partial per (row, column tile); counter_rows_f32 adds the partials.
@@ -33,57 +33,33 @@ layout(std430, set = 0, binding = 3) writeonly buffer BufPartial { float partial
 layout(push_constant) uniform Push { uint n, out_dim, in_dim, C, tiles; } pc;
 
 #include "counter.glsl"
+#include "counter_tile.glsl"
 
 const uint WG = gl_WorkGroupSize.x;
-const uint SLICES = WG / 16u;
-const uint TILE_ROWS = 16u;
-const uint TILE_COLS = 64u;
-// The tile's G as 256 vec4s (row r: vec4s 16 r .. 16 r + 15), two slices' blocks a round.
-shared vec4 red[2u * 256u];
 shared float row_sq[256];
 shared float row_gt[256];
-
-// 4 floats of grad_out row n from column o (0 past out_dim or past the batch).
-vec4 load_go(uint n, uint o) {
-    if (n >= pc.n) {
-        return vec4(0.0);
-    }
-    if (pc.out_dim % 4u == 0u) {
-        return o < pc.out_dim ? go4_data[(n * pc.out_dim + o) / 4u] : vec4(0.0);
-    }
-    vec4 v = vec4(0.0);
-    [[unroll]] for (uint c = 0u; c < 4u; c++) {
-        v[c] = o + c < pc.out_dim ? go_data[n * pc.out_dim + o + c] : 0.0;
-    }
-    return v;
-}
-
-// 4 floats of x row n from column i (in is a multiple of 16: a vec4 is all in or all out).
-vec4 load_x(uint n, uint i) {
-    return n < pc.n && i < pc.in_dim ? x4_data[(n * pc.in_dim + i) / 4u] : vec4(0.0);
-}
 
 void main() {
     const uint l = gl_LocalInvocationID.x;
     const uint slice = l / 16u, b = l % 16u;
     const uint br = b / 8u, bc = b % 8u;
-    const uint o0 = gl_WorkGroupID.y * TILE_ROWS;
-    const uint i0 = gl_WorkGroupID.x * TILE_COLS;
+    const uint o0 = gl_WorkGroupID.y * COUNTER_TILE_ROWS;
+    const uint i0 = gl_WorkGroupID.x * COUNTER_TILE_COLS;
     const uint ob = o0 + 8u * br, ib = i0 + 8u * bc;
 
     float acc[64];
     [[unroll]] for (uint j = 0u; j < 64u; j++) {
         acc[j] = 0.0;
     }
-    vec4 g0 = load_go(slice, ob), g1 = load_go(slice, ob + 4u);
-    vec4 x0 = load_x(slice, ib), x1 = load_x(slice, ib + 4u);
-    for (uint n = slice; n < pc.n; n += SLICES) {
+    vec4 g0 = counter_load_go(slice, pc.n, ob), g1 = counter_load_go(slice, pc.n, ob + 4u);
+    vec4 x0 = counter_load_x(slice, pc.n, ib), x1 = counter_load_x(slice, pc.n, ib + 4u);
+    for (uint n = slice; n < pc.n; n += COUNTER_SLICES) {
         const vec4 ga = g0, gb = g1, xa = x0, xb = x1;
-        const uint next = n + SLICES;
-        g0 = load_go(next, ob);
-        g1 = load_go(next, ob + 4u);
-        x0 = load_x(next, ib);
-        x1 = load_x(next, ib + 4u);
+        const uint next = n + COUNTER_SLICES;
+        g0 = counter_load_go(next, pc.n, ob);
+        g1 = counter_load_go(next, pc.n, ob + 4u);
+        x0 = counter_load_x(next, pc.n, ib);
+        x1 = counter_load_x(next, pc.n, ib + 4u);
         [[unroll]] for (uint r = 0u; r < 8u; r++) {
             const float a = r < 4u ? ga[r] : gb[r - 4u];
             [[unroll]] for (uint c = 0u; c < 4u; c++) {
@@ -100,22 +76,16 @@ void main() {
     [[unroll]] for (uint k = 0u; k < 4u; k++) {
         tot[k] = vec4(0.0);
     }
-    for (uint s0 = 0u; s0 < SLICES; s0 += 2u) {
+    for (uint s0 = 0u; s0 < COUNTER_SLICES; s0 += 2u) {
         barrier();
         if (slice == s0 || slice == s0 + 1u) {
-            const uint base = (slice - s0) * 256u;
-            [[unroll]] for (uint r = 0u; r < 8u; r++) {
-                const uint at = base + (8u * br + r) * 16u + 2u * bc;
-                red[at] = vec4(acc[8u * r], acc[8u * r + 1u], acc[8u * r + 2u], acc[8u * r + 3u]);
-                red[at + 1u] = vec4(acc[8u * r + 4u], acc[8u * r + 5u], acc[8u * r + 6u],
-                                    acc[8u * r + 7u]);
-            }
+            counter_block_store((slice - s0) * 256u, br, bc, acc);
         }
         barrier();
         [[unroll]] for (uint k = 0u; k < 4u; k++) {
             if (k < owned) {
                 const uint p = l + k * WG;
-                tot[k] += red[p] + red[256u + p];
+                tot[k] += counter_red[p] + counter_red[256u + p];
             }
         }
     }
@@ -144,7 +114,7 @@ void main() {
         }
     }
     barrier();
-    if (l < TILE_ROWS && o0 + l < pc.out_dim) {
+    if (l < COUNTER_TILE_ROWS && o0 + l < pc.out_dim) {
         precise float tile_sq = 0.0;
         precise float tile_gt = 0.0;
         for (uint q = 0u; q < 16u; q++) {
