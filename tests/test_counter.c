@@ -252,8 +252,8 @@ typedef struct update_case {
     int walls; /* 1: states at the walls, pressed outward; 2: G's order (ORDER_CASE) */
 } update_case;
 
-/* walls 2: x = 1 and grad_out's rows 1e8, 1, -1e8, 1, then 0, for N = 32 (segments of 2 rows,
- * counter_apply_f32.comp). G is 0 in the specified order ((1e8 + 1) + (-1e8 + 1) rounds to 0) and
+/* walls 2: x = 1 and grad_out's rows 1e8, 1, -1e8, 1, then 0, for N = 8 (segments of 2 rows,
+ * counter_grad.glsl). G is 0 in the specified order ((1e8 + 1) + (-1e8 + 1) rounds to 0) and
  * 1 summed straight through the batch: an implementation of another order moves the row
  * moments far from the reference. */
 static const float ORDER_ROWS[4] = {1e8f, 1.0f, -1e8f, 1.0f};
@@ -394,9 +394,9 @@ static void update_matches_reference(void **state)
 {
     (void)state;
     /* in 80 and 144: a last column tile of 16 and of 16 of 64; out 45 and 33: a last row tile
-     * of 13 and 1; C 11 (the default), 5, 2 and 1; lr from gentle to wall-bound; N 150 and
-     * 37: the batch in sixteen segments of 10 and 3 rows, the last ones partial or empty,
-     * N 1, 3 and 5 fewer rows than segments (counter_apply_f32.comp). */
+     * of 13 and 1; C 11 (the default), 5, 2 and 1; lr from gentle to wall-bound; N 150: the
+     * batch in four segments of 38 rows and chunks of G's sums, the last ones partial
+     * (counter_grad.glsl). */
     static const update_case cases[] = {
         {11, 45, 80, 37, 0.05f, 0.0f, 0.0f, 0.0f, 1.0f, 0},
         {11, 24, 80, 150, 0.05f, 0.0f, 0.0f, 0.0f, 1.0f, 0},
@@ -406,7 +406,7 @@ static void update_matches_reference(void **state)
         {1, 7, 16, 3, 0.5f, 0.0f, 0.0f, 0.0f, 1.0f, 0},
         {11, 18, 96, 1, 50.0f, 0.0f, 0.0f, 0.0f, 1.0f, 1},
         {5, 9, 32, 1, 50.0f, 0.0f, 0.0f, 0.0f, 1.0f, 1},
-        {11, 16, 64, 32, 0.05f, 0.0f, 0.0f, 0.0f, 1.0f, 2},
+        {11, 16, 64, 8, 0.05f, 0.0f, 0.0f, 0.0f, 1.0f, 2},
     };
     update_result res = {0};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)

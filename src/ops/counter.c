@@ -9,7 +9,7 @@
  *             counter_apply_f32: G per tile again, each weight's step, written in place
  * G is never stored: computing it twice costs arithmetic, not memory (the statistics pass's
  * with fused multiply-adds, half of it: its sums need G only within rounding, the weight
- * step's the exact order of counter_apply_f32.comp). An update invocation
+ * step's the exact order of counter_grad.glsl). An update invocation
  * owns 16 weights of a row, three whole words of the packed state (in a multiple of 16), so
  * no two invocations write one word and the kernels need no 8-bit storage. */
 #include <math.h>
@@ -20,10 +20,11 @@
 #include "counter.h"
 #include "ops_internal.h"
 
-/* The tile shape the update's kernels are written for (counter_tile.glsl). */
+/* The tile shape the update's kernels are written for (counter_grad.glsl). */
 #define COUNTER_TILE_ROWS 16u
 #define COUNTER_TILE_COLS 64u
-/* The update passes' workgroup (counter_tile.glsl: 16 slices of the batch a tile; at 64 a step of the stories15M shape spent 53 of its 76 ms in the
+/* The update passes' workgroup (counter_grad.glsl: a tile's 1,024 sums spread over it, each a
+ * chain of a batch's adds; at 64 a step of the stories15M shape spent 53 of its 76 ms in the
  * two passes on an H100, ca2cd54:evidence/h100-5793ad7-lease), within the device's limit. */
 #define COUNTER_UPDATE_WG 256u
 #define COUNTER_ROWS_WG 64u
@@ -321,22 +322,33 @@ static mcl_status check_input(mcl_counter_linear *layer, const char *op, const m
     return MCL_SUCCESS;
 }
 
-/* Shared memory of an update pass (counter_tile.glsl: two slices' blocks of a 16 x 64 tile,
- * 8 KB; counter_stats_f32's 2 KB of row sums beside them), whatever the workgroup. */
-#define UPDATE_SHARED_BYTES (8192u + 2048u)
+/* Batch rows a group of the update passes stages at a time (counter_grad.glsl's constant 2).
+ * 32 halve the chunks' barriers, but the next chunk's loads then hold 139 registers an
+ * invocation on an H200, one workgroup of 256 a multiprocessor; 16 hold 113, two
+ * (docs/counter-state.md). */
+#define COUNTER_CHUNK 16u
+
+/* Shared memory of an update pass of workgroup `wg` (counter_grad.glsl: wg / 64 groups of
+ * COUNTER_CHUNK x 320 bytes, at least 4 KB; counter_stats_f32's 512 bytes of row sums beside
+ * them). */
+static uint32_t update_shared_bytes(uint32_t wg)
+{
+    const uint32_t stage = wg / 64 * COUNTER_CHUNK * 320;
+    return (stage > 4096 ? stage : 4096) + 512;
+}
 
 /* The update passes' workgroup: narrower where the device's invocations or shared memory do
  * not hold it. */
 static uint32_t fit_update_wg(const mcl_context *ctx, uint32_t wg)
 {
     const mcl_traits *t = mcl_traits_of(ctx);
-    while (wg > 64 && (wg > t->max_invocations || UPDATE_SHARED_BYTES > t->max_shared_bytes))
+    while (wg > 64 && (wg > t->max_invocations || update_shared_bytes(wg) > t->max_shared_bytes))
         wg /= 2;
     return wg;
 }
 
 static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindings,
-                             uint32_t local_size, uint32_t spec1,
+                             uint32_t local_size, uint32_t spec1, uint32_t chunk,
                              uint32_t push_size, const mcl_kernel **kernel)
 {
     mcl_kernel_desc desc = {
@@ -344,8 +356,8 @@ static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindin
         .binding_count = bindings,
         .push_size = push_size,
         .local_size_x = local_size,
-        .spec_count = 1,
-        .spec = {spec1},
+        .spec_count = 2,
+        .spec = {spec1, chunk},
     };
     mcl_status status = mcl_kernel_get(ctx, &desc, kernel);
     if (status == MCL_SUCCESS && mcl_kernel_local_size(*kernel) != local_size)
@@ -483,12 +495,13 @@ static mcl_status record_updates(update_job *jobs, int n)
         const uint32_t from_buffer = u->hyper != NULL;
         const uint32_t wg =
             fit_update_wg(ctx, layer->update_wg ? layer->update_wg : COUNTER_UPDATE_WG);
-        if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, 4, wg, 0,
+        const uint32_t chunk = COUNTER_CHUNK;
+        if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, 4, wg, 0, chunk,
                                  sizeof(grad_push), &stats[j])) != MCL_SUCCESS ||
             (status = get_kernel(ctx, MCL_KERNEL_COUNTER_ROWS_F32, 5, COUNTER_ROWS_WG,
-                                 from_buffer, sizeof(rows_push), &finish[j])) !=
+                                 from_buffer, 0, sizeof(rows_push), &finish[j])) !=
                 MCL_SUCCESS ||
-            (status = get_kernel(ctx, MCL_KERNEL_COUNTER_APPLY_F32, 5, wg, from_buffer,
+            (status = get_kernel(ctx, MCL_KERNEL_COUNTER_APPLY_F32, 5, wg, from_buffer, chunk,
                                  sizeof(grad_push), &apply[j])) != MCL_SUCCESS)
             goto done;
         const int64_t partial_len = layer->out * (int64_t)u->push.tiles * 2;

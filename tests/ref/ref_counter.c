@@ -1,12 +1,12 @@
 /* CPU reference of the counter-state linear layer's codes and update (ref_counter.h). Float
- * arithmetic in the shaders' order; see shaders/counter_stats_f32.comp,
+ * arithmetic in the shaders' order; see shaders/counter_grad.glsl, counter_stats_f32.comp,
  * counter_rows_f32.comp and counter_apply_f32.comp for the sequence this repeats. */
 #include <math.h>
 
 #include "ref.h"
 #include "ref_counter.h"
 
-/* The shaders' tile: 64 columns, four groups of 16 (counter_tile.glsl). */
+/* The shaders' tile: 64 columns, four groups of 16 (counter_grad.glsl). */
 #define TILE_COLS 64
 #define GROUP 16
 
@@ -49,13 +49,13 @@ void ref_counter_unpack(const uint8_t *bytes, size_t n, uint8_t *codes)
 void ref_counter_grad(const float *x, const float *grad_out, int64_t N, int64_t out,
                       int64_t in, float *G)
 {
-    /* Sixteen segments of ceil(N / 16) batch rows, each summed in order from +0.0, then added
-     * in segment order (counter_apply_f32.comp). */
-    const int64_t seg = (N + 15) / 16;
+    /* Four segments of ceil(N / 4) batch rows, each summed in order from +0.0, then added
+     * in segment order (counter_grad.glsl). */
+    const int64_t seg = (N + 3) / 4;
     for (int64_t o = 0; o < out; o++) {
         for (int64_t i = 0; i < in; i++) {
             float total = 0.0f;
-            for (int64_t k = 0; k < 16; k++) {
+            for (int64_t k = 0; k < 4; k++) {
                 float acc = 0.0f;
                 for (int64_t n = k * seg; n < (k + 1) * seg && n < N; n++) {
                     const float p = grad_out[n * out + o] * x[n * in + i];

@@ -16,7 +16,7 @@ void ref_counter_pack(const uint8_t *codes, size_t n, uint8_t *bytes);
 void ref_counter_unpack(const uint8_t *bytes, size_t n, uint8_t *codes);
 
 /* G [out, in] = grad_out^T x: each element from +0.0, adding grad_out[n, o] * x[n, i] for
- * n in the 16 segments of counter_apply_f32.comp, in its order. */
+ * n = 0..N-1 (counter_grad.glsl's order). */
 void ref_counter_grad(const float *x, const float *grad_out, int64_t N, int64_t out,
                       int64_t in, float *G);
 
