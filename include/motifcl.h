@@ -1776,8 +1776,9 @@ MCL_API mcl_status mcl_counter_linear_backward(mcl_counter_linear *layer, const 
  *  parameters; the embedding, the norms and the head stay f32 with AdamW. dim and hidden must
  *  be multiples of 16. mcl_gpt_param() and mcl_gpt_parameters() then hold the f32 parameters
  *  only, and the layers are reached through mcl_gpt_counter_layer(). The layers' update is
- *  fused into mcl_gpt_backward(): that call records each layer's grad_x with the weights of
- *  the forward pass, then its update with the parameters of mcl_gpt_set_counter_update();
+ *  fused into mcl_gpt_backward(): that call records each block's grad_x passes with the
+ *  weights of the forward pass, then their updates with the parameters of
+ *  mcl_gpt_set_counter_update();
  *  mcl_gpt_step() then steps the f32 parameters (the gradient-norm clip sees their gradients
  *  only). Combines with MCL_GPT_REVERSIBLE. Checkpoints hold the layers' states, scales and
  *  moments and the hash seed (docs/gpt-checkpoint.md, version 3). */
