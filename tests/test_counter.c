@@ -442,6 +442,26 @@ static void update_matches_reference(void **state)
                  "%u bytes of shared memory", narrowed[w]);
         assert_true(mcl_test_record(name, "codes", (double)rc.bytes_differ, 0.0));
     }
+    /* The statistics pass by 8 x 8 blocks (MOTIFCL_COUNTER_STATS8): G in another order, so
+     * the row factors within FACTOR_ULP, and the codes as the reference steps them with the
+     * device's factors. Unset (the control), the 4 x 4 pass is chosen again. */
+    mcl_test_switch_env(ctx, "MOTIFCL_COUNTER_STATS8", "1");
+    const int stats8 = mcl_counter_stats8_on(ctx, 256);
+    update_result r8 = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        run_case(&cases[i], 100u + (uint32_t)i, &r8);
+    mcl_test_switch_env(ctx, "MOTIFCL_COUNTER_STATS8", NULL);
+    assert_true(mcl_test_record_bool("counter: MOTIFCL_COUNTER_STATS8 chooses the 8 x 8 "
+                                     "statistics pass where shared memory holds it, unset not",
+                                     stats8 == (shared >= 22528) &&
+                                         !mcl_counter_stats8_on(ctx, 256)));
+    assert_true(mcl_test_record("counter: update codes differing from the reference, "
+                                "statistics by 8 x 8", "codes", (double)r8.bytes_differ, 0.0));
+    mcl_test_record("counter: row factors, s, v: the largest distance from the reference, "
+                    "statistics by 8 x 8", "ulp", (double)r8.factors_max_ulp, (double)FACTOR_ULP);
+    assert_true(mcl_test_record("counter: row factors, s, v farther from the reference than "
+                                "FACTOR_ULP, statistics by 8 x 8", "values",
+                                (double)r8.factors_far, 0.0));
     EXPECT_STATUS(mcl_counter_linear_update_wg(NULL, 64), INVALID);
     char line[160];
     snprintf(line, sizeof line, "carried %llu, walled %llu, rounded up %llu, changed %llu",

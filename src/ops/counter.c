@@ -5,6 +5,7 @@
  *   forward   gemm_f32 (COUNTER_B, TRANS_B): y = x W^T, W decoded as the GEMM's tiles load
  *   backward  gemm_f32 (COUNTER_B): grad_x = grad_out W (the W before the update)
  *             counter_stats_f32: G per 16 x 64 tile, each row's partial sum G^2 and G t
+ *             (counter_stats8_f32 by 8 x 8 blocks with MOTIFCL_COUNTER_STATS8)
  *             counter_rows_f32:  the row sums, v, s and the two factors of the row
  *             counter_apply_f32: G per tile again, each weight's step, written in place
  * G is never stored: computing it twice costs arithmetic, not memory (the statistics pass's
@@ -347,6 +348,15 @@ static uint32_t fit_update_wg(const mcl_context *ctx, uint32_t wg)
     return wg;
 }
 
+/* counter_stats8_f32's shared memory: a chunk of 64 batch rows (20 KB) and the row sums. */
+#define STATS8_SHARED_BYTES (64u * 320u + 2048u)
+
+int mcl_counter_stats8_on(const mcl_context *ctx, uint32_t wg)
+{
+    const mcl_traits *t = mcl_traits_of(ctx);
+    return t->counter_stats8 && wg == 256 && t->max_shared_bytes >= STATS8_SHARED_BYTES;
+}
+
 static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindings,
                              uint32_t local_size, uint32_t spec1, uint32_t chunk,
                              uint32_t push_size, const mcl_kernel **kernel)
@@ -496,8 +506,11 @@ static mcl_status record_updates(update_job *jobs, int n)
         const uint32_t wg =
             fit_update_wg(ctx, layer->update_wg ? layer->update_wg : COUNTER_UPDATE_WG);
         const uint32_t chunk = COUNTER_CHUNK;
-        if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, 4, wg, 0, chunk,
-                                 sizeof(grad_push), &stats[j])) != MCL_SUCCESS ||
+        const mcl_kernel_id stats_id = mcl_counter_stats8_on(ctx, wg)
+                                           ? MCL_KERNEL_COUNTER_STATS8_F32
+                                           : MCL_KERNEL_COUNTER_STATS_F32;
+        if ((status = get_kernel(ctx, stats_id, 4, wg, 0, chunk, sizeof(grad_push),
+                                 &stats[j])) != MCL_SUCCESS ||
             (status = get_kernel(ctx, MCL_KERNEL_COUNTER_ROWS_F32, 5, COUNTER_ROWS_WG,
                                  from_buffer, 0, sizeof(rows_push), &finish[j])) !=
                 MCL_SUCCESS ||
