@@ -362,7 +362,7 @@ static void acts_free(gpt_acts *a, int32_t layers)
     mcl_tensor *t[] = {a->hf, a->logits, a->lse, a->dx, a->dh, a->tmp, a->datt, a->dq,
                        a->dk, a->dv, a->dff, a->dgate, a->dup, a->dhead, a->s1, a->s2,
                        a->avg, a->dx2, a->norm_scratch, a->norm_partial, a->attn_scratch,
-                       a->mm_scratch};
+                       a->mm_scratch, a->dx_mid};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         mcl_tensor_destroy(t[i]);
     memset(a, 0, sizeof *a);
@@ -607,6 +607,8 @@ static mcl_status acts_alloc(mcl_gpt *gpt, int64_t batch, int64_t seq)
         (s = t2(ctx, bt, f, &a->dgate)) == MCL_SUCCESS &&
         (s = t2(ctx, bt, f, &a->dup)) == MCL_SUCCESS && c->tied_head)
         s = t2(ctx, c->vocab, d, &a->dhead);
+    if (s == MCL_SUCCESS && mcl_gpt_counter(gpt) && !reversible)
+        s = t2(ctx, bt, d, &a->dx_mid);
     if (s == MCL_SUCCESS && reversible)
         s = reversible_alloc(gpt, bt);
     /* The blocks' products share one scratch for their split-K partials, so that a recorded

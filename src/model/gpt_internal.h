@@ -47,6 +47,10 @@ typedef struct gpt_acts {
     /* Backward buffers, reused by every layer. */
     mcl_tensor *dx, *dx_3d, *dh, *tmp, *datt, *datt4, *dq, *dq4, *dk, *dk4, *dv, *dv4;
     mcl_tensor *dff, *dgate, *dup, *dhead;
+    /* Counter-state layers, not reversible: the residual's gradient between a block's MLP and
+     * attention halves, so that the MLP's grad_out (dx) lasts until the block's one group of
+     * updates (gpt_train.c). NULL otherwise. */
+    mcl_tensor *dx_mid;
     /* Reversible blocks (gpt_reversible.c): the two running streams, the final norm's input
      * (s1 + s2) / 2, the second gradient stream, the kept inputs of anchored blocks
      * (keep1[l], keep2[l]; NULL where not kept, and for block 0, whose inputs are x[0]),
