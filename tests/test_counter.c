@@ -269,11 +269,6 @@ typedef struct update_result {
  * library's). */
 static uint32_t update_wg;
 
-/* The order of the reference's G (ref_counter_grad_order) for the row factors and for the
- * weights' step: counter_grad.glsl's (4 segments), or counter_grad8.glsl's (16 segments,
- * fused) where MOTIFCL_COUNTER_STATS8, MOTIFCL_COUNTER_APPLY8 make the passes sum so. */
-static int stats_order8, apply_order8;
-
 static void run_case(const update_case *k, uint32_t seed0, update_result *res)
 {
     const int64_t out = k->out, in = k->in, N = k->N;
@@ -328,9 +323,7 @@ static void run_case(const update_case *k, uint32_t seed0, update_result *res)
     float *s_dev = mcl_test_floats((size_t)out), *v_dev = mcl_test_floats((size_t)out);
     uint8_t *want = malloc(n), *control = malloc(n);
     assert_true(want && control);
-    float *G_apply = mcl_test_floats(n);
-    ref_counter_grad_order(x, go, N, out, in, stats_order8 ? 16 : 4, stats_order8, G);
-    ref_counter_grad_order(x, go, N, out, in, apply_order8 ? 16 : 4, apply_order8, G_apply);
+    ref_counter_grad(x, go, N, out, in, G);
     for (int step = 0; step < 3; step++) {
         const uint32_t seed = seed0 * 7919u + (uint32_t)step;
         mcl_counter_update_desc up = {.size = sizeof up, .lr = k->lr, .lr_scale = k->lr_scale,
@@ -374,17 +367,16 @@ static void run_case(const update_case *k, uint32_t seed0, update_result *res)
         }
         memcpy(want, codes, n);
         memcpy(control, codes, n);
-        ref_counter_apply(G_apply, want, out, in, k->C, seed, fac_dev, REF_COUNTER_HASH_SPEC,
+        ref_counter_apply(G, want, out, in, k->C, seed, fac_dev, REF_COUNTER_HASH_SPEC,
                           &res->counts);
-        ref_counter_apply(G_apply, control, out, in, k->C, seed, fac_dev, REF_COUNTER_HASH_WRONG_BIT,
+        ref_counter_apply(G, control, out, in, k->C, seed, fac_dev, REF_COUNTER_HASH_WRONG_BIT,
                           NULL);
         for (size_t e = 0; e < n; e++) {
             res->bytes_differ += want[e] != got[e];
             res->control_bytes_differ += control[e] != got[e];
         }
-        /* Walls, and the order case's G of 0 in counter_grad.glsl's order (1 in
-         * counter_grad8.glsl's): every weight stays where it was. */
-        if (k->walls == 1 || (k->walls == 2 && !apply_order8))
+        /* Walls: every weight stays where it was. */
+        if (k->walls)
             res->bytes_differ += (uint64_t)(memcmp(got, codes, n) != 0);
         /* The next step starts from the device's state. */
         memcpy(codes, got, n);
@@ -392,14 +384,11 @@ static void run_case(const update_case *k, uint32_t seed0, update_result *res)
         memcpy(v, v_dev, (size_t)out * 4);
         free(got);
     }
-    free(x), free(go), free(codes), free(s), free(v), free(G), free(G_apply), free(fac), free(fac_dev);
+    free(x), free(go), free(codes), free(s), free(v), free(G), free(fac), free(fac_dev);
     free(s_dev), free(v_dev), free(want), free(control);
     mcl_tensor_destroy(tx), mcl_tensor_destroy(tgo), mcl_tensor_destroy(tf);
     mcl_counter_linear_destroy(layer);
 }
-
-/* The order case's index among update_matches_reference's cases. */
-#define ORDER_CASE 8u
 
 static void update_matches_reference(void **state)
 {
@@ -453,67 +442,6 @@ static void update_matches_reference(void **state)
                  "%u bytes of shared memory", narrowed[w]);
         assert_true(mcl_test_record(name, "codes", (double)rc.bytes_differ, 0.0));
     }
-    /* The statistics pass by 8 x 8 blocks (MOTIFCL_COUNTER_STATS8): G in counter_grad8.glsl's
-     * order, which the reference's row factors repeat, so the factors within FACTOR_ULP (the
-     * sums of G^2 and G t in another order), and the codes as the reference steps them with
-     * the device's factors. Unset (the control), the 4 x 4 pass is chosen again. */
-    mcl_test_switch_env(ctx, "MOTIFCL_COUNTER_STATS8", "1");
-    const int stats8 = mcl_counter_stats8_on(ctx, 256);
-    update_result r8 = {0};
-    stats_order8 = stats8;
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        run_case(&cases[i], 100u + (uint32_t)i, &r8);
-    stats_order8 = 0;
-    mcl_test_switch_env(ctx, "MOTIFCL_COUNTER_STATS8", NULL);
-    assert_true(mcl_test_record_bool("counter: MOTIFCL_COUNTER_STATS8 chooses the 8 x 8 "
-                                     "statistics pass where shared memory holds it, unset not",
-                                     stats8 == (shared >= 22528) &&
-                                         !mcl_counter_stats8_on(ctx, 256)));
-    assert_true(mcl_test_record("counter: update codes differing from the reference, "
-                                "statistics by 8 x 8", "codes", (double)r8.bytes_differ, 0.0));
-    mcl_test_record("counter: row factors, s, v: the largest distance from the reference, "
-                    "statistics by 8 x 8", "ulp", (double)r8.factors_max_ulp, (double)FACTOR_ULP);
-    assert_true(mcl_test_record("counter: row factors, s, v farther from the reference than "
-                                "FACTOR_ULP, statistics by 8 x 8", "values",
-                                (double)r8.factors_far, 0.0));
-    /* The update pass by 8 x 8 blocks (MOTIFCL_COUNTER_APPLY8), with the 4 x 4 statistics
-     * pass and with the 8 x 8 one: the codes byte for byte against the reference summing G in
-     * counter_grad8.glsl's order. The controls: the reference in counter_grad.glsl's order
-     * disagrees on the order case (so the pass that ran sums in the other order), and unset,
-     * the 4 x 4 pass is chosen again. */
-    mcl_test_switch_env(ctx, "MOTIFCL_COUNTER_APPLY8", "1");
-    const int apply8 = mcl_counter_apply8_on(ctx, 256);
-    update_result ra = {0}, rb = {0}, rorder = {0};
-    assert_int_equal(cases[ORDER_CASE].walls, 2);
-    apply_order8 = apply8;
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        run_case(&cases[i], 100u + (uint32_t)i, &ra);
-    mcl_test_switch_env(ctx, "MOTIFCL_COUNTER_STATS8", "1");
-    stats_order8 = stats8;
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        run_case(&cases[i], 100u + (uint32_t)i, &rb);
-    mcl_test_switch_env(ctx, "MOTIFCL_COUNTER_STATS8", NULL);
-    stats_order8 = 0, apply_order8 = 0;
-    run_case(&cases[ORDER_CASE], 100u + ORDER_CASE, &rorder);
-    mcl_test_switch_env(ctx, "MOTIFCL_COUNTER_APPLY8", NULL);
-    assert_true(mcl_test_record_bool("counter: MOTIFCL_COUNTER_APPLY8 chooses the 8 x 8 "
-                                     "update pass where shared memory holds it, unset not",
-                                     apply8 == (shared >= 24576) &&
-                                         !mcl_counter_apply8_on(ctx, 256)));
-    assert_true(mcl_test_record("counter: update codes differing from the reference, "
-                                "update by 8 x 8", "codes", (double)ra.bytes_differ, 0.0));
-    assert_true(mcl_test_record("counter: update codes differing from the reference, "
-                                "both passes by 8 x 8", "codes", (double)rb.bytes_differ, 0.0));
-    mcl_test_record("counter: row factors, s, v: the largest distance from the reference, "
-                    "both passes by 8 x 8", "ulp", (double)rb.factors_max_ulp,
-                    (double)FACTOR_ULP);
-    assert_true(mcl_test_record("counter: row factors, s, v farther from the reference than "
-                                "FACTOR_ULP, update by 8 x 8, then both", "values",
-                                (double)(ra.factors_far + rb.factors_far), 0.0));
-    assert_true(mcl_test_record_bool("counter: control, the update by 8 x 8 against the "
-                                     "reference in the 4 x 4 pass's order: the order case "
-                                     "differs",
-                                     !apply8 || rorder.bytes_differ + rorder.factors_far > 0));
     EXPECT_STATUS(mcl_counter_linear_update_wg(NULL, 64), INVALID);
     char line[160];
     snprintf(line, sizeof line, "carried %llu, walled %llu, rounded up %llu, changed %llu",

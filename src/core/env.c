@@ -468,8 +468,6 @@ void mcl_env_read(mcl_env_settings *s)
             s->engine_warm = (uint32_t)n;
     }
     s->attention_f32 = switch_value(s, "MOTIFCL_ATTENTION_F32");
-    s->counter_stats8 = switch_value(s, "MOTIFCL_COUNTER_STATS8");
-    s->counter_apply8 = switch_value(s, "MOTIFCL_COUNTER_APPLY8");
     read_pipeline_cache(s);
     read_profile(s);
     if ((v = mcl_env("MOTIFCL_MAX_BINDING"))) {

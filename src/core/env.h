@@ -29,10 +29,6 @@
  *                               beside the dispatches that leave memory idle (tuning)
  *   MOTIFCL_ATTENTION_F32       1: a prompt pass's attention on the f32 kernels, not on
  *                               cooperative matrices (for comparison)
- *   MOTIFCL_COUNTER_STATS8      1: the counter-state update's statistics pass by 8 x 8 blocks
- *                               (counter_stats8_f32, where the device holds it) (tuning)
- *   MOTIFCL_COUNTER_APPLY8      1: its update pass by 8 x 8 blocks (counter_apply8_f32, where
- *                               the device holds it; G in another exact order) (tuning)
  *   MOTIFCL_PROFILE             1|true|on|yes: profile every dispatch, the table to stderr
  *                               when the context is destroyed; an absolute file path: the
  *                               profile as JSON into that file instead; 0|false|off|no: none
@@ -141,8 +137,6 @@ typedef struct mcl_env_settings {
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU */
     uint32_t engine_warm;          /* MOTIFCL_ENGINE_WARM */
     int attention_f32;             /* MOTIFCL_ATTENTION_F32 */
-    int counter_stats8;            /* MOTIFCL_COUNTER_STATS8 */
-    int counter_apply8;            /* MOTIFCL_COUNTER_APPLY8 */
     int gpu_profile;               /* MOTIFCL_PROFILE: 1 to stderr, 2 to profile_path */
     char profile_path[MCL_ENV_PATH];
     uint64_t max_binding;          /* MOTIFCL_MAX_BINDING, 0 unset */

@@ -5,11 +5,8 @@
  *   forward   gemm_f32 (COUNTER_B, TRANS_B): y = x W^T, W decoded as the GEMM's tiles load
  *   backward  gemm_f32 (COUNTER_B): grad_x = grad_out W (the W before the update)
  *             counter_stats_f32: G per 16 x 64 tile, each row's partial sum G^2 and G t
- *             (counter_stats8_f32 by 8 x 8 blocks with MOTIFCL_COUNTER_STATS8)
  *             counter_rows_f32:  the row sums, v, s and the two factors of the row
  *             counter_apply_f32: G per tile again, each weight's step, written in place
- *             (counter_apply8_f32 by 8 x 8 blocks, G in counter_grad8.glsl's exact order,
- *             with MOTIFCL_COUNTER_APPLY8)
  * G is never stored: computing it twice costs arithmetic, not memory (the statistics pass's
  * with fused multiply-adds, half of it: its sums need G only within rounding, the weight
  * step's the exact order of counter_grad.glsl). An update invocation
@@ -350,24 +347,6 @@ static uint32_t fit_update_wg(const mcl_context *ctx, uint32_t wg)
     return wg;
 }
 
-/* counter_stats8_f32's shared memory: a chunk of 64 batch rows (20 KB) and the row sums. */
-#define STATS8_SHARED_BYTES (64u * 320u + 2048u)
-
-int mcl_counter_stats8_on(const mcl_context *ctx, uint32_t wg)
-{
-    const mcl_traits *t = mcl_traits_of(ctx);
-    return t->counter_stats8 && wg == 256 && t->max_shared_bytes >= STATS8_SHARED_BYTES;
-}
-
-/* counter_apply8_f32's: the chunk and the tile's 1,024 new codes. */
-#define APPLY8_SHARED_BYTES (64u * 320u + 4096u)
-
-int mcl_counter_apply8_on(const mcl_context *ctx, uint32_t wg)
-{
-    const mcl_traits *t = mcl_traits_of(ctx);
-    return t->counter_apply8 && wg == 256 && t->max_shared_bytes >= APPLY8_SHARED_BYTES;
-}
-
 static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindings,
                              uint32_t local_size, uint32_t spec1, uint32_t chunk,
                              uint32_t push_size, const mcl_kernel **kernel)
@@ -517,18 +496,12 @@ static mcl_status record_updates(update_job *jobs, int n)
         const uint32_t wg =
             fit_update_wg(ctx, layer->update_wg ? layer->update_wg : COUNTER_UPDATE_WG);
         const uint32_t chunk = COUNTER_CHUNK;
-        const mcl_kernel_id stats_id = mcl_counter_stats8_on(ctx, wg)
-                                           ? MCL_KERNEL_COUNTER_STATS8_F32
-                                           : MCL_KERNEL_COUNTER_STATS_F32;
-        const mcl_kernel_id apply_id = mcl_counter_apply8_on(ctx, wg)
-                                           ? MCL_KERNEL_COUNTER_APPLY8_F32
-                                           : MCL_KERNEL_COUNTER_APPLY_F32;
-        if ((status = get_kernel(ctx, stats_id, 4, wg, 0, chunk, sizeof(grad_push),
-                                 &stats[j])) != MCL_SUCCESS ||
+        if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, 4, wg, 0, chunk,
+                                 sizeof(grad_push), &stats[j])) != MCL_SUCCESS ||
             (status = get_kernel(ctx, MCL_KERNEL_COUNTER_ROWS_F32, 5, COUNTER_ROWS_WG,
                                  from_buffer, 0, sizeof(rows_push), &finish[j])) !=
                 MCL_SUCCESS ||
-            (status = get_kernel(ctx, apply_id, 5, wg, from_buffer, chunk,
+            (status = get_kernel(ctx, MCL_KERNEL_COUNTER_APPLY_F32, 5, wg, from_buffer, chunk,
                                  sizeof(grad_push), &apply[j])) != MCL_SUCCESS)
             goto done;
         const int64_t partial_len = layer->out * (int64_t)u->push.tiles * 2;

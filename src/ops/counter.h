@@ -68,16 +68,6 @@ mcl_status mcl_counter_update_hyper(mcl_context *ctx, const char *op,
  * the device's limit), or 0 for the library's choice (256); the tests run each. */
 mcl_status mcl_counter_linear_update_wg(mcl_counter_linear *layer, uint32_t wg);
 
-/* Whether the update's statistics pass of workgroup wg runs counter_stats8_f32 (8 x 8 blocks):
- * MOTIFCL_COUNTER_STATS8 set, wg 256 and the device's shared memory holding it; else
- * counter_stats_f32. */
-int mcl_counter_stats8_on(const mcl_context *ctx, uint32_t wg);
-
-/* Whether its update pass runs counter_apply8_f32 (8 x 8 blocks, G in counter_grad8.glsl's
- * order): MOTIFCL_COUNTER_APPLY8 set, wg 256 and the device's shared memory holding it; else
- * counter_apply_f32. */
-int mcl_counter_apply8_on(const mcl_context *ctx, uint32_t wg);
-
 /* Floats of the update's partial sums for a layer of out x in. */
 int64_t mcl_counter_linear_partial_floats(int64_t out, int64_t in);
 

@@ -47,8 +47,6 @@ void mcl_inspect_reread_environment(mcl_context *ctx)
     t->attention_splits = now.attention_splits;
     t->attention_wg = now.attention_wg;
     t->attention_f32 = now.attention_f32;
-    t->counter_stats8 = now.counter_stats8;
-    t->counter_apply8 = now.counter_apply8;
     t->weight_part_bytes = t->max_binding_bytes;
     if (env.max_binding && env.max_binding < t->max_binding_bytes)
         t->weight_part_bytes = env.max_binding;

@@ -82,8 +82,6 @@ typedef struct mcl_traits {
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU: gate, up, SwiGLU not fused */
     uint32_t engine_warm;          /* MOTIFCL_ENGINE_WARM: the weights a decode step warms */
     int attention_f32;             /* MOTIFCL_ATTENTION_F32: no prompt attention on matrices */
-    int counter_stats8;            /* MOTIFCL_COUNTER_STATS8: the statistics pass by 8 x 8 */
-    int counter_apply8;            /* MOTIFCL_COUNTER_APPLY8: the update pass by 8 x 8 */
 } mcl_traits;
 
 /* Whether a device profile of that name exists. */

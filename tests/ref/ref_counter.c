@@ -49,28 +49,17 @@ void ref_counter_unpack(const uint8_t *bytes, size_t n, uint8_t *codes)
 void ref_counter_grad(const float *x, const float *grad_out, int64_t N, int64_t out,
                       int64_t in, float *G)
 {
-    ref_counter_grad_order(x, grad_out, N, out, in, 4, 0, G);
-}
-
-void ref_counter_grad_order(const float *x, const float *grad_out, int64_t N, int64_t out,
-                            int64_t in, int segments, int fused, float *G)
-{
-    /* segments runs of ceil(N / segments) batch rows, each summed in order from +0.0, then
-     * added in segment order (counter_grad.glsl: 4, unfused; counter_grad8.glsl: 16, fused).
-     * The first segment's sum is the total's start: +0.0 + S_0 is S_0, no sum being -0.0. */
-    const int64_t seg = (N + segments - 1) / segments;
+    /* Four segments of ceil(N / 4) batch rows, each summed in order from +0.0, then added
+     * in segment order (counter_grad.glsl). */
+    const int64_t seg = (N + 3) / 4;
     for (int64_t o = 0; o < out; o++) {
         for (int64_t i = 0; i < in; i++) {
             float total = 0.0f;
-            for (int64_t k = 0; k < segments; k++) {
+            for (int64_t k = 0; k < 4; k++) {
                 float acc = 0.0f;
                 for (int64_t n = k * seg; n < (k + 1) * seg && n < N; n++) {
-                    if (fused) {
-                        acc = fmaf(grad_out[n * out + o], x[n * in + i], acc);
-                    } else {
-                        const float p = grad_out[n * out + o] * x[n * in + i];
-                        acc = acc + p;
-                    }
+                    const float p = grad_out[n * out + o] * x[n * in + i];
+                    acc = acc + p;
                 }
                 total = k == 0 ? acc : total + acc;
             }

@@ -15,16 +15,10 @@ int ref_counter_c(uint8_t code, uint32_t C);
 void ref_counter_pack(const uint8_t *codes, size_t n, uint8_t *bytes);
 void ref_counter_unpack(const uint8_t *bytes, size_t n, uint8_t *codes);
 
-/* G [out, in] = grad_out^T x in counter_grad.glsl's order: the batch in 4 segments, each
- * from +0.0 adding grad_out[n, o] * x[n, i] (product and sum rounded apart) in order, the
- * segments' sums added in order. */
+/* G [out, in] = grad_out^T x: each element from +0.0, adding grad_out[n, o] * x[n, i] for
+ * n = 0..N-1 (counter_grad.glsl's order). */
 void ref_counter_grad(const float *x, const float *grad_out, int64_t N, int64_t out,
                       int64_t in, float *G);
-
-/* The same in `segments` segments, with fused multiply-adds where `fused` (counter_grad8.glsl:
- * 16, fused). */
-void ref_counter_grad_order(const float *x, const float *grad_out, int64_t N, int64_t out,
-                            int64_t in, int segments, int fused, float *G);
 
 typedef struct ref_counter_hyper {
     float lr, lr_scale, beta, eps;
