@@ -174,13 +174,18 @@ mcl_status mcl_gpt_backward(mcl_gpt *gpt)
     /* The residual's gradient between a block's halves: its own tensor where counter-state
      * updates read the MLP half's (a->dx) after the attention half. */
     mcl_tensor *dxm = a->dx_mid ? a->dx_mid : a->dx;
+    /* Counter-state layers: w_up's product splits K in dff (free once SwiGLU's backward has
+     * read it) and wv's writes datt (free once the attention's backward has read it), so
+     * that w_gate's and w_up's, and wq's, wk's and wv's, run side by side. */
+    mcl_tensor *mm_up = a->dx_mid ? a->dff : mm;
+    mcl_tensor *dv_x = a->dx_mid && a->datt->shape[1] == c->dim ? a->datt : NULL;
     for (int32_t l = c->layers - 1; l >= 0; l--) {
         gpt_layer_acts *la = &a->layer[l];
         /* x[l+1] = x_mid + act w_down^T; act = silu(gate) * up. */
         TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_DOWN, la->act, a->dx, a->dff, mm));
         TRY(mcl_swiglu_backward(ctx, la->gate, la->up, a->dff, a->dgate, a->dup));
         TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_GATE, la->h2, a->dgate, a->dh, mm));
-        TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_UP, la->h2, a->dup, a->tmp, mm));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_UP, la->h2, a->dup, a->tmp, mm_up));
         TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
         TRY(mcl_rmsnorm_backward(ctx, la->x_mid, mcl_gpt_layer_param(gpt, l, P_MLP_NORM)->p, a->dh,
                                  eps, a->tmp, mcl_gpt_layer_param(gpt, l, P_MLP_NORM)->g));
@@ -194,9 +199,14 @@ mcl_status mcl_gpt_backward(mcl_gpt *gpt)
         TRY(mcl_rope_backward(ctx, a->dk4, c->rope_layout, c->rope_theta, 0, a->dk4));
         TRY(mcl_gpt_block_linear_backward(gpt, l, P_WQ, la->h, a->dq, a->dh, mm));
         TRY(mcl_gpt_block_linear_backward(gpt, l, P_WK, la->h, a->dk, a->tmp, mm));
-        TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
-        TRY(mcl_gpt_block_linear_backward(gpt, l, P_WV, la->h, a->dv, a->tmp, mm));
-        TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
+        if (dv_x) {
+            TRY(mcl_gpt_block_linear_backward(gpt, l, P_WV, la->h, a->dv, dv_x, mm));
+            TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
+        } else {
+            TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
+            TRY(mcl_gpt_block_linear_backward(gpt, l, P_WV, la->h, a->dv, a->tmp, mm));
+        }
+        TRY(mcl_add(ctx, a->dh, dv_x ? dv_x : a->tmp, a->dh));
         /* The block's seven counter-state updates as one group (their products above read the
          * weights before it): 1,056 workgroups for the stories15M shape, four full waves of
          * two a multiprocessor on 132 where the halves' 360 and 696 were two and three. */
