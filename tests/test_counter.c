@@ -530,7 +530,7 @@ static void learns_ternary_teacher(void **state)
 static void group_matches_one_by_one(void **state)
 {
     (void)state;
-    enum { LAYERS = 3, COPIES = 3 };
+    enum { LAYERS = 3, COPIES = 4 };
     static const int64_t shape[LAYERS][2] = {{24, 80}, {33, 144}, {16, 64}};
     const int64_t N = 70;
     float words[MCL_COUNTER_HYPER_COUNT] = {0};
@@ -539,7 +539,8 @@ static void group_matches_one_by_one(void **state)
     const int64_t hn = MCL_COUNTER_HYPER_COUNT;
     mcl_tensor *th = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, &hn, words);
     /* Copy 0 one layer at a time, copy 1 as a group, copy 2 as a group with layer 1's salt
-     * changed. */
+     * changed, copy 3 as a group a pass at a time (mcl_counter_linear_update_group_pass, the
+     * scratch given). */
     mcl_counter_linear *layer[COPIES][LAYERS];
     mcl_tensor *tx[LAYERS], *tgo[LAYERS];
     for (int j = 0; j < LAYERS; j++) {
@@ -559,23 +560,31 @@ static void group_matches_one_by_one(void **state)
         }
         free(x), free(go), free(sc);
     }
-    mcl_counter_update_item items[2][LAYERS];
+    mcl_counter_update_item items[3][LAYERS];
+    mcl_tensor *scratch[LAYERS][2];
     for (int j = 0; j < LAYERS; j++) {
         const uint32_t salt = 0x9E3779B9u * (uint32_t)(j + 1);
         assert_mcl_ok(mcl_counter_linear_backward_dev(layer[0][j], tx[j], tgo[j], NULL, th,
                                                       salt, NULL, NULL, NULL));
+        const int64_t pn = mcl_counter_linear_partial_floats(shape[j][0], shape[j][1]);
+        const int64_t fn = 2 * shape[j][0];
+        scratch[j][0] = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, &pn, NULL);
+        scratch[j][1] = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, &fn, NULL);
         for (int c = 1; c < COPIES; c++)
-            items[c - 1][j] = (mcl_counter_update_item){layer[c][j], tx[j], tgo[j],
-                                                        salt + (c == 2 && j == 1), NULL, NULL};
+            items[c - 1][j] = (mcl_counter_update_item){
+                layer[c][j], tx[j], tgo[j], salt + (c == 2 && j == 1),
+                c == 3 ? scratch[j][0] : NULL, c == 3 ? scratch[j][1] : NULL};
     }
     assert_mcl_ok(mcl_counter_linear_update_group_dev(items[0], LAYERS, th));
     assert_mcl_ok(mcl_counter_linear_update_group_dev(items[1], LAYERS, th));
+    for (int pass = 0; pass < 3; pass++)
+        assert_mcl_ok(mcl_counter_linear_update_group_pass(items[2], LAYERS, th, pass));
     assert_mcl_ok(mcl_finish(ctx));
-    int same = 1, control_same[LAYERS];
+    int same = 1, by_pass = 1, control_same[LAYERS];
     for (int j = 0; j < LAYERS; j++) {
         const size_t n = (size_t)(shape[j][0] * shape[j][1]);
         uint8_t *a = download_codes(layer[0][j], n), *b = download_codes(layer[1][j], n);
-        uint8_t *c = download_codes(layer[2][j], n);
+        uint8_t *c = download_codes(layer[2][j], n), *d = download_codes(layer[3][j], n);
         float sa[64], sb[64], va[64], vb[64];
         const uint64_t rb = (uint64_t)shape[j][0] * 4;
         assert_mcl_ok(mcl_tensor_download(mcl_counter_linear_scale(layer[0][j]), 0, sa, rb));
@@ -583,14 +592,19 @@ static void group_matches_one_by_one(void **state)
         assert_mcl_ok(mcl_tensor_download(mcl_counter_linear_moment(layer[0][j]), 0, va, rb));
         assert_mcl_ok(mcl_tensor_download(mcl_counter_linear_moment(layer[1][j]), 0, vb, rb));
         same &= memcmp(a, b, n) == 0 && memcmp(sa, sb, rb) == 0 && memcmp(va, vb, rb) == 0;
+        assert_mcl_ok(mcl_tensor_download(mcl_counter_linear_scale(layer[3][j]), 0, sb, rb));
+        assert_mcl_ok(mcl_tensor_download(mcl_counter_linear_moment(layer[3][j]), 0, vb, rb));
+        by_pass &= memcmp(a, d, n) == 0 && memcmp(sa, sb, rb) == 0 && memcmp(va, vb, rb) == 0;
         control_same[j] = memcmp(a, c, n) == 0;
-        free(a), free(b), free(c);
+        free(a), free(b), free(c), free(d);
     }
     printf("group of %d layers: %s one by one; salt changed in layer 1: layers equal %d %d %d\n",
            LAYERS, same ? "byte-identical to" : "DIFFERS from", control_same[0],
            control_same[1], control_same[2]);
     int passed = mcl_test_record_bool("counter: a group's updates byte-identical to each "
                                       "layer's alone (states, scales, moments)", same);
+    passed &= mcl_test_record_bool("counter: a group recorded a pass at a time byte-identical "
+                                   "to each layer's alone", by_pass);
     passed &= mcl_test_record_bool("counter: a group with one layer's salt changed differs "
                                    "there alone (control)",
                                    control_same[0] && !control_same[1] && control_same[2]);
@@ -607,12 +621,15 @@ static void group_matches_one_by_one(void **state)
     EXPECT_STATUS(mcl_counter_linear_update_group_dev(twice, 2, th), INVALID);
     EXPECT_STATUS(mcl_counter_linear_update_group_dev(items[0], LAYERS, NULL), INVALID);
     EXPECT_STATUS(mcl_counter_linear_update_group_dev(&wrong, 1, th), SHAPE);
+    EXPECT_STATUS(mcl_counter_linear_update_group_pass(items[2], LAYERS, th, 3), INVALID);
+    EXPECT_STATUS(mcl_counter_linear_update_group_pass(items[0], LAYERS, th, 0), INVALID);
     passed &= mcl_test_record("counter: bad groups refused", "wrong statuses",
                               mcl_test_wrong_statuses, 0);
     for (int j = 0; j < LAYERS; j++) {
         for (int c = 0; c < COPIES; c++)
             mcl_counter_linear_destroy(layer[c][j]);
         mcl_tensor_destroy(tx[j]), mcl_tensor_destroy(tgo[j]);
+        mcl_tensor_destroy(scratch[j][0]), mcl_tensor_destroy(scratch[j][1]);
     }
     mcl_tensor_destroy(th);
     assert_true(passed);

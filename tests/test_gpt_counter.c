@@ -173,6 +173,65 @@ static double gradient_nmse(mcl_gpt *counter, mcl_gpt *dense)
     return err;
 }
 
+/* The counter layers' moments after one backward from v = 0 against the decoded twin's weight
+ * gradients (the same G = dy^T x, summed in another order): v = (1 - beta) mean_i G[o, i]^2
+ * with beta 0.9, so each of the seven linears' update must have read its own x and grad_out.
+ * The largest NMSE of a layer's rows; `control`, the smallest with each block's moments set
+ * against the next block's gradients. */
+static void moments_against_twin(mcl_gpt *counter, mcl_gpt *dense, int32_t layers,
+                                 double *nmse, double *control)
+{
+    float *dg = download_floats(mcl_gpt_gradients(dense));
+    size_t rows = 0;
+    for (int32_t l = 0; l < layers; l++) {
+        for (int w = MCL_GPT_WQ; w <= MCL_GPT_W_DOWN; w++)
+            rows += (size_t)mcl_tensor_numel(mcl_counter_linear_moment(
+                mcl_gpt_counter_layer(counter, l, (mcl_gpt_linear)w)));
+    }
+    float *got = mcl_test_floats(rows), *want = mcl_test_floats(rows);
+    float *other = mcl_test_floats(rows);
+    size_t at = 0;
+    for (int32_t l = 0; l < layers; l++) {
+        for (int w = MCL_GPT_WQ; w <= MCL_GPT_W_DOWN; w++) {
+            mcl_counter_linear *layer = mcl_gpt_counter_layer(counter, l, (mcl_gpt_linear)w);
+            mcl_tensor *moment = mcl_counter_linear_moment(layer);
+            const int64_t out = mcl_tensor_numel(moment);
+            assert_mcl_ok(mcl_tensor_download(moment, 0, got + at, (size_t)out * 4));
+            for (int k = 0; k < 2; k++) {
+                char name[64];
+                mcl_gpt_param_info di;
+                snprintf(name, sizeof name, "layers.%d.%s", (int)((l + k) % layers),
+                         linear_names[w]);
+                assert_true(param_index(dense, name, &di) >= 0);
+                const int64_t in = di.count / out;
+                for (int64_t o = 0; o < out; o++) {
+                    double sq = 0.0;
+                    for (int64_t i = 0; i < in; i++) {
+                        const double g = dg[di.offset + o * in + i];
+                        sq += g * g;
+                    }
+                    (k ? other : want)[at + (size_t)o] = (float)(0.1 * sq / (double)in);
+                }
+            }
+            at += (size_t)out;
+        }
+    }
+    *nmse = 0.0, *control = 1e30;
+    at = 0;
+    for (int32_t l = 0; l < layers; l++) {
+        for (int w = MCL_GPT_WQ; w <= MCL_GPT_W_DOWN; w++) {
+            const size_t out = (size_t)mcl_tensor_numel(mcl_counter_linear_moment(
+                mcl_gpt_counter_layer(counter, l, (mcl_gpt_linear)w)));
+            const double e = mcl_nmse(got + at, want + at, out);
+            const double c = mcl_nmse(got + at, other + at, out);
+            *nmse = e > *nmse ? e : *nmse;
+            *control = c < *control ? c : *control;
+            at += out;
+        }
+    }
+    free(dg), free(got), free(want), free(other);
+}
+
 /* --- Against the decoded model -------------------------------------------------------- */
 
 static void matches_decoded_model(void **state)
@@ -206,6 +265,8 @@ static void matches_decoded_model(void **state)
         assert_mcl_ok(mcl_gpt_backward(counter));
         assert_mcl_ok(mcl_gpt_backward(dense));
         double gerr = gradient_nmse(counter, dense);
+        double merr, mctl;
+        moments_against_twin(counter, dense, desc.layers, &merr, &mctl);
         /* t and c: the state bytes of each layer (the moments move, the scales stay). */
         size_t after_n;
         unsigned char *after = counter_bytes(counter, &after_n);
@@ -231,6 +292,15 @@ static void matches_decoded_model(void **state)
         snprintf(name, sizeof name, "counter GPT (%s): lr 0 leaves every state and scale",
                  kind);
         passed &= mcl_test_record_bool(name, same_states && after_n == nbytes);
+        printf("%s: moments against the decoded model's weight gradients, the largest nmse of a "
+               "layer %.3g; against the next block's (control), the smallest %.3g\n", kind,
+               merr, mctl);
+        snprintf(name, sizeof name, "counter GPT (%s): each linear's moment from its own "
+                 "gradient, against the decoded f32 model's", kind);
+        passed &= mcl_test_record(name, "nmse", merr, DECODED_TOLERANCE);
+        snprintf(name, sizeof name, "counter GPT (%s): control, the moments against the next "
+                 "block's gradients differ", kind);
+        passed &= mcl_test_record_bool(name, mctl > 1e-3);
 
         /* Negative control: one layer's weights negated in the twin. */
         mcl_gpt_param_info di;

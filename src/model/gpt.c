@@ -184,9 +184,10 @@ mcl_status mcl_gpt_block_linear_backward(mcl_gpt *gpt, int32_t l, int which, mcl
 }
 
 mcl_status mcl_gpt_block_updates(mcl_gpt *gpt, int32_t l, const int *which,
-                                 mcl_tensor *const *x, mcl_tensor *const *dy, int n)
+                                 mcl_tensor *const *x, mcl_tensor *const *dy, int n, int pass)
 {
-    return mcl_gpt_counter(gpt) ? mcl_gpt_counter_update(gpt, l, which, x, dy, n) : MCL_SUCCESS;
+    return mcl_gpt_counter(gpt) ? mcl_gpt_counter_update(gpt, l, which, x, dy, n, pass)
+                                : MCL_SUCCESS;
 }
 
 /* splitmix64 and Box-Muller: the same initial parameters on every machine for one seed. */
@@ -362,7 +363,7 @@ static void acts_free(gpt_acts *a, int32_t layers)
     mcl_tensor *t[] = {a->hf, a->logits, a->lse, a->dx, a->dh, a->tmp, a->datt, a->dq,
                        a->dk, a->dv, a->dff, a->dgate, a->dup, a->dhead, a->s1, a->s2,
                        a->avg, a->dx2, a->norm_scratch, a->norm_partial, a->attn_scratch,
-                       a->mm_scratch, a->dx_mid};
+                       a->mm_scratch, a->dx_mid, a->dx_alt};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
         mcl_tensor_destroy(t[i]);
     memset(a, 0, sizeof *a);
@@ -607,8 +608,9 @@ static mcl_status acts_alloc(mcl_gpt *gpt, int64_t batch, int64_t seq)
         (s = t2(ctx, bt, f, &a->dgate)) == MCL_SUCCESS &&
         (s = t2(ctx, bt, f, &a->dup)) == MCL_SUCCESS && c->tied_head)
         s = t2(ctx, c->vocab, d, &a->dhead);
-    if (s == MCL_SUCCESS && mcl_gpt_counter(gpt) && !reversible)
-        s = t2(ctx, bt, d, &a->dx_mid);
+    if (s == MCL_SUCCESS && mcl_gpt_counter(gpt) && !reversible &&
+        (s = t2(ctx, bt, d, &a->dx_mid)) == MCL_SUCCESS)
+        s = t2(ctx, bt, d, &a->dx_alt);
     if (s == MCL_SUCCESS && reversible)
         s = reversible_alloc(gpt, bt);
     /* The blocks' products share one scratch for their split-K partials, so that a recorded

@@ -48,7 +48,7 @@ mcl_status mcl_gpt_counter_backward(mcl_gpt *gpt, int32_t l, int which, mcl_tens
 }
 
 mcl_status mcl_gpt_counter_update(mcl_gpt *gpt, int32_t l, const int *which,
-                                  mcl_tensor *const *x, mcl_tensor *const *dy, int n)
+                                  mcl_tensor *const *x, mcl_tensor *const *dy, int n, int pass)
 {
     mcl_counter_update_item items[GPT_COUNTER_LINEARS];
     if (n < 1 || n > GPT_COUNTER_LINEARS)
@@ -59,7 +59,9 @@ mcl_status mcl_gpt_counter_update(mcl_gpt *gpt, int32_t l, const int *which,
                                              counter_salt(l, which[j]), gpt->counter_partial[k],
                                              gpt->counter_factors[k]};
     }
-    return mcl_counter_linear_update_group_dev(items, n, gpt->counter_hyper);
+    if (pass < 0)
+        return mcl_counter_linear_update_group_dev(items, n, gpt->counter_hyper);
+    return mcl_counter_linear_update_group_pass(items, n, gpt->counter_hyper, pass);
 }
 
 mcl_counter_linear *mcl_gpt_counter_layer(mcl_gpt *gpt, int32_t layer, mcl_gpt_linear which)

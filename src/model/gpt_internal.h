@@ -49,8 +49,10 @@ typedef struct gpt_acts {
     mcl_tensor *dff, *dgate, *dup, *dhead;
     /* Counter-state layers, not reversible: the residual's gradient between a block's MLP and
      * attention halves, so that the MLP's grad_out (dx) lasts until the block's one group of
-     * updates (gpt_train.c). NULL otherwise. */
-    mcl_tensor *dx_mid;
+     * updates (gpt_train.c), and the residual's gradient of every other block's input
+     * (blocks alternate between dx and dx_alt, so that a block's updates still read its
+     * input's gradient while the next block's first product runs). NULL otherwise. */
+    mcl_tensor *dx_mid, *dx_alt;
     /* Reversible blocks (gpt_reversible.c): the two running streams, the final norm's input
      * (s1 + s2) / 2, the second gradient stream, the kept inputs of anchored blocks
      * (keep1[l], keep2[l]; NULL where not kept, and for block 0, whose inputs are x[0]),
@@ -126,9 +128,11 @@ mcl_status mcl_gpt_counter_backward(mcl_gpt *gpt, int32_t l, int which, mcl_tens
 /* The updates of n linears (which[j], input x[j], gradient dy[j]) of block l whose backward
  * passes were recorded with update 0: the linears' update passes side by side
  * (mcl_counter_linear_update_group_dev), the states as the backward's own update leaves them.
- * x and dy must hold what the backward passes read until this is recorded. */
+ * x and dy must hold what the backward passes read until this is recorded. pass -1: all three
+ * passes; 0, 1, 2: that pass alone (mcl_counter_linear_update_group_pass), the three called
+ * in order with the same linears, x and dy unchanged in between. */
 mcl_status mcl_gpt_counter_update(mcl_gpt *gpt, int32_t l, const int *which,
-                                  mcl_tensor *const *x, mcl_tensor *const *dy, int n);
+                                  mcl_tensor *const *x, mcl_tensor *const *dy, int n, int pass);
 void mcl_gpt_counter_release(mcl_gpt *gpt);
 void mcl_gpt_counter_destroy(mcl_gpt *gpt);
 
@@ -151,10 +155,10 @@ mcl_status mcl_gpt_block_linear_backward(mcl_gpt *gpt, int32_t l, int which, mcl
                                          mcl_tensor *dy, mcl_tensor *dx, mcl_tensor *scratch);
 
 /* The counter-state updates of block l's linears which[0..n) after their backward passes, from
- * the same x and dy (unchanged since), recorded together (mcl_gpt_counter_update); nothing
- * for an f32 model. */
+ * the same x and dy (unchanged since), recorded together (mcl_gpt_counter_update, pass -1 for
+ * all three passes or one of them); nothing for an f32 model. */
 mcl_status mcl_gpt_block_updates(mcl_gpt *gpt, int32_t l, const int *which,
-                                 mcl_tensor *const *x, mcl_tensor *const *dy, int n);
+                                 mcl_tensor *const *x, mcl_tensor *const *dy, int n, int pass);
 
 /* mcl_gpt_plan_check with its message through ctx: used by mcl_gpt_create and the
  * checkpoint loader before either allocates. Errors:

@@ -86,7 +86,7 @@ static mcl_status attention_backward(mcl_gpt *gpt, int32_t l, mcl_tensor *x, mcl
     TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
     TRY(mcl_gpt_block_updates(gpt, l, (const int[]){P_WO, P_WQ, P_WK, P_WV},
                               (mcl_tensor *const[]){s->att, s->h, s->h, s->h},
-                              (mcl_tensor *const[]){dy, a->dq, a->dk, a->dv}, 4));
+                              (mcl_tensor *const[]){dy, a->dq, a->dk, a->dv}, 4, -1));
     TRY(mcl_rmsnorm_backward_scratch(ctx, x, param(gpt, l, P_ATTN_NORM)->p, a->dh, c->norm_eps,
                                      a->tmp, param(gpt, l, P_ATTN_NORM)->g, a->norm_scratch, a->norm_partial));
     return mcl_add(ctx, acc, a->tmp, acc);
@@ -107,7 +107,7 @@ static mcl_status mlp_backward(mcl_gpt *gpt, int32_t l, mcl_tensor *x, mcl_tenso
     TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
     TRY(mcl_gpt_block_updates(gpt, l, (const int[]){P_W_DOWN, P_W_GATE, P_W_UP},
                               (mcl_tensor *const[]){s->act, s->h2, s->h2},
-                              (mcl_tensor *const[]){dy, a->dgate, a->dup}, 3));
+                              (mcl_tensor *const[]){dy, a->dgate, a->dup}, 3, -1));
     TRY(mcl_rmsnorm_backward_scratch(ctx, x, param(gpt, l, P_MLP_NORM)->p, a->dh,
                                      gpt->cfg.norm_eps, a->tmp, param(gpt, l, P_MLP_NORM)->g,
                                      a->norm_scratch, a->norm_partial));

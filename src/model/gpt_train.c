@@ -133,6 +133,13 @@ static mcl_status linear_backward(mcl_context *ctx, mcl_tensor *x, gpt_param *w,
               : MCL_SUCCESS;
 }
 
+/* The residual stream's gradient at block l's input (l = layers: the final norm's): with
+ * counter-state layers dx for even l and dx_alt for odd, else dx. */
+static mcl_tensor *residual_grad(gpt_acts *a, int32_t l)
+{
+    return a->dx_alt && l % 2 ? a->dx_alt : a->dx;
+}
+
 mcl_status mcl_gpt_backward(mcl_gpt *gpt)
 {
     if (!gpt)
@@ -166,7 +173,8 @@ mcl_status mcl_gpt_backward(mcl_gpt *gpt)
     }
     const int reversible = mcl_gpt_reversible(gpt);
     TRY(mcl_rmsnorm_backward(ctx, reversible ? a->avg : a->x[c->layers],
-                             mcl_gpt_final_norm_param(gpt)->p, a->dh, eps, a->dx,
+                             mcl_gpt_final_norm_param(gpt)->p, a->dh, eps,
+                             reversible ? a->dx : residual_grad(a, c->layers),
                              mcl_gpt_final_norm_param(gpt)->g));
     if (reversible)
         return mcl_gpt_reversible_backward(gpt);
@@ -181,15 +189,18 @@ mcl_status mcl_gpt_backward(mcl_gpt *gpt)
     mcl_tensor *dv_x = a->dx_mid && a->datt->shape[1] == c->dim ? a->datt : NULL;
     for (int32_t l = c->layers - 1; l >= 0; l--) {
         gpt_layer_acts *la = &a->layer[l];
+        /* The residual's gradient at the block's output (din) and input (dout): dx and dx_alt
+         * in turn with counter-state layers (dx at block 0's input), else dx in place. */
+        mcl_tensor *din = residual_grad(a, l + 1), *dout = residual_grad(a, l);
         /* x[l+1] = x_mid + act w_down^T; act = silu(gate) * up. */
-        TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_DOWN, la->act, a->dx, a->dff, mm));
+        TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_DOWN, la->act, din, a->dff, mm));
         TRY(mcl_swiglu_backward(ctx, la->gate, la->up, a->dff, a->dgate, a->dup));
         TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_GATE, la->h2, a->dgate, a->dh, mm));
         TRY(mcl_gpt_block_linear_backward(gpt, l, P_W_UP, la->h2, a->dup, a->tmp, mm_up));
         TRY(mcl_add(ctx, a->dh, a->tmp, a->dh));
         TRY(mcl_rmsnorm_backward(ctx, la->x_mid, mcl_gpt_layer_param(gpt, l, P_MLP_NORM)->p, a->dh,
                                  eps, a->tmp, mcl_gpt_layer_param(gpt, l, P_MLP_NORM)->g));
-        TRY(mcl_add(ctx, a->dx, a->tmp, dxm));
+        TRY(mcl_add(ctx, din, a->tmp, dxm));
         /* x_mid = x[l] + att wo^T; att = attention(rope(q), rope(k), v). */
         TRY(mcl_gpt_block_linear_backward(gpt, l, P_WO, la->att, dxm, a->datt, mm));
         /* The softmax statistics are the forward's (mcl_attention_stats). */
@@ -209,17 +220,23 @@ mcl_status mcl_gpt_backward(mcl_gpt *gpt)
         TRY(mcl_add(ctx, a->dh, dv_x ? dv_x : a->tmp, a->dh));
         /* The block's seven counter-state updates as one group (their products above read the
          * weights before it): 1,056 workgroups for the stories15M shape, four full waves of
-         * two a multiprocessor on 132 where the halves' 360 and 696 were two and three. */
-        TRY(mcl_gpt_block_updates(gpt, l,
-                                  (const int[]){P_WO, P_WQ, P_WK, P_WV, P_W_DOWN, P_W_GATE, P_W_UP},
-                                  (mcl_tensor *const[]){la->att, la->h, la->h, la->h, la->act,
-                                                        la->h2, la->h2},
-                                  (mcl_tensor *const[]){dxm, a->dq, a->dk, a->dv, a->dx, a->dgate,
-                                                        a->dup},
-                                  7));
+         * two a multiprocessor on 132 where the halves' 360 and 696 were two and three. Its
+         * three passes each recorded beside the next op of the backward (the norm's, the
+         * residual's sum, the next block's first product), which reads nothing they write. */
+        const int which[7] = {P_WO, P_WQ, P_WK, P_WV, P_W_DOWN, P_W_GATE, P_W_UP};
+        mcl_tensor *const xs[7] = {la->att, la->h, la->h, la->h, la->act, la->h2, la->h2};
+        mcl_tensor *const dys[7] = {dxm, a->dq, a->dk, a->dv, din, a->dgate, a->dup};
+        TRY(mcl_gpt_block_updates(gpt, l, which, xs, dys, 7, 0));
         TRY(mcl_rmsnorm_backward(ctx, a->x[l], mcl_gpt_layer_param(gpt, l, P_ATTN_NORM)->p, a->dh, eps,
                                  a->tmp, mcl_gpt_layer_param(gpt, l, P_ATTN_NORM)->g));
-        TRY(mcl_add(ctx, dxm, a->tmp, a->dx));
+        TRY(mcl_gpt_block_updates(gpt, l, which, xs, dys, 7, 1));
+        if (dout == din) {
+            TRY(mcl_gpt_block_updates(gpt, l, which, xs, dys, 7, 2));
+            TRY(mcl_add(ctx, dxm, a->tmp, dout));
+        } else {
+            TRY(mcl_add(ctx, dxm, a->tmp, dout));
+            TRY(mcl_gpt_block_updates(gpt, l, which, xs, dys, 7, 2));
+        }
     }
     TRY(mcl_embedding_backward(ctx, gpt->tokens, a->dx_3d, gpt->params[0].g));
     if (c->tied_head)

@@ -482,7 +482,7 @@ typedef struct update_job {
  * the next pass: a pass's dispatches of different layers are independent (each writes its own
  * scratch and state), so they run side by side, and the three passes of n layers meet two
  * barriers, not 3n - 1. n is at most MCL_COUNTER_GROUP_MAX. */
-static mcl_status record_updates(update_job *jobs, int n)
+static mcl_status record_updates(update_job *jobs, int n, int first_pass, int last_pass)
 {
     mcl_status status = MCL_SUCCESS;
     mcl_tensor *made[2 * MCL_COUNTER_GROUP_MAX] = {0};
@@ -518,7 +518,7 @@ static mcl_status record_updates(update_job *jobs, int n)
         if (!u->factors)
             u->factors = made[2 * j + 1];
     }
-    for (int pass = 0; pass < 3; pass++) {
+    for (int pass = first_pass; pass <= last_pass; pass++) {
         for (int j = 0; j < n && status == MCL_SUCCESS; j++) {
             update_job *u = &jobs[j];
             mcl_counter_linear *layer = u->layer;
@@ -628,11 +628,11 @@ static mcl_status backward(mcl_counter_linear *layer, const mcl_tensor *x,
         return MCL_SUCCESS;
     update_job job = {layer, x, grad_out, rows, push, update ? NULL : hyper, seed, partial,
                       row_factors};
-    return record_updates(&job, 1);
+    return record_updates(&job, 1, 0, 2);
 }
 
-mcl_status mcl_counter_linear_update_group_dev(const mcl_counter_update_item *items, int n,
-                                               mcl_tensor *hyper)
+static mcl_status update_group(const mcl_counter_update_item *items, int n, mcl_tensor *hyper,
+                               int first_pass, int last_pass)
 {
     if (!items || n < 1 || n > MCL_COUNTER_GROUP_MAX || !hyper)
         return MCL_ERROR_INVALID_ARGUMENT;
@@ -658,10 +658,30 @@ mcl_status mcl_counter_linear_update_group_dev(const mcl_counter_update_item *it
                                 "mcl_counter_linear_backward: a layer or scratch tensor twice "
                                 "in one group");
         }
+        if (first_pass != 0 || last_pass != 2) {
+            if (!it->partial || !it->row_factors)
+                return mcl_fail(it->layer->ctx, MCL_ERROR_INVALID_ARGUMENT,
+                                "mcl_counter_linear_update_group_pass: partial and row_factors "
+                                "are required");
+        }
         jobs[j] = (update_job){it->layer, it->x, it->grad_out, rows, push, hyper, seed,
                                it->partial, it->row_factors};
     }
-    return record_updates(jobs, n);
+    return record_updates(jobs, n, first_pass, last_pass);
+}
+
+mcl_status mcl_counter_linear_update_group_dev(const mcl_counter_update_item *items, int n,
+                                               mcl_tensor *hyper)
+{
+    return update_group(items, n, hyper, 0, 2);
+}
+
+mcl_status mcl_counter_linear_update_group_pass(const mcl_counter_update_item *items, int n,
+                                                mcl_tensor *hyper, int pass)
+{
+    if (pass < 0 || pass > 2)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    return update_group(items, n, hyper, pass, pass);
 }
 
 mcl_status mcl_counter_linear_backward_ex(mcl_counter_linear *layer, const mcl_tensor *x,

@@ -59,6 +59,14 @@ typedef struct mcl_counter_update_item {
 mcl_status mcl_counter_linear_update_group_dev(const mcl_counter_update_item *items, int n,
                                                mcl_tensor *hyper);
 
+/* One of those three passes alone (0: the statistics, 1: the row factors, 2: the weights'
+ * step), so that a caller can record other work between them; the items' partial and
+ * row_factors given (they carry the passes' results from one call to the next). Recorded in
+ * order 0, 1, 2 with the same items and unchanged x and grad_out, the states step exactly as
+ * mcl_counter_linear_update_group_dev steps them. */
+mcl_status mcl_counter_linear_update_group_pass(const mcl_counter_update_item *items, int n,
+                                                mcl_tensor *hyper, int pass);
+
 /* An update descriptor checked (MCL_ERROR_INVALID_ARGUMENT, through ctx, named by op) and
  * its lr, lr_scale, beta and eps with the defaults applied. */
 mcl_status mcl_counter_update_hyper(mcl_context *ctx, const char *op,
