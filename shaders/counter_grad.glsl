@@ -42,6 +42,11 @@
 
 // Batch rows a chunk of each group (16 or 32; the host gives 16, src/ops/counter.c).
 layout(constant_id = 2) const uint COUNTER_TILE_N = 16u;
+// The chunk's rows whose sums are unrolled together (specialization constant 3: 1, 2, 4, 8 or
+// 16, at most COUNTER_TILE_N; MOTIFCL_COUNTER_UNROLL, tuning): all of them by default; fewer
+// leave the driver fewer shared reads to hoist ahead of their products (registers). The sums'
+// order is the same whatever it is.
+layout(constant_id = 3) const uint COUNTER_UNROLL = 16u;
 
 const uint COUNTER_WG = gl_WorkGroupSize.x;
 const uint COUNTER_GROUPS = COUNTER_WG / COUNTER_GROUP;
@@ -91,6 +96,24 @@ void counter_grad_load(uint out_dim, uint in_dim, uint o0, uint i0, uint n0, uin
     }
 }
 
+// Batch row nn of the group's staged chunk added into the invocation's 4 x 4 block (acc, in
+// the order above; counter_grad_tile's locals stage, rb and cb).
+#ifdef COUNTER_GRAD_FUSED
+#define COUNTER_MAD(r, c, a, b) acc[4u * r + c] = fma(a[r], b[c], acc[4u * r + c])
+#else
+#define COUNTER_MAD(r, c, a, b) acc[4u * r + c] = acc[4u * r + c] + a[r] * b[c]
+#endif
+#define COUNTER_GRAD_ROW(nn)                                                                 \
+    {                                                                                       \
+        const vec4 ga = counter_sm[stage + (nn) * 4u + rb];                                 \
+        const vec4 gb = counter_sm[stage + COUNTER_TILE_N * 4u + (nn) * 16u + cb];          \
+        [[unroll]] for (uint r = 0u; r < 4u; r++) {                                         \
+            [[unroll]] for (uint c = 0u; c < 4u; c++) {                                     \
+                COUNTER_MAD(r, c, ga, gb);                                                  \
+            }                                                                               \
+        }                                                                                   \
+    }
+
 // G of the calling owner's 16 weights (0 where they lie outside W; 0 for an invocation past
 // the owners). Called by every invocation of the workgroup (it holds barriers).
 void counter_grad_tile(uint N, uint out_dim, uint in_dim, uint o0, uint i0, out float g[16]) {
@@ -132,16 +155,14 @@ void counter_grad_tile(uint N, uint out_dim, uint in_dim, uint o0, uint i0, out 
             counter_grad_load(out_dim, in_dim, o0, i0, s0 + next_chunk * COUNTER_TILE_N,
                               min(s0 + seg_len, N), go, xv);
         }
-        [[unroll]] for (uint nn = 0u; nn < COUNTER_TILE_N; nn++) {
-            const vec4 a = counter_sm[stage + nn * 4u + rb];
-            const vec4 b = counter_sm[stage + COUNTER_TILE_N * 4u + nn * 16u + cb];
-            [[unroll]] for (uint r = 0u; r < 4u; r++) {
-                [[unroll]] for (uint c = 0u; c < 4u; c++) {
-#ifdef COUNTER_GRAD_FUSED
-                    acc[4u * r + c] = fma(a[r], b[c], acc[4u * r + c]);
-#else
-                    acc[4u * r + c] = acc[4u * r + c] + a[r] * b[c];
-#endif
+        if (COUNTER_UNROLL >= COUNTER_TILE_N) {
+            [[unroll]] for (uint nn = 0u; nn < COUNTER_TILE_N; nn++) {
+                COUNTER_GRAD_ROW(nn)
+            }
+        } else {
+            [[dont_unroll]] for (uint n0 = 0u; n0 < COUNTER_TILE_N; n0 += COUNTER_UNROLL) {
+                [[unroll]] for (uint nu = 0u; nu < COUNTER_UNROLL; nu++) {
+                    COUNTER_GRAD_ROW(n0 + nu)
                 }
             }
         }

@@ -442,6 +442,29 @@ static void update_matches_reference(void **state)
                  "%u bytes of shared memory", narrowed[w]);
         assert_true(mcl_test_record(name, "codes", (double)rc.bytes_differ, 0.0));
     }
+    /* The chunk's rows unrolled 1 and 4 at a time (MOTIFCL_COUNTER_UNROLL; 16 above): the
+     * same sums in the same order, so the same codes and factors as the reference's. The
+     * control: the traits take the value, and drop it when unset. */
+    static const char *const unrolls[2] = {"1", "4"};
+    for (int u = 0; u < 2; u++) {
+        mcl_test_switch_env(ctx, "MOTIFCL_COUNTER_UNROLL", unrolls[u]);
+        const uint32_t taken = traits->counter_unroll;
+        update_result ru = {0};
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+            run_case(&cases[i], 100u + (uint32_t)i, &ru);
+        mcl_test_switch_env(ctx, "MOTIFCL_COUNTER_UNROLL", NULL);
+        char name[120];
+        snprintf(name, sizeof name, "counter: update codes differing from the reference, "
+                 "rows unrolled %s at a time", unrolls[u]);
+        assert_true(mcl_test_record(name, "codes", (double)ru.bytes_differ, 0.0));
+        snprintf(name, sizeof name, "counter: row factors, s, v farther from the reference "
+                 "than FACTOR_ULP, rows unrolled %s at a time", unrolls[u]);
+        assert_true(mcl_test_record(name, "values", (double)ru.factors_far, 0.0));
+        snprintf(name, sizeof name, "counter: MOTIFCL_COUNTER_UNROLL=%s taken, unset dropped",
+                 unrolls[u]);
+        assert_true(mcl_test_record_bool(name, taken == (uint32_t)atoi(unrolls[u]) &&
+                                                   traits->counter_unroll == 0));
+    }
     EXPECT_STATUS(mcl_counter_linear_update_wg(NULL, 64), INVALID);
     char line[160];
     snprintf(line, sizeof line, "carried %llu, walled %llu, rounded up %llu, changed %llu",

@@ -347,6 +347,14 @@ static uint32_t fit_update_wg(const mcl_context *ctx, uint32_t wg)
     return wg;
 }
 
+/* The batch rows of a chunk whose G sums the update's passes unroll together
+ * (counter_grad.glsl, COUNTER_UNROLL): MOTIFCL_COUNTER_UNROLL where set, else all of them. */
+static uint32_t unroll_of(const mcl_context *ctx, uint32_t chunk)
+{
+    const uint32_t u = mcl_traits_of(ctx)->counter_unroll;
+    return u && u < chunk ? u : chunk;
+}
+
 static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindings,
                              uint32_t local_size, uint32_t spec1, uint32_t chunk,
                              uint32_t push_size, const mcl_kernel **kernel)
@@ -356,8 +364,8 @@ static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindin
         .binding_count = bindings,
         .push_size = push_size,
         .local_size_x = local_size,
-        .spec_count = 2,
-        .spec = {spec1, chunk},
+        .spec_count = 3,
+        .spec = {spec1, chunk, unroll_of(ctx, chunk)},
     };
     mcl_status status = mcl_kernel_get(ctx, &desc, kernel);
     if (status == MCL_SUCCESS && mcl_kernel_local_size(*kernel) != local_size)
