@@ -230,13 +230,9 @@ mcl_status mcl_gpt_backward(mcl_gpt *gpt)
         TRY(mcl_rmsnorm_backward(ctx, a->x[l], mcl_gpt_layer_param(gpt, l, P_ATTN_NORM)->p, a->dh, eps,
                                  a->tmp, mcl_gpt_layer_param(gpt, l, P_ATTN_NORM)->g));
         TRY(mcl_gpt_block_updates(gpt, l, which, xs, dys, 7, 1));
-        if (dout == din) {
-            TRY(mcl_gpt_block_updates(gpt, l, which, xs, dys, 7, 2));
-            TRY(mcl_add(ctx, dxm, a->tmp, dout));
-        } else {
-            TRY(mcl_add(ctx, dxm, a->tmp, dout));
-            TRY(mcl_gpt_block_updates(gpt, l, which, xs, dys, 7, 2));
-        }
+        /* dout is not din where there are updates (an f32 model records none). */
+        TRY(mcl_add(ctx, dxm, a->tmp, dout));
+        TRY(mcl_gpt_block_updates(gpt, l, which, xs, dys, 7, 2));
     }
     TRY(mcl_embedding_backward(ctx, gpt->tokens, a->dx_3d, gpt->params[0].g));
     if (c->tied_head)
