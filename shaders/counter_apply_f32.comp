@@ -10,9 +10,10 @@
 // Each invocation owns 16 consecutive weights of a row: three whole 32-bit words of the packed
 // state, which no other invocation reads or writes in this dispatch.
 //
-//   workgroup size : 64, 128 or 256 (specialization constant 0: groups of 64 summing the
-//                    batch's segments, counter_grad.glsl; the first 64 own the weights)
+//   workgroup size : 64, 128 or 256 (specialization constant 0: groups of 4 x rows summing
+//                    the batch's segments, counter_grad.glsl; the first group owns the weights)
 //   constant 2     : batch rows a chunk of each group's sums of G (counter_grad.glsl)
+//   constant 3     : rows of W a tile, 16, 32 or 64 (counter_grad.glsl)
 //   HYPER_BUF      : specialization constant 1: 0, the seed is the push constant's; 1, it is
 //                    the hyper buffer's word 4 plus the push constant (wrapping), a step's
 //                    seed that a replayed recording reads anew, offset per layer
@@ -20,7 +21,7 @@
 //   binding 2: rowfac (readonly float[], [out, 2]); binding 3: hyper (readonly uint[], bound
 //   but unread with HYPER_BUF 0); binding 4: the packed state (uint[])
 //   push constants : { uint n, out_dim, in_dim, C, seed; }
-//   grid           : (ceil(in / 64), ceil(out / 16), 1)
+//   grid           : (ceil(in / 64), ceil(out / rows), 1)
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 

@@ -11,53 +11,56 @@
 // within rounding of the exact one (its sums of G^2 and G t feed only the row factors, which
 // the tests hold to a tolerance; the update pass's own G is the exact one).
 //
-// A tile is COUNTER_TILE_ROWS = 16 rows of W by COUNTER_TILE_COLS = 64 columns, one workgroup
-// of WG invocations (64, 128 or 256: the includer's local_size_x, specialization constant 0),
-// in WG / 64 groups of 64. An invocation of a group sums a 4 x 4 block of the tile (rows
-// 4 (t / 16) .., columns 4 (t % 16) ..), so that each pair of shared-memory reads (4 values of
-// grad_out, 4 of x) feeds 16 products. Group g takes segments g, g + WG / 64, ..., one pass
-// each; the groups walk their segments together, COUNTER_TILE_N rows a chunk each
-// (specialization constant 2: 16 or 32) staged in shared memory, the next chunk's loads issued
-// into registers before the sums over the current one. At the end of a pass group 0 adds the
-// other groups' segment sums to its running total in segment order, through shared memory.
-// The tile's owners, invocations 0..63 (COUNTER_OWNERS), then take their 16 weights each: row
-// o0 + l / 4, columns i0 + 16 (l % 4) + j.
+// A tile is COUNTER_TILE_ROWS rows of W (specialization constant 3: 16, 32 or 64) by
+// COUNTER_TILE_COLS = 64 columns, one workgroup of WG invocations (the includer's
+// local_size_x, specialization constant 0, a multiple of COUNTER_GROUP = 4 x COUNTER_TILE_ROWS,
+// at most 256), in WG / COUNTER_GROUP groups. An invocation of a group sums a 4 x 4 block of
+// the tile (rows 4 (t / 16) .., columns 4 (t % 16) ..), so that each pair of shared-memory
+// reads (4 values of grad_out, 4 of x) feeds 16 products. Group g takes segments g,
+// g + WG / COUNTER_GROUP, ..., one pass each; the groups walk their segments together,
+// COUNTER_TILE_N rows a chunk each (specialization constant 2: 16 or 32) staged in shared
+// memory, the next chunk's loads issued into registers before the sums over the current one.
+// At the end of a pass group 0 adds the other groups' segment sums to its running total in
+// segment order, through shared memory. The tile's owners, invocations 0..COUNTER_GROUP - 1
+// (COUNTER_OWNERS), then take their 16 weights each: row o0 + l / 4, columns
+// i0 + 16 (l % 4) + j. Taller tiles load fewer bytes a product (a chunk's row of x feeds
+// more rows of W) in fewer, larger workgroups.
 //
 // The includer declares, before including this file, the inputs as
 //   readonly buffer ... { vec4 x4_data[]; };    x, [N, in]
 //   readonly buffer ... { float go_data[]; };   grad_out, [N, out]
 //   readonly buffer ... { vec4 go4_data[]; };   grad_out again, on the same binding
-// and its workgroup size as local_size_x_id = 0. Shared memory: WG / 64 x COUNTER_TILE_N x
-// 320 bytes (src/ops/counter.c gives 16 rows a chunk and fits the workgroup to the device).
+// and its workgroup size as local_size_x_id = 0. Shared memory: WG / COUNTER_GROUP groups of
+// COUNTER_TILE_N x (COUNTER_TILE_ROWS / 4 + 16) x 16 bytes, at least COUNTER_TILE_ROWS x 256
+// (src/ops/counter.c gives 16 rows a chunk and fits the workgroup to the device).
 // A chunk's loads are whole vec4s (x's rows always, in being a multiple of 16; grad_out's
 // where out is a multiple of 4): a quarter of the load instructions of float reads.
 #ifndef COUNTER_GRAD_GLSL
 #define COUNTER_GRAD_GLSL
 
-#define COUNTER_TILE_ROWS 16u
 #define COUNTER_TILE_COLS 64u
-#define COUNTER_OWNERS 64u
 #define COUNTER_SEGMENTS 4u
-#define COUNTER_GROUP 64u
 
 // Batch rows a chunk of each group (16 or 32; the host gives 16, src/ops/counter.c).
 layout(constant_id = 2) const uint COUNTER_TILE_N = 16u;
-// The chunk's rows whose sums are unrolled together (specialization constant 3: 1, 2, 4, 8 or
-// 16, at most COUNTER_TILE_N; MOTIFCL_COUNTER_UNROLL, tuning): all of them by default; fewer
-// leave the driver fewer shared reads to hoist ahead of their products (registers). The sums'
-// order is the same whatever it is.
-layout(constant_id = 3) const uint COUNTER_UNROLL = 16u;
+// Rows of W a tile (specialization constant 3: 16, 32 or 64).
+layout(constant_id = 3) const uint COUNTER_TILE_ROWS = 16u;
 
 const uint COUNTER_WG = gl_WorkGroupSize.x;
+const uint COUNTER_GROUP = 4u * COUNTER_TILE_ROWS;
+const uint COUNTER_OWNERS = COUNTER_GROUP;
 const uint COUNTER_GROUPS = COUNTER_WG / COUNTER_GROUP;
-// A chunk's vec4 loads an invocation: grad_out's (16 rows: 4 vec4s a batch row), x's (16).
-const uint COUNTER_GO_LOADS = COUNTER_TILE_N * 4u / COUNTER_GROUP;
+// A batch row of the tile's grad_out in vec4s.
+const uint COUNTER_GO_ROW = COUNTER_TILE_ROWS / 4u;
+// A chunk's vec4 loads an invocation: grad_out's (COUNTER_GO_ROW a batch row), x's (16).
+const uint COUNTER_GO_LOADS = COUNTER_TILE_N * COUNTER_GO_ROW / COUNTER_GROUP;
 const uint COUNTER_X_LOADS = COUNTER_TILE_N * 16u / COUNTER_GROUP;
-// A group's chunk in shared memory: [row][4] vec4s of grad_out, then [row][16] of x.
-const uint COUNTER_STAGE = COUNTER_TILE_N * 20u;
-// The staging area, reused at the end of a pass for one group's 1,024 sums (256 vec4s).
-const uint COUNTER_SHARED = COUNTER_GROUPS * COUNTER_STAGE > 256u
-                                ? COUNTER_GROUPS * COUNTER_STAGE : 256u;
+// A group's chunk in shared memory: [row][COUNTER_GO_ROW] vec4s of grad_out, then [row][16]
+// of x.
+const uint COUNTER_STAGE = COUNTER_TILE_N * (COUNTER_GO_ROW + 16u);
+// The staging area, reused at the end of a pass for one group's sums (a tile's, in vec4s).
+const uint COUNTER_SHARED = COUNTER_GROUPS * COUNTER_STAGE > COUNTER_TILE_ROWS * 16u
+                                ? COUNTER_GROUPS * COUNTER_STAGE : COUNTER_TILE_ROWS * 16u;
 shared vec4 counter_sm[COUNTER_SHARED];
 
 // A vec4 of 4 consecutive floats of a grad_out row (0 past the row's end): out not a multiple
@@ -80,8 +83,8 @@ void counter_grad_load(uint out_dim, uint in_dim, uint o0, uint i0, uint n0, uin
     const bool go_vec4 = out_dim % 4u == 0u;
     [[unroll]] for (uint q = 0u; q < COUNTER_GO_LOADS; q++) {
         const uint k = t + q * COUNTER_GROUP;
-        const uint n = n0 + k / 4u;
-        const uint o = o0 + 4u * (k % 4u);
+        const uint n = n0 + k / COUNTER_GO_ROW;
+        const uint o = o0 + 4u * (k % COUNTER_GO_ROW);
         if (go_vec4) {
             go[q] = n < end && o < out_dim ? go4_data[(n * out_dim + o) / 4u] : vec4(0.0);
         } else {
@@ -105,8 +108,8 @@ void counter_grad_load(uint out_dim, uint in_dim, uint o0, uint i0, uint n0, uin
 #endif
 #define COUNTER_GRAD_ROW(nn)                                                                 \
     {                                                                                       \
-        const vec4 ga = counter_sm[stage + (nn) * 4u + rb];                                 \
-        const vec4 gb = counter_sm[stage + COUNTER_TILE_N * 4u + (nn) * 16u + cb];          \
+        const vec4 ga = counter_sm[stage + (nn) * COUNTER_GO_ROW + rb];                     \
+        const vec4 gb = counter_sm[stage + COUNTER_TILE_N * COUNTER_GO_ROW + (nn) * 16u + cb];\
         [[unroll]] for (uint r = 0u; r < 4u; r++) {                                         \
             [[unroll]] for (uint c = 0u; c < 4u; c++) {                                     \
                 COUNTER_MAD(r, c, ga, gb);                                                  \
@@ -146,7 +149,7 @@ void counter_grad_tile(uint N, uint out_dim, uint in_dim, uint o0, uint i0, out 
             counter_sm[stage + t + q * COUNTER_GROUP] = go[q];
         }
         [[unroll]] for (uint q = 0u; q < COUNTER_X_LOADS; q++) {
-            counter_sm[stage + COUNTER_TILE_N * 4u + t + q * COUNTER_GROUP] = xv[q];
+            counter_sm[stage + COUNTER_TILE_N * COUNTER_GO_ROW + t + q * COUNTER_GROUP] = xv[q];
         }
         barrier();
         if (it + 1u < passes * chunks) {
@@ -155,16 +158,8 @@ void counter_grad_tile(uint N, uint out_dim, uint in_dim, uint o0, uint i0, out 
             counter_grad_load(out_dim, in_dim, o0, i0, s0 + next_chunk * COUNTER_TILE_N,
                               min(s0 + seg_len, N), go, xv);
         }
-        if (COUNTER_UNROLL >= COUNTER_TILE_N) {
-            [[unroll]] for (uint nn = 0u; nn < COUNTER_TILE_N; nn++) {
-                COUNTER_GRAD_ROW(nn)
-            }
-        } else {
-            [[dont_unroll]] for (uint n0 = 0u; n0 < COUNTER_TILE_N; n0 += COUNTER_UNROLL) {
-                [[unroll]] for (uint nu = 0u; nu < COUNTER_UNROLL; nu++) {
-                    COUNTER_GRAD_ROW(n0 + nu)
-                }
-            }
+        [[unroll]] for (uint nn = 0u; nn < COUNTER_TILE_N; nn++) {
+            COUNTER_GRAD_ROW(nn)
         }
         if (chunk + 1u == chunks) {
             // The pass's segments in order: group 0's own, then each other group's.

@@ -9,13 +9,14 @@
 // its 16 weights j = 0..15 from +0.0, each product and sum rounded on its own; the tile's
 // partial is +0.0 plus the four invocations' sums of the row in column order (those inside W).
 //
-//   workgroup size : 64, 128 or 256 (specialization constant 0: groups of 64 summing the
-//                    batch's segments, counter_grad.glsl; the first 64 own the weights)
+//   workgroup size : 64, 128 or 256 (specialization constant 0: groups of 4 x rows summing
+//                    the batch's segments, counter_grad.glsl; the first group owns the weights)
 //   constant 2     : batch rows a chunk of each group's sums of G (counter_grad.glsl)
+//   constant 3     : rows of W a tile, 16, 32 or 64 (counter_grad.glsl)
 //   set 0 binding 0: x (readonly vec4[], [N, in]); binding 1: grad_out (readonly, [N, out]);
 //   binding 2: the packed state (readonly uint[]); binding 3: partials (float[], [out, tiles, 2])
 //   push constants : { uint n, out_dim, in_dim, C, tiles; }
-//   grid           : (tiles = ceil(in / 64), ceil(out / 16), 1)
+//   grid           : (tiles = ceil(in / 64), ceil(out / rows), 1)
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 

@@ -393,12 +393,13 @@ static void run_case(const update_case *k, uint32_t seed0, update_result *res)
 static void update_matches_reference(void **state)
 {
     (void)state;
-    /* in 80 and 144: a last column tile of 16 and of 16 of 64; out 45 and 33: a last row tile
-     * of 13 and 1; C 11 (the default), 5, 2 and 1; lr from gentle to wall-bound; N 150: the
+    /* in 80 and 144: a last column tile of 16 and of 16 of 64; out 45, 70 and 33: a last row
+     * tile of 13, 6 and 1 (of 16; 70 also 6 of 32 and 64); C 11 (the default), 5, 2 and 1; lr from gentle to wall-bound; N 150: the
      * batch in four segments of 38 rows and chunks of G's sums, the last ones partial
      * (counter_grad.glsl). */
     static const update_case cases[] = {
         {11, 45, 80, 37, 0.05f, 0.0f, 0.0f, 0.0f, 1.0f, 0},
+        {11, 70, 80, 40, 0.05f, 0.0f, 0.0f, 0.0f, 1.0f, 0},
         {11, 24, 80, 150, 0.05f, 0.0f, 0.0f, 0.0f, 1.0f, 0},
         {11, 33, 144, 20, 2.0f, 0.01f, 0.5f, 1e-2f, 1.0f, 0},
         {5, 16, 64, 50, 0.3f, 0.001f, 0.0f, 0.0f, 0.1f, 0},
@@ -442,28 +443,29 @@ static void update_matches_reference(void **state)
                  "%u bytes of shared memory", narrowed[w]);
         assert_true(mcl_test_record(name, "codes", (double)rc.bytes_differ, 0.0));
     }
-    /* The chunk's rows unrolled 1 and 4 at a time (MOTIFCL_COUNTER_UNROLL; 16 above): the
-     * same sums in the same order, so the same codes and factors as the reference's. The
-     * control: the traits take the value, and drop it when unset. */
-    static const char *const unrolls[2] = {"1", "4"};
-    for (int u = 0; u < 2; u++) {
-        mcl_test_switch_env(ctx, "MOTIFCL_COUNTER_UNROLL", unrolls[u]);
-        const uint32_t taken = traits->counter_unroll;
-        update_result ru = {0};
+    /* Tiles of 32 and 64 rows of W (MOTIFCL_COUNTER_ROWS; 16 above): two groups of 128
+     * summing two segments each, one group of 256 summing all four; the same sums in the same
+     * order, so the same codes and factors as the reference's. The control: the traits take
+     * the value, and drop it when unset. */
+    static const char *const tall[2] = {"32", "64"};
+    for (int r = 0; r < 2; r++) {
+        mcl_test_switch_env(ctx, "MOTIFCL_COUNTER_ROWS", tall[r]);
+        const uint32_t taken = traits->counter_rows;
+        update_result rr = {0};
         for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-            run_case(&cases[i], 100u + (uint32_t)i, &ru);
-        mcl_test_switch_env(ctx, "MOTIFCL_COUNTER_UNROLL", NULL);
+            run_case(&cases[i], 100u + (uint32_t)i, &rr);
+        mcl_test_switch_env(ctx, "MOTIFCL_COUNTER_ROWS", NULL);
         char name[120];
         snprintf(name, sizeof name, "counter: update codes differing from the reference, "
-                 "rows unrolled %s at a time", unrolls[u]);
-        assert_true(mcl_test_record(name, "codes", (double)ru.bytes_differ, 0.0));
+                 "tiles of %s rows", tall[r]);
+        assert_true(mcl_test_record(name, "codes", (double)rr.bytes_differ, 0.0));
         snprintf(name, sizeof name, "counter: row factors, s, v farther from the reference "
-                 "than FACTOR_ULP, rows unrolled %s at a time", unrolls[u]);
-        assert_true(mcl_test_record(name, "values", (double)ru.factors_far, 0.0));
-        snprintf(name, sizeof name, "counter: MOTIFCL_COUNTER_UNROLL=%s taken, unset dropped",
-                 unrolls[u]);
-        assert_true(mcl_test_record_bool(name, taken == (uint32_t)atoi(unrolls[u]) &&
-                                                   traits->counter_unroll == 0));
+                 "than FACTOR_ULP, tiles of %s rows", tall[r]);
+        assert_true(mcl_test_record(name, "values", (double)rr.factors_far, 0.0));
+        snprintf(name, sizeof name, "counter: MOTIFCL_COUNTER_ROWS=%s taken, unset dropped",
+                 tall[r]);
+        assert_true(mcl_test_record_bool(name, taken == (uint32_t)atoi(tall[r]) &&
+                                                   traits->counter_rows == 0));
     }
     EXPECT_STATUS(mcl_counter_linear_update_wg(NULL, 64), INVALID);
     char line[160];

@@ -468,12 +468,12 @@ void mcl_env_read(mcl_env_settings *s)
             s->engine_warm = (uint32_t)n;
     }
     s->attention_f32 = switch_value(s, "MOTIFCL_ATTENTION_F32");
-    if ((v = mcl_env("MOTIFCL_COUNTER_UNROLL"))) {
-        long long n = whole_number(v, 1, 16);
-        if (n < 0 || (n & (n - 1)) != 0)
-            problem(s, "MOTIFCL_COUNTER_UNROLL=%s is not 1, 2, 4, 8 or 16; ignored", v);
+    if ((v = mcl_env("MOTIFCL_COUNTER_ROWS"))) {
+        long long n = whole_number(v, 16, 64);
+        if (n != 16 && n != 32 && n != 64)
+            problem(s, "MOTIFCL_COUNTER_ROWS=%s is not 16, 32 or 64; ignored", v);
         else
-            s->counter_unroll = (uint32_t)n;
+            s->counter_rows = (uint32_t)n;
     }
     read_pipeline_cache(s);
     read_profile(s);

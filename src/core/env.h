@@ -29,8 +29,8 @@
  *                               beside the dispatches that leave memory idle (tuning)
  *   MOTIFCL_ATTENTION_F32       1: a prompt pass's attention on the f32 kernels, not on
  *                               cooperative matrices (for comparison)
- *   MOTIFCL_COUNTER_UNROLL      1, 2, 4, 8 or 16: the batch rows of a chunk whose G sums the
- *                               counter-state update's passes unroll together (tuning)
+ *   MOTIFCL_COUNTER_ROWS        16, 32 or 64: rows of W a tile of the counter-state update's
+ *                               passes (tuning; fewer where the workgroup is narrower)
  *   MOTIFCL_PROFILE             1|true|on|yes: profile every dispatch, the table to stderr
  *                               when the context is destroyed; an absolute file path: the
  *                               profile as JSON into that file instead; 0|false|off|no: none
@@ -139,7 +139,7 @@ typedef struct mcl_env_settings {
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU */
     uint32_t engine_warm;          /* MOTIFCL_ENGINE_WARM */
     int attention_f32;             /* MOTIFCL_ATTENTION_F32 */
-    uint32_t counter_unroll;       /* MOTIFCL_COUNTER_UNROLL, 0 unset */
+    uint32_t counter_rows;         /* MOTIFCL_COUNTER_ROWS, 0 unset */
     int gpu_profile;               /* MOTIFCL_PROFILE: 1 to stderr, 2 to profile_path */
     char profile_path[MCL_ENV_PATH];
     uint64_t max_binding;          /* MOTIFCL_MAX_BINDING, 0 unset */

@@ -4,7 +4,8 @@
  * Dispatch plan (kernels in shaders/counter_*):
  *   forward   gemm_f32 (COUNTER_B, TRANS_B): y = x W^T, W decoded as the GEMM's tiles load
  *   backward  gemm_f32 (COUNTER_B): grad_x = grad_out W (the W before the update)
- *             counter_stats_f32: G per 16 x 64 tile, each row's partial sum G^2 and G t
+ *             counter_stats_f32: G per tile (16, 32 or 64 rows by 64 columns), each row's
+ *                                partial sum G^2 and G t
  *             counter_rows_f32:  the row sums, v, s and the two factors of the row
  *             counter_apply_f32: G per tile again, each weight's step, written in place
  * G is never stored: computing it twice costs arithmetic, not memory (the statistics pass's
@@ -20,9 +21,10 @@
 #include "counter.h"
 #include "ops_internal.h"
 
-/* The tile shape the update's kernels are written for (counter_grad.glsl). */
-#define COUNTER_TILE_ROWS 16u
+/* The update's tiles: 64 columns, 16 to 64 rows (counter_grad.glsl's constant 3; the
+ * library's choice COUNTER_DEFAULT_ROWS, MOTIFCL_COUNTER_ROWS where set). */
 #define COUNTER_TILE_COLS 64u
+#define COUNTER_DEFAULT_ROWS 16u
 /* The update passes' workgroup (counter_grad.glsl: a tile's 1,024 sums spread over it, each a
  * chain of a batch's adds; at 64 a step of the stories15M shape spent 53 of its 76 ms in the
  * two passes on an H100, ca2cd54:evidence/h100-5793ad7-lease), within the device's limit. */
@@ -30,7 +32,7 @@
 #define COUNTER_ROWS_WG 64u
 /* Vulkan's minimum maxComputeWorkGroupCount per dimension. */
 #define COUNTER_MAX_GROUPS 65535u
-/* The most rows a 16-row tile grid reaches within that count. */
+/* The most rows a grid of the shortest tiles (16 rows) reaches within that count. */
 #define COUNTER_MAX_ROWS ((int64_t)COUNTER_MAX_GROUPS * 16)
 /* The spec's defaults and the scale's range. */
 #define COUNTER_DEFAULT_BETA 0.9f
@@ -328,36 +330,38 @@ static mcl_status check_input(mcl_counter_linear *layer, const char *op, const m
  * (docs/counter-state.md). */
 #define COUNTER_CHUNK 16u
 
-/* Shared memory of an update pass of workgroup `wg` (counter_grad.glsl: wg / 64 groups of
- * COUNTER_CHUNK x 320 bytes, at least 4 KB; counter_stats_f32's 512 bytes of row sums beside
- * them). */
-static uint32_t update_shared_bytes(uint32_t wg)
+/* Shared memory of an update pass of workgroup `wg` and tiles of `rows` rows
+ * (counter_grad.glsl: wg / (4 rows) groups of COUNTER_CHUNK x (rows / 4 + 16) x 16 bytes, at
+ * least rows x 256; counter_stats_f32's rows x 32 bytes of row sums beside them). */
+static uint32_t update_shared_bytes(uint32_t wg, uint32_t rows)
 {
-    const uint32_t stage = wg / 64 * COUNTER_CHUNK * 320;
-    return (stage > 4096 ? stage : 4096) + 512;
+    const uint32_t stage = wg / (4 * rows) * COUNTER_CHUNK * (rows / 4 + 16) * 16;
+    return (stage > rows * 256 ? stage : rows * 256) + rows * 32;
 }
 
-/* The update passes' workgroup: narrower where the device's invocations or shared memory do
- * not hold it. */
-static uint32_t fit_update_wg(const mcl_context *ctx, uint32_t wg)
+/* The update passes' workgroup and tile rows: the rows at most a quarter of the workgroup,
+ * both narrower where the device's invocations or shared memory do not hold them. */
+typedef struct update_shape {
+    uint32_t wg, rows;
+} update_shape;
+
+static update_shape fit_update(const mcl_context *ctx, uint32_t wg)
 {
     const mcl_traits *t = mcl_traits_of(ctx);
-    while (wg > 64 && (wg > t->max_invocations || update_shared_bytes(wg) > t->max_shared_bytes))
-        wg /= 2;
-    return wg;
-}
-
-/* The batch rows of a chunk whose G sums the update's passes unroll together
- * (counter_grad.glsl, COUNTER_UNROLL): MOTIFCL_COUNTER_UNROLL where set, else all of them. */
-static uint32_t unroll_of(const mcl_context *ctx, uint32_t chunk)
-{
-    const uint32_t u = mcl_traits_of(ctx)->counter_unroll;
-    return u && u < chunk ? u : chunk;
+    update_shape s = {wg, t->counter_rows ? t->counter_rows : COUNTER_DEFAULT_ROWS};
+    for (;;) {
+        while (4 * s.rows > s.wg)
+            s.rows /= 2;
+        if (s.wg == 64 || (s.wg <= t->max_invocations &&
+                           update_shared_bytes(s.wg, s.rows) <= t->max_shared_bytes))
+            return s;
+        s.wg /= 2;
+    }
 }
 
 static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindings,
                              uint32_t local_size, uint32_t spec1, uint32_t chunk,
-                             uint32_t push_size, const mcl_kernel **kernel)
+                             uint32_t rows, uint32_t push_size, const mcl_kernel **kernel)
 {
     mcl_kernel_desc desc = {
         .id = id,
@@ -365,7 +369,7 @@ static mcl_status get_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindin
         .push_size = push_size,
         .local_size_x = local_size,
         .spec_count = 3,
-        .spec = {spec1, chunk, unroll_of(ctx, chunk)},
+        .spec = {spec1, chunk, rows},
     };
     mcl_status status = mcl_kernel_get(ctx, &desc, kernel);
     if (status == MCL_SUCCESS && mcl_kernel_local_size(*kernel) != local_size)
@@ -496,21 +500,23 @@ static mcl_status record_updates(update_job *jobs, int n, int first_pass, int la
     mcl_tensor *made[2 * MCL_COUNTER_GROUP_MAX] = {0};
     const mcl_kernel *stats[MCL_COUNTER_GROUP_MAX], *finish[MCL_COUNTER_GROUP_MAX],
         *apply[MCL_COUNTER_GROUP_MAX];
+    uint32_t tile_rows[MCL_COUNTER_GROUP_MAX];
     for (int j = 0; j < n; j++) {
         update_job *u = &jobs[j];
         mcl_counter_linear *layer = u->layer;
         mcl_context *ctx = layer->ctx;
         const uint32_t from_buffer = u->hyper != NULL;
-        const uint32_t wg =
-            fit_update_wg(ctx, layer->update_wg ? layer->update_wg : COUNTER_UPDATE_WG);
+        const update_shape sh =
+            fit_update(ctx, layer->update_wg ? layer->update_wg : COUNTER_UPDATE_WG);
         const uint32_t chunk = COUNTER_CHUNK;
-        if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, 4, wg, 0, chunk,
+        tile_rows[j] = sh.rows;
+        if ((status = get_kernel(ctx, MCL_KERNEL_COUNTER_STATS_F32, 4, sh.wg, 0, chunk, sh.rows,
                                  sizeof(grad_push), &stats[j])) != MCL_SUCCESS ||
             (status = get_kernel(ctx, MCL_KERNEL_COUNTER_ROWS_F32, 5, COUNTER_ROWS_WG,
-                                 from_buffer, 0, sizeof(rows_push), &finish[j])) !=
+                                 from_buffer, 0, 0, sizeof(rows_push), &finish[j])) !=
                 MCL_SUCCESS ||
-            (status = get_kernel(ctx, MCL_KERNEL_COUNTER_APPLY_F32, 5, wg, from_buffer, chunk,
-                                 sizeof(grad_push), &apply[j])) != MCL_SUCCESS)
+            (status = get_kernel(ctx, MCL_KERNEL_COUNTER_APPLY_F32, 5, sh.wg, from_buffer, chunk,
+                                 sh.rows, sizeof(grad_push), &apply[j])) != MCL_SUCCESS)
             goto done;
         const int64_t partial_len = layer->out * (int64_t)u->push.tiles * 2;
         const int64_t factors_len = layer->out * 2;
@@ -532,8 +538,8 @@ static mcl_status record_updates(update_job *jobs, int n, int first_pass, int la
             mcl_counter_linear *layer = u->layer;
             mcl_context *ctx = layer->ctx;
             const uint32_t groups_x = u->push.tiles;
-            const uint32_t groups_y = (uint32_t)((layer->out + COUNTER_TILE_ROWS - 1) /
-                                                 COUNTER_TILE_ROWS);
+            const uint32_t groups_y = (uint32_t)((layer->out + tile_rows[j] - 1) /
+                                                 tile_rows[j]);
             grad_push push = {(uint32_t)u->rows, (uint32_t)layer->out, (uint32_t)layer->in,
                               layer->C, pass == 0 ? u->push.tiles : u->seed};
             if (pass == 0) {

@@ -182,7 +182,7 @@ void mcl_traits_decide(mcl_device_info *info, const mcl_env_settings *env,
     t.engine_split_glu = env->engine_split_glu;
     t.engine_warm = env->engine_warm;
     t.attention_f32 = env->attention_f32;
-    t.counter_unroll = env->counter_unroll;
+    t.counter_rows = env->counter_rows;
     *out = t;
 }
 
@@ -242,11 +242,11 @@ size_t mcl_traits_json(const mcl_traits *t, char *buffer, size_t capacity)
         "\"gemm_matrix_tile\": [%u, %u], \"attention_splits\": %u, \"attention_wg\": %u, "
         "\"transfer\": \"%s\", \"pipeline_stats\": %d, \"engine_eager\": %d, "
         "\"engine_split_glu\": %d, \"engine_warm\": %u, \"attention_f32\": %d, "
-        "\"counter_unroll\": %u}",
+        "\"counter_rows\": %u}",
         t->gemm_slices, t->gemm_unroll, t->gemm_f32_unroll, t->gemm_f32_tile[0],
         t->gemm_f32_tile[1], t->gemm_float_tile[0], t->gemm_float_tile[1],
         t->gemm_matrix_tile[0], t->gemm_matrix_tile[1], t->attention_splits, t->attention_wg,
         transfers[t->transfer], t->pipeline_stats, t->engine_eager, t->engine_split_glu,
-        t->engine_warm, t->attention_f32, t->counter_unroll);
+        t->engine_warm, t->attention_f32, t->counter_rows);
     return o.len;
 }

@@ -81,8 +81,8 @@ typedef struct mcl_traits {
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER: decode steps op by op */
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU: gate, up, SwiGLU not fused */
     uint32_t engine_warm;          /* MOTIFCL_ENGINE_WARM: the weights a decode step warms */
-    uint32_t counter_unroll;       /* MOTIFCL_COUNTER_UNROLL: rows of the update's G sums
-                                    * unrolled together, 0 for the kernels' own (16) */
+    uint32_t counter_rows;         /* MOTIFCL_COUNTER_ROWS: rows of W a tile of the
+                                    * counter-state update's passes, 0 for the library's */
     int attention_f32;             /* MOTIFCL_ATTENTION_F32: no prompt attention on matrices */
 } mcl_traits;
 
