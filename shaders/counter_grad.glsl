@@ -31,8 +31,8 @@
 //   readonly buffer ... { float go_data[]; };   grad_out, [N, out]
 //   readonly buffer ... { vec4 go4_data[]; };   grad_out again, on the same binding
 // and its workgroup size as local_size_x_id = 0. Shared memory: WG / COUNTER_GROUP groups of
-// COUNTER_TILE_N x (COUNTER_TILE_ROWS / 4 + 16) x 16 bytes, at least COUNTER_TILE_ROWS x 256
-// (src/ops/counter.c gives 16 rows a chunk and fits the workgroup to the device).
+// COUNTER_TILE_N x (COUNTER_TILE_ROWS / 4 + 16) x 16 bytes, and COUNTER_TILE_ROWS x 256 of
+// totals (src/ops/counter.c gives 16 rows a chunk and fits the workgroup to the device).
 // A chunk's loads are whole vec4s (x's rows always, in being a multiple of 16; grad_out's
 // where out is a multiple of 4): a quarter of the load instructions of float reads.
 #ifndef COUNTER_GRAD_GLSL
@@ -58,10 +58,13 @@ const uint COUNTER_X_LOADS = COUNTER_TILE_N * 16u / COUNTER_GROUP;
 // A group's chunk in shared memory: [row][COUNTER_GO_ROW] vec4s of grad_out, then [row][16]
 // of x.
 const uint COUNTER_STAGE = COUNTER_TILE_N * (COUNTER_GO_ROW + 16u);
-// The staging area, reused at the end of a pass for one group's sums (a tile's, in vec4s).
-const uint COUNTER_SHARED = COUNTER_GROUPS * COUNTER_STAGE > COUNTER_TILE_ROWS * 16u
-                                ? COUNTER_GROUPS * COUNTER_STAGE : COUNTER_TILE_ROWS * 16u;
-shared vec4 counter_sm[COUNTER_SHARED];
+// The staging area, reused at the end of a pass for a group's sums (a tile's, 16 x
+// COUNTER_TILE_ROWS vec4s, which fit where there is more than one group: rows at most 64).
+shared vec4 counter_sm[COUNTER_GROUPS * COUNTER_STAGE];
+// The tile's totals, [row][16] vec4s, each invocation of group 0 adding to its own block's:
+// in shared memory, not in registers (registers decide how many workgroups a multiprocessor
+// holds; a total is touched once a pass).
+shared vec4 counter_total[COUNTER_TILE_ROWS * 16u];
 
 // A vec4 of 4 consecutive floats of a grad_out row (0 past the row's end): out not a multiple
 // of 4.
@@ -132,10 +135,8 @@ void counter_grad_tile(uint N, uint out_dim, uint in_dim, uint o0, uint i0, out 
 #else
     precise float acc[16];
 #endif
-    precise float total[16];
     [[unroll]] for (uint j = 0u; j < 16u; j++) {
         acc[j] = 0.0;
-        total[j] = 0.0;
     }
     vec4 go[COUNTER_GO_LOADS];
     vec4 xv[COUNTER_X_LOADS];
@@ -162,10 +163,15 @@ void counter_grad_tile(uint N, uint out_dim, uint in_dim, uint o0, uint i0, out 
             COUNTER_GRAD_ROW(nn)
         }
         if (chunk + 1u == chunks) {
-            // The pass's segments in order: group 0's own, then each other group's.
+            // The pass's segments in order into group 0's totals: its own, then each other
+            // group's (through the staging area).
             if (grp == 0u) {
-                [[unroll]] for (uint j = 0u; j < 16u; j++) {
-                    total[j] = pass == 0u ? acc[j] : total[j] + acc[j];
+                [[unroll]] for (uint r = 0u; r < 4u; r++) {
+                    const uint at = (4u * rb + r) * 16u + cb;
+                    const vec4 a = vec4(acc[4u * r], acc[4u * r + 1u], acc[4u * r + 2u],
+                                        acc[4u * r + 3u]);
+                    precise vec4 s = pass == 0u ? a : counter_total[at] + a;
+                    counter_total[at] = s;
                 }
             }
             for (uint h = 1u; h < COUNTER_GROUPS; h++) {
@@ -180,10 +186,9 @@ void counter_grad_tile(uint N, uint out_dim, uint in_dim, uint o0, uint i0, out 
                 barrier();
                 if (grp == 0u) {
                     [[unroll]] for (uint r = 0u; r < 4u; r++) {
-                        const vec4 p = counter_sm[t * 4u + r];
-                        [[unroll]] for (uint c = 0u; c < 4u; c++) {
-                            total[4u * r + c] = total[4u * r + c] + p[c];
-                        }
+                        const uint at = (4u * rb + r) * 16u + cb;
+                        precise vec4 s = counter_total[at] + counter_sm[t * 4u + r];
+                        counter_total[at] = s;
                     }
                 }
             }
@@ -194,16 +199,9 @@ void counter_grad_tile(uint N, uint out_dim, uint in_dim, uint o0, uint i0, out 
     }
     // The totals to their owners: row o0 + l / 4, 16 columns from i0 + 16 (l % 4).
     barrier();
-    if (grp == 0u) {
-        [[unroll]] for (uint r = 0u; r < 4u; r++) {
-            counter_sm[(4u * rb + r) * 16u + cb] =
-                vec4(total[4u * r], total[4u * r + 1u], total[4u * r + 2u], total[4u * r + 3u]);
-        }
-    }
-    barrier();
     const uint ro = (l >> 2) % COUNTER_TILE_ROWS, co = 4u * (l & 3u);
     [[unroll]] for (uint q = 0u; q < 4u; q++) {
-        const vec4 p = l < COUNTER_OWNERS ? counter_sm[ro * 16u + co + q] : vec4(0.0);
+        const vec4 p = l < COUNTER_OWNERS ? counter_total[ro * 16u + co + q] : vec4(0.0);
         [[unroll]] for (uint c = 0u; c < 4u; c++) {
             g[4u * q + c] = p[c];
         }

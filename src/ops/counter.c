@@ -331,12 +331,11 @@ static mcl_status check_input(mcl_counter_linear *layer, const char *op, const m
 #define COUNTER_CHUNK 16u
 
 /* Shared memory of an update pass of workgroup `wg` and tiles of `rows` rows
- * (counter_grad.glsl: wg / (4 rows) groups of COUNTER_CHUNK x (rows / 4 + 16) x 16 bytes, at
- * least rows x 256; counter_stats_f32's rows x 32 bytes of row sums beside them). */
+ * (counter_grad.glsl: wg / (4 rows) groups of COUNTER_CHUNK x (rows / 4 + 16) x 16 bytes, and
+ * rows x 256 of totals; counter_stats_f32's rows x 32 bytes of row sums beside them). */
 static uint32_t update_shared_bytes(uint32_t wg, uint32_t rows)
 {
-    const uint32_t stage = wg / (4 * rows) * COUNTER_CHUNK * (rows / 4 + 16) * 16;
-    return (stage > rows * 256 ? stage : rows * 256) + rows * 32;
+    return wg / (4 * rows) * COUNTER_CHUNK * (rows / 4 + 16) * 16 + rows * 256 + rows * 32;
 }
 
 /* The update passes' workgroup and tile rows: the rows at most a quarter of the workgroup,
