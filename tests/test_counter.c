@@ -443,11 +443,11 @@ static void update_matches_reference(void **state)
                  "%u bytes of shared memory", narrowed[w]);
         assert_true(mcl_test_record(name, "codes", (double)rc.bytes_differ, 0.0));
     }
-    /* Tiles of 32 and 64 rows of W (MOTIFCL_COUNTER_ROWS; 16 above): two groups of 128
-     * summing two segments each, one group of 256 summing all four; the same sums in the same
-     * order, so the same codes and factors as the reference's. The control: the traits take
-     * the value, and drop it when unset. */
-    static const char *const tall[2] = {"32", "64"};
+    /* Tiles of 16 and 64 rows of W (MOTIFCL_COUNTER_ROWS; the library's 32 above, two groups
+     * of 128 summing two segments each): four groups of 64 summing one segment each, one group
+     * of 256 summing all four; the same sums in the same order, so the same codes and factors
+     * as the reference's. The control: the traits take the value, and drop it when unset. */
+    static const char *const tall[2] = {"16", "64"};
     for (int r = 0; r < 2; r++) {
         mcl_test_switch_env(ctx, "MOTIFCL_COUNTER_ROWS", tall[r]);
         const uint32_t taken = traits->counter_rows;

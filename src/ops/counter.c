@@ -24,7 +24,7 @@
 /* The update's tiles: 64 columns, 16 to 64 rows (counter_grad.glsl's constant 3; the
  * library's choice COUNTER_DEFAULT_ROWS, MOTIFCL_COUNTER_ROWS where set). */
 #define COUNTER_TILE_COLS 64u
-#define COUNTER_DEFAULT_ROWS 16u
+#define COUNTER_DEFAULT_ROWS 32u
 /* The update passes' workgroup (counter_grad.glsl: a tile's 1,024 sums spread over it, each a
  * chain of a batch's adds; at 64 a step of the stories15M shape spent 53 of its 76 ms in the
  * two passes on an H100, ca2cd54:evidence/h100-5793ad7-lease), within the device's limit. */
