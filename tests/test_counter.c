@@ -14,7 +14,8 @@
  *    The update pass's G agrees with the reference's bit for bit (same order, no fused
  *    multiply-add), which the codes' agreement depends on. The update cases run again with the
  *    passes' workgroups of 64 and 128 invocations (the library's 256 spreads a tile's sums
- *    over more of them): byte-identical as well.
+ *    over more of them) and with tiles of 16 and 64 rows of W (the library's 32): byte-identical
+ *    as well.
  *  - Several layers' updates recorded as one group (the GPT's path): each layer's state, scale
  *    and moment byte-identical to its update alone; a changed salt in one layer of the group
  *    must change that layer alone (control).
@@ -394,9 +395,9 @@ static void update_matches_reference(void **state)
 {
     (void)state;
     /* in 80 and 144: a last column tile of 16 and of 16 of 64; out 45, 70 and 33: a last row
-     * tile of 13, 6 and 1 (of 16; 70 also 6 of 32 and 64); C 11 (the default), 5, 2 and 1; lr from gentle to wall-bound; N 150: the
-     * batch in four segments of 38 rows and chunks of G's sums, the last ones partial
-     * (counter_grad.glsl). */
+     * tile of 13, 6 and 1 of 16 rows (45 and 70: 13 and 6 of 32, 45 and 6 of 64); C 11 (the
+     * default), 5, 2 and 1; lr from gentle to wall-bound; N 150: the batch in four segments of
+     * 38 rows and chunks of G's sums, the last ones partial (counter_grad.glsl). */
     static const update_case cases[] = {
         {11, 45, 80, 37, 0.05f, 0.0f, 0.0f, 0.0f, 1.0f, 0},
         {11, 70, 80, 40, 0.05f, 0.0f, 0.0f, 0.0f, 1.0f, 0},
@@ -428,7 +429,7 @@ static void update_matches_reference(void **state)
     }
     /* Shared memory narrowed: at 32 KB the library's 256 invocations stage their chunks of
      * 16 batch rows a group; at 16 KB the workgroup falls to 128
-     * (src/ops/counter.c, fit_update_wg): the same bits. */
+     * (src/ops/counter.c, fit_update): the same bits. */
     mcl_traits *traits = mcl_inspect_traits(ctx);
     const uint32_t shared = traits->max_shared_bytes;
     static const uint32_t narrowed[2] = {32768, 16384};

@@ -25,9 +25,11 @@
  * library's choice COUNTER_DEFAULT_ROWS, MOTIFCL_COUNTER_ROWS where set). */
 #define COUNTER_TILE_COLS 64u
 #define COUNTER_DEFAULT_ROWS 32u
-/* The update passes' workgroup (counter_grad.glsl: a tile's 1,024 sums spread over it, each a
- * chain of a batch's adds; at 64 a step of the stories15M shape spent 53 of its 76 ms in the
- * two passes on an H100, ca2cd54:evidence/h100-5793ad7-lease), within the device's limit. */
+/* The update passes' workgroup (counter_grad.glsl: a tile's sums spread over it, each a chain
+ * of a batch's adds; at 64, with tiles of 16 rows, a step of the stories15M shape spent 53 of
+ * its 76 ms in the two passes on an H100, ca2cd54:evidence/h100-5793ad7-lease), within the
+ * device's limit. Tiles of 32 rows at 256: three workgroups a multiprocessor on an H100, the
+ * step 6% faster than at 16 rows (evidence/h100-c8dfd41-rows, docs/counter-state.md). */
 #define COUNTER_UPDATE_WG 256u
 #define COUNTER_ROWS_WG 64u
 /* Vulkan's minimum maxComputeWorkGroupCount per dimension. */
