@@ -102,24 +102,6 @@ void counter_grad_load(uint out_dim, uint in_dim, uint o0, uint i0, uint n0, uin
     }
 }
 
-// Batch row nn of the group's staged chunk added into the invocation's 4 x 4 block (acc, in
-// the order above; counter_grad_tile's locals stage, rb and cb).
-#ifdef COUNTER_GRAD_FUSED
-#define COUNTER_MAD(r, c, a, b) acc[4u * r + c] = fma(a[r], b[c], acc[4u * r + c])
-#else
-#define COUNTER_MAD(r, c, a, b) acc[4u * r + c] = acc[4u * r + c] + a[r] * b[c]
-#endif
-#define COUNTER_GRAD_ROW(nn)                                                                 \
-    {                                                                                       \
-        const vec4 ga = counter_sm[stage + (nn) * COUNTER_GO_ROW + rb];                     \
-        const vec4 gb = counter_sm[stage + COUNTER_TILE_N * COUNTER_GO_ROW + (nn) * 16u + cb];\
-        [[unroll]] for (uint r = 0u; r < 4u; r++) {                                         \
-            [[unroll]] for (uint c = 0u; c < 4u; c++) {                                     \
-                COUNTER_MAD(r, c, ga, gb);                                                  \
-            }                                                                               \
-        }                                                                                   \
-    }
-
 // G of the calling owner's 16 weights (0 where they lie outside W; 0 for an invocation past
 // the owners). Called by every invocation of the workgroup (it holds barriers).
 void counter_grad_tile(uint N, uint out_dim, uint in_dim, uint o0, uint i0, out float g[16]) {
@@ -160,7 +142,17 @@ void counter_grad_tile(uint N, uint out_dim, uint in_dim, uint o0, uint i0, out 
                               min(s0 + seg_len, N), go, xv);
         }
         [[unroll]] for (uint nn = 0u; nn < COUNTER_TILE_N; nn++) {
-            COUNTER_GRAD_ROW(nn)
+            const vec4 a = counter_sm[stage + nn * COUNTER_GO_ROW + rb];
+            const vec4 b = counter_sm[stage + COUNTER_TILE_N * COUNTER_GO_ROW + nn * 16u + cb];
+            [[unroll]] for (uint r = 0u; r < 4u; r++) {
+                [[unroll]] for (uint c = 0u; c < 4u; c++) {
+#ifdef COUNTER_GRAD_FUSED
+                    acc[4u * r + c] = fma(a[r], b[c], acc[4u * r + c]);
+#else
+                    acc[4u * r + c] = acc[4u * r + c] + a[r] * b[c];
+#endif
+                }
+            }
         }
         if (chunk + 1u == chunks) {
             // The pass's segments in order into group 0's totals: its own, then each other
