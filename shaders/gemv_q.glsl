@@ -103,6 +103,12 @@ uint gemv_y_row(uint m) {
 }
 const uint GEMV_F = T >= 8u ? 8u : 1u;
 
+// y[i]'s value from the product's v: v itself, unless the includer adds it to y's own
+// (gemv_q_dot.glsl's has_bias bit 1).
+#ifndef GEMV_ACCUMULATE
+#define GEMV_ACCUMULATE(i, v) (v)
+#endif
+
 void gemv_finish(float acc[NR][M], uint wg) {
     const uint t = gl_LocalInvocationID.x, g = gl_LocalInvocationID.y;
     [[unroll]] for (uint i = 0u; i < NR; i++) {
@@ -136,10 +142,16 @@ void gemv_finish(float acc[NR][M], uint wg) {
             sum += gemv_red[o * T + k];
         }
         if (n < pc.N && (!GEMV_GROUPED || m < gemv_valid)) {
-            y[gemv_y_row(m) * pc.ldy + pc.y0 + n] = pc.has_bias != 0u ? sum + bias[pc.y0 + n] : sum;
+            const uint yi = gemv_y_row(m) * pc.ldy + pc.y0 + n;
+            y[yi] = GEMV_ACCUMULATE(yi, (pc.has_bias & 1u) != 0u ? sum + bias[pc.y0 + n] : sum);
         }
     }
 }
+
+#ifdef GEMV_Q_DOT_RMS
+// gemv_q_dot.glsl's: the workgroup's activations made from x (its row step), before the loop.
+void gemv_rms_prologue();
+#endif
 
 // The includer's decoder: acc[i][m] += piece p of block b (of the row) of row i (words r[i])
 // . x[m], nothing where !ok.
@@ -285,6 +297,9 @@ void gemv_main() {
     [[unroll]] for (uint i = 0u; i < NR; i++) {
         row_blk[i] = (expert_row + min((wg * G + g) * NRW + i % NRW, pc.N - 1u)) * nb;
     }
+#ifdef GEMV_Q_DOT_RMS
+    gemv_rms_prologue();
+#endif
     if (GEMV_GROUPED) {
         gemv_grouped(row_blk, wg);
     } else {

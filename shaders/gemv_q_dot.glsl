@@ -30,8 +30,18 @@
 // experts; push constant dlo_u is W_up's dlo.
 //   push constants: N, K, has_bias, ldy, y0, dlo, e_lo, e_n, xdiv, xrows, ids0, pairs (as
 //     gemv_q.comp; with EXPERTS, x holds xrows rows, its scales and sums after all of their
-//     codes). The workgroup index is x + y * (groups in x); with EXPERTS, z is the pair (per
-//     pair) or the part's expert (grouped).
+//     codes), dlo_u, eps. The workgroup index is x + y * (groups in x); with EXPERTS, z is the
+//     pair (per pair) or the part's expert (grouped). has_bias bit 0: add the bias; bit 1
+//     (gemv_q_dot.comp): add the result into y, y[i] + (the product's value), a decoder's
+//     residual add done by the product that feeds it.
+//
+// With GEMV_Q_DOT_RMS defined (gemv_q_dot_rms.comp, gemv_q_dot_glu_rms.comp): a decoder's row
+// step folded into the products that read it. Binding 0 is x, f32 [M, K] (the residual
+// stream), not its quantization; every workgroup first computes RMSNorm(x) * w (the norm's
+// weight w, f32 [K], at binding 4, or 5 with GEMV_Q_DOT_GLU; y then at 5, or 6) as
+// norm_q8_f32.comp computes it, quantizes it as q8_1.glsl does into shared memory in the
+// layout of binding 0's activations, and reads its activations there. Specialization
+// constant 8: K / 32. No experts.
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 
@@ -48,15 +58,37 @@ layout(constant_id = 7) const uint EXPERTS = 0u;
 const uint GLU = 1u;
 #define GEMV_BIAS_BINDING 5
 #define GEMV_Y_BINDING 6
+#define GEMV_RMS_W_BINDING 5
+#elif defined(GEMV_Q_DOT_RMS)
+const uint GLU = 0u;
+#define GEMV_BIAS_BINDING 3
+#define GEMV_RMS_W_BINDING 4
+#define GEMV_Y_BINDING 5
 #else
 const uint GLU = 0u;
 #define GEMV_BIAS_BINDING 3
 #define GEMV_Y_BINDING 4
 #endif
 
+#ifdef GEMV_Q_DOT_RMS
+layout(constant_id = 8) const uint NK = 1u;  // K / 32: the blocks of a row of x
+layout(std430, set = 0, binding = 0) restrict readonly buffer BufX { vec4 x4[]; };
+layout(std430, set = 0, binding = GEMV_RMS_W_BINDING) restrict readonly buffer BufNW {
+    vec4 nw4[];
+};
+// The M rows' activations, binding 0's layout without it: codes, then scales, then sums.
+shared uint xs[M * NK * 10u];
+#define ACT_W(i) xs[i]
+#define ACT_W2(i) uvec2(xs[2u * (i)], xs[2u * (i) + 1u])
+#define ACT_W4(i) uvec4(xs[4u * (i)], xs[4u * (i) + 1u], xs[4u * (i) + 2u], xs[4u * (i) + 3u])
+#else
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct { uint act[]; };
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct2 { uvec2 act2[]; };
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufAct4 { uvec4 act4[]; };
+#define ACT_W(i) act[i]
+#define ACT_W2(i) act2[i]
+#define ACT_W4(i) act4[i]
+#endif
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ { uint wq[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ2 { uvec2 wq2[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufQ4 { uvec4 wq4[]; };
@@ -68,6 +100,12 @@ layout(std430, set = 0, binding = GEMV_BIAS_BINDING) restrict readonly buffer Bu
     uint ids[];
 };
 layout(std430, set = 0, binding = GEMV_Y_BINDING) restrict writeonly buffer BufY { float y[]; };
+#if !defined(GEMV_Q_DOT_GLU) && !defined(GEMV_Q_DOT_RMS)
+// y's values before the dispatch, for has_bias bit 1 (each read by the invocation that then
+// writes the same element).
+layout(std430, set = 0, binding = GEMV_Y_BINDING) readonly buffer BufYIn { float y_in[]; };
+#define GEMV_ACCUMULATE(i, v) ((pc.has_bias & 2u) != 0u ? y_in[i] + (v) : (v))
+#endif
 #ifdef GEMV_Q_DOT_GLU
 layout(std430, set = 0, binding = 3) restrict readonly buffer BufQU2 { uvec2 wqu2[]; };
 layout(std430, set = 0, binding = 3) restrict readonly buffer BufQU4 { uvec4 wqu4[]; };
@@ -84,17 +122,25 @@ layout(push_constant) uniform Push {
     uint dlo;      // the half of binding 2 that is block 0's d
     uint e_lo, e_n, xdiv, xrows, ids0, pairs;  // experts modes (gemv_q.glsl)
     uint dlo_u;                                // GEMV_GLU: W_up's dlo
+    float eps;                                 // GEMV_Q_DOT_RMS: the norm's epsilon
 } pc;
 
 #include "quant.glsl"
 #include "qdot.glsl"
 #include "gemv_q.glsl"
 
-#ifdef GEMV_Q_DOT_GLU
+#if defined(GEMV_Q_DOT_GLU) || defined(GEMV_Q_DOT_RMS)
 #define Q8_LID gl_LocalInvocationIndex
 #define Q8_LANES_ALL (T * G)
+#ifdef GEMV_Q_DOT_GLU
 #define Q8_OUT act_out
+#else
+#define Q8_OUT xs  // q8_1_store unused: the row step writes xs itself
+#endif
 #include "q8_1.glsl"
+#endif
+
+#ifdef GEMV_Q_DOT_GLU
 
 // Piece p of block blk of W_up (its d the blk-th after dlo_u), as piece_load reads W_gate's.
 void piece_load_up(uint blk, uint p, out uint r[RP]) {
@@ -162,12 +208,12 @@ float int_to_float(int v) {
 // The CW activation words from word w0 (a multiple of CW) into a.
 void act_words(uint w0, out uint a[8]) {
     if (CW == 2u) {
-        const uvec2 v = act2[w0 >> 1];
+        const uvec2 v = ACT_W2(w0 >> 1);
         a[0] = v.x;
         a[1] = v.y;
     } else {
         [[unroll]] for (uint k = 0u; k < CW / 4u; k++) {
-            const uvec4 v = act4[(w0 >> 2) + k];
+            const uvec4 v = ACT_W4((w0 >> 2) + k);
             a[4u * k] = v.x;
             a[4u * k + 1u] = v.y;
             a[4u * k + 2u] = v.z;
@@ -186,7 +232,7 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
     if (FORMAT == FMT_Q8_0 || FORMAT == FMT_Q4_0) {
         [[unroll]] for (uint m = 0u; m < M; m++) {
             const uint ab = gemv_x_row(m) * nb32 + b;
-            const float dx = uintBitsToFloat(act[8u * AB + ab]);
+            const float dx = uintBitsToFloat(ACT_W(8u * AB + ab));
             // Code word k: Q8_0 elements PB p + 4k .. (activation word CW p + k of the
             // block); Q4_0 the same in its low nibbles and 16 + PB p + 4k .. (word 4 + CW p +
             // k) in its high ones. Codes 0..15 are non-negative signed bytes as they stand;
@@ -197,7 +243,7 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             if (FORMAT == FMT_Q4_0) {
                 act_words(8u * ab + 4u + CW * p, hi);
             }
-            const int off = FORMAT == FMT_Q4_0 && p == 0u ? -8 * int(act[9u * AB + ab]) : 0;
+            const int off = FORMAT == FMT_Q4_0 && p == 0u ? -8 * int(ACT_W(9u * AB + ab)) : 0;
             [[unroll]] for (uint i = 0u; i < NR; i++) {
                 int s = off;
                 [[unroll]] for (uint k = 0u; k < CW; k++) {
@@ -238,14 +284,14 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
             const uint ab = gemv_x_row(m) * nb32 + 8u * b + 2u * c;
             uvec4 al[KHP], ah[KHP];
             [[unroll]] for (uint h = 0u; h < KHP; h++) {
-                al[h] = act4[2u * ab + j + h];
-                ah[h] = act4[2u * ab + 2u + j + h];
+                al[h] = ACT_W4(2u * ab + j + h);
+                ah[h] = ACT_W4(2u * ab + 2u + j + h);
             }
-            const float dx0 = uintBitsToFloat(act[8u * AB + ab]);
-            const float dx1 = uintBitsToFloat(act[8u * AB + ab + 1u]);
+            const float dx0 = uintBitsToFloat(ACT_W(8u * AB + ab));
+            const float dx1 = uintBitsToFloat(ACT_W(8u * AB + ab + 1u));
             // The mins, once per sub-block: by the piece of positions 0..
-            const float s0 = j == 0u ? dx0 * int_to_float(int(act[9u * AB + ab])) : 0.0;
-            const float s1 = j == 0u ? dx1 * int_to_float(int(act[9u * AB + ab + 1u])) : 0.0;
+            const float s0 = j == 0u ? dx0 * int_to_float(int(ACT_W(9u * AB + ab))) : 0.0;
+            const float s1 = j == 0u ? dx1 * int_to_float(int(ACT_W(9u * AB + ab + 1u))) : 0.0;
             [[unroll]] for (uint i = 0u; i < NR; i++) {
                 float a = acc[i][m];
                 int sl = 0, sh = 0;
@@ -275,8 +321,8 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
         [[unroll]] for (uint m = 0u; m < M; m++) {
             [[unroll]] for (uint k = 0u; k < 4u; k++) {
                 const uint ab = gemv_x_row(m) * nb32 + 8u * b + 4u * h + k;
-                const uvec4 a = act4[2u * ab + j];
-                const float dx = uintBitsToFloat(act[8u * AB + ab]);
+                const uvec4 a = ACT_W4(2u * ab + j);
+                const float dx = uintBitsToFloat(ACT_W(8u * AB + ab));
                 const int sum32 = -32 * dot4(uvec4(0x01010101u), a);
                 [[unroll]] for (uint i = 0u; i < NR; i++) {
                     const uvec4 q = uvec4(q6k_codes(r[i], k, 0u), q6k_codes(r[i], k, 1u),
@@ -292,3 +338,46 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
 
 void gemv_stage(uint b0) {
 }
+
+#ifdef GEMV_Q_DOT_RMS
+// The row step for the workgroup's own use: each row m of x normed, y = x / sqrt(mean(x^2) +
+// eps) * w (norm_q8_f32.comp's arithmetic; the sum of squares in this workgroup's order),
+// then quantized into xs a round of the workgroup at a time (8 lanes a block of 32).
+void gemv_rms_prologue() {
+    const uint lane = gl_LocalInvocationIndex, lanes = T * G, k4 = pc.K / 4u, AB = M * NK;
+    const uint top = lanes > 1u ? 1u << findMSB(lanes - 1u) : 0u;
+    [[unroll]] for (uint m = 0u; m < M; m++) {
+        float ss = 0.0;
+        for (uint k = lane; k < k4; k += lanes) {
+            const vec4 v = x4[m * k4 + k];
+            ss += dot(v, v);
+        }
+        // The workgroup's sum: a tree over gemv_red (free until the loop's end).
+        gemv_red[lane] = ss;
+        barrier();
+        for (uint s = top; s > 0u; s >>= 1) {
+            if (lane < s && lane + s < lanes) {
+                gemv_red[lane] += gemv_red[lane + s];
+            }
+            barrier();
+        }
+        const float r = inversesqrt(gemv_red[0] / float(pc.K) + pc.eps);
+        barrier();  // gemv_red[0] read by every lane before the next row's sums
+        for (uint k0 = 0u; k0 < k4; k0 += lanes) {
+            const uint k = k0 + lane;
+            const bool valid = k < k4;
+            const uint g = (m * k4 + k) / Q8_LANES, j = lane % Q8_LANES;
+            float d;
+            const uint word = q8_1_word(valid ? x4[m * k4 + k] * r * nw4[k] : vec4(0.0), d);
+            if (valid) {
+                xs[Q8_LANES * g + j] = word;
+            }
+            if (j == 0u && valid) {
+                xs[8u * AB + g] = floatBitsToUint(d);
+                xs[9u * AB + g] = uint(q8_1_block_sum());
+            }
+        }
+    }
+    barrier();
+}
+#endif

@@ -39,11 +39,10 @@ float round_away(float v) {
     return abs(v - t) >= 0.5 ? t + sign(v) : t;
 }
 
-// Quantize v, values 4j .. 4j + 3 of block g (j = this invocation's lane, the block's eight
-// lanes consecutive invocations), into act of `blocks` blocks: codes at act[8g + j], the
-// scale at act[8 blocks + g], the code sum at act[9 blocks + g]. `valid` false: a lane past
-// the data, which takes part in the barriers and writes nothing.
-void q8_1_store(vec4 v, uint g, bool valid, uint blocks) {
+// The code word of v, values 4j .. 4j + 3 of a block (j = this invocation's lane, the block's
+// eight lanes consecutive invocations), and the block's scale d in every lane; the lanes'
+// code sums are left in q_sum for q8_1_block_sum. Called from uniform control flow.
+uint q8_1_word(vec4 v, out float d) {
     const uint lid = Q8_LID, j = lid % Q8_LANES, first = lid - j;
     const vec4 a = abs(v);
     q_amax[lid] = max(max(a.x, a.y), max(a.z, a.w));
@@ -52,7 +51,7 @@ void q8_1_store(vec4 v, uint g, bool valid, uint blocks) {
     [[unroll]] for (uint k = 0u; k < Q8_LANES; k++) {
         amax = max(amax, q_amax[first + k]);
     }
-    const float d = amax * INV127;
+    d = amax * INV127;
     float id = 0.0;
     if (d != 0.0) {
         id = 1.0 / d;
@@ -60,19 +59,35 @@ void q8_1_store(vec4 v, uint g, bool valid, uint blocks) {
     }
     const ivec4 q = ivec4(vec4(round_away(v.x * id), round_away(v.y * id),
                                round_away(v.z * id), round_away(v.w * id)));
-    if (valid) {
-        Q8_OUT[Q8_LANES * g + j] = uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 |
-                                uint(q.z & 0xFF) << 16 | uint(q.w & 0xFF) << 24;
-    }
     q_sum[lid] = (q.x + q.y) + (q.z + q.w);
     barrier();
+    return uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 | uint(q.z & 0xFF) << 16 |
+           uint(q.w & 0xFF) << 24;
+}
+
+// The code sum of this invocation's block, after q8_1_word.
+int q8_1_block_sum() {
+    const uint first = Q8_LID - Q8_LID % Q8_LANES;
+    int sum = 0;
+    [[unroll]] for (uint k = 0u; k < Q8_LANES; k++) {
+        sum += q_sum[first + k];
+    }
+    return sum;
+}
+
+// Quantize v, values 4j .. 4j + 3 of block g, into Q8_OUT of `blocks` blocks: codes at
+// [8g + j], the scale at [8 blocks + g], the code sum at [9 blocks + g]. `valid` false: a lane
+// past the data, which takes part in the barriers and writes nothing.
+void q8_1_store(vec4 v, uint g, bool valid, uint blocks) {
+    const uint j = Q8_LID % Q8_LANES;
+    float d;
+    const uint word = q8_1_word(v, d);
+    if (valid) {
+        Q8_OUT[Q8_LANES * g + j] = word;
+    }
     if (j == 0u && valid) {
-        int sum = 0;
-        [[unroll]] for (uint k = 0u; k < Q8_LANES; k++) {
-            sum += q_sum[first + k];
-        }
         Q8_OUT[8u * blocks + g] = floatBitsToUint(d);
-        Q8_OUT[9u * blocks + g] = uint(sum);
+        Q8_OUT[9u * blocks + g] = uint(q8_1_block_sum());
     }
     // No barrier here: a next call's write of q_amax comes after this call's second barrier,
     // which every read of q_amax precedes, and its write of q_sum after its own first.

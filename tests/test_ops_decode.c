@@ -248,7 +248,7 @@ static void glu_case(mcl_context *c, mcl_dtype dtype, int64_t rows, int64_t n, i
     assert_mcl_ok(mcl_matmul_quantized_input(c, x, act, wu, u));
     assert_mcl_ok(mcl_swiglu_q8(c, g, u, ref));
     int fused = 0;
-    assert_mcl_ok(mcl_matmul_glu_q8(c, x, act, wg, wu, g, out, &fused));
+    assert_mcl_ok(mcl_matmul_glu_q8(c, x, act, wg, wu, g, out, NULL, &fused));
     char name[160];
     if (!fused) {
         /* Only where its partial sums are beyond the shared memory (8 rows: 64 KiB). */
@@ -267,7 +267,7 @@ static void glu_case(mcl_context *c, mcl_dtype dtype, int64_t rows, int64_t n, i
     assert_true(mcl_test_record(name, "mismatched words", (double)word_mismatches(got, want,
                                                                                    words), 0));
     /* Control: up's weight in gate's place. */
-    assert_mcl_ok(mcl_matmul_glu_q8(c, x, act, wu, wu, g, out, &fused));
+    assert_mcl_ok(mcl_matmul_glu_q8(c, x, act, wu, wu, g, out, NULL, &fused));
     download(out, got, words * 4);
     size_t bad = word_mismatches(got, want, words);
     snprintf(name, sizeof name, "mcl_matmul_glu_q8: control, up's weight as gate's, %s, %lld "
@@ -295,7 +295,7 @@ static void glu_q8_matches_ops(void **state)
         mcl_tensor *y = mcl_test_tensor(c, MCL_DTYPE_F32, 2, ys, NULL);
         mcl_tensor *w = random_weight(c, types[t], 64, 256, 5);
         int fused = 1;
-        assert_mcl_ok(mcl_matmul_glu_q8(c, x, act, w, w, y, out, &fused));
+        assert_mcl_ok(mcl_matmul_glu_q8(c, x, act, w, w, y, out, NULL, &fused));
         assert_true(mcl_test_record_bool("mcl_matmul_glu_q8 without the integer-dot path: not "
                                          "fused", fused == 0));
         mcl_tensor *all[] = {x, act, out, y, w};
@@ -323,15 +323,15 @@ static void glu_q8_matches_ops(void **state)
     int64_t ks[2] = {64, 256};
     mcl_tensor *wk = mcl_test_tensor(c, MCL_DTYPE_Q4_K, 2, ks, NULL);
     int fused = 1;
-    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, w4, w4, y, NULL, &fused), INVALID);
-    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, w4, w4, y, act, &fused), INVALID);
-    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, w4, w4, y, out, &fused), INVALID);
-    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, w4, w4, y, act, NULL), INVALID);
+    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, w4, w4, y, NULL, NULL, &fused), INVALID);
+    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, w4, w4, y, act, NULL, &fused), INVALID);
+    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, w4, w4, y, out, NULL, &fused), INVALID);
+    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, w4, w4, y, act, NULL, NULL), INVALID);
     fused = 1;
-    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, w4, w8, y, out, &fused), MCL_SUCCESS);
+    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, w4, w8, y, out, NULL, &fused), MCL_SUCCESS);
     assert_int_equal(fused, 0);
     fused = 1;
-    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, wk, wk, y, out, &fused), MCL_SUCCESS);
+    EXPECT_STATUS(mcl_matmul_glu_q8(c, x, act, wk, wk, y, out, NULL, &fused), MCL_SUCCESS);
     assert_int_equal(fused, 0);
     mcl_tensor *all[] = {x, act, out, y, w4, w8, wk};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

@@ -26,7 +26,7 @@ static const char *const variables[] = {
     "MOTIFCL_ENGINE_EAGER",  "MOTIFCL_ATTENTION_SPLITS", "MOTIFCL_ATTENTION_WG",
     "MOTIFCL_GEMM_UNROLL",   "MOTIFCL_GEMM_TILE",       "MOTIFCL_GEMV_PLAN",
     "MOTIFCL_ATTENTION_F32", "MOTIFCL_ENGINE_SPLIT_GLU",
-    "MOTIFCL_ENGINE_WARM",   "MOTIFCL_COUNTER_ROWS",
+    "MOTIFCL_ENGINE_WARM",   "MOTIFCL_COUNTER_ROWS",    "MOTIFCL_ENGINE_NORM_FOLD",
 };
 #define VARIABLE_COUNT (sizeof variables / sizeof variables[0])
 
@@ -211,6 +211,7 @@ static void malformed_values_keep_the_defaults(void **state)
         {"MOTIFCL_DEVICE", "+0", "index"},
         {"MOTIFCL_PIPELINE_STATS", "maybe", "off"},
         {"MOTIFCL_ENGINE_EAGER", "bogus", "off"},
+        {"MOTIFCL_ENGINE_NORM_FOLD", "bogus", "off"},
         {"MOTIFCL_QUANT_PATH", "bogus", "float"},
         {"MOTIFCL_QUANT_GEMM_TILE", "bogus", "64"},
         {"MOTIFCL_QUANT_GEMM_TILE", " 64x64", "64"},

@@ -116,6 +116,7 @@ void mcl_env_defaults(mcl_env_settings *s)
 {
     memset(s, 0, sizeof *s);
     s->log_level = -1;
+    s->engine_norm_fold = -1;
 }
 
 static void problem(mcl_env_settings *s, const char *fmt, ...) MCL_PRINTF(2, 3);
@@ -460,6 +461,13 @@ void mcl_env_read(mcl_env_settings *s)
     s->pipeline_stats = switch_value(s, "MOTIFCL_PIPELINE_STATS");
     s->engine_eager = switch_value(s, "MOTIFCL_ENGINE_EAGER");
     s->engine_split_glu = switch_value(s, "MOTIFCL_ENGINE_SPLIT_GLU");
+    if ((v = mcl_env("MOTIFCL_ENGINE_NORM_FOLD"))) {
+        if (word_index(v, falsy, 4) >= 0 || word_index(v, truthy, 4) >= 0)
+            s->engine_norm_fold = word_index(v, truthy, 4) >= 0;
+        else
+            problem(s, "MOTIFCL_ENGINE_NORM_FOLD=%s is not 1, true, on, yes or 0, false, off, "
+                    "no; ignored", v);
+    }
     if ((v = mcl_env("MOTIFCL_ENGINE_WARM"))) {
         long long n = whole_number(v, 0, 7);
         if (n < 0)

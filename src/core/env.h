@@ -25,6 +25,8 @@
  *   MOTIFCL_ENGINE_EAGER        1: sessions record each decode step op by op (no replay)
  *   MOTIFCL_ENGINE_SPLIT_GLU    1: a decode step's gate and up products and SwiGLU as
  *                               separate dispatches, not fused (for comparison)
+ *   MOTIFCL_ENGINE_NORM_FOLD    1 or 0: a decode step's norms made by the products that read
+ *                               them, or dispatches of their own (the default: traits.c)
  *   MOTIFCL_ENGINE_WARM         0..7: the weights a decode step reads into the device's cache
  *                               beside the dispatches that leave memory idle (tuning)
  *   MOTIFCL_ATTENTION_F32       1: a prompt pass's attention on the f32 kernels, not on
@@ -137,6 +139,7 @@ typedef struct mcl_env_settings {
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS */
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER */
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU */
+    int engine_norm_fold;          /* MOTIFCL_ENGINE_NORM_FOLD, -1 unset */
     uint32_t engine_warm;          /* MOTIFCL_ENGINE_WARM */
     int attention_f32;             /* MOTIFCL_ATTENTION_F32 */
     uint32_t counter_rows;         /* MOTIFCL_COUNTER_ROWS, 0 unset */

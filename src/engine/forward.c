@@ -10,6 +10,7 @@
 
 #include "engine_internal.h"
 #include "core/alloc.h"
+#include "../ops/matmul_quant.h"
 
 /* The most rows a recorded decode step takes; a larger batch is recorded op by op. */
 #define ENGINE_MAX_STEP_ROWS 64u
@@ -479,11 +480,41 @@ static mcl_status warm(mcl_session *s, uint32_t bit, uint32_t count, const mcl_t
     return status;
 }
 
+/* Whether a decode step of the rows p (a dense model) can fold its row steps into its
+ * products (MOTIFCL_ENGINE_NORM_FOLD): every product that reads a norm (q, k, v, the fused
+ * gate and up, the head) on the integer-dot GEMV with room for its rows' activations in its
+ * workgroups' shared memory, and every product that feeds the residual stream (the output
+ * projection, down) on the integer-dot GEMV, adding into it. */
+static int fold_applies(mcl_session *s, const pass_rows *p, mcl_tensor *logits)
+{
+    mcl_context *ctx = s->ctx;
+    const mcl_model_info *m = &s->info;
+    if (!s->norm_fold || s->split_glu || m->experts || m->head_dim % 32 != 0 ||
+        !mcl_matmul_folds(ctx, p->x, s->output, logits, 1))
+        return 0;
+    for (uint32_t l = 0; l < m->layers; l++) {
+        const engine_layer *L = &s->layers[l];
+        const mcl_tensor *wo[1] = {L->wo}, *down[1] = {L->w_down};
+        mcl_tensor *h = p->h;
+        if (!mcl_matmul_folds(ctx, p->x, L->wq, p->q, 1) ||
+            !mcl_matmul_folds(ctx, p->x, L->wk, p->k, 1) ||
+            !mcl_matmul_folds(ctx, p->x, L->wv, p->v, 1) ||
+            !norm_act(s, p->att, 1, wo, &h) || !mcl_matmul_folds(ctx, p->att, L->wo, p->x, 0) ||
+            !mcl_matmul_glu_folds(ctx, p->x, L->w_gate, L->w_up, p->gate) ||
+            !norm_act(s, p->gate, 1, down, &h) ||
+            !mcl_matmul_folds(ctx, p->gate, L->w_down, p->x, 0))
+            return 0;
+    }
+    return 1;
+}
+
 /* A decode step recorded for replay (views in v): count rows, one token of each of seqs[],
  * the logits of all. Positions and lengths are read from s->ids (attend_step), so that one
  * recording serves every position. Between the products, the residual add, the RMSNorm and
  * the next product's quantization are one op (mcl_norm_q8), and so are SwiGLU and the down
- * product's quantization (mcl_swiglu_q8). */
+ * product's quantization (mcl_swiglu_q8). Where fold_applies, the products that feed the
+ * residual stream add into it, and those that read a norm make it themselves: no op between
+ * them. */
 static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, uint32_t count)
 {
     mcl_context *ctx = s->ctx;
@@ -496,6 +527,8 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
     mcl_tensor *logits = view(v, s->logits, 0, MCL_DTYPE_F32, 2, count, m->vocab, 0, 0);
     if (v->status != MCL_SUCCESS)
         return v->status;
+    const int fold = fold_applies(s, &p, logits);
+    const mcl_gemv_fold add = {.accumulate = 1};
     TRY(mcl_embedding(ctx, s->embedding, ids, x));
     MARK(s, "embedding");
     /* The first norm has no residual to add; every later one adds the block's output. */
@@ -508,21 +541,26 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         mcl_tensor *qkv[3] = {L ? q : logits, k, vv};
         uint32_t products = L ? 3 : 1;
         mcl_tensor *act = norm_act(s, n, products, qkv_w, qkv);
-        TRY(mcl_norm_q8(ctx, delta, L ? L->attn_norm : s->output_norm, m->norm_eps, x, n, act));
+        const mcl_gemv_fold norm = {L ? L->attn_norm : s->output_norm, m->norm_eps, 0};
+        if (!fold)
+            TRY(mcl_norm_q8(ctx, delta, norm.norm, m->norm_eps, x, n, act));
         if (L)
             TRY(warm(s, ENGINE_WARM_QKV, 3, qkv_w, UINT64_MAX));
-        MARK(s, L ? norm_name : "output norm");
+        if (!fold)
+            MARK(s, L ? norm_name : "output norm");
         norm_name = "residual, attention norm";
         if (!L) {
-            TRY(step_linears(ctx, n, act, 1, qkv_w, NULL, qkv));
-            MARK(s, "head");
+            TRY(fold ? mcl_matmul_multi_fold(ctx, x, NULL, 1, qkv_w, NULL, qkv, &norm)
+                     : step_linears(ctx, n, act, 1, qkv_w, NULL, qkv));
+            MARK(s, fold ? "output norm, head" : "head");
             TRY(mcl_scatter_rows(ctx, logits, s->ids, 3 * count, s->seq_logits));
             MARK(s, "logits to their sequences");
             break;
         }
         const mcl_tensor *qkv_b[3] = {L->bq, L->bk, L->bv};
-        TRY(step_linears(ctx, n, act, 3, qkv_w, qkv_b, qkv));
-        MARK(s, "q, k, v");
+        TRY(fold ? mcl_matmul_multi_fold(ctx, x, NULL, 3, qkv_w, qkv_b, qkv, &norm)
+                 : step_linears(ctx, n, act, 3, qkv_w, qkv_b, qkv));
+        MARK(s, fold ? "attention norm, q, k, v" : "q, k, v");
         /* The attention quantizes its output for the output projection where that takes the
          * integer-dot path. */
         const mcl_tensor *wo[1] = {L->wo};
@@ -530,8 +568,9 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         TRY(attend_step(s, v, L, seqs, count, act));
         TRY(warm(s, ENGINE_WARM_O, 1, wo, UINT64_MAX));
         MARK(s, "attention");
-        TRY(step_linears(ctx, att, act, 1, wo, NULL, &h));
-        MARK(s, "output");
+        TRY(fold ? mcl_matmul_multi_fold(ctx, att, act, 1, wo, NULL, &x, &add)
+                 : step_linears(ctx, att, act, 1, wo, NULL, &h));
+        MARK(s, fold ? "output, residual" : "output");
         if (m->experts) {
             /* The norm quantizes for the mixture's products where any takes the dot path. */
             act = moe_quantizes(s, L) ? s->act : NULL;
@@ -544,9 +583,12 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};
         mcl_tensor *ffn[2] = {gate, up};
         act = norm_act(s, n, 2, ffn_w, ffn);
-        TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
+        const mcl_gemv_fold ffn_norm = {L->ffn_norm, m->norm_eps, 0};
+        if (!fold)
+            TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
         TRY(warm(s, ENGINE_WARM_GATE_UP, 2, ffn_w, ENGINE_WARM_FFN));
-        MARK(s, "residual, feed-forward norm");
+        if (!fold)
+            MARK(s, "residual, feed-forward norm");
         /* Gate, up and SwiGLU in one dispatch where the products and the down product take
          * the integer-dot path (mcl_matmul_glu_q8, quantized into act2 for the down product:
          * it reads act); else the products, then SwiGLU quantized for the down product where
@@ -554,11 +596,17 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         const mcl_tensor *down_w[1] = {L->w_down};
         mcl_tensor *down_act = norm_act(s, gate, 1, down_w, &h);
         int fused = 0;
-        if (act && down_act && !s->split_glu)
-            TRY(mcl_matmul_glu_q8(ctx, n, act, L->w_gate, L->w_up, gate, s->act2, &fused));
+        if (fold)
+            TRY(mcl_matmul_glu_q8(ctx, x, NULL, L->w_gate, L->w_up, gate, s->act2, &ffn_norm,
+                                  &fused));
+        else if (act && down_act && !s->split_glu)
+            TRY(mcl_matmul_glu_q8(ctx, n, act, L->w_gate, L->w_up, gate, s->act2, NULL, &fused));
+        if (fold && !fused)
+            return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "decode step: the folded feed-forward "
+                            "product was refused");
         if (fused) {
             down_act = s->act2;
-            MARK(s, "gate, up, swiglu");
+            MARK(s, fold ? "feed-forward norm, gate, up, swiglu" : "gate, up, swiglu");
         } else {
             TRY(step_linears(ctx, n, act, 2, ffn_w, NULL, ffn));
             MARK(s, "gate, up");
@@ -568,8 +616,9 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
                 TRY(mcl_swiglu(ctx, gate, up, gate));
             MARK(s, "swiglu");
         }
-        TRY(step_linears(ctx, gate, down_act, 1, down_w, NULL, &h));
-        MARK(s, "down");
+        TRY(fold ? mcl_matmul_multi_fold(ctx, gate, down_act, 1, down_w, NULL, &x, &add)
+                 : step_linears(ctx, gate, down_act, 1, down_w, NULL, &h));
+        MARK(s, fold ? "down, residual" : "down");
         delta = h;
     }
     return MCL_SUCCESS;

@@ -36,7 +36,8 @@ static mcl_status f32_check(mcl_context *ctx, const mcl_tensor *a, const mcl_ten
  * made by the caller. */
 static mcl_status multi(mcl_context *ctx, const mcl_tensor *ca, mcl_tensor *given,
                         uint32_t count, const mcl_tensor *const *w,
-                        const mcl_tensor *const *bias, mcl_tensor *const *c, mcl_quant_path path)
+                        const mcl_tensor *const *bias, mcl_tensor *const *c, mcl_quant_path path,
+                        const mcl_gemv_fold *fold)
 {
     mcl_tensor *a = (mcl_tensor *)ca;
     if (!ctx || !a || !w || !c || count == 0 || count > MCL_MATMUL_MULTI_MAX)
@@ -71,6 +72,12 @@ static mcl_status multi(mcl_context *ctx, const mcl_tensor *ca, mcl_tensor *give
     /* One quantization of a serves every product on the integer-dot path. */
     mcl_tensor *act = NULL;
     mcl_status status = MCL_SUCCESS;
+    for (uint32_t i = 0; fold && i < count; i++)
+        if (!mcl_matmul_folds(ctx, a, w[i], c[i], fold->norm != NULL))
+            return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                            "mcl_matmul_multi: product %u cannot take the fold", i);
+    if (fold && fold->norm)
+        given = NULL;
     for (uint32_t i = 0; given && i < count; i++)
         if (w[i]->dtype != MCL_DTYPE_F32 && p[i].path == MCL_QUANT_PATH_DOT &&
             given->nbytes < (uint64_t)p[i].rows * (p[i].k / MCL_QUANT_LANE_WEIGHTS) *
@@ -83,11 +90,11 @@ static mcl_status multi(mcl_context *ctx, const mcl_tensor *ca, mcl_tensor *give
             status = mcl_matmul_f32(ctx, a, MCL_NO_TRANSPOSE, w[i], MCL_TRANSPOSE, bi, c[i]);
             continue;
         }
-        if (p[i].path == MCL_QUANT_PATH_DOT && !act && !given)
+        if (p[i].path == MCL_QUANT_PATH_DOT && !act && !given && !(fold && fold->norm))
             status = mcl_quantize_into_scratch(ctx, a, p[i].rows, p[i].k, &act);
         if (status == MCL_SUCCESS)
             status = mcl_quant_record(ctx, &p[i], a, given ? given : act, (mcl_tensor *)w[i],
-                                      bi, c[i]);
+                                      bi, c[i], fold);
     }
     mcl_tensor_destroy(act);
     return status;
@@ -97,14 +104,22 @@ mcl_status mcl_matmul_multi_ex(mcl_context *ctx, const mcl_tensor *a, uint32_t c
                                const mcl_tensor *const *w, const mcl_tensor *const *bias,
                                mcl_tensor *const *c, mcl_quant_path path)
 {
-    return multi(ctx, a, NULL, count, w, bias, c, path);
+    return multi(ctx, a, NULL, count, w, bias, c, path, NULL);
 }
 
 mcl_status mcl_matmul_multi_given(mcl_context *ctx, const mcl_tensor *a, mcl_tensor *act,
                                   uint32_t count, const mcl_tensor *const *w,
                                   const mcl_tensor *const *bias, mcl_tensor *const *c)
 {
-    return multi(ctx, a, act, count, w, bias, c, MCL_QUANT_PATH_AUTO);
+    return multi(ctx, a, act, count, w, bias, c, MCL_QUANT_PATH_AUTO, NULL);
+}
+
+mcl_status mcl_matmul_multi_fold(mcl_context *ctx, const mcl_tensor *a, mcl_tensor *act,
+                                 uint32_t count, const mcl_tensor *const *w,
+                                 const mcl_tensor *const *bias, mcl_tensor *const *c,
+                                 const mcl_gemv_fold *fold)
+{
+    return multi(ctx, a, act, count, w, bias, c, MCL_QUANT_PATH_AUTO, fold);
 }
 
 int mcl_matmul_quantizes(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w,

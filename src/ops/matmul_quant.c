@@ -111,39 +111,54 @@ static uint32_t gcd_u32(uint32_t a, uint32_t b)
     return a;
 }
 
-/* The GEMV (float or integer dot): `x` is a (float) or its quantized form (dot). */
+/* The shared memory gemv_q_dot_rms adds to a plan at `rows` rows of x of k values: the
+ * rows' activations (10 words a block of 32) and q8_1.glsl's two words a lane. */
+static uint64_t rms_shared_bytes(const mcl_gemv_plan *plan, uint32_t rows, uint32_t k)
+{
+    return 4ull * rows * (k / 32) * MCL_QUANT_ACT_WORDS + 8ull * plan->t * plan->g;
+}
+
+/* The GEMV (float or integer dot): `x` is a (float) or its quantized form (dot), or with a
+ * fold's norm a itself (the residual stream, gemv_q_dot_rms.comp). */
 static mcl_status gemv_dispatch(mcl_context *ctx, int dot, uint32_t fmt, mcl_tensor *x,
                                 const weight_part *w, mcl_tensor *bias, mcl_tensor *y,
-                                uint32_t rows, uint32_t n, uint32_t k, uint32_t ldc, uint32_t c0)
+                                uint32_t rows, uint32_t n, uint32_t k, uint32_t ldc, uint32_t c0,
+                                const mcl_gemv_fold *fold)
 {
     mcl_gemv_plan plan;
     mcl_gemv_plan_for(ctx, dot, fmt, rows, n, k, &plan);
+    const int rms = fold && fold->norm;
     mcl_ctx_log(ctx, MCL_LOG_DEBUG,
-                "gemv %s %ux%u, %u rows, %s: t=%u g=%u nr=%u u=%u pb=%u st=%u cvt=%u",
+                "gemv %s %ux%u, %u rows, %s%s: t=%u g=%u nr=%u u=%u pb=%u st=%u cvt=%u",
                 mcl_dtype_name(mcl_quant_format_dtype(fmt)), n, k, rows, dot ? "dot" : "float",
-                plan.t, plan.g, plan.nr, plan.u, plan.pb, plan.stage, plan.cvt);
+                rms ? ", norm folded" : fold && fold->accumulate ? ", accumulated" : "", plan.t,
+                plan.g, plan.nr, plan.u, plan.pb, plan.stage, plan.cvt);
     mcl_kernel_desc desc = {
-        .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
-        .binding_count = 5,
+        .id = rms ? MCL_KERNEL_GEMV_Q_DOT_RMS : dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
+        .binding_count = rms ? 6 : 5,
         .push_size = sizeof(mcl_gemv_push),
         .local_size_x = plan.t,
-        .spec_count = dot ? 6 : 8,
-        .spec = {fmt, rows, plan.nr, plan.g, plan.u, plan.pb, plan.stage, plan.cvt},
+        .spec_count = rms ? 8 : dot ? 6 : 8,
+        .spec = {fmt, rows, plan.nr, plan.g, plan.u, plan.pb, rms ? 0 : plan.stage,
+                 rms ? k / 32 : plan.cvt},
     };
     const mcl_kernel *kernel;
     mcl_status status = mcl_kernel_exact(ctx, &desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
-    mcl_gemv_push push = {.n = n, .k = k, .has_bias = bias != NULL, .ldc = ldc, .c0 = c0,
-                          .dlo = w->dlo};
+    const uint32_t accumulate = fold && fold->accumulate;
+    mcl_gemv_push push = {.n = n, .k = k, .has_bias = (bias != NULL) | accumulate << 1,
+                          .ldc = ldc, .c0 = c0, .dlo = w->dlo, .eps = rms ? fold->eps : 0.0f};
     uint32_t gx, gy;
     grid_2d(ceil_div(n, (uint64_t)plan.g * plan.nr), &gx, &gy);
-    mcl_tensor *reads[4] = {x, w->body, w->d, bias ? bias : x};
-    mcl_profile_op(ctx, dot ? "matmul gemv, integer dot" : "matmul gemv, float",
+    mcl_tensor *reads[5] = {x, w->body, w->d, bias ? bias : x, rms ? fold->norm : NULL};
+    mcl_profile_op(ctx,
+                   rms ? "matmul gemv, integer dot, norm folded"
+                       : dot ? "matmul gemv, integer dot" : "matmul gemv, float",
                    (double)w->body->nbytes + (double)w->d->nbytes + (double)x->nbytes +
                        4.0 * rows * n,
                    2.0 * rows * n * k);
-    return mcl_dispatch(ctx, kernel, reads, 4, &y, 1, &push, gx, gy, 1);
+    return mcl_dispatch(ctx, kernel, reads, rms ? 5 : 4, &y, 1, &push, gx, gy, 1);
 }
 
 /* Records a GEMM kernel (gemm_push, bindings: `in`, W's bodies and d values, bias, c) over
@@ -311,16 +326,19 @@ mcl_status mcl_weight_part_rows(mcl_context *ctx, const char *op, const mcl_tens
 static mcl_status matmul_part(mcl_context *ctx, mcl_quant_path path, uint32_t fmt, mcl_tensor *a,
                               mcl_tensor *act, const weight_part *w, mcl_tensor *bias,
                               mcl_tensor *c, uint32_t rows, uint32_t n, uint32_t k, uint32_t ldc,
-                              uint32_t c0)
+                              uint32_t c0, const mcl_gemv_fold *fold)
 {
+    if (fold)  /* mcl_matmul_folds: the integer-dot GEMV, one part */
+        return gemv_dispatch(ctx, 1, fmt, fold->norm ? a : act, w, bias, c, rows, n, k, ldc, c0,
+                             fold);
     if (path == MCL_QUANT_PATH_DOT)
         return rows <= MCL_QUANT_GEMV_MAX_ROWS
-                   ? gemv_dispatch(ctx, 1, fmt, act, w, bias, c, rows, n, k, ldc, c0)
+                   ? gemv_dispatch(ctx, 1, fmt, act, w, bias, c, rows, n, k, ldc, c0, NULL)
                    : gemm_dot(ctx, fmt, act, w, bias, c, rows, n, k, ldc, c0);
     if (path == MCL_QUANT_PATH_MATRIX)
         return gemm_matrix(ctx, fmt, a, w, bias, c, rows, n, k, ldc, c0);
     if (rows <= MCL_QUANT_GEMV_MAX_ROWS)
-        return gemv_dispatch(ctx, 0, fmt, a, w, bias, c, rows, n, k, ldc, c0);
+        return gemv_dispatch(ctx, 0, fmt, a, w, bias, c, rows, n, k, ldc, c0, NULL);
     return gemm_float(ctx, fmt, a, w, bias, c, rows, n, k, ldc, c0);
 }
 
@@ -409,7 +427,8 @@ mcl_status mcl_quantize_into_scratch(mcl_context *ctx, mcl_tensor *a, uint32_t r
 }
 
 mcl_status mcl_quant_record(mcl_context *ctx, const quant_product *p, mcl_tensor *a,
-                            mcl_tensor *act, mcl_tensor *b, mcl_tensor *bias, mcl_tensor *c)
+                            mcl_tensor *act, mcl_tensor *b, mcl_tensor *bias, mcl_tensor *c,
+                            const mcl_gemv_fold *fold)
 {
     /* W in parts of part_rows rows (one part where it fits one binding), each two views. */
     mcl_status status = MCL_SUCCESS;
@@ -420,7 +439,7 @@ mcl_status mcl_quant_record(mcl_context *ctx, const quant_product *p, mcl_tensor
         if (status != MCL_SUCCESS)
             break;
         status = matmul_part(ctx, p->path, p->fmt, a, act, &w, bias, c, p->rows, part, p->k,
-                             p->n, c0);
+                             p->n, c0, fold);
         mcl_weight_part_free(&w);
     }
     return status;
@@ -439,7 +458,7 @@ mcl_status mcl_matmul_quant_ex(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta
     if (p.path == MCL_QUANT_PATH_DOT)
         status = mcl_quantize_into_scratch(ctx, a, p.rows, p.k, &act);
     if (status == MCL_SUCCESS)
-        status = mcl_quant_record(ctx, &p, a, act, b, bias, c);
+        status = mcl_quant_record(ctx, &p, a, act, b, bias, c, NULL);
     mcl_tensor_destroy(act);
     if (status == MCL_SUCCESS && ran)
         *ran = p.path;
@@ -459,9 +478,44 @@ mcl_status mcl_matmul_quantized_input(mcl_context *ctx, mcl_tensor *a, mcl_tenso
         act->nbytes < (uint64_t)p.rows * (p.k / MCL_QUANT_LANE_WEIGHTS) * MCL_QUANT_ACT_WORDS * 4)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "mcl_matmul_quantized_input: act is too small for a's quantization");
-    return mcl_quant_record(ctx, &p, a, act, w, NULL, c);
+    return mcl_quant_record(ctx, &p, a, act, w, NULL, c, NULL);
 }
 
+
+static int glu_plan(mcl_context *ctx, const quant_product *p, int rms, mcl_gemv_plan *plan);
+
+int mcl_matmul_folds(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w,
+                     const mcl_tensor *c, int norm)
+{
+    quant_product p;
+    if (!ctx || !a || !w || !c || mcl_quant_format(w->dtype) < 0 ||
+        mcl_quant_check(ctx, (mcl_tensor *)a, MCL_NO_TRANSPOSE, (mcl_tensor *)w, MCL_TRANSPOSE,
+                        NULL, (mcl_tensor *)c, MCL_QUANT_PATH_AUTO, &p) != MCL_SUCCESS ||
+        p.path != MCL_QUANT_PATH_DOT || p.rows > MCL_QUANT_GEMV_MAX_ROWS || p.part_rows < p.n)
+        return 0;
+    if (!norm)
+        return 1;
+    mcl_gemv_plan plan;
+    mcl_gemv_plan_for(ctx, 1, p.fmt, p.rows, p.n, p.k, &plan);
+    return mcl_gemv_shared_bytes(p.fmt, &plan, p.rows) + rms_shared_bytes(&plan, p.rows, p.k) <=
+           mcl_traits_of(ctx)->max_shared_bytes;
+}
+
+int mcl_matmul_glu_folds(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w_gate,
+                         const mcl_tensor *w_up, const mcl_tensor *c)
+{
+    quant_product p, pu;
+    mcl_gemv_plan plan;
+    return ctx && a && w_gate && w_up && c && w_gate->dtype == w_up->dtype &&
+           mcl_quant_format(w_gate->dtype) >= 0 &&
+           mcl_quant_check(ctx, (mcl_tensor *)a, MCL_NO_TRANSPOSE, (mcl_tensor *)w_gate,
+                           MCL_TRANSPOSE, NULL, (mcl_tensor *)c, MCL_QUANT_PATH_AUTO,
+                           &p) == MCL_SUCCESS &&
+           mcl_quant_check(ctx, (mcl_tensor *)a, MCL_NO_TRANSPOSE, (mcl_tensor *)w_up,
+                           MCL_TRANSPOSE, NULL, (mcl_tensor *)c, MCL_QUANT_PATH_AUTO,
+                           &pu) == MCL_SUCCESS &&
+           pu.part_rows >= pu.n && glu_plan(ctx, &p, 1, &plan);
+}
 
 /* The fused gate and up GEMV's plan for product p (of W_gate; W_up alike): the GEMV's, with
  * whole blocks of 32 output rows a workgroup for the quantization (its row groups doubled up
@@ -471,7 +525,7 @@ mcl_status mcl_matmul_quantized_input(mcl_context *ctx, mcl_tensor *a, mcl_tenso
  * weights' rows, the SwiGLU rows, q8_1.glsl's two words a lane) is beyond the device: 5 rows
  * of a at most at 32 lanes and 48 KiB. */
 #define GLU_LANES 256u
-static int glu_plan(mcl_context *ctx, const quant_product *p, mcl_gemv_plan *plan)
+static int glu_plan(mcl_context *ctx, const quant_product *p, int rms, mcl_gemv_plan *plan)
 {
     const mcl_traits *tr = mcl_traits_of(ctx);
     if (p->path != MCL_QUANT_PATH_DOT || (p->fmt != MCL_QFMT_Q8_0 && p->fmt != MCL_QFMT_Q4_0) ||
@@ -492,15 +546,17 @@ static int glu_plan(mcl_context *ctx, const quant_product *p, mcl_gemv_plan *pla
         plan->u /= 2;
     uint64_t lanes = (uint64_t)plan->t * plan->g;
     uint64_t shared = 4 * (2 * plan->nr * p->rows * lanes +
-                           (uint64_t)p->rows * plan->g * plan->nr + 2 * lanes);
+                           (uint64_t)p->rows * plan->g * plan->nr + 2 * lanes) +
+                      (rms ? rms_shared_bytes(plan, p->rows, p->k) - 8 * lanes : 0);
     return lanes <= tr->max_invocations && plan->g <= tr->max_workgroup_size[1] &&
            plan->t <= tr->max_workgroup_size[0] && shared <= tr->max_shared_bytes;
 }
 
 mcl_status mcl_matmul_glu_q8(mcl_context *ctx, mcl_tensor *a, mcl_tensor *act,
                              mcl_tensor *w_gate, mcl_tensor *w_up, mcl_tensor *c,
-                             mcl_tensor *act_out, int *fused)
+                             mcl_tensor *act_out, const mcl_gemv_fold *fold, int *fused)
 {
+    const int rms = fold && fold->norm;
     if (!fused)
         return MCL_ERROR_INVALID_ARGUMENT;
     *fused = 0;
@@ -515,23 +571,25 @@ mcl_status mcl_matmul_glu_q8(mcl_context *ctx, mcl_tensor *a, mcl_tensor *act,
     if (status != MCL_SUCCESS)
         return status;
     mcl_gemv_plan plan;
-    if (w_gate->dtype != w_up->dtype || pu.part_rows < pu.n || !glu_plan(ctx, &p, &plan))
+    if (w_gate->dtype != w_up->dtype || pu.part_rows < pu.n || !glu_plan(ctx, &p, rms, &plan))
         return MCL_SUCCESS;
-    if (!act || !act_out || act->ctx != ctx || act_out->ctx != ctx || act == act_out ||
-        act->nbytes < (uint64_t)p.rows * (p.k / 32) * MCL_QUANT_ACT_WORDS * 4 ||
+    if ((rms ? !fold->norm || fold->norm->ctx != ctx || a->nbytes / p.rows < 4ull * p.k
+             : !act || act->ctx != ctx || act == act_out ||
+                   act->nbytes < (uint64_t)p.rows * (p.k / 32) * MCL_QUANT_ACT_WORDS * 4) ||
+        !act_out || act_out->ctx != ctx ||
         act_out->nbytes < (uint64_t)p.rows * (p.n / 32) * MCL_QUANT_ACT_WORDS * 4)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
                         "mcl_matmul_glu_q8: act or act_out missing, too small or one tensor");
-    mcl_ctx_log(ctx, MCL_LOG_DEBUG, "gemv glu %s %ux%u, %u rows: t=%u g=%u nr=%u u=%u pb=%u",
-                mcl_dtype_name(w_gate->dtype), p.n, p.k, p.rows, plan.t, plan.g, plan.nr,
-                plan.u, plan.pb);
+    mcl_ctx_log(ctx, MCL_LOG_DEBUG, "gemv glu %s %ux%u, %u rows%s: t=%u g=%u nr=%u u=%u pb=%u",
+                mcl_dtype_name(w_gate->dtype), p.n, p.k, p.rows, rms ? ", norm folded" : "",
+                plan.t, plan.g, plan.nr, plan.u, plan.pb);
     mcl_kernel_desc desc = {
-        .id = MCL_KERNEL_GEMV_Q_DOT_GLU,
+        .id = rms ? MCL_KERNEL_GEMV_Q_DOT_GLU_RMS : MCL_KERNEL_GEMV_Q_DOT_GLU,
         .binding_count = 7,
         .push_size = sizeof(mcl_gemv_push),
         .local_size_x = plan.t,
-        .spec_count = 7,
-        .spec = {p.fmt, p.rows, 2 * plan.nr, plan.g, plan.u, plan.pb, 0},
+        .spec_count = rms ? 8 : 7,
+        .spec = {p.fmt, p.rows, 2 * plan.nr, plan.g, plan.u, plan.pb, 0, p.k / 32},
     };
     const mcl_kernel *kernel;
     if ((status = mcl_kernel_exact(ctx, &desc, &kernel)) != MCL_SUCCESS)
@@ -543,11 +601,15 @@ mcl_status mcl_matmul_glu_q8(mcl_context *ctx, mcl_tensor *a, mcl_tensor *act,
         mcl_weight_part_free(&wg);
         return status;
     }
-    mcl_gemv_push push = {.n = p.n, .k = p.k, .ldc = p.n, .dlo = wg.dlo, .dlo_u = wu.dlo};
+    mcl_gemv_push push = {.n = p.n, .k = p.k, .ldc = p.n, .dlo = wg.dlo, .dlo_u = wu.dlo,
+                          .eps = rms ? fold->eps : 0.0f};
     uint32_t gx, gy;
     grid_2d(ceil_div(p.n, (uint64_t)plan.g * plan.nr), &gx, &gy);
-    mcl_tensor *reads[6] = {act, wg.body, wg.d, wu.body, wu.d, act};
-    mcl_profile_op(ctx, "matmul gate, up and swiglu, integer dot",
+    mcl_tensor *in = rms ? a : act;
+    mcl_tensor *reads[6] = {in, wg.body, wg.d, wu.body, wu.d, rms ? fold->norm : act};
+    mcl_profile_op(ctx,
+                   rms ? "matmul gate, up and swiglu, integer dot, norm folded"
+                       : "matmul gate, up and swiglu, integer dot",
                    (double)wg.body->nbytes + wg.d->nbytes + wu.body->nbytes + wu.d->nbytes +
                        4.0 * p.rows * (p.k + p.n) / 32 * MCL_QUANT_ACT_WORDS,
                    4.0 * p.rows * p.n * p.k);

@@ -26,7 +26,19 @@ typedef struct mcl_gemv_push {
     uint32_t n, k, has_bias, ldc, c0, dlo;
     uint32_t e_lo, e_n, xdiv, xrows, ids0, pairs;
     uint32_t dlo_u; /* gemv_q_dot_glu: W_up's dlo */
+    float eps;      /* gemv_q_dot_rms: the norm's epsilon */
 } mcl_gemv_push;
+
+/* A decoder's row step folded into the products around it (gemv_q_dot.glsl), on the
+ * integer-dot GEMV: with norm, the product's input a is x, the residual stream (f32 [rows,
+ * k]), and each workgroup makes RMSNorm(x) * norm (eps) and its quantization itself
+ * (gemv_q_dot_rms.comp); with accumulate, the product adds its result into c, c + (a W^T), as
+ * the residual add would. */
+typedef struct mcl_gemv_fold {
+    mcl_tensor *norm;
+    float eps;
+    int accumulate;
+} mcl_gemv_fold;
 
 /* Get a kernel and check that the device gave it the workgroup size its tiles assume
  * (MCL_ERROR_UNSUPPORTED where it did not). */
@@ -70,8 +82,10 @@ mcl_status mcl_quant_check(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mc
 mcl_status mcl_quantize_into_scratch(mcl_context *ctx, mcl_tensor *a, uint32_t rows, uint32_t k,
                                      mcl_tensor **act);
 
-/* Records a checked product; act holds a quantized where p->path is DOT. */
+/* Records a checked product; act holds a quantized where p->path is DOT and fold (NULL:
+ * none) has no norm. A fold needs a product that mcl_matmul_folds accepts. */
 mcl_status mcl_quant_record(mcl_context *ctx, const quant_product *p, mcl_tensor *a,
-                            mcl_tensor *act, mcl_tensor *b, mcl_tensor *bias, mcl_tensor *c);
+                            mcl_tensor *act, mcl_tensor *b, mcl_tensor *bias, mcl_tensor *c,
+                            const mcl_gemv_fold *fold);
 
 #endif
