@@ -112,7 +112,8 @@ static uint32_t gcd_u32(uint32_t a, uint32_t b)
 }
 
 /* The shared memory gemv_q_dot_rms adds to a plan at `rows` rows of x of k values: the
- * rows' activations (10 words a block of 32) and q8_1.glsl's two words a lane. */
+ * rows' activations (10 words a block of 32) and q8_1.glsl's two words a lane. Its sums of
+ * squares take workgroups of a multiple of 16 invocations (the callers check). */
 static uint64_t rms_shared_bytes(const mcl_gemv_plan *plan, uint32_t rows, uint32_t k)
 {
     return 4ull * rows * (k / 32) * MCL_QUANT_ACT_WORDS + 8ull * plan->t * plan->g;
@@ -497,8 +498,9 @@ int mcl_matmul_folds(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w,
         return 1;
     mcl_gemv_plan plan;
     mcl_gemv_plan_for(ctx, 1, p.fmt, p.rows, p.n, p.k, &plan);
-    return mcl_gemv_shared_bytes(p.fmt, &plan, p.rows) + rms_shared_bytes(&plan, p.rows, p.k) <=
-           mcl_traits_of(ctx)->max_shared_bytes;
+    return (plan.t * plan.g) % 16 == 0 &&
+           mcl_gemv_shared_bytes(p.fmt, &plan, p.rows) + rms_shared_bytes(&plan, p.rows, p.k) <=
+               mcl_traits_of(ctx)->max_shared_bytes;
 }
 
 int mcl_matmul_glu_folds(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w_gate,
@@ -548,7 +550,8 @@ static int glu_plan(mcl_context *ctx, const quant_product *p, int rms, mcl_gemv_
     uint64_t shared = 4 * (2 * plan->nr * p->rows * lanes +
                            (uint64_t)p->rows * plan->g * plan->nr + 2 * lanes) +
                       (rms ? rms_shared_bytes(plan, p->rows, p->k) - 8 * lanes : 0);
-    return lanes <= tr->max_invocations && plan->g <= tr->max_workgroup_size[1] &&
+    return (!rms || lanes % 16 == 0) && lanes <= tr->max_invocations &&
+           plan->g <= tr->max_workgroup_size[1] &&
            plan->t <= tr->max_workgroup_size[0] && shared <= tr->max_shared_bytes;
 }
 
