@@ -341,81 +341,49 @@ void gemv_stage(uint b0) {
 
 #ifdef GEMV_Q_DOT_RMS
 // The row step for the workgroup's own use: each row m of x normed, y = x / sqrt(mean(x^2) +
-// eps) * w (norm_q8_f32.comp's arithmetic; the sum of squares in this workgroup's order), and
-// quantized into xs as q8_1.glsl quantizes it (the same codes, scale and sum), an invocation a
-// block of 32 at a time: no barrier but the sum's three and the last.
+// eps) * w (norm_q8_f32.comp's arithmetic; the sum of squares in this workgroup's order), then
+// quantized into xs a round of the workgroup at a time (q8_1.glsl: 8 lanes a block of 32).
 void gemv_rms_prologue() {
     const uint lane = gl_LocalInvocationIndex, lanes = T * G, k4 = pc.K / 4u, AB = M * NK;
-    // The sums of squares: each invocation's blocks, then 16 partials a chunk of 16, then the
-    // chunks' sums in order, each row's in gemv_red[m * lanes ..] (free until the loop's end).
-    float ss[M];
+    const uint chunks = lanes / 16u;  // a multiple of 16 lanes (the host's check)
     [[unroll]] for (uint m = 0u; m < M; m++) {
-        ss[m] = 0.0;
-    }
-    for (uint bi = lane; bi < AB; bi += lanes) {
-        const uint m = bi / NK, at = m * k4 + (bi % NK) * 8u;
-        float part = 0.0;
-        [[unroll]] for (uint j = 0u; j < 8u; j++) {
-            const vec4 v = x4[at + j];
-            part += dot(v, v);
+        float ss = 0.0;
+        for (uint k = lane; k < k4; k += lanes) {
+            const vec4 v = x4[m * k4 + k];
+            ss += dot(v, v);
         }
-        [[unroll]] for (uint i = 0u; i < M; i++) {
-            ss[i] += i == m ? part : 0.0;
+        // The workgroup's sum in three steps through gemv_red (free until the loop's end):
+        // the lanes' sums, 16 of them a chunk (into its first), the chunks' in order.
+        gemv_red[lane] = ss;
+        barrier();
+        if (lane < chunks) {
+            float sum = 0.0;
+            [[unroll]] for (uint j = 0u; j < 16u; j++) {
+                sum += gemv_red[16u * lane + j];
+            }
+            gemv_red[16u * lane] = sum;
         }
-    }
-    [[unroll]] for (uint m = 0u; m < M; m++) {
-        gemv_red[m * lanes + lane] = ss[m];
-    }
-    barrier();
-    const uint chunks = lanes / 16u;
-    if (lane < M * chunks) {
-        const uint at = (lane / chunks) * lanes + (lane % chunks) * 16u;
-        float sum = 0.0;
-        [[unroll]] for (uint j = 0u; j < 16u; j++) {
-            sum += gemv_red[at + j];
-        }
-        gemv_red[at] = sum;
-    }
-    barrier();
-    float r[M];
-    [[unroll]] for (uint m = 0u; m < M; m++) {
+        barrier();
         float sum = 0.0;
         for (uint c = 0u; c < chunks; c++) {
-            sum += gemv_red[m * lanes + c * 16u];
+            sum += gemv_red[16u * c];
         }
-        r[m] = inversesqrt(sum / float(pc.K) + pc.eps);
+        const float r = inversesqrt(sum / float(pc.K) + pc.eps);
+        for (uint k0 = 0u; k0 < k4; k0 += lanes) {
+            const uint k = k0 + lane;
+            const bool valid = k < k4;
+            const uint g = (m * k4 + k) / Q8_LANES, j = lane % Q8_LANES;
+            float d;
+            const uint word = q8_1_word(valid ? x4[m * k4 + k] * r * nw4[k] : vec4(0.0), d);
+            if (valid) {
+                xs[Q8_LANES * g + j] = word;
+            }
+            if (j == 0u && valid) {
+                xs[8u * AB + g] = floatBitsToUint(d);
+                xs[9u * AB + g] = uint(q8_1_block_sum());
+            }
+        }
+        barrier();  // xs written, gemv_red read, before the next row's sums or the loop
     }
-    barrier();  // every read of gemv_red before the loop's writes
-    for (uint bi = lane; bi < AB; bi += lanes) {
-        const uint m = bi / NK, kb = bi % NK, at = m * k4 + kb * 8u;
-        float rm = 0.0;
-        [[unroll]] for (uint i = 0u; i < M; i++) {
-            rm = i == m ? r[i] : rm;
-        }
-        vec4 yv[8];
-        float amax = 0.0;
-        [[unroll]] for (uint j = 0u; j < 8u; j++) {
-            yv[j] = x4[at + j] * rm * nw4[kb * 8u + j];
-            const vec4 a = abs(yv[j]);
-            amax = max(amax, max(max(a.x, a.y), max(a.z, a.w)));
-        }
-        const float d = amax * INV127;
-        float id = 0.0;
-        if (d != 0.0) {
-            id = 1.0 / d;
-            id = fma(id, fma(-d, id, 1.0), id);
-        }
-        int sum = 0;
-        [[unroll]] for (uint j = 0u; j < 8u; j++) {
-            const ivec4 q = ivec4(vec4(round_away(yv[j].x * id), round_away(yv[j].y * id),
-                                       round_away(yv[j].z * id), round_away(yv[j].w * id)));
-            xs[8u * bi + j] = uint(q.x & 0xFF) | uint(q.y & 0xFF) << 8 |
-                              uint(q.z & 0xFF) << 16 | uint(q.w & 0xFF) << 24;
-            sum += (q.x + q.y) + (q.z + q.w);
-        }
-        xs[8u * AB + bi] = floatBitsToUint(d);
-        xs[9u * AB + bi] = uint(sum);
-    }
-    barrier();
 }
 #endif

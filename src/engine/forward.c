@@ -480,6 +480,12 @@ static mcl_status warm(mcl_session *s, uint32_t bit, uint32_t count, const mcl_t
     return status;
 }
 
+/* The widest model whose decode step folds its norms by default. Each workgroup of a folded
+ * product makes the norm before it streams its weights, a fixed cost per workgroup that a
+ * norm dispatch of its own pays once: measured on an H100 (docs/inference.md), the 1B shape's
+ * step (dim 2048) 8% shorter folded, the 7B's (dim 4096) 10% longer. */
+#define ENGINE_FOLD_MAX_DIM 2048u
+
 /* Whether a decode step of the rows p (a dense model) can fold its row steps into its
  * products (MOTIFCL_ENGINE_NORM_FOLD): every product that reads a norm (q, k, v, the fused
  * gate and up, the head) on the integer-dot GEMV with room for its rows' activations in its
@@ -489,7 +495,8 @@ static int fold_applies(mcl_session *s, const pass_rows *p, mcl_tensor *logits)
 {
     mcl_context *ctx = s->ctx;
     const mcl_model_info *m = &s->info;
-    if (!s->norm_fold || s->split_glu || m->experts || m->head_dim % 32 != 0 ||
+    if (!s->norm_fold || (s->norm_fold < 0 && m->dim > ENGINE_FOLD_MAX_DIM) || s->split_glu ||
+        m->experts || m->head_dim % 32 != 0 ||
         !mcl_matmul_folds(ctx, p->x, s->output, logits, 1))
         return 0;
     for (uint32_t l = 0; l < m->layers; l++) {

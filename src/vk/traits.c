@@ -180,8 +180,9 @@ void mcl_traits_decide(mcl_device_info *info, const mcl_env_settings *env,
     t.pipeline_stats = env->pipeline_stats;
     t.engine_eager = env->engine_eager;
     t.engine_split_glu = env->engine_split_glu;
-    /* A decode step's norms folded into the products that read them (forward.c). */
-    t.engine_norm_fold = env->engine_norm_fold >= 0 ? env->engine_norm_fold : 0;
+    /* A decode step's norms folded into the products that read them (forward.c): -1 where
+     * the model's shape decides. */
+    t.engine_norm_fold = env->engine_norm_fold;
     t.engine_warm = env->engine_warm;
     t.attention_f32 = env->attention_f32;
     t.counter_rows = env->counter_rows;
