@@ -149,7 +149,8 @@ void gemv_finish(float acc[NR][M], uint wg) {
 }
 
 #ifdef GEMV_Q_DOT_RMS
-// gemv_q_dot.glsl's: the workgroup's activations made from x (its row step), before the loop.
+// gemv_q_dot.glsl's: the workgroup's activations made from x (its row step), called by every
+// invocation once, after the first round's weight loads (gemv_rows; no experts, no STAGE).
 void gemv_rms_prologue();
 #endif
 
@@ -212,6 +213,25 @@ void gemv_rows(uint row_blk[NR], uint wg) {
     }
     uint kb = t / PPB;
     uint q0 = t;
+#ifdef GEMV_Q_DOT_RMS
+    // The first round's weights loaded before the row step, so that their round trip overlaps
+    // it (a short-lived workgroup streams only a few rounds).
+    const bool first = q0 + (U - 1u) * T < P;
+    uint r0[U][NR][RP];
+    if (first) {
+        [[unroll]] for (uint u = 0u; u < U; u++) {
+            gemv_load(row_blk, kb + u * (T / PPB), p, r0[u]);
+        }
+    }
+    gemv_rms_prologue();
+    if (first) {
+        [[unroll]] for (uint u = 0u; u < U; u++) {
+            piece(r0[u], kb + u * (T / PPB), p, true, acc);
+        }
+        q0 += U * T;
+        kb += U * T / PPB;
+    }
+#endif
     for (; q0 + (U - 1u) * T < P; q0 += U * T, kb += U * T / PPB) {
         uint r[U][NR][RP];
         [[unroll]] for (uint u = 0u; u < U; u++) {
@@ -297,9 +317,6 @@ void gemv_main() {
     [[unroll]] for (uint i = 0u; i < NR; i++) {
         row_blk[i] = (expert_row + min((wg * G + g) * NRW + i % NRW, pc.N - 1u)) * nb;
     }
-#ifdef GEMV_Q_DOT_RMS
-    gemv_rms_prologue();
-#endif
     if (GEMV_GROUPED) {
         gemv_grouped(row_blk, wg);
     } else {
