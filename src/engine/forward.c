@@ -483,7 +483,7 @@ static mcl_status warm(mcl_session *s, uint32_t bit, uint32_t count, const mcl_t
 /* The widest model whose decode step folds its norms by default. Each workgroup of a folded
  * product makes the norm before it streams its weights, a fixed cost per workgroup that a
  * norm dispatch of its own pays once: measured on an H100 (docs/inference.md), the 1B shape's
- * step (dim 2048) 8% shorter folded, the 7B's (dim 4096) 10% longer. */
+ * step (dim 2048) 9% shorter folded, the 7B's (dim 4096) 7% longer. */
 #define ENGINE_FOLD_MAX_DIM 2048u
 
 /* Whether a decode step of the rows p (a dense model) can fold its row steps into its
