@@ -19,6 +19,13 @@
  *    gate's too differs in most words.
  *    Refused: act_out the input's tensor, or too small; not fused (nothing recorded): Q4_K,
  *    gate and up of different types, a device without the integer-dot path (polaris).
+ *  - mcl_matmul_multi_fold (the decoder's row step folded into the integer-dot GEMV): with a
+ *    norm, the product of the residual stream x against mcl_norm_q8 then the product of its
+ *    quantization (mcl_matmul_multi_given), Q8_0 and Q4_0, 1 and 3 rows, rows of 256 and
+ *    4096, with a bias: relative RMS <= 1e-5 (the workgroup's sum of squares in another
+ *    order may move a code at a rounding boundary); control: the norm's weight of another
+ *    row step exceeds it. Accumulating: c + (the product), bit-identical to the product
+ *    added on the host. Refused: a product that cannot fold (an f32 weight).
  *  - mcl_rope_kv (RoPE of rows' q in place, of their k into the caches of their sequences, v
  *    copied there, at positions and sequences read from a buffer; also one row into a
  *    one-sequence cache) against the rotation in double from the same frequency table:
@@ -51,6 +58,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ops/matmul_quant.h"
 #include "ops/ops_internal.h"
 #include "vk/inspect.h"
 #include "vk/runtime.h"
@@ -336,6 +344,103 @@ static void glu_q8_matches_ops(void **state)
     mcl_tensor *all[] = {x, act, out, y, w4, w8, wk};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         mcl_tensor_destroy(all[i]);
+    assert_int_equal(mcl_test_context_release(c, " with the integer-dot path"), 0);
+}
+
+static void fold_case(mcl_context *c, mcl_dtype dtype, int64_t rows, int64_t n, int64_t k)
+{
+    const size_t nx = (size_t)(rows * k), ny = (size_t)(rows * n);
+    float *x0 = malloc(nx * 4), *w0 = malloc((size_t)k * 4), *b0 = malloc((size_t)n * 4);
+    float *z0 = malloc(ny * 4), *got = malloc(ny * 4), *want = malloc(ny * 4);
+    assert_true(x0 && w0 && b0 && z0 && got && want);
+    const uint32_t seed = (uint32_t)(40 + rows + n + k);
+    mcl_fill_random(x0, nx, seed, -2.0f, 2.0f);
+    mcl_fill_random(w0, (size_t)k, seed + 1, 0.5f, 1.5f);
+    mcl_fill_random(b0, (size_t)n, seed + 2, -0.5f, 0.5f);
+    mcl_fill_random(z0, ny, seed + 3, -1.0f, 1.0f);
+    int64_t xs[2] = {rows, k}, ys[2] = {rows, n}, ws[1] = {k}, bs[1] = {n},
+            as[1] = {(int64_t)(nx / 32 * 10)};
+    mcl_tensor *x = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, x0);
+    mcl_tensor *w = mcl_test_tensor(c, MCL_DTYPE_F32, 1, ws, w0);
+    mcl_tensor *bias = mcl_test_tensor(c, MCL_DTYPE_F32, 1, bs, b0);
+    mcl_tensor *y = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, NULL);
+    mcl_tensor *act = mcl_test_tensor(c, MCL_DTYPE_I32, 1, as, NULL);
+    mcl_tensor *ref = mcl_test_tensor(c, MCL_DTYPE_F32, 2, ys, NULL);
+    mcl_tensor *out = mcl_test_tensor(c, MCL_DTYPE_F32, 2, ys, NULL);
+    mcl_tensor *wq = random_weight(c, dtype, n, k, seed + 4);
+    const mcl_tensor *wl[1] = {wq}, *bl[1] = {bias};
+    mcl_tensor *refl[1] = {ref}, *outl[1] = {out};
+    char name[64];
+    snprintf(name, sizeof name, "%s, %lld rows, %lld x %lld", mcl_dtype_name(dtype),
+             (long long)rows, (long long)n, (long long)k);
+    assert_true(mcl_matmul_folds(c, x, wq, out, 1));
+
+    /* The row step apart, then the product of its quantization; and folded. */
+    assert_mcl_ok(mcl_norm_q8(c, NULL, w, 1e-5f, x, y, act));
+    assert_mcl_ok(mcl_matmul_multi_given(c, y, act, 1, wl, bl, refl));
+    const mcl_gemv_fold norm = {.norm = w, .eps = 1e-5f};
+    assert_mcl_ok(mcl_matmul_multi_fold(c, x, NULL, 1, wl, bl, outl, &norm));
+    download(out, got, ny * 4);
+    download(ref, want, ny * 4);
+    char what[256];
+    snprintf(what, sizeof what, "mcl_matmul_multi_fold with its norm against mcl_norm_q8 and "
+             "the product, %s", name);
+    assert_true(mcl_test_record(what, "relative rms", rel_rms(got, want, ny), 1e-5));
+    /* Control: another row step's weight (reversed). */
+    float *w1 = malloc((size_t)k * 4);
+    assert_non_null(w1);
+    for (int64_t i = 0; i < k; i++)
+        w1[i] = w0[k - 1 - i];
+    assert_mcl_ok(mcl_tensor_upload(w, 0, w1, (size_t)k * 4));
+    assert_mcl_ok(mcl_matmul_multi_fold(c, x, NULL, 1, wl, bl, outl, &norm));
+    download(out, got, ny * 4);
+    const double off = rel_rms(got, want, ny);
+    snprintf(what, sizeof what, "mcl_matmul_multi_fold: control, another norm's weight, %s: "
+             "relative rms %.3g", name, off);
+    assert_true(mcl_test_record_bool(what, off > 1e-2));
+
+    /* Accumulating into c: c + (the product), as the host adds them. */
+    assert_mcl_ok(mcl_tensor_upload(out, 0, z0, ny * 4));
+    const mcl_gemv_fold add = {.accumulate = 1};
+    assert_mcl_ok(mcl_matmul_multi_fold(c, y, act, 1, wl, bl, outl, &add));
+    download(out, got, ny * 4);
+    for (size_t i = 0; i < ny; i++)
+        want[i] = z0[i] + want[i];
+    snprintf(what, sizeof what, "mcl_matmul_multi_fold accumulating against c + the product, "
+             "%s", name);
+    assert_true(mcl_test_record(what, "mismatched words", (double)word_mismatches(got, want,
+                                                                                   ny), 0));
+    mcl_tensor *all[] = {x, w, bias, y, act, ref, out, wq};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+    free(x0), free(w0), free(w1), free(b0), free(z0), free(got), free(want);
+}
+
+static void norm_fold_matches_ops(void **state)
+{
+    (void)state;
+    mcl_context *c = mcl_test_context_with("MOTIFCL_QUANT_PATH", "dot");
+    int64_t xs[2] = {1, 256}, ys[2] = {1, 64}, fs[2] = {64, 256};
+    mcl_tensor *x = mcl_test_tensor(c, MCL_DTYPE_F32, 2, xs, NULL);
+    mcl_tensor *y = mcl_test_tensor(c, MCL_DTYPE_F32, 2, ys, NULL);
+    mcl_tensor *wf = mcl_test_tensor(c, MCL_DTYPE_F32, 2, fs, NULL);
+    mcl_tensor *w4 = random_weight(c, MCL_DTYPE_Q4_0, 64, 256, 9);
+    const int dot = mcl_inspect_traits(c)->quant_dot;
+    /* Without the integer-dot path (the polaris profile) nothing folds. */
+    assert_true(mcl_test_record_bool("mcl_matmul_folds: Q4_0 on the integer-dot path only",
+                                     mcl_matmul_folds(c, x, w4, y, 1) == dot));
+    const mcl_tensor *wl[1] = {wf};
+    mcl_tensor *yl[1] = {y};
+    const mcl_gemv_fold norm = {.norm = x, .eps = 1e-5f};
+    EXPECT_STATUS(mcl_matmul_multi_fold(c, x, NULL, 1, wl, NULL, yl, &norm), INVALID);
+    mcl_tensor *all[] = {x, y, wf, w4};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+    const mcl_dtype types[2] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0};
+    for (int t = 0; t < 2 && dot; t++) {
+        fold_case(c, types[t], 1, 512, 4096);
+        fold_case(c, types[t], 3, 160, 256);
+    }
     assert_int_equal(mcl_test_context_release(c, " with the integer-dot path"), 0);
 }
 
@@ -804,6 +909,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(norm_q8_matches_ops),
         cmocka_unit_test(swiglu_q8_matches_ops),
         cmocka_unit_test(glu_q8_matches_ops),
+        cmocka_unit_test(norm_fold_matches_ops),
         cmocka_unit_test(rope_kv_matches_reference),
         cmocka_unit_test(attention_decode_matches_attention),
         cmocka_unit_test(attention_decode_rope_matches_ops),
