@@ -58,7 +58,6 @@
 #include <string.h>
 
 #include "harness.h"
-#include "ops/matmul_quant.h"
 #include "ops/ops_internal.h"
 #include "vk/inspect.h"
 #include "vk/runtime.h"

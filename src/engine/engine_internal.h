@@ -106,7 +106,7 @@ struct mcl_session {
     int split_glu;               /* MOTIFCL_ENGINE_SPLIT_GLU: gate, up and SwiGLU unfused */
     int norm_fold;               /* MOTIFCL_ENGINE_NORM_FOLD: norms in their products (-1:
                                   * where the model's width is at most ENGINE_FOLD_MAX_DIM) */
-    uint32_t warm;               /* MOTIFCL_ENGINE_WARM: which weights a step warms (forward.c) */
+    uint32_t warm;               /* MOTIFCL_ENGINE_WARM: which weights a step warms (step.c) */
     /* Called after each op a pass records, with the op's name (the benchmarks' per-op GPU
      * times: a timestamp each); NULL in use. */
     mcl_status (*mark)(void *user, const char *op);
@@ -131,6 +131,8 @@ struct mcl_session {
 mcl_status mcl_engine_forward(mcl_session *s, const uint32_t *seqs, const uint32_t *pos,
                               const int32_t *tokens, uint32_t count, const uint32_t *logit_rows,
                               uint32_t count_logits, float *out);
+
+/* --- step.c -------------------------------------------------------------------------------- */
 
 /* Destroy the recorded decode steps (before the tensors they use). */
 void mcl_engine_steps_destroy(mcl_session *s);

@@ -5,6 +5,7 @@
 #define MCL_OPS_MATMUL_QUANT_H
 
 #include "../vk/runtime.h"
+#include "ops_internal.h"
 #include "quant_plan.h"
 
 /* The two bindings of rows [r0, r0 + rows) of a quantized weight w (of n rows of k weights, a
@@ -29,16 +30,6 @@ typedef struct mcl_gemv_push {
     float eps;      /* gemv_q_dot_rms: the norm's epsilon */
 } mcl_gemv_push;
 
-/* A decoder's row step folded into the products around it (gemv_q_dot.glsl), on the
- * integer-dot GEMV: with norm, the product's input a is x, the residual stream (f32 [rows,
- * k]), and each workgroup makes RMSNorm(x) * norm (eps) and its quantization itself
- * (gemv_q_dot_rms.comp); with accumulate, the product adds its result into c, c + (a W^T), as
- * the residual add would. */
-typedef struct mcl_gemv_fold {
-    mcl_tensor *norm;
-    float eps;
-    int accumulate;
-} mcl_gemv_fold;
 
 /* Get a kernel and check that the device gave it the workgroup size its tiles assume
  * (MCL_ERROR_UNSUPPORTED where it did not). */

@@ -102,7 +102,16 @@ mcl_status mcl_attention_prompt(mcl_context *ctx, const mcl_tensor *q, const mcl
 mcl_status mcl_norm_q8(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, float eps,
                        mcl_tensor *x, mcl_tensor *y, mcl_tensor *act);
 
-struct mcl_gemv_fold; /* matmul_quant.h */
+/* A decoder's row step folded into the products around it (gemv_q_dot.glsl), on the
+ * integer-dot GEMV: with norm, the product's input a is x, the residual stream (f32 [rows,
+ * k]), and each workgroup makes RMSNorm(x) * norm (eps) and its quantization itself
+ * (gemv_q_dot_rms.comp); with accumulate, the product adds its result into c, c + (a W^T), as
+ * the residual add would. */
+typedef struct mcl_gemv_fold {
+    mcl_tensor *norm;
+    float eps;
+    int accumulate;
+} mcl_gemv_fold;
 
 /* SwiGLU's silu(gate) * up quantized into act (i32) for the integer-dot path as
  * mcl_quantize_activations would quantize it (swiglu_q8_f32.comp); gate and up f32 of one
@@ -119,9 +128,9 @@ mcl_status mcl_swiglu_q8(mcl_context *ctx, mcl_tensor *gate, mcl_tensor *up, mcl
  * workgroup the device takes. */
 mcl_status mcl_matmul_glu_q8(mcl_context *ctx, mcl_tensor *a, mcl_tensor *act,
                              mcl_tensor *w_gate, mcl_tensor *w_up, mcl_tensor *c,
-                             mcl_tensor *act_out, const struct mcl_gemv_fold *fold, int *fused);
+                             mcl_tensor *act_out, const mcl_gemv_fold *fold, int *fused);
 
-/* A decoder's row step folded into its products (matmul_quant.h's mcl_gemv_fold): whether the
+/* A decoder's row step folded into its products (mcl_gemv_fold, above): whether the
  * product c = a W^T takes the integer-dot GEMV in one part, and with norm whether its
  * workgroups can make a's normed quantization themselves; the same for the fused gate and up
  * product (mcl_matmul_glu_q8 with a fold's norm). */
@@ -135,7 +144,7 @@ int mcl_matmul_glu_folds(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor
 mcl_status mcl_matmul_multi_fold(mcl_context *ctx, const mcl_tensor *a, mcl_tensor *act,
                                  uint32_t count, const mcl_tensor *const *w,
                                  const mcl_tensor *const *bias, mcl_tensor *const *c,
-                                 const struct mcl_gemv_fold *fold);
+                                 const mcl_gemv_fold *fold);
 
 /* Reads bytes [offset, offset + bytes) of t (clamped to t, in 16-byte words, and to what one
  * dispatch of 65535 workgroups reads; nothing for a t beyond one binding) so that a later
