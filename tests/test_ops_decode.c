@@ -1,4 +1,4 @@
-/* The ops a recorded decode step is made of (src/engine/forward.c), against the ops they
+/* The ops a recorded decode step is made of (src/engine/step.c), against the ops they
  * stand for:
  *
  *  - mcl_norm_q8 (residual add, RMSNorm, activation quantization in one dispatch) against

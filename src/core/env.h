@@ -27,7 +27,7 @@
  *                               separate dispatches, not fused (for comparison)
  *   MOTIFCL_ENGINE_NORM_FOLD    1 or 0: a decode step's norms made by the products that read
  *                               them, or dispatches of their own (unset: by the model's
- *                               width, src/engine/forward.c)
+ *                               width, src/engine/step.c)
  *   MOTIFCL_ENGINE_WARM         0..7: the weights a decode step reads into the device's cache
  *                               beside the dispatches that leave memory idle (tuning)
  *   MOTIFCL_ATTENTION_F32       1: a prompt pass's attention on the f32 kernels, not on

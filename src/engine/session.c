@@ -1,6 +1,6 @@
 /* Sessions (motifcl.h, "Inference sessions"): the model's tensors found by name, the cache
  * and activations sized against the memory budget, sequences and their bookkeeping, the
- * public calls. The pass itself is forward.c's. */
+ * public calls. The passes themselves are forward.c's and step.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

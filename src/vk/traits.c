@@ -180,7 +180,7 @@ void mcl_traits_decide(mcl_device_info *info, const mcl_env_settings *env,
     t.pipeline_stats = env->pipeline_stats;
     t.engine_eager = env->engine_eager;
     t.engine_split_glu = env->engine_split_glu;
-    /* A decode step's norms folded into the products that read them (forward.c): -1 where
+    /* A decode step's norms folded into the products that read them (step.c): -1 where
      * the model's shape decides. */
     t.engine_norm_fold = env->engine_norm_fold;
     t.engine_warm = env->engine_warm;
