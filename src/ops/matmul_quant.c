@@ -482,43 +482,6 @@ mcl_status mcl_matmul_quantized_input(mcl_context *ctx, mcl_tensor *a, mcl_tenso
     return mcl_quant_record(ctx, &p, a, act, w, NULL, c, NULL);
 }
 
-
-static int glu_plan(mcl_context *ctx, const quant_product *p, int rms, mcl_gemv_plan *plan);
-
-int mcl_matmul_folds(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w,
-                     const mcl_tensor *c, int norm)
-{
-    quant_product p;
-    if (!ctx || !a || !w || !c || mcl_quant_format(w->dtype) < 0 ||
-        mcl_quant_check(ctx, (mcl_tensor *)a, MCL_NO_TRANSPOSE, (mcl_tensor *)w, MCL_TRANSPOSE,
-                        NULL, (mcl_tensor *)c, MCL_QUANT_PATH_AUTO, &p) != MCL_SUCCESS ||
-        p.path != MCL_QUANT_PATH_DOT || p.rows > MCL_QUANT_GEMV_MAX_ROWS || p.part_rows < p.n)
-        return 0;
-    if (!norm)
-        return 1;
-    mcl_gemv_plan plan;
-    mcl_gemv_plan_for(ctx, 1, p.fmt, p.rows, p.n, p.k, &plan);
-    return (plan.t * plan.g) % 16 == 0 &&
-           mcl_gemv_shared_bytes(p.fmt, &plan, p.rows) + rms_shared_bytes(&plan, p.rows, p.k) <=
-               mcl_traits_of(ctx)->max_shared_bytes;
-}
-
-int mcl_matmul_glu_folds(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w_gate,
-                         const mcl_tensor *w_up, const mcl_tensor *c)
-{
-    quant_product p, pu;
-    mcl_gemv_plan plan;
-    return ctx && a && w_gate && w_up && c && w_gate->dtype == w_up->dtype &&
-           mcl_quant_format(w_gate->dtype) >= 0 &&
-           mcl_quant_check(ctx, (mcl_tensor *)a, MCL_NO_TRANSPOSE, (mcl_tensor *)w_gate,
-                           MCL_TRANSPOSE, NULL, (mcl_tensor *)c, MCL_QUANT_PATH_AUTO,
-                           &p) == MCL_SUCCESS &&
-           mcl_quant_check(ctx, (mcl_tensor *)a, MCL_NO_TRANSPOSE, (mcl_tensor *)w_up,
-                           MCL_TRANSPOSE, NULL, (mcl_tensor *)c, MCL_QUANT_PATH_AUTO,
-                           &pu) == MCL_SUCCESS &&
-           pu.part_rows >= pu.n && glu_plan(ctx, &p, 1, &plan);
-}
-
 /* The fused gate and up GEMV's plan for product p (of W_gate; W_up alike): the GEMV's, with
  * whole blocks of 32 output rows a workgroup for the quantization (its row groups doubled up
  * to GLU_LANES invocations, then its rows per row group up to 4). Its lanes along K, and so
@@ -555,6 +518,57 @@ static int glu_plan(mcl_context *ctx, const quant_product *p, int rms, mcl_gemv_
            plan->t <= tr->max_workgroup_size[0] && shared <= tr->max_shared_bytes;
 }
 
+/* Whether w_gate and w_up fuse on a (rms: with the norm folded): *applies, with the checked
+ * product of w_gate in *p and the plan in *plan; a product the checks refuse, its status. */
+static mcl_status glu_check(mcl_context *ctx, mcl_tensor *a, mcl_tensor *w_gate,
+                            mcl_tensor *w_up, mcl_tensor *c, int rms, quant_product *p,
+                            mcl_gemv_plan *plan, int *applies)
+{
+    *applies = 0;
+    if (!w_gate || !w_up || mcl_quant_format(w_gate->dtype) < 0)
+        return MCL_SUCCESS;
+    quant_product pu;
+    mcl_status status = mcl_quant_check(ctx, a, MCL_NO_TRANSPOSE, w_gate, MCL_TRANSPOSE, NULL, c,
+                                        MCL_QUANT_PATH_AUTO, p);
+    if (status == MCL_SUCCESS)
+        status = mcl_quant_check(ctx, a, MCL_NO_TRANSPOSE, w_up, MCL_TRANSPOSE, NULL, c,
+                                 MCL_QUANT_PATH_AUTO, &pu);
+    if (status == MCL_SUCCESS)
+        *applies = w_gate->dtype == w_up->dtype && pu.part_rows >= pu.n &&
+                   glu_plan(ctx, p, rms, plan);
+    return status;
+}
+
+int mcl_matmul_folds(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w,
+                     const mcl_tensor *c, int norm)
+{
+    quant_product p;
+    if (!ctx || !a || !w || !c || mcl_quant_format(w->dtype) < 0 ||
+        mcl_quant_check(ctx, (mcl_tensor *)a, MCL_NO_TRANSPOSE, (mcl_tensor *)w, MCL_TRANSPOSE,
+                        NULL, (mcl_tensor *)c, MCL_QUANT_PATH_AUTO, &p) != MCL_SUCCESS ||
+        p.path != MCL_QUANT_PATH_DOT || p.rows > MCL_QUANT_GEMV_MAX_ROWS || p.part_rows < p.n)
+        return 0;
+    if (!norm)
+        return 1;
+    mcl_gemv_plan plan;
+    mcl_gemv_plan_for(ctx, 1, p.fmt, p.rows, p.n, p.k, &plan);
+    return (plan.t * plan.g) % 16 == 0 &&
+           mcl_gemv_shared_bytes(p.fmt, &plan, p.rows) + rms_shared_bytes(&plan, p.rows, p.k) <=
+               mcl_traits_of(ctx)->max_shared_bytes;
+}
+
+int mcl_matmul_glu_folds(mcl_context *ctx, const mcl_tensor *a, const mcl_tensor *w_gate,
+                         const mcl_tensor *w_up, const mcl_tensor *c)
+{
+    quant_product p;
+    mcl_gemv_plan plan;
+    int applies = 0;
+    return ctx && a && c &&
+           glu_check(ctx, (mcl_tensor *)a, (mcl_tensor *)w_gate, (mcl_tensor *)w_up,
+                     (mcl_tensor *)c, 1, &p, &plan, &applies) == MCL_SUCCESS &&
+           applies;
+}
+
 mcl_status mcl_matmul_glu_q8(mcl_context *ctx, mcl_tensor *a, mcl_tensor *act,
                              mcl_tensor *w_gate, mcl_tensor *w_up, mcl_tensor *c,
                              mcl_tensor *act_out, const mcl_gemv_fold *fold, int *fused)
@@ -563,26 +577,21 @@ mcl_status mcl_matmul_glu_q8(mcl_context *ctx, mcl_tensor *a, mcl_tensor *act,
     if (!fused)
         return MCL_ERROR_INVALID_ARGUMENT;
     *fused = 0;
-    if (!w_gate || !w_up || mcl_quant_format(w_gate->dtype) < 0)
-        return MCL_SUCCESS;
-    quant_product p, pu;
-    mcl_status status = mcl_quant_check(ctx, a, MCL_NO_TRANSPOSE, w_gate, MCL_TRANSPOSE, NULL, c,
-                                        MCL_QUANT_PATH_AUTO, &p);
-    if (status == MCL_SUCCESS)
-        status = mcl_quant_check(ctx, a, MCL_NO_TRANSPOSE, w_up, MCL_TRANSPOSE, NULL, c,
-                                 MCL_QUANT_PATH_AUTO, &pu);
-    if (status != MCL_SUCCESS)
-        return status;
+    quant_product p;
     mcl_gemv_plan plan;
-    if (w_gate->dtype != w_up->dtype || pu.part_rows < pu.n || !glu_plan(ctx, &p, rms, &plan))
-        return MCL_SUCCESS;
-    if ((rms ? !fold->norm || fold->norm->ctx != ctx || a->nbytes / p.rows < 4ull * p.k
+    int applies;
+    mcl_status status = glu_check(ctx, a, w_gate, w_up, c, rms, &p, &plan, &applies);
+    if (status != MCL_SUCCESS || !applies)
+        return status;
+    if ((rms ? fold->norm->ctx != ctx || fold->norm->dtype != MCL_DTYPE_F32 ||
+                   fold->norm->nbytes < 4ull * p.k
              : !act || act->ctx != ctx || act == act_out ||
                    act->nbytes < (uint64_t)p.rows * (p.k / 32) * MCL_QUANT_ACT_WORDS * 4) ||
         !act_out || act_out->ctx != ctx ||
         act_out->nbytes < (uint64_t)p.rows * (p.n / 32) * MCL_QUANT_ACT_WORDS * 4)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_matmul_glu_q8: act or act_out missing, too small or one tensor");
+                        "mcl_matmul_glu_q8: act (or the fold's norm) or act_out missing, too "
+                        "small or one tensor");
     mcl_ctx_log(ctx, MCL_LOG_DEBUG, "gemv glu %s %ux%u, %u rows%s: t=%u g=%u nr=%u u=%u pb=%u",
                 mcl_dtype_name(w_gate->dtype), p.n, p.k, p.rows, rms ? ", norm folded" : "",
                 plan.t, plan.g, plan.nr, plan.u, plan.pb);
