@@ -462,8 +462,9 @@ void mcl_env_read(mcl_env_settings *s)
     s->engine_eager = switch_value(s, "MOTIFCL_ENGINE_EAGER");
     s->engine_split_glu = switch_value(s, "MOTIFCL_ENGINE_SPLIT_GLU");
     if ((v = mcl_env("MOTIFCL_ENGINE_NORM_FOLD"))) {
-        if (word_index(v, falsy, 4) >= 0 || word_index(v, truthy, 4) >= 0)
-            s->engine_norm_fold = word_index(v, truthy, 4) >= 0;
+        const int on = word_index(v, truthy, 4) >= 0;
+        if (on || word_index(v, falsy, 4) >= 0)
+            s->engine_norm_fold = on;
         else
             problem(s, "MOTIFCL_ENGINE_NORM_FOLD=%s is not 1, true, on, yes or 0, false, off, "
                     "no; ignored", v);
