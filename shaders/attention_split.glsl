@@ -69,11 +69,6 @@ void main() {
     const uint hkv = gl_WorkGroupID.y;
     const uint b = gl_WorkGroupID.z / pc.splits;
     const uint split = gl_WorkGroupID.z - b * pc.splits;
-#ifdef SPLIT_COMBINE
-    if ((PROBE & 1u) != 0u) {
-        return;
-    }
-#endif
 #ifdef SPLIT_BATCH
     SPLIT_BATCH = b;
 #endif
@@ -81,12 +76,7 @@ void main() {
     SPLIT_BEGIN(b);
 #endif
     const uint key_begin = split * SPLIT_KEYS;
-    uint key_end = min(key_begin + SPLIT_KEYS, KV_LEN);
-#ifdef SPLIT_COMBINE
-    if ((PROBE & 2u) != 0u) {
-        key_end = key_begin;
-    }
-#endif
+    const uint key_end = min(key_begin + SPLIT_KEYS, KV_LEN);
     attend(b, hkv, row0, key_begin, key_end);
 #ifdef SPLIT_AFTER
     SPLIT_AFTER(b, hkv, key_begin, key_end);
@@ -113,9 +103,6 @@ void main() {
         part_ml[at + 1u] = row_l[tid];
     }
 #ifdef SPLIT_COMBINE
-    if ((PROBE & 16u) != 0u) {
-        return;
-    }
     // This slice's partials visible to the device before it counts itself.
     memoryBarrierBuffer();
     barrier();
@@ -128,7 +115,7 @@ void main() {
         }
     }
     barrier();
-    if (split_last == 0u || (PROBE & 4u) != 0u) {
+    if (split_last == 0u) {
         return;
     }
     memoryBarrierBuffer();

@@ -33,7 +33,6 @@ layout(constant_id = 1) const uint D = 64;
 layout(constant_id = 2) const uint BQ = 16;
 layout(constant_id = 3) const uint BK = 32;
 
-layout(constant_id = 4) const uint PROBE = 0;
 const uint WG = gl_WorkGroupSize.x;
 const uint TPR = WG / BQ;                   // threads per row in the softmax reductions
 const uint D4 = (D + 3u) / 4u;              // vec4s per head vector
@@ -179,7 +178,7 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
             [[unroll]] for (uint j = 0u; j < VR; j++) {
                 const uint e = tid + j * WG;
                 const uint c = e / D4;
-                vreg[j] = e < BK * D4 && kt + c < key_stop && (PROBE & 32u) == 0u
+                vreg[j] = e < BK * D4 && kt + c < key_stop
                               ? ATT_LOAD_V(b, hkv, kt + c, e - c * D4)
                               : vec4(0.0);
             }
@@ -188,8 +187,7 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
             const uint c = e / D4;
             const uint d4 = e - c * D4;
             kv_tile[c * KSTRIDE + d4] =
-                kt + c < key_stop && (PROBE & 8u) == 0u ? ATT_LOAD_K(b, hkv, kt + c, d4)
-                                                        : vec4(0.0);
+                kt + c < key_stop ? ATT_LOAD_K(b, hkv, kt + c, d4) : vec4(0.0);
         }
         if (kt == key_begin) {
             [[unroll]] for (uint j = 0u; j < ACC; j++) {

@@ -11,7 +11,6 @@
  * slice's unnormalised output with its max and sum into scratch tensors; a combine kernel
  * merges the slices. The split count is chosen to fill the device, never giving a slice fewer
  * than MCL_ATTN_MIN_SPLIT_KEYS keys (below that the combine costs more than it saves). */
-#include <stdlib.h>
 #include <math.h>
 
 #include "../vk/runtime.h"
@@ -188,9 +187,8 @@ static mcl_status tile_kernel(mcl_context *ctx, mcl_kernel_id id, uint32_t bindi
         .binding_count = bindings,
         .push_size = sizeof(attention_push),
         .local_size_x = plan->wg,
-        .spec_count = 4,
-        .spec = {d, plan->rows_per_group, plan->keys_per_tile,
-                 getenv("MCLX_ATT_PROBE") ? (uint32_t)atoi(getenv("MCLX_ATT_PROBE")) : 0},
+        .spec_count = 3,
+        .spec = {d, plan->rows_per_group, plan->keys_per_tile},
     };
     mcl_status status = mcl_kernel_get(ctx, &desc, out);
     /* The shader's row reductions assume exactly wg invocations. */
