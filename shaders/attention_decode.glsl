@@ -34,11 +34,13 @@ vec4 rope_load_k(uint b, uint hkv, uint s, uint d4);
 vec4 rope_load_v(uint b, uint hkv, uint s, uint d4);
 void rope_begin(uint b);
 void rope_write(uint b, uint hkv, uint key_begin, uint key_end);
+void rope_patch(uint b, uint hkv, uint s, uint d4, inout vec4 kk, inout vec4 vv);
 #define ATT_LOAD_Q(b, hkv, rho, d4) rope_load_q(b, hkv, rho, d4)
 #define ATT_LOAD_K(b, hkv, s, d4) rope_load_k(b, hkv, s, d4)
 #define ATT_LOAD_V(b, hkv, s, d4) rope_load_v(b, hkv, s, d4)
 #define SPLIT_BEGIN(b) rope_begin(b)
 #define SPLIT_AFTER(b, hkv, key_begin, key_end) rope_write(b, hkv, key_begin, key_end)
+#define ATT_PATCH_KV(b, hkv, s, d4, kk, vv) rope_patch(b, hkv, s, d4, kk, vv)
 #endif
 
 #include "attention_split.glsl"
@@ -110,7 +112,7 @@ uint rope_partner(uint d4) {
 
 vec4 rope_load_q(uint b, uint hkv, uint rho, uint d4) {
     const uint base = q_base(b, hkv, rho);
-    return rope_apply(load_q(base, d4), load_q(base, rope_partner(d4)), d4);
+    return rope_apply(load_q4(base, d4), load_q4(base, rope_partner(d4)), d4);
 }
 
 vec4 new_vec(uint base, uint d4, bool is_k) {
@@ -139,6 +141,15 @@ vec4 rope_load_k(uint b, uint hkv, uint s, uint d4) {
 
 vec4 rope_load_v(uint b, uint hkv, uint s, uint d4) {
     return s == rope_pos ? new_v(b, hkv, d4) : load_v(kv_base(b, hkv, s), d4);
+}
+
+// The tile loads' patch: the cache's entry at the position (not yet written, or being written
+// by this dispatch: either way not used) replaced by the new key.
+void rope_patch(uint b, uint hkv, uint s, uint d4, inout vec4 kk, inout vec4 vv) {
+    if (s == rope_pos) {
+        kk = new_k(b, hkv, d4);
+        vv = new_v(b, hkv, d4);
+    }
 }
 
 // The new key into the cache, by the first row tile's workgroup of the slice that holds it

@@ -13,8 +13,8 @@
 //   3. V tile -> the same shared buffer, while each row's max and sum are reduced by a tree
 //      over its WG / BQ threads (shared memory, no subgroup operations: correct for any
 //      subgroup size); in the decode kernels, where an invocation's share of the tile fits 8
-//      vec4 registers (V_EARLY), its loads were issued with the K tile's and only the stores
-//      are left here;
+//      vec4 registers (V_EARLY), its loads were issued with the K tile's, both as vectors
+//      into registers, and only the stores are left here;
 //   4. O = O * alpha + P V, with alpha = exp2(m_old - m_new) the online-softmax rescale.
 // The T x S score matrix never exists; one BQ x BK tile of it lives in shared memory.
 //
@@ -45,6 +45,7 @@ const uint SR = (BQ * BK + WG - 1u) / WG;   // score rows each invocation takes 
 const float NEG = -3.0e38;
 
 layout(std430, set = 0, binding = 0) readonly buffer BufQ { float q[]; };
+layout(std430, set = 0, binding = 0) readonly buffer BufQ4 { vec4 q4[]; };
 // K and V in f32, or with KV_F16 defined (a cache of 16-bit floats) in f16, read as f32.
 // Their bindings 1 and 2, read only, unless the including kernel (one that also writes the
 // cache) says otherwise.
@@ -53,13 +54,19 @@ layout(std430, set = 0, binding = 0) readonly buffer BufQ { float q[]; };
 #define ATT_V_BINDING 2
 #define ATT_KV_ACCESS readonly
 #endif
+// The same as 4-vectors (k4, v4): the decode kernels' tile loads, one load each where D is
+// a multiple of 4 (load_k4, load_v4).
 #ifdef KV_F16
 #extension GL_EXT_shader_16bit_storage : require
 layout(std430, set = 0, binding = ATT_K_BINDING) ATT_KV_ACCESS buffer BufK { float16_t k[]; };
 layout(std430, set = 0, binding = ATT_V_BINDING) ATT_KV_ACCESS buffer BufV { float16_t v[]; };
+layout(std430, set = 0, binding = ATT_K_BINDING) ATT_KV_ACCESS buffer BufK4 { f16vec4 k4[]; };
+layout(std430, set = 0, binding = ATT_V_BINDING) ATT_KV_ACCESS buffer BufV4 { f16vec4 v4[]; };
 #else
 layout(std430, set = 0, binding = ATT_K_BINDING) ATT_KV_ACCESS buffer BufK { float k[]; };
 layout(std430, set = 0, binding = ATT_V_BINDING) ATT_KV_ACCESS buffer BufV { float v[]; };
+layout(std430, set = 0, binding = ATT_K_BINDING) ATT_KV_ACCESS buffer BufK4 { vec4 k4[]; };
+layout(std430, set = 0, binding = ATT_V_BINDING) ATT_KV_ACCESS buffer BufV4 { vec4 v4[]; };
 #endif
 
 layout(push_constant) uniform Push {
@@ -97,10 +104,11 @@ vec4 acc[ACC];
 
 // A V tile's vec4s per invocation. In the decode kernels (SPLIT_COMBINE: a workgroup walks one
 // slice of a few key tiles, so each global round trip is a large share of its time), where
-// they are few enough to hold in registers, each tile's V is loaded with its K, before the
-// scores, and stored into shared memory after them: the loads' latency hides behind the K
-// tile's and the scores instead of following them. At 8 vec4s (head dim 128 at 128
-// invocations, 64 at 64) Polaris keeps two waves a SIMD; at 16, one.
+// they are few enough to hold in registers, each tile's K and V are loaded together into
+// registers, a vector load each and no branch between them, before the scores; K is stored
+// into shared memory at once, V after the scores: one round trip for both. The new key (the
+// RoPE kernels') is put in place of the cache's after the loads (ATT_PATCH_KV). At 8 vec4s
+// (head dim 128 at 128 invocations, 64 at 64) Polaris keeps two waves a SIMD; at 16, one.
 const uint VR = (BK * D4 + WG - 1u) / WG;
 #ifdef SPLIT_COMBINE
 const bool V_EARLY = VR <= 8u;
@@ -111,10 +119,27 @@ vec4 vreg[V_EARLY ? VR : 1u];
 
 #include "attention_index.glsl"
 
+// load_k and load_v from k4 and v4: one load where D is a multiple of 4.
+vec4 load_k4(uint base, uint d4) {
+    return D % 4u == 0u ? vec4(k4[base / 4u + d4]) : load_k(base, d4);
+}
+
+vec4 load_v4(uint base, uint d4) {
+    return D % 4u == 0u ? vec4(v4[base / 4u + d4]) : load_v(base, d4);
+}
+
+vec4 load_q4(uint base, uint d4) {
+    return D % 4u == 0u ? q4[base / 4u + d4] : load_q(base, d4);
+}
+
 // The head-vector loads of the loop: row rho's query, key s's k and v (vec4 d4 of each). The
 // including kernel may define its own (attention_decode.glsl's RoPE).
 #ifndef ATT_LOAD_Q
+#ifdef SPLIT_COMBINE
+#define ATT_LOAD_Q(b, hkv, rho, d4) load_q4(q_base(b, hkv, rho), d4)
+#else
 #define ATT_LOAD_Q(b, hkv, rho, d4) load_q(q_base(b, hkv, rho), d4)
+#endif
 #define ATT_LOAD_K(b, hkv, s, d4) load_k(kv_base(b, hkv, s), d4)
 #define ATT_LOAD_V(b, hkv, s, d4) load_v(kv_base(b, hkv, s), d4)
 #endif
@@ -175,19 +200,38 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
 
     for (uint kt = key_begin; kt < key_stop; kt += BK) {
         if (V_EARLY) {
+            vec4 kreg[VR];
             [[unroll]] for (uint j = 0u; j < VR; j++) {
                 const uint e = tid + j * WG;
                 const uint c = e / D4;
-                vreg[j] = e < BK * D4 && kt + c < key_stop
-                              ? ATT_LOAD_V(b, hkv, kt + c, e - c * D4)
-                              : vec4(0.0);
+                const bool use = e < BK * D4 && kt + c < key_stop;
+                const uint base = use ? kv_base(b, hkv, kt + c) : 0u;
+                kreg[j] = use ? load_k4(base, e - c * D4) : vec4(0.0);
+                vreg[j] = use ? load_v4(base, e - c * D4) : vec4(0.0);
             }
-        }
-        for (uint e = tid; e < BK * D4; e += WG) {
-            const uint c = e / D4;
-            const uint d4 = e - c * D4;
-            kv_tile[c * KSTRIDE + d4] =
-                kt + c < key_stop ? ATT_LOAD_K(b, hkv, kt + c, d4) : vec4(0.0);
+#ifdef ATT_PATCH_KV
+            [[unroll]] for (uint j = 0u; j < VR; j++) {
+                const uint e = tid + j * WG;
+                const uint c = e / D4;
+                if (e < BK * D4 && kt + c < key_stop) {
+                    ATT_PATCH_KV(b, hkv, kt + c, e - c * D4, kreg[j], vreg[j]);
+                }
+            }
+#endif
+            [[unroll]] for (uint j = 0u; j < VR; j++) {
+                const uint e = tid + j * WG;
+                if (e < BK * D4) {
+                    const uint c = e / D4;
+                    kv_tile[c * KSTRIDE + (e - c * D4)] = kreg[j];
+                }
+            }
+        } else {
+            for (uint e = tid; e < BK * D4; e += WG) {
+                const uint c = e / D4;
+                const uint d4 = e - c * D4;
+                kv_tile[c * KSTRIDE + d4] =
+                    kt + c < key_stop ? ATT_LOAD_K(b, hkv, kt + c, d4) : vec4(0.0);
+            }
         }
         if (kt == key_begin) {
             [[unroll]] for (uint j = 0u; j < ACC; j++) {
