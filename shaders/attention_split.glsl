@@ -123,20 +123,6 @@ void main() {
     // SPLIT_KEYS) (a short sequence in a long cache leaves most of them empty).
     const uint keys = KV_LEN, per = SPLIT_KEYS;
     const uint used = per == 0u ? 0u : min(pc.splits, (keys + per - 1u) / per);
-    // The first round's outputs of the first PF slices, loaded now: their round trip overlaps
-    // the max and sum's and the weights' arithmetic instead of following them.
-    const uint PF = 8u;
-    vec4 pre[PF];
-    {
-        const uint r = tid / D4, rho = row0 + r;
-        const bool valid = tid < BQ * D4 && rho < pc.rows;
-        const uint stride = pc.heads_kv * pc.rows * D4;
-        const uint at = ((b * pc.splits) * pc.heads_kv + hkv) * pc.rows * D4 + rho * D4 +
-                        (tid - r * D4);
-        [[unroll]] for (uint j = 0u; j < PF; j++) {
-            pre[j] = valid && j < used ? part_o4[at + j * stride] : vec4(0.0);
-        }
-    }
     // Loads from coherent buffers are not reordered or merged: none may wait on another's
     // value, or each costs a round trip to L2. So each (slice, row)'s max and sum first, one
     // independent load each, into shared memory.
@@ -181,15 +167,6 @@ void main() {
             uint at = ((b * pc.splits) * pc.heads_kv + hkv) * pc.rows * D4 + rho * D4 + d4;
             vec4 o = vec4(0.0);
             uint s = 0u;
-            if (e0 == 0u) {
-                [[unroll]] for (uint j = 0u; j < PF; j++) {
-                    if (j < used) {
-                        o += comb_w[j * BQ + r] * pre[j];
-                    }
-                }
-                s = min(PF, used);
-                at += s * stride;
-            }
             for (; s + 8u <= used; s += 8u) {
                 vec4 a[8];
                 [[unroll]] for (uint j = 0u; j < 8u; j++) {

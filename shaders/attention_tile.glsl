@@ -116,12 +116,6 @@ const bool V_EARLY = VR <= 8u;
 const bool V_EARLY = false;
 #endif
 vec4 vreg[V_EARLY ? VR : 1u];
-// Keys a pass of the output's loop: 8 in the decode kernels where BK is a multiple of 8.
-#ifdef SPLIT_COMBINE
-const uint PVU = BK % 8u == 0u ? 8u : 1u;
-#else
-const uint PVU = 1u;
-#endif
 
 #include "attention_index.glsl"
 
@@ -326,23 +320,18 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
                 acc[j] *= row_alpha[e / D4];
             }
         }
-        // Not unrolled whole: each pass is already ACC vec4 FMAs wide, and unrolling BK more
-        // times made Lavapipe's compile of one variant take 5 s instead of 0.5. The decode
-        // kernels, one or a few vec4s wide, take PVU keys a pass, so that a pass's
-        // shared loads are issued together rather than one round trip a key.
+        // Not unrolled: each pass is already ACC vec4 FMAs wide, and unrolling BK more times
+        // made Lavapipe's compile of one variant take 5 s instead of 0.5.
         // Where WG is a multiple of D4, an invocation's ACC vec4s are one column d4 of the
         // output rows: each V vec4 is read once for all of them.
-        [[dont_unroll]] for (uint c0 = 0u; c0 < BK; c0 += PVU) {
-            [[unroll]] for (uint u = 0u; u < PVU; u++) {
-                const uint c = c0 + u;
-                const vec4 vv = kv_tile[c * KSTRIDE + tid % D4];
-                [[unroll]] for (uint j = 0u; j < ACC; j++) {
-                    const uint e = tid + j * WG;
-                    if (e < BQ * D4) {
-                        const uint r = e / D4;
-                        acc[j] += p_tile[r * BK + c] *
-                                  (WG % D4 == 0u ? vv : kv_tile[c * KSTRIDE + (e - r * D4)]);
-                    }
+        [[dont_unroll]] for (uint c = 0u; c < BK; c++) {
+            const vec4 vv = kv_tile[c * KSTRIDE + tid % D4];
+            [[unroll]] for (uint j = 0u; j < ACC; j++) {
+                const uint e = tid + j * WG;
+                if (e < BQ * D4) {
+                    const uint r = e / D4;
+                    acc[j] += p_tile[r * BK + c] *
+                              (WG % D4 == 0u ? vv : kv_tile[c * KSTRIDE + (e - r * D4)]);
                 }
             }
         }
