@@ -1024,9 +1024,9 @@ static void matrix_path(void **state)
         mcl_dtype t = all_formats[f];
         const mm_case cases[] = {
             {1, 9, 37, kq(t, 96, 512), 1},        /* one row past the GEMV; 64 x 64 tiles */
-            {1, 67, 1031, kq(t, 4128, 4352), 1},  /* partial tiles both ways, many K steps */
+            {1, 67, 1031, kq(t, 4128, 4352), 1},  /* 128 x 64, partial both ways, many K steps */
             {3, 100, 37, kq(t, 160, 768), 0},     /* batched, 300 rows */
-            {1, 300, 4100, 256, 1},               /* enough tiles for 128 x 128 */
+            {1, 300, 4100, 256, 1},               /* many 128 x 64 tiles */
         };
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
             check_matrix_path(t, &cases[i], (uint32_t)(3700 + 10 * f + i));
@@ -1221,19 +1221,23 @@ static void path_selection(void **state)
         free(want16);
         mm_free(&d);
     }
-    /* The matrix GEMM's tile (28 KiB at 128 x 128, 18 KiB at 64 x 64) within the device's
-     * shared memory: under 24 KiB a side of 64 (an override that does not fit is ignored),
-     * under 16 KiB no matrix GEMM at all, an explicit request refused. Control: the device's
-     * own limit gives 128 x 128 for a large product. */
+    /* The matrix GEMM's tile (28 KiB at 128 x 128, 23 KiB at 128 x 64, 18 KiB at 64 x 64)
+     * within the device's shared memory: 128 rows of a by 64 of W, 64 x 64 for at most 64
+     * rows of a; under 20 KiB 64 x 64 (an override that does not fit is ignored, one that
+     * fits taken), under 16 KiB no matrix GEMM at all, an explicit request refused. Control:
+     * the device's own limit gives 128 x 64 for a large product. */
     if (has_matrix && info.max_compute_shared_memory_size >= 28672) {
-        uint32_t bm = 0, bn = 0, sm = 0, sn = 0, om = 0, on = 0;
-        mcl_quant_gemm_matrix_tile(ctx, 4096, 4096, &bm, &bn);
-        const uint32_t shared = mcl_inspect_traits(ctx)->max_shared_bytes;
-        mcl_inspect_traits(ctx)->max_shared_bytes = 24576;
-        mcl_quant_gemm_matrix_tile(ctx, 4096, 4096, &sm, &sn);
+        uint32_t bm = 0, bn = 0, sm = 0, sn = 0, om = 0, on = 0, fm = 0, fn = 0, lm = 0,
+                 ln = 0;
+        mcl_quant_gemm_matrix_tile(ctx, 4096, &bm, &bn);
+        mcl_quant_gemm_matrix_tile(ctx, 64, &lm, &ln);
         mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_TILE", "128x128");
-        mcl_quant_gemm_matrix_tile(ctx, 4096, 4096, &om, &on);
+        mcl_quant_gemm_matrix_tile(ctx, 4096, &fm, &fn);
+        const uint32_t shared = mcl_inspect_traits(ctx)->max_shared_bytes;
+        mcl_inspect_traits(ctx)->max_shared_bytes = 20480;
+        mcl_quant_gemm_matrix_tile(ctx, 4096, &om, &on);
         mcl_test_switch_env(ctx, "MOTIFCL_QUANT_GEMM_TILE", NULL);
+        mcl_quant_gemm_matrix_tile(ctx, 4096, &sm, &sn);
         mcl_inspect_traits(ctx)->max_shared_bytes = 16384;
         mcl_quant_path small = mcl_quant_gemm_path_select(ctx, MCL_DTYPE_Q8_0);
         mcl_status explicit_matrix = small_gemm(&d, MCL_DTYPE_Q8_0, 4200, MCL_QUANT_PATH_MATRIX,
@@ -1241,11 +1245,15 @@ static void path_selection(void **state)
         mcl_inspect_traits(ctx)->max_shared_bytes = shared;
         mm_free(&d);
         assert_int_equal(bm, 128);
-        assert_int_equal(bn, 128);
+        assert_int_equal(bn, 64);
+        assert_int_equal(lm, 64);
+        assert_int_equal(ln, 64);
+        assert_int_equal(fm, 128);
+        assert_int_equal(fn, 128);
         assert_int_equal(sm, 64);
-        assert_int_equal(sn, 128);
+        assert_int_equal(sn, 64);
         assert_int_equal(om, 64);
-        assert_int_equal(on, 128);
+        assert_int_equal(on, 64);
         assert_int_equal(small, MCL_QUANT_PATH_FLOAT);
         assert_int_equal(explicit_matrix, MCL_ERROR_UNSUPPORTED);
         mcl_test_record_bool("matrix tile within shared memory", 1);

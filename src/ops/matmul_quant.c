@@ -259,8 +259,8 @@ static mcl_status gemm_matrix(mcl_context *ctx, uint32_t fmt, mcl_tensor *a, con
                               mcl_tensor *bias, mcl_tensor *c, uint32_t m, uint32_t n,
                               uint32_t k, uint32_t ldc, uint32_t c0)
 {
-    uint32_t bm = 128, bn = 128;
-    mcl_quant_gemm_matrix_tile(ctx, m, n, &bm, &bn);
+    uint32_t bm = 128, bn = 64;
+    mcl_quant_gemm_matrix_tile(ctx, m, &bm, &bn);
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_GEMM_Q_MMA,
         .binding_count = 5,

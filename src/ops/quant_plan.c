@@ -377,19 +377,15 @@ uint32_t mcl_quant_gemm_slices(const mcl_context *ctx, uint64_t tiles, uint32_t 
     return slices;
 }
 
-/* gemm_q_mma ("Matrix path (gemm_q_mma)"): 128 x 128 where the grid holds MMA_MIN_TILES of
- * them, a side of 64 otherwise. */
-#define MMA_MIN_TILES 256u
+/* gemm_q_mma ("Matrix path (gemm_q_mma)"): 128 rows of a by 64 of W where a has more than 64
+ * rows, 64 x 64 otherwise. */
+#define MMA_TALL_ROWS 64u
 
-void mcl_quant_gemm_matrix_tile(const mcl_context *ctx, uint32_t m, uint32_t n, uint32_t *out_bm,
+void mcl_quant_gemm_matrix_tile(const mcl_context *ctx, uint32_t m, uint32_t *out_bm,
                                 uint32_t *out_bn)
 {
     const mcl_traits *t = mcl_traits_of(ctx);
-    uint32_t bm = 128, bn = 128;
-    if ((uint64_t)ceil_div(m, bm) * ceil_div(n, bn) < MMA_MIN_TILES)
-        bm = 64;
-    if ((uint64_t)ceil_div(m, bm) * ceil_div(n, bn) < MMA_MIN_TILES)
-        bn = 64;
+    uint32_t bm = m > MMA_TALL_ROWS ? 128 : 64, bn = 64;
     /* A device with less shared memory than the tile: a side of 64 first (a's, then W's). */
     const uint32_t limit = t->max_shared_bytes;
     while (mma_shared_bytes(bm, bn) > limit && (bm > 64 || bn > 64)) {

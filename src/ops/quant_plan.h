@@ -113,9 +113,9 @@ uint32_t mcl_quant_gemm_unroll(const mcl_context *ctx);
 uint32_t mcl_quant_gemm_slices(const mcl_context *ctx, uint64_t tiles, uint32_t m, uint32_t n,
                                uint32_t k, uint32_t ldc);
 
-/* The same for the matrix GEMM (gemm_q_mma.comp, MOTIFCL_QUANT_GEMM_TILE applied). */
-void mcl_quant_gemm_matrix_tile(const mcl_context *ctx, uint32_t m, uint32_t n, uint32_t *bm,
-                                uint32_t *bn);
+/* The same for the matrix GEMM (gemm_q_mma.comp, MOTIFCL_QUANT_GEMM_TILE applied), by a's rows
+ * m. */
+void mcl_quant_gemm_matrix_tile(const mcl_context *ctx, uint32_t m, uint32_t *bm, uint32_t *bn);
 /* gemm_q_mma's workgroup: 8 subgroups of 32. */
 #define MCL_QUANT_MMA_THREADS 256u
 #define MCL_QUANT_MMA_SUBGROUP 32u
