@@ -35,12 +35,14 @@ vec4 rope_load_v(uint b, uint hkv, uint s, uint d4);
 void rope_begin(uint b);
 void rope_write(uint b, uint hkv, uint key_begin, uint key_end);
 void rope_patch(uint b, uint hkv, uint s, uint d4, inout vec4 kk, inout vec4 vv);
+bool rope_patched(uint b, uint s);
 #define ATT_LOAD_Q(b, hkv, rho, d4) rope_load_q(b, hkv, rho, d4)
 #define ATT_LOAD_K(b, hkv, s, d4) rope_load_k(b, hkv, s, d4)
 #define ATT_LOAD_V(b, hkv, s, d4) rope_load_v(b, hkv, s, d4)
 #define SPLIT_BEGIN(b) rope_begin(b)
 #define SPLIT_AFTER(b, hkv, key_begin, key_end) rope_write(b, hkv, key_begin, key_end)
 #define ATT_PATCH_KV(b, hkv, s, d4, kk, vv) rope_patch(b, hkv, s, d4, kk, vv)
+#define ATT_PATCHED(b, s) rope_patched(b, s)
 #endif
 
 #include "attention_split.glsl"
@@ -143,8 +145,12 @@ vec4 rope_load_v(uint b, uint hkv, uint s, uint d4) {
     return s == rope_pos ? new_v(b, hkv, d4) : load_v(kv_base(b, hkv, s), d4);
 }
 
-// The tile loads' patch: the cache's entry at the position (not yet written, or being written
-// by this dispatch: either way not used) replaced by the new key.
+// The tile loads' patch: at the position, which the loads skip (this dispatch writes the
+// cache there), the new key.
+bool rope_patched(uint b, uint s) {
+    return s == rope_pos;
+}
+
 void rope_patch(uint b, uint hkv, uint s, uint d4, inout vec4 kk, inout vec4 vv) {
     if (s == rope_pos) {
         kk = new_k(b, hkv, d4);

@@ -107,7 +107,8 @@ vec4 acc[ACC];
 // they are few enough to hold in registers, each tile's K and V are loaded together into
 // registers, a vector load each and no branch between them, before the scores; K is stored
 // into shared memory at once, V after the scores: one round trip for both. The new key (the
-// RoPE kernels') is put in place of the cache's after the loads (ATT_PATCH_KV). At 8 vec4s
+// RoPE kernels', which write it into the cache in the same dispatch) is not read from the
+// cache (ATT_PATCHED) but put in place after the loads (ATT_PATCH_KV). At 8 vec4s
 // (head dim 128 at 128 invocations, 64 at 64) Polaris keeps two waves a SIMD; at 16, one.
 const uint VR = (BK * D4 + WG - 1u) / WG;
 #ifdef SPLIT_COMBINE
@@ -205,9 +206,14 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
                 const uint e = tid + j * WG;
                 const uint c = e / D4;
                 const bool use = e < BK * D4 && kt + c < key_stop;
-                const uint base = use ? kv_base(b, hkv, kt + c) : 0u;
-                kreg[j] = use ? load_k4(base, e - c * D4) : vec4(0.0);
-                vreg[j] = use ? load_v4(base, e - c * D4) : vec4(0.0);
+#ifdef ATT_PATCH_KV
+                const bool read = use && !ATT_PATCHED(b, kt + c);
+#else
+                const bool read = use;
+#endif
+                const uint base = read ? kv_base(b, hkv, kt + c) : 0u;
+                kreg[j] = read ? load_k4(base, e - c * D4) : vec4(0.0);
+                vreg[j] = read ? load_v4(base, e - c * D4) : vec4(0.0);
             }
 #ifdef ATT_PATCH_KV
             [[unroll]] for (uint j = 0u; j < VR; j++) {
