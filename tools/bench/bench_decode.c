@@ -14,7 +14,8 @@
  * mcl_session_feed and the wall time until it returns; decode tokens/s, ms per
  * token, CPU time and dispatches per token, and the weight bytes a token reads over its time
  * against the stream read measured in the same run; the recorded step replayed alone, and
- * each op's GPU time in it; modeled RX 580 decode rates at the measured share. `prefill`:
+ * each op's GPU time in it (and in the batch step); modeled RX 580 decode rates at the
+ * measured share. `prefill`:
  * the prompt pass alone, repeat=R times. expert_mib=M (a mixture): the expert stacks in host
  * memory and a session's expert cache of M MiB; figures of one more decode run of tokens=M
  * steps: tokens/s, the cache's hit rate and bytes moved per token, and in the same run the
@@ -80,11 +81,12 @@ static mcl_status profile_mark(void *user, const char *op)
 
 /* One pass of `count` tokens of sequence 0 with marks after each op, each op's summed time
  * as a figure: a decode step (count 1: recorded again with its marks, replayed) or a prompt
- * (count > 1: the sequence reset first, the pass recorded op by op as it always is). */
+ * (count > 1: the sequence reset first, the pass recorded op by op as it always is); with
+ * seqs > 1, a batch step of one token for each of sequences ids[0 .. seqs). */
 static int profile_pass(bench *b, mcl_session *s, const int32_t *token, uint32_t count,
-                        const char *label)
+                        const uint32_t *ids, uint32_t seqs, const char *label)
 {
-    const char *what = count == 1 ? "decode step" : "prefill";
+    const char *what = seqs > 1 ? "batch step" : count == 1 ? "decode step" : "prefill";
     profile p = {0};
     if (mcl_timer_create(b->ctx, PROFILE_MARKS, &p.timer) != MCL_SUCCESS)
         return 0;  /* no timestamps on this device: no profile */
@@ -95,9 +97,10 @@ static int profile_pass(bench *b, mcl_session *s, const int32_t *token, uint32_t
     mcl_engine_steps_destroy(s);
     s->mark = profile_mark;
     s->mark_user = &p;
-    if ((count > 1 && mcl_session_reset(s, 0) != MCL_SUCCESS) ||
+    if ((seqs == 1 && count > 1 && mcl_session_reset(s, 0) != MCL_SUCCESS) ||
         mcl_timer_reset(p.timer, PROFILE_MARKS) != MCL_SUCCESS ||
-        mcl_session_feed(s, 0, token, count, NULL) != MCL_SUCCESS)
+        (seqs > 1 ? mcl_session_feed_batch(s, ids, token, seqs, NULL)
+                  : mcl_session_feed(s, 0, token, count, NULL)) != MCL_SUCCESS)
         goto done;
     s->mark = NULL;
     mcl_engine_steps_destroy(s);
@@ -541,8 +544,8 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
         free(logits);
         snprintf(name, sizeof name, "%s: decode step replayed, then its logits downloaded", label);
         bench_figure(b, name, (bench_now() - t0) / steps * 1e3, "ms");
-        if (profile_pass(b, s, tokens, 1, label) != 0 ||
-            profile_pass(b, s, tokens, prompt, label) != 0)
+        if (profile_pass(b, s, tokens, 1, NULL, 1, label) != 0 ||
+            profile_pass(b, s, tokens, prompt, NULL, 1, label) != 0)
             goto done;
     }
     double rate = (double)bytes_per_token(shape) / t / 1e9;
@@ -580,6 +583,9 @@ static int run(bench *b, const char *path, const bench_llama_shape *shape, uint3
         bench_figure(b, name, seqs / t, "tokens/s");
         snprintf(name, sizeof name, "%s: decode dispatches per batch step", label);
         bench_figure(b, name, mcl_engine_step_dispatches(s, seqs), "dispatches");
+        /* Where the batch step's time goes: each op's GPU time in it. */
+        if (profile_pass(b, s, tokens, 1, ids, seqs, label) != 0)
+            goto done;
     }
     rc = 0;
 done:
