@@ -10,8 +10,8 @@
  * one token each, the logits read back at every step (repeat=R times from the prompt, the
  * median run the figure); with seqs=S > 1 also S sequences decoded as one batch (each from 8
  * prompt tokens); kv=f16 for a cache of 16-bit floats (default f32). The GPU is kept busy for
- * a second before the clock starts. Figures: prefill tokens/s, the calling thread's CPU time in the prompt's
- * mcl_session_feed and the wall time until it returns; decode tokens/s, ms per
+ * a second before the clock starts. Figures: prefill tokens/s, the calling thread's CPU time
+ * in the prompt's mcl_session_feed and the wall time until it returns; decode tokens/s, ms per
  * token, CPU time and dispatches per token, and the weight bytes a token reads over its time
  * against the stream read measured in the same run; the recorded step replayed alone, and
  * each op's GPU time in it (and in the batch step); modeled RX 580 decode rates at the
