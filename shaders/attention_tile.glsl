@@ -133,6 +133,14 @@ vec4 load_q4(uint base, uint d4) {
     return D % 4u == 0u ? q4[base / 4u + d4] : load_q(base, d4);
 }
 
+// vec4 e of a K or V tile (key e / D4) held in registers, into kv_tile; none past the tile.
+void tile_store(uint e, vec4 r) {
+    if (e < BK * D4) {
+        const uint c = e / D4;
+        kv_tile[c * KSTRIDE + (e - c * D4)] = r;
+    }
+}
+
 // The head-vector loads of the loop: row rho's query, key s's k and v (vec4 d4 of each). The
 // including kernel may define its own (attention_decode.glsl's RoPE).
 #ifndef ATT_LOAD_Q
@@ -225,11 +233,7 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
             }
 #endif
             [[unroll]] for (uint j = 0u; j < VR; j++) {
-                const uint e = tid + j * WG;
-                if (e < BK * D4) {
-                    const uint c = e / D4;
-                    kv_tile[c * KSTRIDE + (e - c * D4)] = kreg[j];
-                }
+                tile_store(tid + j * WG, kreg[j]);
             }
         } else {
             for (uint e = tid; e < BK * D4; e += WG) {
@@ -276,11 +280,7 @@ void attend(uint b, uint hkv, uint row0, uint key_begin, uint key_end) {
 
         if (V_EARLY) {
             [[unroll]] for (uint j = 0u; j < VR; j++) {
-                const uint e = tid + j * WG;
-                if (e < BK * D4) {
-                    const uint c = e / D4;
-                    kv_tile[c * KSTRIDE + (e - c * D4)] = vreg[j];
-                }
+                tile_store(tid + j * WG, vreg[j]);
             }
         } else {
             for (uint e = tid; e < BK * D4; e += WG) {
