@@ -373,6 +373,7 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
         st = make_rope_table(s);
     s->eager = mcl_traits_of(s->ctx)->engine_eager;
     s->split_glu = mcl_traits_of(s->ctx)->engine_split_glu;
+    s->split_moe = mcl_traits_of(s->ctx)->engine_split_moe;
     s->norm_fold = mcl_traits_of(s->ctx)->engine_norm_fold;
     s->warm = mcl_traits_of(s->ctx)->engine_warm;
     s->draw_cap = ENGINE_DRAW_PENALTIES;
