@@ -26,8 +26,9 @@
 // multiple of 32, are silu(gate) * up (as swiglu_q8_f32.comp computes it), quantized as
 // q8_1.glsl does, blocks of 32 along N, into the activations of the down product. Bindings:
 // 0 quantized x, 1 and 2 W_gate's bodies and d values, 3 and 4 W_up's, 5 unused (any
-// buffer), 6 the quantized result (M rows of N / 32 blocks, qdot.glsl's layout). No bias, no
-// experts; push constant dlo_u is W_up's dlo.
+// buffer; with EXPERTS the ids), 6 the quantized result (M rows of N / 32 blocks, qdot.glsl's
+// layout; with EXPERTS a row per pair, pairs rows). No bias; of the experts modes the per-pair
+// one only, both stacks of one layout; push constant dlo_u is W_up's dlo.
 //   push constants: N, K, has_bias, ldy, y0, dlo, e_lo, e_n, xdiv, xrows, ids0, pairs (as
 //     gemv_q.comp; with EXPERTS, x holds xrows rows, its scales and sums after all of their
 //     codes), dlo_u, eps. The workgroup index is x + y * (groups in x); with EXPERTS, z is the
@@ -177,6 +178,7 @@ void gemv_glu_finish(uint wg) {
     }
     barrier();
     const uint nb32 = pc.N / 32u, per = RW / 32u, work = M * per * Q8_LANES;
+    const uint rows_out = GEMV_EXPERTS ? pc.pairs : M;
     for (uint l0 = 0u; l0 < work; l0 += lanes) {
         const uint l = l0 + lane, blk = l / Q8_LANES, j = l % Q8_LANES;
         const uint m = blk / per, c = blk - m * per, n0 = wg * RW + 32u * c;
@@ -186,7 +188,7 @@ void gemv_glu_finish(uint wg) {
             const uint e = m * RW + 32u * c + 4u * j;
             v = vec4(glu_h[e], glu_h[e + 1u], glu_h[e + 2u], glu_h[e + 3u]);
         }
-        q8_1_store(v, m * nb32 + n0 / 32u, valid, M * nb32);
+        q8_1_store(v, gemv_y_row(m) * nb32 + n0 / 32u, valid, rows_out * nb32);
     }
 }
 #else

@@ -121,6 +121,7 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
             return v->status;
     }
     mcl_tensor *vids = ids;
+    int fused = 0;
     if (s->expert_slots) {
         /* The cache: the plan rewrites the ids as slots (or the pool's, past the slots) and
          * copies the misses into their slots before the products read them. */
@@ -131,10 +132,17 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
         MARK(s, "experts: residency");
         TRY(mcl_engine_experts_gate_up(s, L, h, vids, &shared_x, gate, up));
     } else {
-        TRY(mcl_matmul_experts(ctx, h, L->w_gate_exps, ids, &shared_x, gate, NULL));
-        TRY(mcl_matmul_experts(ctx, h, L->w_up_exps, ids, &shared_x, up, NULL));
+        /* Gate, up and SwiGLU in one dispatch where all three stacks take the integer-dot
+         * path (quantized into act2 for the down product: it reads act). */
+        if (act && !s->split_glu && mcl_matmul_experts_quantizes(ctx, L->w_down_exps))
+            TRY(mcl_matmul_experts_glu_q8(ctx, h, L->w_gate_exps, L->w_up_exps, ids, &shared_x,
+                                          gate, s->act2, &fused));
+        if (!fused) {
+            TRY(mcl_matmul_experts(ctx, h, L->w_gate_exps, ids, &shared_x, gate, NULL));
+            TRY(mcl_matmul_experts(ctx, h, L->w_up_exps, ids, &shared_x, up, NULL));
+        }
     }
-    MARK(s, "experts: gate, up");
+    MARK(s, fused ? "experts: gate, up, swiglu" : "experts: gate, up");
     if (m->shared_hidden) {
         const mcl_tensor *w[2] = {L->w_gate_sh, L->w_up_sh};
         mcl_tensor *c[2] = {sg, su};
@@ -145,11 +153,15 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
         MARK(s, "shared expert: gate, up");
     }
     /* SwiGLU, quantized for the down products where they take the integer-dot path. */
-    if (act && mcl_matmul_experts_quantizes(ctx, L->w_down_exps))
-        TRY(mcl_swiglu_q8(ctx, gate, up, act));
-    else
-        TRY(mcl_swiglu(ctx, gate, up, gate));
-    MARK(s, "experts: swiglu");
+    if (fused) {
+        per_slot.act = s->act2;
+    } else {
+        if (act && mcl_matmul_experts_quantizes(ctx, L->w_down_exps))
+            TRY(mcl_swiglu_q8(ctx, gate, up, act));
+        else
+            TRY(mcl_swiglu(ctx, gate, up, gate));
+        MARK(s, "experts: swiglu");
+    }
     if (s->expert_slots)
         TRY(mcl_engine_experts_down(s, L, gate, vids, &per_slot, down));
     else

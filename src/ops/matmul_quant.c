@@ -482,7 +482,8 @@ mcl_status mcl_matmul_quantized_input(mcl_context *ctx, mcl_tensor *a, mcl_tenso
     return mcl_quant_record(ctx, &p, a, act, w, NULL, c, NULL);
 }
 
-/* The fused gate and up GEMV's plan for product p (of W_gate; W_up alike): the GEMV's, with
+/* The fused gate and up GEMV's plan for product p (of W_gate; W_up alike), its grid of
+ * grid_rows rows of W (the product's, or the experts' pairs'): the GEMV's, with
  * whole blocks of 32 output rows a workgroup for the quantization (its row groups doubled up
  * to GLU_LANES invocations, then its rows per row group up to 4). Its lanes along K, and so
  * the pieces of a row in each lane's order and each product's sums, stay the GEMV's. 0 where
@@ -490,13 +491,14 @@ mcl_status mcl_matmul_quantized_input(mcl_context *ctx, mcl_tensor *a, mcl_tenso
  * weights' rows, the SwiGLU rows, q8_1.glsl's two words a lane) is beyond the device: 5 rows
  * of a at most at 32 lanes and 48 KiB. */
 #define GLU_LANES 256u
-static int glu_plan(mcl_context *ctx, const quant_product *p, int rms, mcl_gemv_plan *plan)
+int mcl_glu_plan(mcl_context *ctx, const quant_product *p, uint32_t grid_rows, int rms,
+                 mcl_gemv_plan *plan)
 {
     const mcl_traits *tr = mcl_traits_of(ctx);
     if (p->path != MCL_QUANT_PATH_DOT || (p->fmt != MCL_QFMT_Q8_0 && p->fmt != MCL_QFMT_Q4_0) ||
         p->rows > MCL_QUANT_GEMV_MAX_ROWS || p->n % 32 != 0 || p->part_rows < p->n)
         return 0;
-    mcl_gemv_plan_for(ctx, 1, p->fmt, p->rows, p->n, p->k, plan);
+    mcl_gemv_plan_for(ctx, 1, p->fmt, p->rows, grid_rows, p->k, plan);
     while ((plan->g * plan->nr) % 32 != 0) {
         if (plan->t * plan->g * 2 <= GLU_LANES)
             plan->g *= 2;
@@ -535,7 +537,7 @@ static mcl_status glu_check(mcl_context *ctx, mcl_tensor *a, mcl_tensor *w_gate,
                                  MCL_QUANT_PATH_AUTO, &pu);
     if (status == MCL_SUCCESS)
         *applies = w_gate->dtype == w_up->dtype && pu.part_rows >= pu.n &&
-                   glu_plan(ctx, p, rms, plan);
+                   mcl_glu_plan(ctx, p, p->n, rms, plan);
     return status;
 }
 

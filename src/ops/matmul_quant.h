@@ -73,6 +73,11 @@ mcl_status mcl_quant_check(mcl_context *ctx, mcl_tensor *a, mcl_transpose ta, mc
 mcl_status mcl_quantize_into_scratch(mcl_context *ctx, mcl_tensor *a, uint32_t rows, uint32_t k,
                                      mcl_tensor **act);
 
+/* The fused gate, up and SwiGLU GEMV's plan (gemv_q_dot_glu) for a checked product p of
+ * W_gate (W_up alike; rms: the norm folded), its lanes sized for a grid of grid_rows rows of
+ * W; 0 where the fusion does not apply (matmul_quant.c says when). */
+int mcl_glu_plan(mcl_context *ctx, const quant_product *p, uint32_t grid_rows, int rms,
+                 mcl_gemv_plan *plan);
 /* Records a checked product; act holds a quantized where p->path is DOT and fold (NULL:
  * none) has no norm. A fold needs a product that mcl_matmul_folds accepts. */
 mcl_status mcl_quant_record(mcl_context *ctx, const quant_product *p, mcl_tensor *a,

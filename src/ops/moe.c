@@ -382,6 +382,77 @@ mcl_status mcl_matmul_experts(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, mc
     return status;
 }
 
+mcl_status mcl_matmul_experts_glu_q8(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w_gate,
+                                     mcl_tensor *w_up, mcl_tensor *ids,
+                                     const mcl_experts_desc *desc, mcl_tensor *gate,
+                                     mcl_tensor *act_out, int *fused)
+{
+    if (!ctx || !desc || !fused)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    *fused = 0;
+    experts_product p = {0}, pu = {0};
+    mcl_status status = experts_check(ctx, x, w_gate, ids, desc, gate, &p);
+    if (status == MCL_SUCCESS)
+        status = experts_check(ctx, x, w_up, ids, desc, gate, &pu);
+    if (status != MCL_SUCCESS)
+        return status;
+    uint64_t n_total = (uint64_t)p.n * desc->experts;
+    quant_product qp = {.fmt = (uint32_t)p.fmt, .rows = 1, .n = p.n, .k = p.k, .part_rows = p.n,
+                        .path = p.path};
+    uint64_t grid_rows = n_total < (uint64_t)p.n * p.pairs ? (uint64_t)p.n * p.pairs : n_total;
+    mcl_gemv_plan plan;
+    if (w_gate->dtype != w_up->dtype || !desc->act || desc->per_slot ||
+        grouped_rows(p.pairs, desc->slots) || p.part_experts < desc->experts ||
+        pu.part_experts < desc->experts || n_total > UINT32_MAX ||
+        !mcl_glu_plan(ctx, &qp, grid_rows > UINT32_MAX ? UINT32_MAX : (uint32_t)grid_rows, 0,
+                      &plan))
+        return MCL_SUCCESS;
+    if (!ours(ctx, act_out) || act_out->dtype != MCL_DTYPE_I32 || act_out == desc->act ||
+        act_out->nbytes < (uint64_t)p.pairs * (p.n / 32) * MCL_QUANT_ACT_WORDS * 4)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_matmul_experts_glu_q8: act_out missing, too small or act");
+    mcl_ctx_log(ctx, MCL_LOG_DEBUG, "experts glu %s %ux%u, %u pairs: t=%u g=%u nr=%u u=%u pb=%u",
+                mcl_dtype_name(w_gate->dtype), p.n, p.k, p.pairs, plan.t, plan.g, plan.nr,
+                plan.u, plan.pb);
+    mcl_kernel_desc kd = {
+        .id = MCL_KERNEL_GEMV_Q_DOT_GLU,
+        .binding_count = 7,
+        .push_size = sizeof(mcl_gemv_push),
+        .local_size_x = plan.t,
+        .spec_count = 7,
+        .spec = {(uint32_t)p.fmt, 1, 2 * plan.nr, plan.g, plan.u, plan.pb, EXPERTS_PER_PAIR},
+    };
+    const mcl_kernel *kernel;
+    if ((status = mcl_kernel_exact(ctx, &kd, &kernel)) != MCL_SUCCESS)
+        return status;
+    weight_part wg, wu;
+    status = mcl_weight_part_views(ctx, w_gate, (uint32_t)n_total, p.k, 0, (uint32_t)n_total,
+                                   &wg);
+    if (status != MCL_SUCCESS)
+        return status;
+    status = mcl_weight_part_views(ctx, w_up, (uint32_t)n_total, p.k, 0, (uint32_t)n_total, &wu);
+    if (status != MCL_SUCCESS) {
+        mcl_weight_part_free(&wg);
+        return status;
+    }
+    mcl_gemv_push push = {.n = p.n, .k = p.k, .ldc = p.n, .dlo = wg.dlo, .e_lo = desc->id_base,
+                          .e_n = desc->experts, .xdiv = desc->slots, .xrows = p.xrows,
+                          .ids0 = desc->ids_first, .pairs = p.pairs, .dlo_u = wu.dlo};
+    uint32_t groups = ceil_div(p.n, (uint64_t)plan.g * plan.nr);
+    uint32_t gx = groups < MOE_MAX_GROUPS ? groups : MOE_MAX_GROUPS, gy = ceil_div(groups, gx);
+    mcl_tensor *reads[6] = {desc->act, wg.body, wg.d, wu.body, wu.d, ids};
+    uint64_t chosen = p.pairs < desc->experts ? p.pairs : desc->experts;
+    mcl_profile_op(ctx, "matmul experts gate, up and swiglu, integer dot",
+                   2.0 * chosen * p.n * p.row_bytes +
+                       4.0 * p.pairs * (p.k + p.n) / 32 * MCL_QUANT_ACT_WORDS,
+                   4.0 * p.pairs * p.n * p.k);
+    status = mcl_dispatch(ctx, kernel, reads, 6, &act_out, 1, &push, gx, gy, p.pairs);
+    mcl_weight_part_free(&wu);
+    mcl_weight_part_free(&wg);
+    *fused = status == MCL_SUCCESS;
+    return status;
+}
+
 int mcl_matmul_experts_quantizes(mcl_context *ctx, const mcl_tensor *w)
 {
     if (!ctx || !w)

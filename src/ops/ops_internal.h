@@ -406,6 +406,18 @@ mcl_status mcl_matmul_experts(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, mc
                               const mcl_experts_desc *desc, mcl_tensor *y,
                               mcl_quant_path *ran);
 
+/* The chosen experts' gate and up products and SwiGLU in one dispatch (gemv_q_dot_glu in its
+ * per-pair mode), quantized for the down product into act_out ([rows x slots] rows of N / 32
+ * blocks), as mcl_matmul_experts over each stack, mcl_swiglu_q8 and nothing between would give
+ * them. x [rows, K] (shared by a row's slots) with its quantization desc->act; gate (f32
+ * [rows x slots, N], never written) gives the shape. Where the fusion does not apply (a batch
+ * the grouped mode takes, a stack bound in parts, a format or path without the kernel)
+ * nothing is recorded and *fused is 0. */
+mcl_status mcl_matmul_experts_glu_q8(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w_gate,
+                                     mcl_tensor *w_up, mcl_tensor *ids,
+                                     const mcl_experts_desc *desc, mcl_tensor *gate,
+                                     mcl_tensor *act_out, int *fused);
+
 /* Whether mcl_matmul_experts over the stack w takes the integer-dot path with desc.path AUTO
  * (and so reads a quantization of x: desc.act, or its own); 0 for an f32 stack. */
 int mcl_matmul_experts_quantizes(mcl_context *ctx, const mcl_tensor *w);
