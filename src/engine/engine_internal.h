@@ -160,6 +160,11 @@ mcl_status mcl_engine_experts_plan(mcl_session *s, const engine_layer *L, mcl_te
 mcl_status mcl_engine_experts_gate_up(mcl_session *s, const engine_layer *L, mcl_tensor *h,
                                       mcl_tensor *vids, const mcl_experts_desc *d,
                                       mcl_tensor *gate, mcl_tensor *up);
+/* The gate and up products and SwiGLU fused (mcl_matmul_experts_glu_q8) over the cache and
+ * the pool into act_out, *fused 1; where either would not fuse, nothing recorded, *fused 0. */
+mcl_status mcl_engine_experts_glu(mcl_session *s, const engine_layer *L, mcl_tensor *h,
+                                  mcl_tensor *vids, const mcl_experts_desc *d, mcl_tensor *gate,
+                                  mcl_tensor *act_out, int *fused);
 mcl_status mcl_engine_experts_down(mcl_session *s, const engine_layer *L, mcl_tensor *x,
                                    mcl_tensor *vids, const mcl_experts_desc *d, mcl_tensor *y);
 

@@ -146,6 +146,33 @@ mcl_status mcl_engine_experts_gate_up(mcl_session *s, const engine_layer *L, mcl
     return st == MCL_SUCCESS ? products(s, h, L->w_up_exps, L->up_cache, vids, d, up) : st;
 }
 
+mcl_status mcl_engine_experts_glu(mcl_session *s, const engine_layer *L, mcl_tensor *h,
+                                  mcl_tensor *vids, const mcl_experts_desc *d, mcl_tensor *gate,
+                                  mcl_tensor *act_out, int *fused)
+{
+    mcl_experts_desc c = *d, p = *d;
+    c.experts = s->expert_slots;
+    c.id_base = 0;
+    p.experts = s->info.experts;
+    p.id_base = s->expert_slots;
+    int cache_fuses = 0, pool_fuses = 0;
+    *fused = 0;
+    mcl_status st = mcl_matmul_experts_glu_q8(s->ctx, h, L->gate_cache, L->up_cache, vids, &c,
+                                              gate, NULL, &cache_fuses);
+    if (st == MCL_SUCCESS)
+        st = mcl_matmul_experts_glu_q8(s->ctx, h, L->w_gate_exps, L->w_up_exps, vids, &p, gate,
+                                       NULL, &pool_fuses);
+    if (st != MCL_SUCCESS || !cache_fuses || !pool_fuses)
+        return st;
+    st = mcl_matmul_experts_glu_q8(s->ctx, h, L->gate_cache, L->up_cache, vids, &c, gate,
+                                   act_out, &cache_fuses);
+    if (st == MCL_SUCCESS)
+        st = mcl_matmul_experts_glu_q8(s->ctx, h, L->w_gate_exps, L->w_up_exps, vids, &p, gate,
+                                       act_out, &pool_fuses);
+    *fused = st == MCL_SUCCESS && cache_fuses && pool_fuses;
+    return st;
+}
+
 mcl_status mcl_engine_experts_down(mcl_session *s, const engine_layer *L, mcl_tensor *x,
                                    mcl_tensor *vids, const mcl_experts_desc *d, mcl_tensor *y)
 {

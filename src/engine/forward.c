@@ -130,11 +130,18 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
             return v->status;
         TRY(mcl_engine_experts_plan(s, L, ids, pairs, vids));
         MARK(s, "experts: residency");
-        TRY(mcl_engine_experts_gate_up(s, L, h, vids, &shared_x, gate, up));
+    }
+    /* Gate, up and SwiGLU in one dispatch (over the cache and the pool: two) where all three
+     * stacks take the integer-dot path (quantized into act2 for the down product: it reads
+     * act). */
+    const int glu = act && !s->split_glu && mcl_matmul_experts_quantizes(ctx, L->w_down_exps);
+    if (s->expert_slots) {
+        if (glu)
+            TRY(mcl_engine_experts_glu(s, L, h, vids, &shared_x, gate, s->act2, &fused));
+        if (!fused)
+            TRY(mcl_engine_experts_gate_up(s, L, h, vids, &shared_x, gate, up));
     } else {
-        /* Gate, up and SwiGLU in one dispatch where all three stacks take the integer-dot
-         * path (quantized into act2 for the down product: it reads act). */
-        if (act && !s->split_glu && mcl_matmul_experts_quantizes(ctx, L->w_down_exps))
+        if (glu)
             TRY(mcl_matmul_experts_glu_q8(ctx, h, L->w_gate_exps, L->w_up_exps, ids, &shared_x,
                                           gate, s->act2, &fused));
         if (!fused) {

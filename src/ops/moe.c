@@ -399,7 +399,8 @@ mcl_status mcl_matmul_experts_glu_q8(mcl_context *ctx, mcl_tensor *x, mcl_tensor
     uint64_t n_total = (uint64_t)p.n * desc->experts;
     quant_product qp = {.fmt = (uint32_t)p.fmt, .rows = 1, .n = p.n, .k = p.k, .part_rows = p.n,
                         .path = p.path};
-    uint64_t grid_rows = n_total < (uint64_t)p.n * p.pairs ? (uint64_t)p.n * p.pairs : n_total;
+    /* The plan's grid: every pair's rows, never the stack's experts (GROUPED_MIN_ROWS says why). */
+    uint64_t grid_rows = (uint64_t)p.n * p.pairs;
     mcl_gemv_plan plan;
     if (w_gate->dtype != w_up->dtype || !desc->act || desc->per_slot ||
         grouped_rows(p.pairs, desc->slots) || p.part_experts < desc->experts ||
@@ -407,6 +408,10 @@ mcl_status mcl_matmul_experts_glu_q8(mcl_context *ctx, mcl_tensor *x, mcl_tensor
         !mcl_glu_plan(ctx, &qp, grid_rows > UINT32_MAX ? UINT32_MAX : (uint32_t)grid_rows, 0,
                       &plan))
         return MCL_SUCCESS;
+    if (!act_out) {
+        *fused = 1;
+        return MCL_SUCCESS;
+    }
     if (!ours(ctx, act_out) || act_out->dtype != MCL_DTYPE_I32 || act_out == desc->act ||
         act_out->nbytes < (uint64_t)p.pairs * (p.n / 32) * MCL_QUANT_ACT_WORDS * 4)
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,

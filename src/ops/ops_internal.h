@@ -412,7 +412,8 @@ mcl_status mcl_matmul_experts(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, mc
  * them. x [rows, K] (shared by a row's slots) with its quantization desc->act; gate (f32
  * [rows x slots, N], never written) gives the shape. Where the fusion does not apply (a batch
  * the grouped mode takes, a stack bound in parts, a format or path without the kernel)
- * nothing is recorded and *fused is 0. */
+ * nothing is recorded and *fused is 0. With act_out NULL nothing is recorded either: *fused
+ * says whether the fusion applies. */
 mcl_status mcl_matmul_experts_glu_q8(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w_gate,
                                      mcl_tensor *w_up, mcl_tensor *ids,
                                      const mcl_experts_desc *desc, mcl_tensor *gate,
