@@ -80,8 +80,9 @@ int mcl_engine_moe_quantizes(mcl_session *s, const engine_layer *L)
  * into it for the down products (mcl_swiglu_q8), as the dense step's do: no product quantizes
  * its own input. Otherwise each product on that path quantizes its own. The parts in `norms`
  * are a decode step's norms' (step.c): ENGINE_MOE_ROUTED, the experts and their weights are
- * in s->moe_ids and s->moe_weights already; ENGINE_MOE_MIXED (no shared expert), the experts'
- * outputs stay in s->moe_down for the next norm to weigh and add, and out is not written. */
+ * in s->moe_ids and s->moe_weights already; ENGINE_MOE_MIXED, the routed experts'
+ * outputs stay in s->moe_down for the next norm to weigh and add, and out is not written (a
+ * shared expert's weighted output is, out = it, for the norm to add too). */
 mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, mcl_tensor *h,
                               uint32_t count, mcl_tensor *out, int accumulate, mcl_tensor *act,
                               unsigned norms)
@@ -115,7 +116,7 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
         z = view(v, s->sh_z, 0, MCL_DTYPE_F32, 2, count, 1, 0, 0);
         sg = view(v, s->sh_gate, 0, MCL_DTYPE_F32, 2, count, m->shared_hidden, 0, 0);
         su = view(v, s->sh_up, 0, MCL_DTYPE_F32, 2, count, m->shared_hidden, 0, 0);
-        sd = view(v, s->moe_down, 0, MCL_DTYPE_F32, 2, count, m->dim, 0, 0);
+        sd = view(v, s->moe_down, 4ull * pairs * m->dim, MCL_DTYPE_F32, 2, count, m->dim, 0, 0);
         row = view(v, L->w_shared_gate_inp, 0, MCL_DTYPE_F32, 2, 1, m->dim, 0, 0);
         if (v->status != MCL_SUCCESS)
             return v->status;
@@ -189,7 +190,7 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
         }
         TRY(linear(ctx, h, row, NULL, z));
         TRY(mcl_sigmoid(ctx, z, z));
-        TRY(mcl_moe_combine(ctx, sd, z, 1, 1, out));
+        TRY(mcl_moe_combine(ctx, sd, z, 1, !(norms & ENGINE_MOE_MIXED), out));
         MARK(s, "shared expert");
     }
     views_release(v, mark);

@@ -193,7 +193,11 @@ static mcl_status allocate(mcl_session *s)
             st = make(ctx, MCL_DTYPE_F32, pairs, m->expert_hidden, &s->moe_gate);
         if (st == MCL_SUCCESS)
             st = make(ctx, MCL_DTYPE_F32, pairs, m->expert_hidden, &s->moe_up);
-        if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, pairs, m->dim, &s->moe_down);
+        /* The routed experts' outputs, then the shared expert's (a decode step's next norm
+         * reads the routed ones after the shared expert has run). */
+        if (st == MCL_SUCCESS)
+            st = make(ctx, MCL_DTYPE_F32, pairs + (m->shared_hidden ? r : 0), m->dim,
+                      &s->moe_down);
     }
     if (m->shared_hidden) {
         if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, 1, &s->sh_z);

@@ -230,7 +230,7 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
                                .route_norm = (int)m->experts_norm};
         mix = (mcl_norm_moe){.mix_y = down, .mix_w = weights, .mix_k = k_used};
         moe_norms = (routes(s) ? ENGINE_MOE_ROUTED : 0) |
-                    (!m->shared_hidden && mcl_norm_q8_mixes(ctx, k_used) ? ENGINE_MOE_MIXED : 0);
+                    (mcl_norm_q8_mixes(ctx, k_used) ? ENGINE_MOE_MIXED : 0);
     }
     int mixing = 0; /* the block before left its experts' outputs for this norm */
     TRY(mcl_embedding(ctx, s->embedding, ids, x));
@@ -287,9 +287,10 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
             MARK(s, moe_norms & ENGINE_MOE_ROUTED ? "residual, feed-forward norm, routing"
                                                   : "residual, feed-forward norm");
             TRY(mcl_engine_moe_ffn(s, v, L, n, count, h, 0, act, moe_norms));
-            /* Mixed: the next norm adds the experts' outputs, and nothing else. */
+            /* Mixed: the next norm adds the routed experts' outputs, and h only where a shared
+             * expert wrote it. */
             mixing = (moe_norms & ENGINE_MOE_MIXED) != 0;
-            delta = mixing ? NULL : h;
+            delta = mixing && !m->shared_hidden ? NULL : h;
             norm_name = mixing ? "experts' sum, attention norm" : "residual, attention norm";
             continue;
         }
