@@ -142,20 +142,7 @@ static int residency_of(const char *arch, uint32_t type, int shared, int control
     run_rows(s, full);
     mcl_expert_stats fs = {.size = sizeof fs};
     assert_mcl_ok(mcl_session_expert_stats(s, &fs));
-    uint32_t fused = mcl_engine_step_dispatches(s, 1), apart = 0;
     mcl_session_destroy(s);
-    float *split = NULL;
-    if (control) {
-        /* The step's routing and weighted sum in dispatches of their own, for comparison. */
-        mcl_test_switch_env(ctx, "MOTIFCL_ENGINE_SPLIT_MOE", "1");
-        split = malloc(ROWS * V * sizeof *split);
-        assert_non_null(split);
-        assert_mcl_ok(mcl_session_create(m, &sd, &s));
-        run_rows(s, split);
-        apart = mcl_engine_step_dispatches(s, 1);
-        mcl_session_destroy(s);
-        mcl_test_switch_env(ctx, "MOTIFCL_ENGINE_SPLIT_MOE", NULL);
-    }
 
     /* The budget's model keeps its stacks in host memory (the pool the slots fill from). */
     mcl_model *hm = NULL;
@@ -187,20 +174,6 @@ static int residency_of(const char *arch, uint32_t type, int shared, int control
     snprintf(name, sizeof name, "%s %s%s: the reference's smallest routing margin (%.3g) is "
              "clear of the rounding", arch, what, sh, margin);
     ok &= mcl_test_record_bool(name, margin >= 0.02);
-    if (split) {
-        /* Routed in the norm: the router's product and the routing; summed in the next norm:
-         * the weighted sum (with a shared expert, its own sum stays). */
-        uint32_t saved = 2 * 3;
-        double worst_split = 0.0;
-        worst_of(split, want, &worst_split);
-        snprintf(name, sizeof name, "%s %s%s, routing and sums apart: prompts, batch and "
-                 "single steps", arch, what, sh);
-        ok &= mcl_test_record(name, "relative rms", worst_split, tol);
-        snprintf(name, sizeof name, "%s %s%s: the norms route and sum, a step of %u "
-                 "dispatches against %u apart", arch, what, sh, fused, apart);
-        ok &= mcl_test_record_bool(name, fused > 0 && fused + saved == apart);
-        free(split);
-    }
     snprintf(name, sizeof name, "%s %s%s, 2 of 8 experts a layer resident: prompts, batch and "
              "single steps", arch, what, sh);
     ok &= mcl_test_record(name, "relative rms", worst_quarter, tol);

@@ -7,9 +7,7 @@
  * Routing: logits are distinct multiples of 1/32 (a permutation of the experts, so no two
  * probabilities are within float rounding of each other) except for deliberate exact ties,
  * which must go to the lower index. Ids must match the double reference exactly; weights
- * within 1e-5 absolute (f32 exp and a sum of at most 256 terms: relative error ~1e-6). The
- * same for the routing a decode step's norm does (mcl_norm_q8_moe, E up to 64), with the
- * weighted sum that norm adds.
+ * within 1e-5 absolute (f32 exp and a sum of at most 256 terms: relative error ~1e-6).
  *
  * Expert GEMVs: every expert is random (block weights: random bytes with random finite fp16
  * scales, as test_ops_quant.c makes them), so a pair that read another expert's rows, or rows
@@ -235,154 +233,6 @@ static void route_edges(void **state)
     free(ri);
     free(gw);
     free(rw);
-}
-
-/* A decode step's norm that routes (mcl_norm_q8_moe): x all ones, d = 32, w = e_0 and eps 0
- * make the normed row y = e_0 exactly, so the router's column 0 is the row's logits as they
- * stand (the other columns, random, meet zeros). The routing must match mcl_moe_route's
- * reference as route() checks it, ties and all, for E up to the fused kernel's 64; the row
- * step itself (y) must still be the norm. Then the weighted sum (MIX): x gains the k experts'
- * outputs weighted, against the sum in double; the control, a reference of one slot's weight
- * zeroed, is caught. A router of 65 experts, or a mix of a wrong size, is refused. */
-static void route_in_norm(void **state)
-{
-    (void)state;
-    const int64_t d = 32, experts[] = {4, 8, 60, 64};
-    const int ks[] = {1, 2, 4, 8, 16};
-    uint32_t seed = 300;
-    float w[32] = {1.0f};
-    int64_t ws[1] = {d};
-    mcl_tensor *tw = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, ws, w);
-    for (size_t ei = 0; ei < sizeof experts / sizeof experts[0]; ei++)
-        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
-            int64_t e = experts[ei], rows = ki % 2 ? 7 : 3;
-            int k = ks[ki];
-            if (k > e)
-                continue;
-            for (int norm = 0; norm < 2; norm++, seed++) {
-                float *l = route_logits(rows, e, k, seed);
-                float *router = malloc((size_t)(e * d) * sizeof *router);
-                float *x = malloc((size_t)(rows * d) * sizeof *x);
-                float *y = malloc((size_t)(rows * d) * sizeof *y);
-                int32_t *ids = malloc((size_t)(rows * k) * sizeof *ids);
-                int32_t *rid = malloc((size_t)(rows * k) * sizeof *rid);
-                float *gw = malloc((size_t)(rows * k) * sizeof *gw);
-                double *rw = malloc((size_t)(rows * k) * sizeof *rw);
-                assert_true(router && x && y && ids && rid && gw && rw);
-                for (int64_t i = 0; i < e * d; i++)
-                    router[i] = (float)(next_u32() % 1000) / 500.0f - 1.0f;
-                for (int64_t i = 0; i < rows * d; i++)
-                    x[i] = 1.0f;
-                int64_t rs[2] = {e, d}, xs[2] = {rows, d}, os[2] = {rows, k};
-                /* The router is [E, d]: its column 0 is expert e's logit of the row. A router
-                 * serves every row, so each row's logits are row 1's (route_logits' exact
-                 * ties at the top and around the k-th). */
-                for (int64_t i = 0; i < e; i++)
-                    router[i * d] = l[e + i];
-                for (int64_t r = 0; r < rows; r++)
-                    memmove(l + r * e, l + e, (size_t)e * sizeof *l);
-                mcl_tensor *tr = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, rs, router);
-                mcl_tensor *tx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, x);
-                mcl_tensor *ty = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, NULL);
-                mcl_tensor *ti = mcl_test_tensor(ctx, MCL_DTYPE_I32, 2, os, NULL);
-                mcl_tensor *tg = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, os, NULL);
-                mcl_norm_moe moe = {.router = tr, .ids = ti, .weights = tg,
-                                    .route_k = (uint32_t)k, .route_norm = norm};
-                assert_mcl_ok(mcl_norm_q8_moe(ctx, NULL, tw, 0.0f, tx, ty, NULL, &moe));
-                assert_mcl_ok(mcl_tensor_download(ti, 0, ids, (uint64_t)(rows * k) * 4));
-                assert_mcl_ok(mcl_tensor_download(tg, 0, gw, (uint64_t)(rows * k) * 4));
-                assert_mcl_ok(mcl_tensor_download(ty, 0, y, (uint64_t)(rows * d) * 4));
-                ref_moe_route(l, rows, e, k, norm, 0, rid, rw);
-                double err;
-                int64_t bad = route_compare(ids, gw, rid, rw, rows * k, &err);
-                int normed = 1;
-                for (int64_t i = 0; i < rows * d; i++)
-                    normed &= y[i] == (i % d == 0 ? 1.0f : 0.0f);
-                char name[96];
-                snprintf(name, sizeof name, "route in the norm E=%lld k=%d rows=%lld norm=%d",
-                         (long long)e, k, (long long)rows, norm);
-                mcl_test_record(name, "weight_abs_error", err, WEIGHT_TOLERANCE);
-                assert_int_equal(bad, 0);
-                assert_true(err <= WEIGHT_TOLERANCE && normed);
-                /* Control: ties to the higher index differ where a tie decided. */
-                if (k >= 2 && e >= 4) {
-                    ref_moe_route(l, rows, e, k, norm, 1, rid, rw);
-                    assert_true(route_compare(ids, gw, rid, rw, rows * k, &err) > 0);
-                }
-                mcl_tensor *gone[5] = {tr, tx, ty, ti, tg};
-                for (int i = 0; i < 5; i++)
-                    mcl_tensor_destroy(gone[i]);
-                free(l);
-                free(router);
-                free(x);
-                free(y);
-                free(ids);
-                free(rid);
-                free(gw);
-                free(rw);
-            }
-        }
-
-    /* The weighted sum: 3 rows, k = 2, d = 64. */
-    const int64_t rows = 3, k = 2, dm = 64;
-    float *x = malloc(rows * dm * sizeof *x), *my = malloc(rows * k * dm * sizeof *my);
-    float mw[6], *got = malloc(rows * dm * sizeof *got), ones[64];
-    assert_true(x && my && got);
-    for (int64_t i = 0; i < rows * dm; i++)
-        x[i] = (float)(next_u32() % 1000) / 500.0f - 1.0f;
-    for (int64_t i = 0; i < rows * k * dm; i++)
-        my[i] = (float)(next_u32() % 1000) / 500.0f - 1.0f;
-    for (int i = 0; i < 6; i++)
-        mw[i] = (float)(i + 1) / 7.0f;
-    for (int i = 0; i < 64; i++)
-        ones[i] = 1.0f;
-    int64_t xs[2] = {rows, dm}, ms[2] = {rows * k, dm}, wsz[2] = {rows, k}, os[1] = {dm};
-    mcl_tensor *tx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, x);
-    mcl_tensor *ty = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, NULL);
-    mcl_tensor *tm = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ms, my);
-    mcl_tensor *tmw = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, wsz, mw);
-    mcl_tensor *tn = mcl_test_tensor(ctx, MCL_DTYPE_F32, 1, os, ones);
-    mcl_norm_moe mix = {.mix_y = tm, .mix_w = tmw, .mix_k = (uint32_t)k};
-    assert_mcl_ok(mcl_norm_q8_moe(ctx, NULL, tn, 1e-5f, tx, ty, NULL, &mix));
-    assert_mcl_ok(mcl_tensor_download(tx, 0, got, (uint64_t)(rows * dm) * 4));
-    double worst = 0.0, control = 0.0;
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t i = 0; i < dm; i++) {
-            double want = x[r * dm + i], cut = want;
-            for (int64_t j = 0; j < k; j++) {
-                double add = (double)mw[r * k + j] * my[(r * k + j) * dm + i];
-                want += add;
-                cut += j == 1 ? 0.0 : add;
-            }
-            double e1 = fabs(got[r * dm + i] - want), e2 = fabs(got[r * dm + i] - cut);
-            worst = e1 > worst ? e1 : worst;
-            control = e2 > control ? e2 : control;
-        }
-    mcl_test_record("the norm's weighted sum of 2 experts' outputs", "abs_error", worst, 1e-5);
-    assert_true(worst <= 1e-5 && control > 1e-2);
-
-    /* Refusals: a router of 65 experts; outputs of another row count. */
-    int64_t rs[2] = {65, dm}, is[2] = {rows, 2}, bad_ms[2] = {rows, dm};
-    mcl_tensor *big = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, rs, NULL);
-    mcl_tensor *ti = mcl_test_tensor(ctx, MCL_DTYPE_I32, 2, is, NULL);
-    mcl_tensor *tg = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, is, NULL);
-    mcl_tensor *short_y = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, bad_ms, NULL);
-    mcl_norm_moe wide = {.router = big, .ids = ti, .weights = tg, .route_k = 2};
-    assert_int_equal(mcl_norm_q8_moe(ctx, NULL, tn, 1e-5f, tx, ty, NULL, &wide),
-                     MCL_ERROR_UNSUPPORTED);
-    mcl_norm_moe wrong = {.mix_y = short_y, .mix_w = tmw, .mix_k = (uint32_t)k};
-    assert_int_equal(mcl_norm_q8_moe(ctx, NULL, tn, 1e-5f, tx, ty, NULL, &wrong),
-                     MCL_ERROR_SHAPE_MISMATCH);
-    assert_false(mcl_norm_q8_routes(ctx, (uint32_t)dm, 65, 2));
-    assert_true(mcl_norm_q8_routes(ctx, (uint32_t)dm, 64, 2));
-    mcl_tensor *gone[9] = {tx, ty, tm, tmw, tn, big, ti, tg, short_y};
-    for (int i = 0; i < 9; i++)
-        mcl_tensor_destroy(gone[i]);
-    mcl_tensor_destroy(tw);
-    free(x);
-    free(my);
-    free(got);
-    mcl_test_record_bool("route in the norm: ties, k up to 16, E up to 64, refusals", 1);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -1160,7 +1010,6 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(route),
         cmocka_unit_test(route_edges),
-        cmocka_unit_test(route_in_norm),
         cmocka_unit_test(experts_paths),
         cmocka_unit_test(experts_grouped),
         cmocka_unit_test(experts_parts),

@@ -104,7 +104,6 @@ struct mcl_session {
     uint64_t clock;
     int eager;                   /* MOTIFCL_ENGINE_EAGER: decode steps recorded op by op */
     int split_glu;               /* MOTIFCL_ENGINE_SPLIT_GLU: gate, up and SwiGLU unfused */
-    int split_moe;               /* MOTIFCL_ENGINE_SPLIT_MOE: routing and weighted sum apart */
     int norm_fold;               /* MOTIFCL_ENGINE_NORM_FOLD: norms in their products (-1:
                                   * where the model's width is at most ENGINE_FOLD_MAX_DIM) */
     uint32_t warm;               /* MOTIFCL_ENGINE_WARM: which weights a step warms (step.c) */

@@ -78,14 +78,9 @@ int mcl_engine_moe_quantizes(mcl_session *s, const engine_layer *L)
  * Where act is not NULL (a decode step: s->act, mcl_engine_moe_quantizes), it holds h's
  * quantization, which every product on the integer-dot path reads, and the SwiGLUs quantize
  * into it for the down products (mcl_swiglu_q8), as the dense step's do: no product quantizes
- * its own input. Otherwise each product on that path quantizes its own. The parts in `norms`
- * are a decode step's norms' (step.c): ENGINE_MOE_ROUTED, the experts and their weights are
- * in s->moe_ids and s->moe_weights already; ENGINE_MOE_MIXED, the routed experts'
- * outputs stay in s->moe_down for the next norm to weigh and add, and out is not written (a
- * shared expert's weighted output is, out = it, for the norm to add too). */
+ * its own input. Otherwise each product on that path quantizes its own. */
 mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, mcl_tensor *h,
-                              uint32_t count, mcl_tensor *out, int accumulate, mcl_tensor *act,
-                              unsigned norms)
+                              uint32_t count, mcl_tensor *out, int accumulate, mcl_tensor *act)
 {
     mcl_context *ctx = s->ctx;
     const mcl_model_info *m = &s->info;
@@ -99,12 +94,10 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
     mcl_tensor *down = view(v, s->moe_down, 0, MCL_DTYPE_F32, 2, pairs, m->dim, 0, 0);
     if (v->status != MCL_SUCCESS)
         return v->status;
-    if (!(norms & ENGINE_MOE_ROUTED)) {
-        TRY(linear(ctx, h, L->w_router, NULL, logits));
-        MARK(s, "router");
-        TRY(mcl_moe_route(ctx, logits, k, (int)m->experts_norm, ids, weights));
-        MARK(s, "routing");
-    }
+    TRY(linear(ctx, h, L->w_router, NULL, logits));
+    MARK(s, "router");
+    TRY(mcl_moe_route(ctx, logits, k, (int)m->experts_norm, ids, weights));
+    MARK(s, "routing");
     mcl_experts_desc shared_x = {.experts = m->experts, .slots = k, .per_slot = 0,
                                  .path = MCL_QUANT_PATH_AUTO, .act = act};
     mcl_experts_desc per_slot = shared_x;
@@ -116,7 +109,7 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
         z = view(v, s->sh_z, 0, MCL_DTYPE_F32, 2, count, 1, 0, 0);
         sg = view(v, s->sh_gate, 0, MCL_DTYPE_F32, 2, count, m->shared_hidden, 0, 0);
         su = view(v, s->sh_up, 0, MCL_DTYPE_F32, 2, count, m->shared_hidden, 0, 0);
-        sd = view(v, s->moe_down, 4ull * pairs * m->dim, MCL_DTYPE_F32, 2, count, m->dim, 0, 0);
+        sd = view(v, s->moe_down, 0, MCL_DTYPE_F32, 2, count, m->dim, 0, 0);
         row = view(v, L->w_shared_gate_inp, 0, MCL_DTYPE_F32, 2, 1, m->dim, 0, 0);
         if (v->status != MCL_SUCCESS)
             return v->status;
@@ -175,10 +168,8 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
     else
         TRY(mcl_matmul_experts(ctx, gate, L->w_down_exps, ids, &per_slot, down, NULL));
     MARK(s, "experts: down");
-    if (!(norms & ENGINE_MOE_MIXED)) {
-        TRY(mcl_moe_combine(ctx, down, weights, k, accumulate, out));
-        MARK(s, "experts: weighted sum");
-    }
+    TRY(mcl_moe_combine(ctx, down, weights, k, accumulate, out));
+    MARK(s, "experts: weighted sum");
     if (m->shared_hidden) {
         const mcl_tensor *wd[1] = {L->w_down_sh};
         if (act && mcl_matmul_quantizes(ctx, sg, L->w_down_sh, sd)) {
@@ -190,7 +181,7 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
         }
         TRY(linear(ctx, h, row, NULL, z));
         TRY(mcl_sigmoid(ctx, z, z));
-        TRY(mcl_moe_combine(ctx, sd, z, 1, !(norms & ENGINE_MOE_MIXED), out));
+        TRY(mcl_moe_combine(ctx, sd, z, 1, 1, out));
         MARK(s, "shared expert");
     }
     views_release(v, mark);
@@ -236,7 +227,7 @@ static mcl_status record(mcl_session *s, views *v, const uint32_t *seqs, const u
         TRY(mcl_rmsnorm(ctx, x, L->ffn_norm, m->norm_eps, h));
         MARK(s, "feed-forward norm");
         if (m->experts) {
-            TRY(mcl_engine_moe_ffn(s, v, L, h, count, x, 1, NULL, 0));
+            TRY(mcl_engine_moe_ffn(s, v, L, h, count, x, 1, NULL));
             continue;
         }
         const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};

@@ -100,17 +100,9 @@ static inline void pass_rows_view(mcl_session *s, views *v, uint32_t count, pass
  * normed rows in the norm's dispatch (mcl_engine_moe_ffn's act). */
 int mcl_engine_moe_quantizes(mcl_session *s, const engine_layer *L);
 
-/* mcl_engine_moe_ffn's parts that a decode step's norms do instead (mcl_norm_q8_moe): the
- * routing (s->moe_ids and s->moe_weights made by the norm before), the weighted sum (the
- * experts' outputs left in s->moe_down for the norm after; out not written). */
-#define ENGINE_MOE_ROUTED 1u
-#define ENGINE_MOE_MIXED 2u
-
-/* A mixture's feed-forward of the normed rows h [count, dim] into out (forward.c says how),
- * less the parts in `norms` (ENGINE_MOE_*). */
+/* A mixture's feed-forward of the normed rows h [count, dim] into out (forward.c says how). */
 mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, mcl_tensor *h,
-                              uint32_t count, mcl_tensor *out, int accumulate, mcl_tensor *act,
-                              unsigned norms);
+                              uint32_t count, mcl_tensor *out, int accumulate, mcl_tensor *act);
 
 /* A decode step of count rows, token i of sequence seqs[i] at position pos[i], all their
  * logits wanted: tokens, positions and lengths into s->ids, the step's recording (made on

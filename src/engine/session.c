@@ -193,11 +193,7 @@ static mcl_status allocate(mcl_session *s)
             st = make(ctx, MCL_DTYPE_F32, pairs, m->expert_hidden, &s->moe_gate);
         if (st == MCL_SUCCESS)
             st = make(ctx, MCL_DTYPE_F32, pairs, m->expert_hidden, &s->moe_up);
-        /* The routed experts' outputs, then the shared expert's (a decode step's next norm
-         * reads the routed ones after the shared expert has run). */
-        if (st == MCL_SUCCESS)
-            st = make(ctx, MCL_DTYPE_F32, pairs + (m->shared_hidden ? r : 0), m->dim,
-                      &s->moe_down);
+        if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, pairs, m->dim, &s->moe_down);
     }
     if (m->shared_hidden) {
         if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, 1, &s->sh_z);
@@ -377,7 +373,6 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
         st = make_rope_table(s);
     s->eager = mcl_traits_of(s->ctx)->engine_eager;
     s->split_glu = mcl_traits_of(s->ctx)->engine_split_glu;
-    s->split_moe = mcl_traits_of(s->ctx)->engine_split_moe;
     s->norm_fold = mcl_traits_of(s->ctx)->engine_norm_fold;
     s->warm = mcl_traits_of(s->ctx)->engine_warm;
     s->draw_cap = ENGINE_DRAW_PENALTIES;

@@ -179,22 +179,6 @@ static int fold_applies(mcl_session *s, const pass_rows *p, mcl_tensor *logits)
     return 1;
 }
 
-/* Whether a mixture's feed-forward norms can route its rows (mcl_norm_q8_moe): every layer's
- * router f32 [experts, dim], the shape one the norm's kernel routes. */
-static int routes(mcl_session *s)
-{
-    const mcl_model_info *m = &s->info;
-    if (!mcl_norm_q8_routes(s->ctx, m->dim, m->experts, m->experts_used))
-        return 0;
-    for (uint32_t l = 0; l < m->layers; l++) {
-        const mcl_tensor *r = s->layers[l].w_router;
-        if (!r || r->dtype != MCL_DTYPE_F32 || r->ndim != 2 || r->shape[0] != m->experts ||
-            r->shape[1] != m->dim)
-            return 0;
-    }
-    return 1;
-}
-
 /* A decode step recorded for replay (views in v): count rows, one token of each of seqs[],
  * the logits of all. Positions and lengths are read from s->ids (attend_step), so that one
  * recording serves every position. Between the products, the residual add, the RMSNorm and
@@ -216,23 +200,6 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         return v->status;
     const int fold = fold_applies(s, &p, logits);
     const mcl_gemv_fold add = {.accumulate = 1};
-    /* A mixture's routing in its feed-forward norm, its weighted sum in the next norm. */
-    const uint32_t k_used = m->experts_used, pairs = count * k_used;
-    mcl_norm_moe route = {0}, mix = {0};
-    unsigned moe_norms = 0;
-    if (m->experts && !s->split_moe) {
-        mcl_tensor *chosen = view(v, s->moe_ids, 0, MCL_DTYPE_I32, 1, pairs, 0, 0, 0);
-        mcl_tensor *weights = view(v, s->moe_weights, 0, MCL_DTYPE_F32, 2, count, k_used, 0, 0);
-        mcl_tensor *down = view(v, s->moe_down, 0, MCL_DTYPE_F32, 2, pairs, m->dim, 0, 0);
-        if (v->status != MCL_SUCCESS)
-            return v->status;
-        route = (mcl_norm_moe){.ids = chosen, .weights = weights, .route_k = k_used,
-                               .route_norm = (int)m->experts_norm};
-        mix = (mcl_norm_moe){.mix_y = down, .mix_w = weights, .mix_k = k_used};
-        moe_norms = (routes(s) ? ENGINE_MOE_ROUTED : 0) |
-                    (mcl_norm_q8_mixes(ctx, k_used) ? ENGINE_MOE_MIXED : 0);
-    }
-    int mixing = 0; /* the block before left its experts' outputs for this norm */
     TRY(mcl_embedding(ctx, s->embedding, ids, x));
     MARK(s, "embedding");
     /* The first norm has no residual to add; every later one adds the block's output. */
@@ -247,14 +214,12 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         mcl_tensor *act = norm_act(s, n, products, qkv_w, qkv);
         const mcl_gemv_fold norm = {L ? L->attn_norm : s->output_norm, m->norm_eps, 0};
         if (!fold)
-            TRY(mixing ? mcl_norm_q8_moe(ctx, delta, norm.norm, m->norm_eps, x, n, act, &mix)
-                       : mcl_norm_q8(ctx, delta, norm.norm, m->norm_eps, x, n, act));
+            TRY(mcl_norm_q8(ctx, delta, norm.norm, m->norm_eps, x, n, act));
         if (L)
             TRY(warm(s, ENGINE_WARM_QKV, 3, qkv_w, UINT64_MAX));
         if (!fold)
-            MARK(s, L ? norm_name : mixing ? "experts' sum, output norm" : "output norm");
+            MARK(s, L ? norm_name : "output norm");
         norm_name = "residual, attention norm";
-        mixing = 0;
         if (!L) {
             TRY(fold ? mcl_matmul_multi_fold(ctx, x, NULL, 1, qkv_w, NULL, qkv, &norm)
                      : step_linears(ctx, n, act, 1, qkv_w, NULL, qkv));
@@ -280,18 +245,10 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         if (m->experts) {
             /* The norm quantizes for the mixture's products where any takes the dot path. */
             act = mcl_engine_moe_quantizes(s, L) ? s->act : NULL;
-            route.router = L->w_router;
-            TRY(moe_norms & ENGINE_MOE_ROUTED
-                    ? mcl_norm_q8_moe(ctx, h, L->ffn_norm, m->norm_eps, x, n, act, &route)
-                    : mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
-            MARK(s, moe_norms & ENGINE_MOE_ROUTED ? "residual, feed-forward norm, routing"
-                                                  : "residual, feed-forward norm");
-            TRY(mcl_engine_moe_ffn(s, v, L, n, count, h, 0, act, moe_norms));
-            /* Mixed: the next norm adds the routed experts' outputs, and h only where a shared
-             * expert wrote it. */
-            mixing = (moe_norms & ENGINE_MOE_MIXED) != 0;
-            delta = mixing && !m->shared_hidden ? NULL : h;
-            norm_name = mixing ? "experts' sum, attention norm" : "residual, attention norm";
+            TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
+            MARK(s, "residual, feed-forward norm");
+            TRY(mcl_engine_moe_ffn(s, v, L, n, count, h, 0, act));
+            delta = h;
             continue;
         }
         const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};

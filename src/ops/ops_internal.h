@@ -102,28 +102,6 @@ mcl_status mcl_attention_prompt(mcl_context *ctx, const mcl_tensor *q, const mcl
 mcl_status mcl_norm_q8(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, float eps,
                        mcl_tensor *x, mcl_tensor *y, mcl_tensor *act);
 
-/* A mixture of experts' parts of a decode step's row step (norm_moe_f32.comp), each off where
- * its tensors are NULL: mix_y [rows x mix_k, d] weighted by mix_w [rows, mix_k] (the block
- * before's experts' outputs and routing weights, as mcl_moe_combine would sum them) added to
- * x after h; router [E, d] (f32) applied to the normed row y, and its route_k experts and
- * their weights into ids and weights [rows, route_k] as mcl_moe_route chooses them (route_norm:
- * renormalised over the chosen). */
-typedef struct mcl_norm_moe {
-    mcl_tensor *mix_y, *mix_w;
-    uint32_t mix_k;
-    mcl_tensor *router, *ids, *weights;
-    uint32_t route_k;
-    int route_norm;
-} mcl_norm_moe;
-/* mcl_norm_q8 with a mixture's parts (moe not NULL; mcl_norm_q8_routes says where its routing
- * applies). */
-mcl_status mcl_norm_q8_moe(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, float eps,
-                           mcl_tensor *x, mcl_tensor *y, mcl_tensor *act, const mcl_norm_moe *moe);
-/* Whether mcl_norm_q8_moe routes rows of d values among `experts`, k chosen; whether it sums
- * k experts' outputs. */
-int mcl_norm_q8_routes(mcl_context *ctx, uint32_t d, uint32_t experts, uint32_t k);
-int mcl_norm_q8_mixes(mcl_context *ctx, uint32_t k);
-
 /* A decoder's row step folded into the products around it (gemv_q_dot.glsl), on the
  * integer-dot GEMV: with norm, the product's input a is x, the residual stream (f32 [rows,
  * k]), and each workgroup makes RMSNorm(x) * norm (eps) and its quantization itself

@@ -186,67 +186,10 @@ mcl_status mcl_rmsnorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *
     return mcl_dispatch(ctx, kernel, reads, 2, &out, 1, &push, row_groups(rows), 1, 1);
 }
 
-/* norm_moe_f32's routing: the experts it chooses among at most (route.glsl's ROUTE_SERIAL),
- * the vec4s of a row each invocation holds (norm_q8.glsl's RV) and its bindings. */
-#define NORM_ROUTE_MAX_EXPERTS 64u
-#define NORM_ROW_VEC4S 8u
-#define NORM_MOE_BINDINGS 10u
-
-int mcl_norm_q8_routes(mcl_context *ctx, uint32_t d, uint32_t experts, uint32_t k)
+mcl_status mcl_norm_q8(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, float eps,
+                       mcl_tensor *x, mcl_tensor *y, mcl_tensor *act)
 {
-    const mcl_traits *t = mcl_traits_of(ctx);
-    return experts >= 1 && experts <= NORM_ROUTE_MAX_EXPERTS && k >= 1 && k <= experts &&
-           k <= MCL_MOE_MAX_USED && d % 32 == 0 &&
-           d / 4 <= NORM_ROW_VEC4S * mcl_row_local_size(ctx, d / 4) &&
-           t->max_stage_buffers >= NORM_MOE_BINDINGS;
-}
-
-int mcl_norm_q8_mixes(mcl_context *ctx, uint32_t k)
-{
-    return k >= 1 && k <= MCL_MOE_MAX_USED &&
-           mcl_traits_of(ctx)->max_stage_buffers >= NORM_MOE_BINDINGS;
-}
-
-/* A mixture's parts of the row step (mcl_norm_q8_moe): each tensor f32 of ctx but ids. */
-static mcl_status norm_moe_check(mcl_context *ctx, const char *op, const mcl_norm_moe *moe,
-                                 uint32_t d, uint32_t rows, const mcl_tensor *x)
-{
-    const mcl_tensor *in[5] = {moe->mix_y, moe->mix_w, moe->router, moe->weights, moe->ids};
-    for (int i = 0; i < 5; i++)
-        if (in[i] && (in[i]->ctx != ctx ||
-                      in[i]->dtype != (i == 4 ? MCL_DTYPE_I32 : MCL_DTYPE_F32) || in[i] == x))
-            return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
-                            "%s: the mixture's tensors f32 of ctx (ids i32), not x", op);
-    uint64_t k = moe->mix_k;
-    if ((moe->mix_y || moe->mix_w || k) &&
-        (!moe->mix_y || !moe->mix_w || k == 0 || k > MCL_MOE_MAX_USED ||
-         (uint64_t)mcl_tensor_numel(moe->mix_y) != rows * k * d ||
-         (uint64_t)mcl_tensor_numel(moe->mix_w) < rows * k))
-        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                        "%s: the experts' outputs [rows x k, d] and weights [rows, k], k 1..%u",
-                        op, MCL_MOE_MAX_USED);
-    if (!moe->router && !moe->ids && !moe->weights)
-        return MCL_SUCCESS;
-    const mcl_tensor *r = moe->router;
-    uint32_t e = r && r->ndim == 2 && r->shape[1] == d && r->shape[0] <= UINT32_MAX
-                     ? (uint32_t)r->shape[0] : 0;
-    k = moe->route_k;
-    if (!r || !moe->ids || !moe->weights || moe->ids == moe->weights ||
-        !mcl_norm_q8_routes(ctx, d, e, moe->route_k) ||
-        (uint64_t)mcl_tensor_numel(moe->ids) < rows * k ||
-        (uint64_t)mcl_tensor_numel(moe->weights) < rows * k)
-        return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED,
-                        "%s: the routing takes a router [E, d] of at most %u experts, k of them "
-                        "(1..%u), ids and weights of rows x k, and a row of at most %u values "
-                        "a workgroup's registers hold", op, NORM_ROUTE_MAX_EXPERTS,
-                        MCL_MOE_MAX_USED, 4 * NORM_ROW_VEC4S * mcl_row_local_size(ctx, d / 4));
-    return MCL_SUCCESS;
-}
-
-mcl_status mcl_norm_q8_moe(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, float eps,
-                           mcl_tensor *x, mcl_tensor *y, mcl_tensor *act, const mcl_norm_moe *moe)
-{
-    const char *op = moe ? "mcl_norm_q8_moe" : "mcl_norm_q8";
+    const char *op = "mcl_norm_q8";
     uint32_t d, rows;
     mcl_status status = check_rows(ctx, op, x, y, &d, &rows);
     if (status != MCL_SUCCESS)
@@ -266,23 +209,14 @@ mcl_status mcl_norm_q8_moe(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, 
                         rows * (d / 32));
     if (h == x || h == y || x == y || (act && (act == x || act == y || act == h)))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: the tensors must be distinct", op);
-    if (moe && (status = norm_moe_check(ctx, op, moe, d, rows, x)) != MCL_SUCCESS)
-        return status;
-    int mix = moe && moe->mix_k, route = moe && moe->router;
-    struct {
-        uint32_t d, rows;
-        float eps;
-        uint32_t e, k, norm;
-    } push = {.d = d, .rows = rows, .eps = eps, .e = route ? (uint32_t)moe->router->shape[0] : 0,
-              .k = route ? moe->route_k : 0, .norm = route && moe->route_norm};
+    norm_push push = {.d = d, .rows = rows, .eps = eps};
     mcl_kernel_desc desc = {
-        .id = moe ? MCL_KERNEL_NORM_MOE_F32 : MCL_KERNEL_NORM_Q8_F32,
-        .binding_count = moe ? NORM_MOE_BINDINGS : 5,
-        .push_size = moe ? sizeof push : sizeof(norm_push),
+        .id = MCL_KERNEL_NORM_Q8_F32,
+        .binding_count = 5,
+        .push_size = sizeof push,
         .local_size_x = mcl_row_local_size(ctx, d / 4),
-        .spec_count = moe ? 5 : 3,
-        .spec = {(uint32_t)mcl_rows_use_subgroup(ctx), h != NULL, act != NULL,
-                 mix ? moe->mix_k : 0, route},
+        .spec_count = 3,
+        .spec = {(uint32_t)mcl_rows_use_subgroup(ctx), h != NULL, act != NULL},
     };
     const mcl_kernel *kernel;
     if ((status = mcl_kernel_get(ctx, &desc, &kernel)) != MCL_SUCCESS)
@@ -290,20 +224,10 @@ mcl_status mcl_norm_q8_moe(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, 
     if (mcl_kernel_local_size(kernel) % 8 != 0)
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "%s: a workgroup of %u invocations", op,
                         mcl_kernel_local_size(kernel));
-    /* Absent inputs and outputs: bindings that are never touched, filled by y. */
-    mcl_tensor *reads[5] = {h ? h : y, weight, mix ? moe->mix_y : y, mix ? moe->mix_w : y,
-                            route ? moe->router : y};
-    mcl_tensor *writes[5] = {x, y, act ? act : y, route ? moe->ids : y,
-                             route ? moe->weights : y};
-    if (!moe)
-        return mcl_dispatch(ctx, kernel, reads, 2, writes, 3, &push, row_groups(rows), 1, 1);
-    return mcl_dispatch(ctx, kernel, reads, 5, writes, 5, &push, row_groups(rows), 1, 1);
-}
-
-mcl_status mcl_norm_q8(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, float eps,
-                       mcl_tensor *x, mcl_tensor *y, mcl_tensor *act)
-{
-    return mcl_norm_q8_moe(ctx, h, weight, eps, x, y, act, NULL);
+    /* Absent h and act: bindings that are never touched, filled by y. */
+    mcl_tensor *reads[2] = {h ? h : y, weight};
+    mcl_tensor *writes[3] = {x, y, act ? act : y};
+    return mcl_dispatch(ctx, kernel, reads, 2, writes, 3, &push, row_groups(rows), 1, 1);
 }
 
 mcl_status mcl_layernorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *weight,
