@@ -9,7 +9,9 @@
  * residency's bit for bit (the same kernels over the same bytes). The counts: misses, hits and
  * reads in place under the budget, and nothing moved with every expert resident. The plan and
  * the copies alone: a stack of an odd number of rows a expert (d values that straddle words)
- * copied slot by slot as the host expects.
+ * copied slot by slot as the host expects. The decode step's fused gate, up and SwiGLU of the
+ * experts (Q8_0 and Q4_0 on the integer-dot path: the .dot run) counted against the step with
+ * MOTIFCL_ENGINE_SPLIT_GLU, two dispatches fewer a layer.
  * Controls: a residency table that maps every expert to slot 0 (an internal hook) exceeds the
  * tolerance; a budget below the experts a token uses is refused. */
 #include <math.h>
@@ -142,7 +144,20 @@ static int residency_of(const char *arch, uint32_t type, int shared, int control
     run_rows(s, full);
     mcl_expert_stats fs = {.size = sizeof fs};
     assert_mcl_ok(mcl_session_expert_stats(s, &fs));
+    uint32_t fused = mcl_engine_step_dispatches(s, 1), apart = 0;
     mcl_session_destroy(s);
+    if (control) {
+        /* The experts' gate, up and SwiGLU apart, for the count of what their fusion saves. */
+        mcl_test_switch_env(ctx, "MOTIFCL_ENGINE_SPLIT_GLU", "1");
+        assert_mcl_ok(mcl_session_create(m, &sd, &s));
+        float *split = malloc(ROWS * V * sizeof *split);
+        assert_non_null(split);
+        run_rows(s, split);
+        apart = mcl_engine_step_dispatches(s, 1);
+        mcl_session_destroy(s);
+        mcl_test_switch_env(ctx, "MOTIFCL_ENGINE_SPLIT_GLU", NULL);
+        free(split);
+    }
 
     /* The budget's model keeps its stacks in host memory (the pool the slots fill from). */
     mcl_model *hm = NULL;
@@ -174,6 +189,17 @@ static int residency_of(const char *arch, uint32_t type, int shared, int control
     snprintf(name, sizeof name, "%s %s%s: the reference's smallest routing margin (%.3g) is "
              "clear of the rounding", arch, what, sh, margin);
     ok &= mcl_test_record_bool(name, margin >= 0.02);
+    if (control) {
+        /* Fused where the stacks are Q8_0 or Q4_0 on the integer-dot path: two dispatches
+         * fewer a layer (the two products and SwiGLU as one). */
+        mcl_tensor *stack = mcl_model_find_tensor(m, "blk.0.ffn_gate_exps.weight");
+        int glu = (type == MCL_GGML_Q8_0 || type == MCL_GGML_Q4_0) &&
+                  mcl_matmul_experts_quantizes(ctx, stack);
+        snprintf(name, sizeof name, "%s %s%s: the experts' gate, up and SwiGLU %s, a step of "
+                 "%u dispatches against %u apart", arch, what, sh, glu ? "fused" : "not fused",
+                 fused, apart);
+        ok &= mcl_test_record_bool(name, fused > 0 && fused + (glu ? 2 * 2 : 0) == apart);
+    }
     snprintf(name, sizeof name, "%s %s%s, 2 of 8 experts a layer resident: prompts, batch and "
              "single steps", arch, what, sh);
     ok &= mcl_test_record(name, "relative rms", worst_quarter, tol);
