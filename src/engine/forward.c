@@ -115,6 +115,10 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
             return v->status;
     }
     mcl_tensor *vids = ids;
+    /* Gate, up and SwiGLU in one dispatch (over the cache and the pool: two) where all three
+     * stacks take the integer-dot path (quantized into act2 for the down product: it reads
+     * act). */
+    const int glu = act && !s->split_glu && mcl_matmul_experts_quantizes(ctx, L->w_down_exps);
     int fused = 0;
     if (s->expert_slots) {
         /* The cache: the plan rewrites the ids as slots (or the pool's, past the slots) and
@@ -124,12 +128,6 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
             return v->status;
         TRY(mcl_engine_experts_plan(s, L, ids, pairs, vids));
         MARK(s, "experts: residency");
-    }
-    /* Gate, up and SwiGLU in one dispatch (over the cache and the pool: two) where all three
-     * stacks take the integer-dot path (quantized into act2 for the down product: it reads
-     * act). */
-    const int glu = act && !s->split_glu && mcl_matmul_experts_quantizes(ctx, L->w_down_exps);
-    if (s->expert_slots) {
         if (glu)
             TRY(mcl_engine_experts_glu(s, L, h, vids, &shared_x, gate, s->act2, &fused));
         if (!fused)
