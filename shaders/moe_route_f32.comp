@@ -1,17 +1,6 @@
 #version 450
-// moe_route_f32: a mixture of experts' routing of one row of router logits per workgroup: the
-// k experts of the largest logits (an exact tie goes to the lower index), and their weights,
-// the softmax's probabilities (exp(l - max) / sum over all E) or, with NORM, those
-// renormalised over the chosen k (exp(l - max) / sum over the chosen). Choosing by the logits
-// is choosing by the probabilities exactly (exp is increasing), with no tie that rounding the
-// probabilities could make.
-//
-// Fixed order: each lane takes entries t, t + WG, ... of the row (E <= 256), reduces them in
-// that order, and the lanes' results meet in shared memory in a tree over lane indices; the
-// sum of the chosen weights is taken in slot order. No subgroup size is assumed.
-//
-// Logits are compared as ordered integers: -0 as +0, NaN below every number (a row of NaN still
-// names k distinct experts in range).
+// moe_route_f32: a mixture of experts' routing, one row of router logits per workgroup: the k
+// experts of the largest logits and their weights (route.glsl).
 //
 //   specialization constants: 0 WG (workgroup size, a power of two)
 //   set 0: 0 logits [rows, E] f32, 1 ids [rows, k] i32 (written), 2 weights [rows, k] f32
@@ -19,6 +8,7 @@
 //   push constants: E (1..256), k (1..16, at most E), norm, rows. The workgroup index is x + y *
 //     (groups in x).
 #extension GL_EXT_control_flow_attributes : enable
+#extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0, local_size_x = 256) in;
 
@@ -32,97 +22,15 @@ layout(push_constant) uniform Push {
     uint rows;
 } pc;
 
-const uint WG = gl_WorkGroupSize.x;
-const uint MAX_E = 256u;
-const uint MAX_K = 16u;
-const uint PER = (MAX_E + WG - 1u) / WG;  // entries per lane
-
-shared uint sh_key[WG];
-shared uint sh_idx[WG];
-shared float sh_sum[WG];
-shared uint sh_sel[MAX_K];
-
-// 0: no candidate; 1: NaN; numbers in their order from 2 up (-0 and +0 alike).
-uint order_key(float v) {
-    if (isnan(v)) {
-        return 1u;
-    }
-    const uint b = v == 0.0 ? 0x80000000u : floatBitsToUint(v);
-    const uint k = (b & 0x80000000u) != 0u ? ~b : b | 0x80000000u;
-    return max(k, 2u);
-}
-
-// Whether candidate (ka, ia) beats (kb, ib): a larger key, or the same key at a lower index.
-bool beats(uint ka, uint ia, uint kb, uint ib) {
-    return ka > kb || (ka == kb && ia < ib);
-}
+uint route_base = 0u;  // the row's first logit
+#define ROUTE_LOGIT(e) logits[route_base + (e)]
+#include "route.glsl"
 
 void main() {
     const uint row = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
     if (row >= pc.rows) {
         return;
     }
-    const uint t = gl_LocalInvocationID.x;
-    const uint base = row * pc.E;
-    float l[PER];
-    uint key[PER];
-    [[unroll]] for (uint i = 0u; i < PER; i++) {
-        const uint e = t + i * WG;
-        l[i] = e < pc.E ? logits[base + e] : 0.0;
-        key[i] = e < pc.E ? order_key(l[i]) : 0u;
-    }
-    // k rounds: the best candidate left, found by a tree, then taken out.
-    for (uint j = 0u; j < pc.k; j++) {
-        uint bk = 0u, bi = 0xFFFFFFFFu;
-        [[unroll]] for (uint i = 0u; i < PER; i++) {
-            if (beats(key[i], t + i * WG, bk, bi)) {
-                bk = key[i];
-                bi = t + i * WG;
-            }
-        }
-        sh_key[t] = bk;
-        sh_idx[t] = bi;
-        barrier();
-        for (uint s = WG / 2u; s > 0u; s >>= 1) {
-            if (t < s && beats(sh_key[t + s], sh_idx[t + s], sh_key[t], sh_idx[t])) {
-                sh_key[t] = sh_key[t + s];
-                sh_idx[t] = sh_idx[t + s];
-            }
-            barrier();
-        }
-        const uint best = sh_idx[0];
-        if (t == 0u) {
-            sh_sel[j] = best;
-        }
-        [[unroll]] for (uint i = 0u; i < PER; i++) {
-            key[i] = t + i * WG == best ? 0u : key[i];
-        }
-        barrier();  // sh_idx[0] read by every lane before the next round writes it
-    }
-    // The softmax's denominator: exp(l - max) over the row, max being the first choice.
-    const float lmax = logits[base + sh_sel[0]];
-    float part = 0.0;
-    [[unroll]] for (uint i = 0u; i < PER; i++) {
-        part += t + i * WG < pc.E ? exp(l[i] - lmax) : 0.0;
-    }
-    sh_sum[t] = part;
-    barrier();
-    for (uint s = WG / 2u; s > 0u; s >>= 1) {
-        if (t < s) {
-            sh_sum[t] += sh_sum[t + s];
-        }
-        barrier();
-    }
-    if (t < pc.k) {
-        float total = sh_sum[0];
-        if (pc.norm != 0u) {
-            total = 0.0;
-            for (uint j = 0u; j < pc.k; j++) {
-                total += exp(logits[base + sh_sel[j]] - lmax);
-            }
-        }
-        const uint e = sh_sel[t];
-        ids[row * pc.k + t] = int(e);
-        weights[row * pc.k + t] = exp(logits[base + e] - lmax) / total;
-    }
+    route_base = row * pc.E;
+    route_row(pc.E, pc.k, pc.norm != 0u, row * pc.k);
 }

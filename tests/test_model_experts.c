@@ -11,7 +11,8 @@
  * the copies alone: a stack of an odd number of rows a expert (d values that straddle words)
  * copied slot by slot as the host expects. The decode step's fused gate, up and SwiGLU of the
  * experts (Q8_0 and Q4_0 on the integer-dot path: the .dot run) counted against the step with
- * MOTIFCL_ENGINE_SPLIT_GLU, two dispatches fewer a layer.
+ * MOTIFCL_ENGINE_SPLIT_GLU, two dispatches fewer a layer; the router with its routing
+ * (mcl_moe_router) against MOTIFCL_ENGINE_SPLIT_MOE, one fewer, both within the tolerance.
  * Controls: a residency table that maps every expert to slot 0 (an internal hook) exceeds the
  * tolerance; a budget below the experts a token uses is refused. */
 #include <math.h>
@@ -144,8 +145,23 @@ static int residency_of(const char *arch, uint32_t type, int shared, int control
     run_rows(s, full);
     mcl_expert_stats fs = {.size = sizeof fs};
     assert_mcl_ok(mcl_session_expert_stats(s, &fs));
-    uint32_t fused = mcl_engine_step_dispatches(s, 1), apart = 0;
+    uint32_t fused = mcl_engine_step_dispatches(s, 1), apart = 0, routed_apart = 0;
+    double worst_routed_apart = 0.0;
     mcl_session_destroy(s);
+    if (control) {
+        /* The router and the routing apart: a dispatch more a layer, the same logits within
+         * the tolerance (the router's sums in another order). */
+        mcl_test_switch_env(ctx, "MOTIFCL_ENGINE_SPLIT_MOE", "1");
+        assert_mcl_ok(mcl_session_create(m, &sd, &s));
+        float *split = malloc(ROWS * V * sizeof *split);
+        assert_non_null(split);
+        run_rows(s, split);
+        routed_apart = mcl_engine_step_dispatches(s, 1);
+        mcl_session_destroy(s);
+        mcl_test_switch_env(ctx, "MOTIFCL_ENGINE_SPLIT_MOE", NULL);
+        worst_of(split, want, &worst_routed_apart);
+        free(split);
+    }
     if (control) {
         /* The experts' gate, up and SwiGLU apart, for the count of what their fusion saves. */
         mcl_test_switch_env(ctx, "MOTIFCL_ENGINE_SPLIT_GLU", "1");
@@ -199,6 +215,12 @@ static int residency_of(const char *arch, uint32_t type, int shared, int control
                  "%u dispatches against %u apart", arch, what, sh, glu ? "fused" : "not fused",
                  fused, apart);
         ok &= mcl_test_record_bool(name, fused > 0 && fused + (glu ? 2 * 2 : 0) == apart);
+        snprintf(name, sizeof name, "%s %s%s: the router with its routing, a step of %u "
+                 "dispatches against %u apart", arch, what, sh, fused, routed_apart);
+        ok &= mcl_test_record_bool(name, fused + 2 == routed_apart);
+        snprintf(name, sizeof name, "%s %s%s, the router and the routing apart", arch, what,
+                 sh);
+        ok &= mcl_test_record(name, "relative rms", worst_routed_apart, tol);
     }
     snprintf(name, sizeof name, "%s %s%s, 2 of 8 experts a layer resident: prompts, batch and "
              "single steps", arch, what, sh);

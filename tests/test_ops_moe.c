@@ -9,6 +9,8 @@
  * which must go to the lower index. Ids must match the double reference exactly; weights
  * within 1e-5 absolute (f32 exp and a sum of at most 256 terms: relative error ~1e-6).
  *
+ * The router with its routing (mcl_moe_router): see router() below.
+ *
  * Expert GEMVs: every expert is random (block weights: random bytes with random finite fp16
  * scales, as test_ops_quant.c makes them), so a pair that read another expert's rows, or rows
  * from a wrong offset, is off by NMSE ~ 2. Shapes: N = 37 (a partial last workgroup), K of one
@@ -233,6 +235,168 @@ static void route_edges(void **state)
     free(ri);
     free(gw);
     free(rw);
+}
+
+/* The router and its routing in one dispatch (mcl_moe_router) for x [rows, K] and W [E, K]
+ * of small integers (x in -2..2, W in -3..3 sixty-fourths): every partial sum is exact in f32,
+ * so the logits must equal the double product exactly whatever the order of the slices. A row
+ * of W copied into the next makes a tie. Sentinels before each call show that every row was
+ * written; the counts must be 0 after it. Control: a row's count set to 1000 before the call
+ * is never routed (its last workgroup never recognised), and the checks see it. */
+typedef struct router_run {
+    int32_t *ids;
+    float *w, *logits;
+    int32_t counts[8];
+    int done;
+} router_run;
+
+static void router_gpu(const float *x, const float *wr, int64_t rows, int64_t e, int64_t kd,
+                       int k, int norm, int32_t poisoned_row, router_run *out)
+{
+    int64_t xs[2] = {rows, kd}, wsh[2] = {e, kd}, ls[2] = {rows, e}, os[2] = {rows, k};
+    int64_t ps[2] = {rows * MCL_MOE_ROUTER_SLICES, e}, cs[1] = {rows};
+    int32_t counts[8] = {0};
+    assert_true(rows <= 8);
+    if (poisoned_row >= 0)
+        counts[poisoned_row] = 1000;
+    int32_t *sid = malloc((size_t)(rows * k) * 4);
+    float *snan = malloc((size_t)(rows * e) * 4);
+    assert_true(sid && snan);
+    for (int64_t i = 0; i < rows * k; i++)
+        sid[i] = -1;
+    for (int64_t i = 0; i < rows * e; i++)
+        snan[i] = NAN;
+    mcl_tensor *tx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, x);
+    mcl_tensor *tw = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, wsh, wr);
+    mcl_tensor *tp = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ps, NULL);
+    mcl_tensor *tc = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, cs, counts);
+    mcl_tensor *tl = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ls, snan);
+    mcl_tensor *ti = mcl_test_tensor(ctx, MCL_DTYPE_I32, 2, os, sid);
+    mcl_tensor *twt = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, os, snan);
+    mcl_moe_router_args a = {.x = tx, .w = tw, .part = tp, .counts = tc, .logits = tl,
+                             .ids = ti, .weights = twt, .k = (uint32_t)k, .norm = norm};
+    assert_mcl_ok(mcl_moe_router(ctx, &a, &out->done));
+    out->ids = sid;
+    out->logits = snan;
+    out->w = malloc((size_t)(rows * k) * 4);
+    assert_non_null(out->w);
+    assert_mcl_ok(mcl_tensor_download(ti, 0, out->ids, (uint64_t)(rows * k) * 4));
+    assert_mcl_ok(mcl_tensor_download(twt, 0, out->w, (uint64_t)(rows * k) * 4));
+    assert_mcl_ok(mcl_tensor_download(tl, 0, out->logits, (uint64_t)(rows * e) * 4));
+    assert_mcl_ok(mcl_tensor_download(tc, 0, out->counts, (uint64_t)rows * 4));
+    mcl_tensor *all[] = {tx, tw, tp, tc, tl, ti, twt};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+}
+
+static void router_run_free(router_run *r)
+{
+    free(r->ids);
+    free(r->w);
+    free(r->logits);
+}
+
+static void router(void **state)
+{
+    (void)state;
+    /* K: 16 slices of 256 values; 8 slices, the last of 104; one slice. */
+    const struct {
+        int64_t rows, e, kd;
+        int k, norm;
+    } cases[] = {{3, 8, 4096, 2, 1}, {2, 60, 1000, 4, 0}, {5, 8, 64, 2, 1}, {1, 256, 2048, 16, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t rows = cases[c].rows, e = cases[c].e, kd = cases[c].kd;
+        int k = cases[c].k, norm = cases[c].norm;
+        float *x = malloc((size_t)(rows * kd) * 4), *wr = malloc((size_t)(e * kd) * 4);
+        float *rl = malloc((size_t)(rows * e) * 4);
+        int32_t *rid = malloc((size_t)(rows * k) * 4);
+        double *rw = malloc((size_t)(rows * k) * sizeof *rw);
+        assert_true(x && wr && rl && rid && rw);
+        seed_rng(500 + (uint32_t)c);
+        for (int64_t i = 0; i < rows * kd; i++)
+            x[i] = (float)((int)(next_u32() % 5) - 2);
+        for (int64_t i = 0; i < e * kd; i++)
+            wr[i] = (float)((int)(next_u32() % 7) - 3) / 64.0f;
+        memcpy(wr + kd, wr, (size_t)kd * 4); /* experts 0 and 1 tie in every row */
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < e; j++) {
+                double sum = 0.0;
+                for (int64_t i = 0; i < kd; i++)
+                    sum += (double)x[r * kd + i] * wr[j * kd + i];
+                rl[r * e + j] = (float)sum;
+            }
+        ref_moe_route(rl, rows, e, k, norm, 0, rid, rw);
+        for (int control = 0; control < 2; control++) {
+            router_run run;
+            router_gpu(x, wr, rows, e, kd, k, norm, control ? (int32_t)(rows - 1) : -1, &run);
+            assert_int_equal(run.done, 1);
+            int64_t bad_logits = 0, bad_counts = 0;
+            for (int64_t i = 0; i < rows * e; i++)
+                bad_logits += memcmp(&run.logits[i], &rl[i], 4) != 0;
+            for (int64_t r = 0; r < rows; r++)
+                bad_counts += run.counts[r] != 0;
+            double err;
+            int64_t bad = route_compare(run.ids, run.w, rid, rw, rows * k, &err);
+            char name[96];
+            snprintf(name, sizeof name, "router E=%lld K=%lld rows=%lld k=%d%s", (long long)e,
+                     (long long)kd, (long long)rows, k, control ? " (row count 1000)" : "");
+            printf("%-50s logits wrong %lld, ids wrong %lld, weight error %.3g, counts left "
+                   "%lld\n", name, (long long)bad_logits, (long long)bad, err,
+                   (long long)bad_counts);
+            if (!control) {
+                mcl_test_record(name, "weight_abs_error", err, WEIGHT_TOLERANCE);
+                assert_int_equal(bad_logits, 0);
+                assert_int_equal(bad, 0);
+                assert_true(err <= WEIGHT_TOLERANCE);
+                assert_int_equal(bad_counts, 0);
+            } else {
+                assert_true(bad > 0 && bad_logits > 0 && bad_counts > 0);
+            }
+            router_run_free(&run);
+        }
+        free(x);
+        free(wr);
+        free(rl);
+        free(rid);
+        free(rw);
+    }
+    mcl_test_record_bool("router: a row whose count never reaches its slices is caught", 1);
+
+    /* Not taken, nothing recorded: an f16 router, K not a multiple of 4. Refused: part too
+     * small. */
+    int64_t xs[2] = {2, 32}, w16[2] = {8, 32}, x6[2] = {2, 6}, w6[2] = {8, 6}, os[2] = {2, 2};
+    int64_t ps[2] = {2, 8}, cs[1] = {2};
+    mcl_tensor *tx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, NULL);
+    mcl_tensor *th = mcl_test_tensor(ctx, MCL_DTYPE_F16, 2, w16, NULL);
+    mcl_tensor *tw = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, w16, NULL);
+    mcl_tensor *tx6 = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, x6, NULL);
+    mcl_tensor *tw6 = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, w6, NULL);
+    mcl_tensor *tp = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ps, NULL);
+    mcl_tensor *tc = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, cs, NULL);
+    mcl_tensor *tl = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, w16, NULL);
+    mcl_tensor *ti = mcl_test_tensor(ctx, MCL_DTYPE_I32, 2, os, NULL);
+    mcl_tensor *tt = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, os, NULL);
+    mcl_moe_router_args a = {.x = tx, .w = th, .part = tp, .counts = tc, .logits = tl,
+                             .ids = ti, .weights = tt, .k = 2, .norm = 1};
+    int done = 1;
+    assert_mcl_ok(mcl_moe_router(ctx, &a, &done));
+    assert_int_equal(done, 0);
+    a.x = tx6;
+    a.w = tw6;
+    done = 1;
+    assert_mcl_ok(mcl_moe_router(ctx, &a, &done));
+    assert_int_equal(done, 0);
+    a.x = tx;
+    a.w = tw;
+    mcl_test_expect_status("router: part of 16 floats for 2 rows of 8 experts",
+                           mcl_moe_router(ctx, &a, &done), MCL_ERROR_SHAPE_MISMATCH);
+    a.part = tc;
+    mcl_test_expect_status("router: part i32", mcl_moe_router(ctx, &a, &done),
+                           MCL_ERROR_DTYPE_MISMATCH);
+    mcl_tensor *all[] = {tx, th, tw, tx6, tw6, tp, tc, tl, ti, tt};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        mcl_tensor_destroy(all[i]);
+    assert_mcl_ok(mcl_finish(ctx));
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -1010,6 +1174,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(route),
         cmocka_unit_test(route_edges),
+        cmocka_unit_test(router),
         cmocka_unit_test(experts_paths),
         cmocka_unit_test(experts_grouped),
         cmocka_unit_test(experts_parts),

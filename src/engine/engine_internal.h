@@ -45,6 +45,9 @@ typedef struct engine_seq {
 
 /* The decode steps kept recorded: one per set of sequences decoded together. */
 #define ENGINE_STEPS 8u
+/* The most rows of a pass whose router runs with its routing (a decode step's; a prompt's run
+ * apart, as a GEMM). */
+#define ENGINE_ROUTER_ROWS 64u
 
 /* A recorded decode step: `count` rows, row i one token of sequence seqs[i]. */
 typedef struct engine_step {
@@ -84,6 +87,10 @@ struct mcl_session {
      * shared_hidden]. NULL for a dense model. */
     mcl_tensor *moe_logits, *moe_ids, *moe_weights, *moe_gate, *moe_up, *moe_down;
     mcl_tensor *sh_z, *sh_gate, *sh_up;
+    /* The router's with its routing (mcl_moe_router), for passes of at most
+     * ENGINE_ROUTER_ROWS rows: the partial logits and the rows' counts (zero between
+     * dispatches). */
+    mcl_tensor *moe_part, *moe_counts;
     /* The expert cache's: slots per layer (0: none), device bytes of all layers' slots, and the
      * chosen experts' virtual ids [rows x used] (mcl_expert_residency). */
     uint32_t expert_slots;
@@ -104,6 +111,7 @@ struct mcl_session {
     uint64_t clock;
     int eager;                   /* MOTIFCL_ENGINE_EAGER: decode steps recorded op by op */
     int split_glu;               /* MOTIFCL_ENGINE_SPLIT_GLU: gate, up and SwiGLU unfused */
+    int split_moe;               /* MOTIFCL_ENGINE_SPLIT_MOE: router and routing apart */
     int norm_fold;               /* MOTIFCL_ENGINE_NORM_FOLD: norms in their products (-1:
                                   * where the model's width is at most ENGINE_FOLD_MAX_DIM) */
     uint32_t warm;               /* MOTIFCL_ENGINE_WARM: which weights a step warms (step.c) */

@@ -94,10 +94,22 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
     mcl_tensor *down = view(v, s->moe_down, 0, MCL_DTYPE_F32, 2, pairs, m->dim, 0, 0);
     if (v->status != MCL_SUCCESS)
         return v->status;
-    TRY(linear(ctx, h, L->w_router, NULL, logits));
-    MARK(s, "router");
-    TRY(mcl_moe_route(ctx, logits, k, (int)m->experts_norm, ids, weights));
-    MARK(s, "routing");
+    /* The router and the routing in one dispatch for a decode step's few rows. */
+    int routed = 0;
+    if (!s->split_moe && count <= ENGINE_ROUTER_ROWS) {
+        mcl_moe_router_args ra = {.x = h, .w = L->w_router, .part = s->moe_part,
+                                  .counts = s->moe_counts, .logits = logits, .ids = ids,
+                                  .weights = weights, .k = k, .norm = (int)m->experts_norm};
+        TRY(mcl_moe_router(ctx, &ra, &routed));
+    }
+    if (routed) {
+        MARK(s, "router, routing");
+    } else {
+        TRY(linear(ctx, h, L->w_router, NULL, logits));
+        MARK(s, "router");
+        TRY(mcl_moe_route(ctx, logits, k, (int)m->experts_norm, ids, weights));
+        MARK(s, "routing");
+    }
     mcl_experts_desc shared_x = {.experts = m->experts, .slots = k, .per_slot = 0,
                                  .path = MCL_QUANT_PATH_AUTO, .act = act};
     mcl_experts_desc per_slot = shared_x;

@@ -185,6 +185,11 @@ static mcl_status allocate(mcl_session *s)
         int64_t pairs = r * m->experts_used;
         if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_F32, r, m->experts, &s->moe_logits);
         if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, pairs, 0, &s->moe_ids);
+        int64_t rr = r < ENGINE_ROUTER_ROWS ? r : ENGINE_ROUTER_ROWS;
+        if (st == MCL_SUCCESS)
+            st = make(ctx, MCL_DTYPE_F32, rr * MCL_MOE_ROUTER_SLICES, m->experts, &s->moe_part);
+        if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, rr, 0, &s->moe_counts);
+        if (st == MCL_SUCCESS) st = mcl_tensor_zero(s->moe_counts);
         if (st == MCL_SUCCESS && s->expert_slots)
             st = make(ctx, MCL_DTYPE_I32, pairs, 0, &s->moe_vids);
         if (st == MCL_SUCCESS)
@@ -373,6 +378,7 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
         st = make_rope_table(s);
     s->eager = mcl_traits_of(s->ctx)->engine_eager;
     s->split_glu = mcl_traits_of(s->ctx)->engine_split_glu;
+    s->split_moe = mcl_traits_of(s->ctx)->engine_split_moe;
     s->norm_fold = mcl_traits_of(s->ctx)->engine_norm_fold;
     s->warm = mcl_traits_of(s->ctx)->engine_warm;
     s->draw_cap = ENGINE_DRAW_PENALTIES;
@@ -395,6 +401,7 @@ static void session_release(mcl_session *s)
                           &s->draw_params, &s->draw_tokens, &s->att_counters, &s->moe_logits,
                           &s->moe_ids, &s->moe_weights, &s->moe_gate, &s->moe_up,
                           &s->moe_down, &s->sh_z, &s->sh_gate, &s->sh_up, &s->moe_vids,
+                          &s->moe_part, &s->moe_counts,
                           &s->warm_sink[0], &s->warm_sink[1], &s->warm_sink[2]};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
         mcl_tensor_destroy(*own[i]);

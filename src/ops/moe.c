@@ -89,6 +89,71 @@ mcl_status mcl_moe_route(mcl_context *ctx, mcl_tensor *logits, uint32_t k, int n
     return mcl_dispatch(ctx, kernel, &logits, 1, writes, 2, &push, gx, gy, 1);
 }
 
+/* moe_router_f32's slices of K: at most MCL_MOE_ROUTER_SLICES of a multiple of 128 values. */
+static void router_slices(uint64_t k, uint32_t *slices, uint32_t *per)
+{
+    uint64_t p = (k + 128ull * MCL_MOE_ROUTER_SLICES - 1) / (128ull * MCL_MOE_ROUTER_SLICES) * 128;
+    *per = (uint32_t)p;
+    *slices = ceil_div(k, p);
+}
+
+mcl_status mcl_moe_router(mcl_context *ctx, const mcl_moe_router_args *a, int *done)
+{
+    if (!ctx || !a || !done)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    *done = 0;
+    mcl_tensor *x = a->x, *w = a->w;
+    if (!ours(ctx, x) || !ours(ctx, w) || !ours(ctx, a->part) || !ours(ctx, a->counts) ||
+        !ours(ctx, a->logits) || !ours(ctx, a->ids) || !ours(ctx, a->weights))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_moe_router: a tensor is NULL or of another context");
+    uint64_t kdim = w->ndim == 2 ? (uint64_t)w->shape[1] : 0;
+    uint64_t e = w->ndim == 2 ? (uint64_t)w->shape[0] : 0;
+    uint64_t rows = kdim ? (uint64_t)mcl_tensor_numel(x) / kdim : 0;
+    /* What the kernel does not take is the caller's to run apart, not an error. */
+    if (w->dtype != MCL_DTYPE_F32 || x->dtype != MCL_DTYPE_F32 || kdim == 0 || kdim % 4 ||
+        kdim > UINT32_MAX / 2 || e == 0 || e > MCL_MOE_MAX_EXPERTS || a->k == 0 ||
+        a->k > MCL_MOE_MAX_USED || a->k > e || rows == 0 || rows > MOE_MAX_GROUPS ||
+        (uint64_t)mcl_tensor_numel(x) != rows * kdim ||
+        mcl_traits_of(ctx)->max_invocations < ROUTE_WG)
+        return MCL_SUCCESS;
+    uint32_t slices, per;
+    router_slices(kdim, &slices, &per);
+    if (a->part->dtype != MCL_DTYPE_F32 || a->counts->dtype != MCL_DTYPE_I32 ||
+        a->logits->dtype != MCL_DTYPE_F32 || a->ids->dtype != MCL_DTYPE_I32 ||
+        a->weights->dtype != MCL_DTYPE_F32)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
+                        "mcl_moe_router: part, logits and weights f32, counts and ids i32");
+    if ((uint64_t)mcl_tensor_numel(a->part) < rows * MCL_MOE_ROUTER_SLICES * e ||
+        (uint64_t)mcl_tensor_numel(a->counts) < rows ||
+        (uint64_t)mcl_tensor_numel(a->logits) < rows * e ||
+        (uint64_t)mcl_tensor_numel(a->ids) < rows * a->k ||
+        (uint64_t)mcl_tensor_numel(a->weights) < rows * a->k)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_moe_router: %llu rows of %llu experts need part of %llu, counts of "
+                        "%llu, logits of %llu, ids and weights of %llu elements",
+                        (unsigned long long)rows, (unsigned long long)e,
+                        (unsigned long long)(rows * MCL_MOE_ROUTER_SLICES * e),
+                        (unsigned long long)rows, (unsigned long long)(rows * e),
+                        (unsigned long long)(rows * a->k));
+    mcl_kernel_desc desc = {.id = MCL_KERNEL_MOE_ROUTER_F32, .binding_count = 7,
+                            .push_size = 6 * sizeof(uint32_t), .local_size_x = ROUTE_WG};
+    const mcl_kernel *kernel;
+    mcl_status status = mcl_kernel_exact(ctx, &desc, &kernel);
+    if (status != MCL_SUCCESS)
+        return status;
+    struct {
+        uint32_t k, e, used, norm, slices, per;
+    } push = {(uint32_t)kdim, (uint32_t)e, a->k, a->norm != 0, slices, per};
+    mcl_tensor *reads[2] = {x, w};
+    mcl_tensor *writes[5] = {a->part, a->counts, a->logits, a->ids, a->weights};
+    mcl_profile_op(ctx, "moe router and routing", 4.0 * (rows + e) * kdim,
+                   2.0 * rows * e * kdim);
+    status = mcl_dispatch(ctx, kernel, reads, 2, writes, 5, &push, slices, (uint32_t)rows, 1);
+    *done = status == MCL_SUCCESS;
+    return status;
+}
+
 /* ---- Expert GEMVs ---------------------------------------------------------------------- */
 
 /* A checked expert product: shapes, the format (-1: f32), the path, experts per part. */

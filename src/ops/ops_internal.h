@@ -351,6 +351,26 @@ mcl_status mcl_sigmoid(mcl_context *ctx, const mcl_tensor *x, mcl_tensor *out);
 mcl_status mcl_moe_route(mcl_context *ctx, mcl_tensor *logits, uint32_t k, int norm,
                          mcl_tensor *ids, mcl_tensor *weights);
 
+/* moe_router_f32's most slices of K a row (its part tensor holds rows x this x E floats). */
+#define MCL_MOE_ROUTER_SLICES 16u
+
+/* mcl_moe_router's tensors: x f32 [rows, K] (any rank), the router w f32 [E, K], scratch part
+ * f32 (rows x MCL_MOE_ROUTER_SLICES x E elements at least) and counts i32 (rows at least, zero
+ * before the first call: each call returns them to zero), and its outputs, logits f32 [rows,
+ * E] and ids and weights as mcl_moe_route writes them. */
+typedef struct mcl_moe_router_args {
+    mcl_tensor *x, *w, *part, *counts, *logits, *ids, *weights;
+    uint32_t k; /* experts a row chooses */
+    int norm;   /* as mcl_moe_route's */
+} mcl_moe_router_args;
+
+/* The router's logits x w^T and mcl_moe_route's routing of them in one dispatch
+ * (moe_router_f32.comp: the product spread over up to 16 workgroups a row, the row routed by
+ * its last): *done 1. Where the kernel does not take the operands (w or x not f32, K not a
+ * multiple of 4, E over 256, more than 65535 rows) nothing is recorded, *done is 0 and the
+ * caller runs the product and mcl_moe_route itself. */
+mcl_status mcl_moe_router(mcl_context *ctx, const mcl_moe_router_args *a, int *done);
+
 /* How mcl_matmul_experts reads its batch. A routed batch of `rows` rows has rows x slots pairs
  * (row r, slot j), pair r slots + j naming its expert in ids[ids_first + r slots + j]. */
 typedef struct mcl_experts_desc {

@@ -48,6 +48,7 @@ void mcl_inspect_reread_environment(mcl_context *ctx)
     t->attention_wg = now.attention_wg;
     t->attention_f32 = now.attention_f32;
     t->engine_split_glu = now.engine_split_glu;
+    t->engine_split_moe = now.engine_split_moe;
     t->counter_rows = now.counter_rows;
     t->weight_part_bytes = t->max_binding_bytes;
     if (env.max_binding && env.max_binding < t->max_binding_bytes)

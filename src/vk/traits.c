@@ -180,6 +180,7 @@ void mcl_traits_decide(mcl_device_info *info, const mcl_env_settings *env,
     t.pipeline_stats = env->pipeline_stats;
     t.engine_eager = env->engine_eager;
     t.engine_split_glu = env->engine_split_glu;
+    t.engine_split_moe = env->engine_split_moe;
     /* A decode step's norms folded into the products that read them (step.c): -1 where
      * the model's shape decides. */
     t.engine_norm_fold = env->engine_norm_fold;
@@ -244,12 +245,13 @@ size_t mcl_traits_json(const mcl_traits *t, char *buffer, size_t capacity)
         "\"gemm_f32_tile\": [%u, %u], \"gemm_float_tile\": [%u, %u], "
         "\"gemm_matrix_tile\": [%u, %u], \"attention_splits\": %u, \"attention_wg\": %u, "
         "\"transfer\": \"%s\", \"pipeline_stats\": %d, \"engine_eager\": %d, "
-        "\"engine_split_glu\": %d, \"engine_norm_fold\": %d, \"engine_warm\": %u, "
-        "\"attention_f32\": %d, \"counter_rows\": %u}",
+        "\"engine_split_glu\": %d, \"engine_split_moe\": %d, \"engine_norm_fold\": %d, "
+        "\"engine_warm\": %u, \"attention_f32\": %d, \"counter_rows\": %u}",
         t->gemm_slices, t->gemm_unroll, t->gemm_f32_unroll, t->gemm_f32_tile[0],
         t->gemm_f32_tile[1], t->gemm_float_tile[0], t->gemm_float_tile[1],
         t->gemm_matrix_tile[0], t->gemm_matrix_tile[1], t->attention_splits, t->attention_wg,
         transfers[t->transfer], t->pipeline_stats, t->engine_eager, t->engine_split_glu,
-        t->engine_norm_fold, t->engine_warm, t->attention_f32, t->counter_rows);
+        t->engine_split_moe, t->engine_norm_fold, t->engine_warm, t->attention_f32,
+        t->counter_rows);
     return o.len;
 }
