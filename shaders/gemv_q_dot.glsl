@@ -36,6 +36,17 @@
 //     (gemv_q_dot.comp): add the result into y, y[i] + (the product's value), a decoder's
 //     residual add done by the product that feeds it.
 //
+// With GEMV_Q_DOT_SUM defined (gemv_q_dot_sum.comp): a mixture's down products and their
+// weighted sum in one dispatch, the per-pair mode (EXPERTS 1) and a row of x a pair. Each
+// workgroup writes its pair's rows of y (the products, as gemv_q_dot writes them) and counts
+// itself in counts[row (groups in x and y) + wg], row = pair / slots; the last of the row's
+// slots to count (the count returned to 0 by it) adds the slots' values of its rows, weighted,
+// in slot order, as moe_combine_f32 does: out[row, n] (+)= sum_j w[row slots + j] y[row slots
+// + j, n]. So out is bit for bit the two dispatches' whichever workgroup came last. Bindings: 0
+// to 3 as gemv_q_dot's (3 the ids), 4 the weights f32 [rows, slots], 5 y (read back by the
+// last), 6 the counts (0 before, 0 after), 7 out f32 [rows, N]; push constant dlo_u is the
+// slots a row, has_bias bit 1 adds the sum into out.
+//
 // With GEMV_Q_DOT_RMS defined (gemv_q_dot_rms.comp, gemv_q_dot_glu_rms.comp): a decoder's row
 // step folded into the products that read it. Binding 0 is x, f32 [M, K] (the residual
 // stream), not its quantization; every workgroup first computes RMSNorm(x) * w (the norm's
@@ -60,6 +71,10 @@ const uint GLU = 1u;
 #define GEMV_BIAS_BINDING 5
 #define GEMV_Y_BINDING 6
 #define GEMV_RMS_W_BINDING 5
+#elif defined(GEMV_Q_DOT_SUM)
+const uint GLU = 0u;
+#define GEMV_BIAS_BINDING 3
+#define GEMV_Y_BINDING 5
 #elif defined(GEMV_Q_DOT_RMS)
 const uint GLU = 0u;
 #define GEMV_BIAS_BINDING 3
@@ -100,8 +115,15 @@ layout(std430, set = 0, binding = GEMV_BIAS_BINDING) restrict readonly buffer Bu
 layout(std430, set = 0, binding = GEMV_BIAS_BINDING) restrict readonly buffer BufIds {
     uint ids[];
 };
+#ifdef GEMV_Q_DOT_SUM
+layout(std430, set = 0, binding = GEMV_Y_BINDING) coherent buffer BufY { float y[]; };
+layout(std430, set = 0, binding = 4) restrict readonly buffer BufSumW { float sum_w[]; };
+layout(std430, set = 0, binding = 6) coherent buffer BufSumC { uint sum_counts[]; };
+layout(std430, set = 0, binding = 7) restrict buffer BufSumOut { float sum_out[]; };
+#else
 layout(std430, set = 0, binding = GEMV_Y_BINDING) restrict writeonly buffer BufY { float y[]; };
-#if !defined(GEMV_Q_DOT_GLU) && !defined(GEMV_Q_DOT_RMS)
+#endif
+#if !defined(GEMV_Q_DOT_GLU) && !defined(GEMV_Q_DOT_RMS) && !defined(GEMV_Q_DOT_SUM)
 // y's values before the dispatch, for has_bias bit 1 (each read by the invocation that then
 // writes the same element).
 layout(std430, set = 0, binding = GEMV_Y_BINDING) readonly buffer BufYIn { float y_in[]; };
@@ -122,7 +144,7 @@ layout(push_constant) uniform Push {
     uint ldy, y0;  // y's row stride and the column of W's row 0 (a W split in row ranges)
     uint dlo;      // the half of binding 2 that is block 0's d
     uint e_lo, e_n, xdiv, xrows, ids0, pairs;  // experts modes (gemv_q.glsl)
-    uint dlo_u;                                // GEMV_GLU: W_up's dlo
+    uint dlo_u;                                // GEMV_GLU: W_up's dlo; GEMV_SUM: slots
     float eps;                                 // GEMV_Q_DOT_RMS: the norm's epsilon
 } pc;
 
@@ -340,6 +362,45 @@ void piece(uint r[NR][RP], uint b, uint p, bool ok, inout float acc[NR][M]) {
 
 void gemv_stage(uint b0) {
 }
+
+#ifdef GEMV_Q_DOT_SUM
+shared uint sum_last;
+
+// After gemv_main wrote the pair's rows of y (or left, its expert out of range): counted, and
+// by the row's last, the weighted sum of its slots' rows into out.
+void gemv_sum_finish(uint wg) {
+    const uint lane = gl_LocalInvocationIndex, slots = pc.dlo_u, row = gl_WorkGroupID.z / slots;
+    // This pair's rows visible to the device before it counts itself.
+    memoryBarrierBuffer();
+    barrier();
+    if (lane == 0u) {
+        const uint at = row * (gl_NumWorkGroups.x * gl_NumWorkGroups.y) + wg;
+        const uint done = atomicAdd(sum_counts[at], 1u) + 1u;
+        sum_last = done == slots ? 1u : 0u;
+        if (done == slots) {
+            sum_counts[at] = 0u;
+        }
+    }
+    barrier();
+    if (sum_last == 0u) {
+        return;
+    }
+    memoryBarrierBuffer();
+    // The workgroup's rows of W are n = (wg G + og) NR + i: wg G NR onwards.
+    for (uint o = lane; o < G * NR; o += T * G) {
+        const uint n = wg * G * NR + o;
+        if (n < pc.N) {
+            float sum = 0.0;
+            for (uint j = 0u; j < slots; j++) {
+                const uint pair = row * slots + j;
+                sum = fma(sum_w[pair], y[pair * pc.ldy + pc.y0 + n], sum);
+            }
+            const uint oi = row * pc.N + n;
+            sum_out[oi] = (pc.has_bias & 2u) != 0u ? sum_out[oi] + sum : sum;
+        }
+    }
+}
+#endif
 
 #ifdef GEMV_Q_DOT_RMS
 // The row step for the workgroup's own use: each row m of x normed, y = x / sqrt(mean(x^2) +

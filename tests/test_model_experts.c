@@ -12,7 +12,9 @@
  * copied slot by slot as the host expects. The decode step's fused gate, up and SwiGLU of the
  * experts (Q8_0 and Q4_0 on the integer-dot path: the .dot run) counted against the step with
  * MOTIFCL_ENGINE_SPLIT_GLU, two dispatches fewer a layer; the router with its routing
- * (mcl_moe_router) against MOTIFCL_ENGINE_SPLIT_MOE, one fewer, both within the tolerance.
+ * (mcl_moe_router) against MOTIFCL_ENGINE_SPLIT_MOE=1, one fewer, both within the tolerance;
+ * the down products with their weighted sum (mcl_matmul_experts_sum, integer dot) against
+ * MOTIFCL_ENGINE_SPLIT_MOE=2, one fewer, the same logits bit for bit.
  * Controls: a residency table that maps every expert to slot 0 (an internal hook) exceeds the
  * tolerance; a budget below the experts a token uses is refused. */
 #include <math.h>
@@ -145,21 +147,25 @@ static int residency_of(const char *arch, uint32_t type, int shared, int control
     run_rows(s, full);
     mcl_expert_stats fs = {.size = sizeof fs};
     assert_mcl_ok(mcl_session_expert_stats(s, &fs));
-    uint32_t fused = mcl_engine_step_dispatches(s, 1), apart = 0, routed_apart = 0;
-    double worst_routed_apart = 0.0;
+    uint32_t fused = mcl_engine_step_dispatches(s, 1), apart = 0, moe_apart[2] = {0, 0};
+    double worst_moe_apart[2] = {0.0, 0.0};
+    int same_summed = 0;
     mcl_session_destroy(s);
-    if (control) {
-        /* The router and the routing apart: a dispatch more a layer, the same logits within
-         * the tolerance (the router's sums in another order). */
-        mcl_test_switch_env(ctx, "MOTIFCL_ENGINE_SPLIT_MOE", "1");
+    for (int i = 0; control && i < 2; i++) {
+        /* The router and the routing apart (1), the down products and the weighted sum apart
+         * (2): a dispatch more a layer where the fusion applies, the logits within the
+         * tolerance (the router's sums in another order), the same bits for 2. */
+        mcl_test_switch_env(ctx, "MOTIFCL_ENGINE_SPLIT_MOE", i ? "2" : "1");
         assert_mcl_ok(mcl_session_create(m, &sd, &s));
         float *split = malloc(ROWS * V * sizeof *split);
         assert_non_null(split);
         run_rows(s, split);
-        routed_apart = mcl_engine_step_dispatches(s, 1);
+        moe_apart[i] = mcl_engine_step_dispatches(s, 1);
         mcl_session_destroy(s);
         mcl_test_switch_env(ctx, "MOTIFCL_ENGINE_SPLIT_MOE", NULL);
-        worst_of(split, want, &worst_routed_apart);
+        worst_of(split, want, &worst_moe_apart[i]);
+        if (i)
+            same_summed = memcmp(split, full, ROWS * V * sizeof *split) == 0;
         free(split);
     }
     if (control) {
@@ -216,11 +222,19 @@ static int residency_of(const char *arch, uint32_t type, int shared, int control
                  fused, apart);
         ok &= mcl_test_record_bool(name, fused > 0 && fused + (glu ? 2 * 2 : 0) == apart);
         snprintf(name, sizeof name, "%s %s%s: the router with its routing, a step of %u "
-                 "dispatches against %u apart", arch, what, sh, fused, routed_apart);
-        ok &= mcl_test_record_bool(name, fused + 2 == routed_apart);
+                 "dispatches against %u apart", arch, what, sh, fused, moe_apart[0]);
+        ok &= mcl_test_record_bool(name, fused + 2 == moe_apart[0]);
         snprintf(name, sizeof name, "%s %s%s, the router and the routing apart", arch, what,
                  sh);
-        ok &= mcl_test_record(name, "relative rms", worst_routed_apart, tol);
+        ok &= mcl_test_record(name, "relative rms", worst_moe_apart[0], tol);
+        /* The sum where the down products take the integer-dot path. */
+        mcl_tensor *down = mcl_model_find_tensor(m, "blk.0.ffn_down_exps.weight");
+        int summed = mcl_matmul_experts_quantizes(ctx, down);
+        snprintf(name, sizeof name, "%s %s%s: the down products %swith their weighted sum, a "
+                 "step of %u dispatches against %u apart, the same logits", arch, what, sh,
+                 summed ? "" : "not ", fused, moe_apart[1]);
+        ok &= mcl_test_record_bool(name, fused + (summed ? 2 : 0) == moe_apart[1] &&
+                                             same_summed);
     }
     snprintf(name, sizeof name, "%s %s%s, 2 of 8 experts a layer resident: prompts, batch and "
              "single steps", arch, what, sh);

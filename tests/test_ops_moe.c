@@ -1000,6 +1000,134 @@ static void combine(void **state)
     free(want);
 }
 
+/* The down products with their weighted sum (mcl_matmul_experts_sum) against
+ * mcl_matmul_experts and mcl_moe_combine on the integer-dot path, bit for bit (y and out), for
+ * 1 to 3 rows of 2 and 3 slots, out set and added to; the counts 0 after; a second call the
+ * same. Control: a row's counts set to 1000 leave its out untouched, which the check sees.
+ * Without the integer dot (the polaris profile) nothing is recorded: *done 0. */
+static void experts_sum(void **state)
+{
+    (void)state;
+    if (!has_dot) {
+        stack st;
+        stack_make(&st, MCL_DTYPE_Q8_0, 8, 37, 64, 4000);
+        int64_t xs[2] = {2, 64}, ys[2] = {2, 37}, ws[2] = {1, 2}, os[2] = {1, 37};
+        int64_t words = 2 * 2 * MCL_QUANT_ACT_WORDS, is[1] = {2};
+        int32_t ids[2] = {1, 5};
+        mcl_tensor *tx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, NULL);
+        mcl_tensor *act = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, &words, NULL);
+        mcl_tensor *ti_ = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, is, ids);
+        mcl_tensor *tw = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ws, NULL);
+        mcl_tensor *ty = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ys, NULL);
+        mcl_tensor *to = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, os, NULL);
+        mcl_tensor *tc = mcl_test_tensor(ctx, MCL_DTYPE_I32, 2, os, NULL);
+        mcl_experts_desc d = {.experts = 8, .slots = 2, .per_slot = 1, .act = act};
+        mcl_experts_sum_args a = {.weights = tw, .counts = tc, .out = to};
+        int done = 1;
+        assert_mcl_ok(mcl_matmul_experts_sum(ctx, tx, st.t, ti_, &d, ty, &a, &done));
+        mcl_test_record_bool("experts sum: not taken without the integer dot", done == 0);
+        assert_int_equal(done, 0);
+        mcl_tensor *all[] = {tx, act, ti_, tw, ty, to, tc};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            mcl_tensor_destroy(all[i]);
+        stack_free(&st);
+        return;
+    }
+    const mcl_dtype types[] = {MCL_DTYPE_Q8_0, MCL_DTYPE_Q4_0, MCL_DTYPE_Q4_K, MCL_DTYPE_Q6_K};
+    const int64_t e = 8, n = 37;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        int64_t kd = types[ti] == MCL_DTYPE_Q8_0 || types[ti] == MCL_DTYPE_Q4_0 ? 96 : 256;
+        stack st;
+        stack_make(&st, types[ti], e, n, kd, 4000 + (uint32_t)ti);
+        for (int64_t rows = 1; rows <= 3; rows++) {
+            int k = rows == 2 ? 3 : 2;
+            int64_t pairs = rows * k;
+            float *x = mcl_test_random_floats((size_t)(pairs * kd), 4100, -1, 1);
+            float *w = mcl_test_random_floats((size_t)pairs, 4101, 0, 1);
+            float *out0 = mcl_test_random_floats((size_t)(rows * n), 4102, -1, 1);
+            int32_t *ids = random_ids(rows, k, e, 4103 + (uint32_t)rows);
+            int64_t xs[2] = {pairs, kd}, ys[2] = {pairs, n}, ws[2] = {rows, k};
+            int64_t os[2] = {rows, n}, is[1] = {pairs}, cs[1] = {rows * n};
+            mcl_tensor *tx = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, xs, x), *act;
+            free(quantized_x(tx, pairs, kd, &act));
+            mcl_tensor *ti_ = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, is, ids);
+            mcl_tensor *tw = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ws, w);
+            mcl_tensor *y1 = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ys, NULL);
+            mcl_tensor *y2 = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, ys, NULL);
+            mcl_tensor *o1 = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, os, out0);
+            mcl_tensor *o2 = mcl_test_tensor(ctx, MCL_DTYPE_F32, 2, os, out0);
+            int32_t *counts = calloc((size_t)(rows * n), 4);
+            assert_non_null(counts);
+            mcl_tensor *tc = mcl_test_tensor(ctx, MCL_DTYPE_I32, 1, cs, counts);
+            mcl_experts_desc d = {.experts = (uint32_t)e, .slots = (uint32_t)k, .per_slot = 1,
+                                  .path = MCL_QUANT_PATH_DOT, .act = act};
+            size_t ob = (size_t)(rows * n) * 4, yb = (size_t)(pairs * n) * 4;
+            float *g1 = malloc(ob), *g2 = malloc(ob), *h1 = malloc(yb), *h2 = malloc(yb);
+            assert_true(g1 && g2 && h1 && h2);
+            for (int acc = 0; acc < 2; acc++) {
+                assert_mcl_ok(mcl_tensor_upload(o1, 0, out0, ob));
+                assert_mcl_ok(mcl_tensor_upload(o2, 0, out0, ob));
+                assert_mcl_ok(mcl_matmul_experts(ctx, tx, st.t, ti_, &d, y1, NULL));
+                assert_mcl_ok(mcl_moe_combine(ctx, y1, tw, (uint32_t)k, acc, o1));
+                mcl_experts_sum_args a = {.weights = tw, .counts = tc, .out = o2,
+                                          .accumulate = acc};
+                int done = 0;
+                for (int again = 0; again < 2; again++) {
+                    if (again && !acc)
+                        assert_mcl_ok(mcl_tensor_upload(o2, 0, out0, ob));
+                    if (!again || !acc)
+                        assert_mcl_ok(mcl_matmul_experts_sum(ctx, tx, st.t, ti_, &d, y2, &a,
+                                                             &done));
+                }
+                assert_int_equal(done, 1);
+                assert_mcl_ok(mcl_tensor_download(o1, 0, g1, ob));
+                assert_mcl_ok(mcl_tensor_download(o2, 0, g2, ob));
+                assert_mcl_ok(mcl_tensor_download(y1, 0, h1, yb));
+                assert_mcl_ok(mcl_tensor_download(y2, 0, h2, yb));
+                assert_mcl_ok(mcl_tensor_download(tc, 0, counts, (uint64_t)(rows * n) * 4));
+                int64_t left = 0;
+                for (int64_t i = 0; i < rows * n; i++)
+                    left += counts[i] != 0;
+                char name[96];
+                snprintf(name, sizeof name, "experts sum %s rows=%lld slots=%d%s",
+                         mcl_dtype_name(types[ti]), (long long)rows, k, acc ? ", added" : "");
+                int same = memcmp(g1, g2, ob) == 0 && memcmp(h1, h2, yb) == 0 && left == 0;
+                printf("%-50s %s (y %s, out %s, counts left %lld)\n", name,
+                       same ? "the same bits" : "DIFFERENT",
+                       memcmp(h1, h2, yb) ? "differ" : "equal",
+                       memcmp(g1, g2, ob) ? "differ" : "equal", (long long)left);
+                mcl_test_record_bool(name, same);
+                assert_true(same);
+            }
+            /* Control: row 0's counts never reach the slots; its out stays as it was. */
+            for (int64_t i = 0; i < n; i++)
+                counts[i] = 1000;
+            assert_mcl_ok(mcl_tensor_upload(tc, 0, counts, (uint64_t)(rows * n) * 4));
+            assert_mcl_ok(mcl_tensor_upload(o2, 0, out0, ob));
+            mcl_experts_sum_args a = {.weights = tw, .counts = tc, .out = o2};
+            int done = 0;
+            assert_mcl_ok(mcl_matmul_experts_sum(ctx, tx, st.t, ti_, &d, y2, &a, &done));
+            assert_mcl_ok(mcl_tensor_download(o2, 0, g2, ob));
+            assert_true(memcmp(g2, out0, (size_t)n * 4) == 0 && memcmp(g1, g2, ob) != 0);
+            mcl_tensor *all[] = {tx, act, ti_, tw, y1, y2, o1, o2, tc};
+            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+                mcl_tensor_destroy(all[i]);
+            free(x);
+            free(w);
+            free(out0);
+            free(ids);
+            free(counts);
+            free(g1);
+            free(g2);
+            free(h1);
+            free(h2);
+        }
+        stack_free(&st);
+    }
+    mcl_test_record_bool("experts sum: a row never counted to its slots is caught", 1);
+    assert_mcl_ok(mcl_finish(ctx));
+}
+
 /* The feed-forward of a mixture for `rows` tokens h [rows, D], added to x, in double:
  * routing by ref_moe_route on the given logits, then each chosen expert's SwiGLU. */
 static void ref_moe_ffn(const stack *gate, const stack *up, const stack *down, const float *h,
@@ -1180,6 +1308,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(experts_parts),
         cmocka_unit_test(experts_beyond_binding),
         cmocka_unit_test(combine),
+        cmocka_unit_test(experts_sum),
         cmocka_unit_test(routed_graph),
         cmocka_unit_test(bad_arguments),
     };

@@ -461,7 +461,13 @@ void mcl_env_read(mcl_env_settings *s)
     s->pipeline_stats = switch_value(s, "MOTIFCL_PIPELINE_STATS");
     s->engine_eager = switch_value(s, "MOTIFCL_ENGINE_EAGER");
     s->engine_split_glu = switch_value(s, "MOTIFCL_ENGINE_SPLIT_GLU");
-    s->engine_split_moe = switch_value(s, "MOTIFCL_ENGINE_SPLIT_MOE");
+    if ((v = mcl_env("MOTIFCL_ENGINE_SPLIT_MOE"))) {
+        long long n = whole_number(v, 0, 3);
+        if (n < 0)
+            problem(s, "MOTIFCL_ENGINE_SPLIT_MOE=%s is not 0..3; ignored", v);
+        else
+            s->engine_split_moe = (uint32_t)n;
+    }
     if ((v = mcl_env("MOTIFCL_ENGINE_NORM_FOLD"))) {
         const int on = word_index(v, truthy, 4) >= 0;
         if (on || word_index(v, falsy, 4) >= 0)

@@ -25,8 +25,9 @@
  *   MOTIFCL_ENGINE_EAGER        1: sessions record each decode step op by op (no replay)
  *   MOTIFCL_ENGINE_SPLIT_GLU    1: a decode step's gate and up products and SwiGLU as
  *                               separate dispatches, not fused (for comparison)
- *   MOTIFCL_ENGINE_SPLIT_MOE    1: a mixture's decode step makes its router's logits and
- *                               routes its rows in two dispatches, not one (for comparison)
+ *   MOTIFCL_ENGINE_SPLIT_MOE    0..3: a mixture's decode step with its router and its
+ *                               routing apart (1), its experts' down products and their
+ *                               weighted sum apart (2), both (3); for comparison
  *   MOTIFCL_ENGINE_NORM_FOLD    1 or 0: a decode step's norms made by the products that read
  *                               them, or dispatches of their own (unset: by the model's
  *                               width, src/engine/step.c)
@@ -142,7 +143,7 @@ typedef struct mcl_env_settings {
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS */
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER */
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU */
-    int engine_split_moe;          /* MOTIFCL_ENGINE_SPLIT_MOE */
+    uint32_t engine_split_moe;     /* MOTIFCL_ENGINE_SPLIT_MOE */
     int engine_norm_fold;          /* MOTIFCL_ENGINE_NORM_FOLD, -1 unset */
     uint32_t engine_warm;          /* MOTIFCL_ENGINE_WARM */
     int attention_f32;             /* MOTIFCL_ATTENTION_F32 */

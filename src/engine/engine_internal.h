@@ -87,9 +87,9 @@ struct mcl_session {
      * shared_hidden]. NULL for a dense model. */
     mcl_tensor *moe_logits, *moe_ids, *moe_weights, *moe_gate, *moe_up, *moe_down;
     mcl_tensor *sh_z, *sh_gate, *sh_up;
-    /* The router's with its routing (mcl_moe_router), for passes of at most
-     * ENGINE_ROUTER_ROWS rows: the partial logits and the rows' counts (zero between
-     * dispatches). */
+    /* For passes of at most ENGINE_ROUTER_ROWS rows: the router's partial logits (with its
+     * routing, mcl_moe_router) and the counts of the router and of the down products with
+     * their weighted sum (mcl_matmul_experts_sum): rows x dim, zero between dispatches. */
     mcl_tensor *moe_part, *moe_counts;
     /* The expert cache's: slots per layer (0: none), device bytes of all layers' slots, and the
      * chosen experts' virtual ids [rows x used] (mcl_expert_residency). */
@@ -111,7 +111,8 @@ struct mcl_session {
     uint64_t clock;
     int eager;                   /* MOTIFCL_ENGINE_EAGER: decode steps recorded op by op */
     int split_glu;               /* MOTIFCL_ENGINE_SPLIT_GLU: gate, up and SwiGLU unfused */
-    int split_moe;               /* MOTIFCL_ENGINE_SPLIT_MOE: router and routing apart */
+    uint32_t split_moe;          /* MOTIFCL_ENGINE_SPLIT_MOE: 1 router and routing apart, 2
+                                  * down products and weighted sum apart */
     int norm_fold;               /* MOTIFCL_ENGINE_NORM_FOLD: norms in their products (-1:
                                   * where the model's width is at most ENGINE_FOLD_MAX_DIM) */
     uint32_t warm;               /* MOTIFCL_ENGINE_WARM: which weights a step warms (step.c) */

@@ -96,7 +96,7 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
         return v->status;
     /* The router and the routing in one dispatch for a decode step's few rows. */
     int routed = 0;
-    if (!s->split_moe && count <= ENGINE_ROUTER_ROWS) {
+    if (!(s->split_moe & 1) && count <= ENGINE_ROUTER_ROWS) {
         mcl_moe_router_args ra = {.x = h, .w = L->w_router, .part = s->moe_part,
                                   .counts = s->moe_counts, .logits = logits, .ids = ids,
                                   .weights = weights, .k = k, .norm = (int)m->experts_norm};
@@ -173,13 +173,26 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
             TRY(mcl_swiglu(ctx, gate, up, gate));
         MARK(s, "experts: swiglu");
     }
-    if (s->expert_slots)
-        TRY(mcl_engine_experts_down(s, L, gate, vids, &per_slot, down));
-    else
-        TRY(mcl_matmul_experts(ctx, gate, L->w_down_exps, ids, &per_slot, down, NULL));
-    MARK(s, "experts: down");
-    TRY(mcl_moe_combine(ctx, down, weights, k, accumulate, out));
-    MARK(s, "experts: weighted sum");
+    /* Resident, the down products and their weighted sum in one dispatch (integer dot). */
+    int summed = 0;
+    if (!s->expert_slots && per_slot.act && !(s->split_moe & 2) &&
+        count <= ENGINE_ROUTER_ROWS) {
+        mcl_experts_sum_args sa = {.weights = weights, .counts = s->moe_counts, .out = out,
+                                   .accumulate = accumulate};
+        TRY(mcl_matmul_experts_sum(ctx, gate, L->w_down_exps, ids, &per_slot, down, &sa,
+                                   &summed));
+    }
+    if (summed) {
+        MARK(s, "experts: down, weighted sum");
+    } else {
+        if (s->expert_slots)
+            TRY(mcl_engine_experts_down(s, L, gate, vids, &per_slot, down));
+        else
+            TRY(mcl_matmul_experts(ctx, gate, L->w_down_exps, ids, &per_slot, down, NULL));
+        MARK(s, "experts: down");
+        TRY(mcl_moe_combine(ctx, down, weights, k, accumulate, out));
+        MARK(s, "experts: weighted sum");
+    }
     if (m->shared_hidden) {
         const mcl_tensor *wd[1] = {L->w_down_sh};
         if (act && mcl_matmul_quantizes(ctx, sg, L->w_down_sh, sd)) {

@@ -281,14 +281,21 @@ static uint32_t grouped_rows(uint32_t pairs, uint32_t slots)
     return rows >= GROUPED_MAX_ROWS ? GROUPED_MAX_ROWS : GROUPED_MIN_ROWS;
 }
 
+/* mcl_matmul_experts_sum's: the weighted sum gemv_q_dot_sum adds after the products. */
+typedef struct experts_sum {
+    mcl_tensor *weights, *counts, *out;
+    int accumulate;
+} experts_sum;
+
 /* One part of a block-quantised stack (experts [e0, e0 + count)), gemv_q or gemv_q_dot in an
  * experts mode: grouped (a workgroup per expert of the part, its pairs m at a time) for a
  * batch of several rows where the plan leaves room for the list of pairs in shared memory,
- * else per pair (a workgroup per pair, one row of x). */
+ * else per pair (a workgroup per pair, one row of x). With sum (per pair on the integer-dot
+ * path, the caller's check) gemv_q_dot_sum, of the same plan, adds the weighted sum. */
 static mcl_status experts_quant_part(mcl_context *ctx, const experts_product *p,
                                      const mcl_experts_desc *d, mcl_tensor *in,
                                      const weight_part *w, mcl_tensor *ids, mcl_tensor *y,
-                                     uint32_t e0, uint32_t count)
+                                     uint32_t e0, uint32_t count, const experts_sum *sum)
 {
     int dot = p->path == MCL_QUANT_PATH_DOT;
     uint32_t m = grouped_rows(p->pairs, d->slots), mode = EXPERTS_GROUPED;
@@ -318,8 +325,8 @@ static mcl_status experts_quant_part(mcl_context *ctx, const experts_product *p,
                 mode == EXPERTS_GROUPED ? "grouped" : "per pair", m, plan.t, plan.g, plan.nr,
                 plan.u, plan.pb, plan.stage, plan.cvt);
     mcl_kernel_desc desc = {
-        .id = dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
-        .binding_count = 5,
+        .id = sum ? MCL_KERNEL_GEMV_Q_DOT_SUM : dot ? MCL_KERNEL_GEMV_Q_DOT : MCL_KERNEL_GEMV_Q,
+        .binding_count = sum ? 8 : 5,
         .push_size = sizeof(mcl_gemv_push),
         .local_size_x = plan.t,
         .spec_count = dot ? 7 : 9,
@@ -339,7 +346,7 @@ static mcl_status experts_quant_part(mcl_context *ctx, const experts_product *p,
                           .xrows = p->xrows, .ids0 = d->ids_first, .pairs = p->pairs};
     uint32_t groups = ceil_div(p->n, (uint64_t)plan.g * plan.nr);
     uint32_t gx = groups < MOE_MAX_GROUPS ? groups : MOE_MAX_GROUPS, gy = ceil_div(groups, gx);
-    mcl_tensor *reads[4] = {in, w->body, w->d, ids};
+    mcl_tensor *reads[5] = {in, w->body, w->d, ids, sum ? sum->weights : NULL};
     /* Bytes: per pair, the chosen experts' rows at most once each; grouped, modeled as if the
      * pairs were spread evenly over the stack's experts, each of the part's read once per
      * chunk of m (and its ids scanned). */
@@ -354,6 +361,16 @@ static mcl_status experts_quant_part(mcl_context *ctx, const experts_product *p,
                               : "matmul experts grouped, float")
                        : (dot ? "matmul experts, integer dot" : "matmul experts, float"),
                    bytes + 4.0 * p->pairs * p->n, 2.0 * p->pairs * p->n * p->k);
+    if (sum) {
+        if ((uint64_t)gx * gy * (p->pairs / d->slots) > (uint64_t)mcl_tensor_numel(sum->counts))
+            return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                            "mcl_matmul_experts_sum: counts holds fewer than %u a row",
+                            gx * gy);
+        push.dlo_u = d->slots;
+        push.has_bias = sum->accumulate ? 2u : 0u;
+        mcl_tensor *writes[3] = {y, sum->counts, sum->out};
+        return mcl_dispatch(ctx, kernel, reads, 5, writes, 3, &push, gx, gy, p->pairs);
+    }
     return mcl_dispatch(ctx, kernel, reads, 4, &y, 1, &push, gx, gy,
                         mode == EXPERTS_GROUPED ? count : p->pairs);
 }
@@ -437,7 +454,7 @@ mcl_status mcl_matmul_experts(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w, mc
         if (status != MCL_SUCCESS)
             break;
         status = experts_quant_part(ctx, &p, desc, p.path == MCL_QUANT_PATH_DOT ? act : x, &wp,
-                                    ids, y, e0, count);
+                                    ids, y, e0, count, NULL);
         mcl_weight_part_free(&wp);
     }
     /* Safe at once: scratch memory stays reserved until the recorded work has run. */
@@ -520,6 +537,46 @@ mcl_status mcl_matmul_experts_glu_q8(mcl_context *ctx, mcl_tensor *x, mcl_tensor
     mcl_weight_part_free(&wu);
     mcl_weight_part_free(&wg);
     *fused = status == MCL_SUCCESS;
+    return status;
+}
+
+mcl_status mcl_matmul_experts_sum(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w,
+                                  mcl_tensor *ids, const mcl_experts_desc *desc, mcl_tensor *y,
+                                  const mcl_experts_sum_args *a, int *done)
+{
+    if (!ctx || !desc || !a || !done)
+        return MCL_ERROR_INVALID_ARGUMENT;
+    *done = 0;
+    experts_product p = {0};
+    mcl_status status = experts_check(ctx, x, w, ids, desc, y, &p);
+    if (status != MCL_SUCCESS)
+        return status;
+    if (p.fmt < 0 || p.path != MCL_QUANT_PATH_DOT || !desc->act || !desc->per_slot ||
+        grouped_rows(p.pairs, desc->slots) || p.part_experts < desc->experts ||
+        (uint64_t)p.n * desc->experts > UINT32_MAX)
+        return MCL_SUCCESS;
+    uint32_t rows = p.pairs / desc->slots;
+    if (!ours(ctx, a->weights) || !ours(ctx, a->counts) || !ours(ctx, a->out))
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_matmul_experts_sum: a tensor is NULL or of another context");
+    if (a->weights->dtype != MCL_DTYPE_F32 || a->counts->dtype != MCL_DTYPE_I32 ||
+        a->out->dtype != MCL_DTYPE_F32)
+        return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
+                        "mcl_matmul_experts_sum: weights and out f32, counts i32");
+    if (a->out == y || a->out == x || (uint64_t)mcl_tensor_numel(a->out) != (uint64_t)rows * p.n ||
+        (uint64_t)mcl_tensor_numel(a->weights) < p.pairs)
+        return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
+                        "mcl_matmul_experts_sum: out [%u, %u] apart from y and x, weights of "
+                        "%u", rows, p.n, p.pairs);
+    weight_part wp;
+    status = mcl_weight_part_views(ctx, w, p.n * desc->experts, p.k, 0, p.n * desc->experts,
+                                   &wp);
+    if (status != MCL_SUCCESS)
+        return status;
+    experts_sum sum = {a->weights, a->counts, a->out, a->accumulate};
+    status = experts_quant_part(ctx, &p, desc, desc->act, &wp, ids, y, 0, desc->experts, &sum);
+    mcl_weight_part_free(&wp);
+    *done = status == MCL_SUCCESS;
     return status;
 }
 

@@ -417,6 +417,23 @@ mcl_status mcl_matmul_experts_glu_q8(mcl_context *ctx, mcl_tensor *x, mcl_tensor
                                      const mcl_experts_desc *desc, mcl_tensor *gate,
                                      mcl_tensor *act_out, int *fused);
 
+/* mcl_matmul_experts_sum's weighted sum: weights f32 [rows, slots] (mcl_moe_route's), counts
+ * i32 of rows x (the product's workgroups) elements at least (zero before the first call: each
+ * call returns them to zero; the model's width serves every plan), out f32 [rows, N]. */
+typedef struct mcl_experts_sum_args {
+    mcl_tensor *weights, *counts, *out;
+    int accumulate; /* out += the sum; 0: out = it */
+} mcl_experts_sum_args;
+
+/* A decode step's down products and their weighted sum in one dispatch (gemv_q_dot_sum):
+ * mcl_matmul_experts into y (per_slot, desc->act given, on the integer-dot path, the per-pair
+ * mode) followed by mcl_moe_combine of y into out, bit for bit, with no dispatch between. Where
+ * that does not apply (another path or mode, a stack bound in parts) nothing is recorded and
+ * *done is 0. */
+mcl_status mcl_matmul_experts_sum(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w,
+                                  mcl_tensor *ids, const mcl_experts_desc *desc, mcl_tensor *y,
+                                  const mcl_experts_sum_args *a, int *done);
+
 /* Whether mcl_matmul_experts over the stack w takes the integer-dot path with desc.path AUTO
  * (and so reads a quantization of x: desc.act, or its own); 0 for an f32 stack. */
 int mcl_matmul_experts_quantizes(mcl_context *ctx, const mcl_tensor *w);

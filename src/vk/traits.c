@@ -245,7 +245,7 @@ size_t mcl_traits_json(const mcl_traits *t, char *buffer, size_t capacity)
         "\"gemm_f32_tile\": [%u, %u], \"gemm_float_tile\": [%u, %u], "
         "\"gemm_matrix_tile\": [%u, %u], \"attention_splits\": %u, \"attention_wg\": %u, "
         "\"transfer\": \"%s\", \"pipeline_stats\": %d, \"engine_eager\": %d, "
-        "\"engine_split_glu\": %d, \"engine_split_moe\": %d, \"engine_norm_fold\": %d, "
+        "\"engine_split_glu\": %d, \"engine_split_moe\": %u, \"engine_norm_fold\": %d, "
         "\"engine_warm\": %u, \"attention_f32\": %d, \"counter_rows\": %u}",
         t->gemm_slices, t->gemm_unroll, t->gemm_f32_unroll, t->gemm_f32_tile[0],
         t->gemm_f32_tile[1], t->gemm_float_tile[0], t->gemm_float_tile[1],

@@ -80,7 +80,7 @@ typedef struct mcl_traits {
     int pipeline_stats;            /* MOTIFCL_PIPELINE_STATS asked for */
     int engine_eager;              /* MOTIFCL_ENGINE_EAGER: decode steps op by op */
     int engine_split_glu;          /* MOTIFCL_ENGINE_SPLIT_GLU: gate, up, SwiGLU not fused */
-    int engine_split_moe;          /* MOTIFCL_ENGINE_SPLIT_MOE: router, routing apart */
+    uint32_t engine_split_moe;     /* MOTIFCL_ENGINE_SPLIT_MOE: fusions undone (bits) */
     int engine_norm_fold;          /* MOTIFCL_ENGINE_NORM_FOLD: norms in their products; -1
                                     * the engine's choice by the model's shape */
     uint32_t engine_warm;          /* MOTIFCL_ENGINE_WARM: the weights a decode step warms */
