@@ -6,7 +6,7 @@
 // With NORM, x is a decoder's residual stream before its feed-forward norm, and h its block's
 // delta: the logits are those of RMSNorm(x + h) * g, l[r, e] = rsqrt(mean((x + h)^2) + eps)
 // sum_i (x + h)[r, i] g[i] W[e, i], the sum of squares taken as the partials are, by slices
-// (entry E of each slice's partials). So the router reads what the norm reads, not what it
+// (entry E of each slice's partials, from the first expert's lanes). So the router reads what the norm reads, not what it
 // writes, and runs beside it (norm_q8_f32 with KEEP).
 //
 // Workgroup (s, r) multiplies slice s of K (KS values, the last slice what is left) of row r
@@ -54,6 +54,7 @@ const uint MAX_PART = 16u * 257u;  // S (E + 1): 16 slices of 256 experts and a 
 
 shared float sh_part[MAX_PART];  // the row's partials, then its logits from 0
 shared uint sh_last;
+shared float sh_ss[gl_WorkGroupSize.x];
 
 #define ROUTE_LOGIT(e) sh_part[e]
 #include "route.glsl"
@@ -62,34 +63,16 @@ void main() {
     const uint t = gl_LocalInvocationID.x, s = gl_WorkGroupID.x, r = gl_WorkGroupID.y;
     const uint lane = t % LANES, K4 = pc.K / 4u, s4 = s * (pc.KS / 4u);
     const uint n4 = min(pc.KS / 4u, K4 - s4), EP = pc.E + 1u;
-    if (NORM) {
-        // The slice's sum of squares of x + h, its entry E.
-        float ss = 0.0;
-        for (uint i = t; i < n4; i += WG) {
-            const vec4 v = x4[r * K4 + s4 + i] + h4[r * K4 + s4 + i];
-            ss += dot(v, v);
-        }
-        sh_sum[t] = ss;
-        barrier();
-        for (uint h = WG / 2u; h > 0u; h >>= 1) {
-            if (t < h) {
-                sh_sum[t] += sh_sum[t + h];
-            }
-            barrier();
-        }
-        if (t == 0u) {
-            part[(r * pc.S + s) * EP + pc.E] = sh_sum[0];
-        }
-        barrier();  // sh_sum read before the rounds write it
-    }
     for (uint e0 = 0u; e0 < pc.E; e0 += WG / LANES) {
         const uint e = e0 + t / LANES;
-        float acc = 0.0;
+        float acc = 0.0, ss = 0.0;  // ss: NORM's sum of squares of x + h (the first round's)
         if (e < pc.E) {
             for (uint i = lane; i < n4; i += LANES) {
                 vec4 a = x4[r * K4 + s4 + i];
                 if (NORM) {
-                    a = (a + h4[r * K4 + s4 + i]) * g4[s4 + i];
+                    a += h4[r * K4 + s4 + i];
+                    ss += dot(a, a);
+                    a *= g4[s4 + i];
                 }
                 const vec4 w = w4[e * K4 + s4 + i];
                 acc = fma(a.x, w.x, acc);
@@ -99,15 +82,23 @@ void main() {
             }
         }
         sh_sum[t] = acc;
+        sh_ss[t] = ss;
         barrier();
         for (uint h = LANES / 2u; h > 0u; h >>= 1) {
             if (lane < h) {
                 sh_sum[t] += sh_sum[t + h];
+                if (NORM) {
+                    sh_ss[t] += sh_ss[t + h];
+                }
             }
             barrier();
         }
         if (lane == 0u && e < pc.E) {
             part[(r * pc.S + s) * EP + e] = sh_sum[t];
+        }
+        if (NORM && e0 == 0u && t == 0u) {
+            // The slice's sum of squares: the first expert's lanes read every value once.
+            part[(r * pc.S + s) * EP + pc.E] = sh_ss[0];
         }
         barrier();  // sh_sum read before the next round writes it
     }

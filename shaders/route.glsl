@@ -47,6 +47,12 @@ bool beats(uint ka, uint ia, uint kb, uint ib) {
 // j] and weights[o + j] for the j-th chosen.
 void route_row(uint E, uint k, bool norm, uint o) {
     const uint t = gl_LocalInvocationID.x;
+    // The trees span the lanes that hold entries (the power of two at or above E, at most
+    // WG): past them every lane holds none (key 0, sum 0), so they would change nothing.
+    uint span = 1u;
+    while (span < E && span < WG) {
+        span <<= 1;
+    }
     float l[PER];
     uint key[PER];
     [[unroll]] for (uint i = 0u; i < PER; i++) {
@@ -66,7 +72,7 @@ void route_row(uint E, uint k, bool norm, uint o) {
         sh_key[t] = bk;
         sh_idx[t] = bi;
         barrier();
-        for (uint s = WG / 2u; s > 0u; s >>= 1) {
+        for (uint s = span / 2u; s > 0u; s >>= 1) {
             if (t < s && beats(sh_key[t + s], sh_idx[t + s], sh_key[t], sh_idx[t])) {
                 sh_key[t] = sh_key[t + s];
                 sh_idx[t] = sh_idx[t + s];
@@ -90,7 +96,7 @@ void route_row(uint E, uint k, bool norm, uint o) {
     }
     sh_sum[t] = part;
     barrier();
-    for (uint s = WG / 2u; s > 0u; s >>= 1) {
+    for (uint s = span / 2u; s > 0u; s >>= 1) {
         if (t < s) {
             sh_sum[t] += sh_sum[t + s];
         }
