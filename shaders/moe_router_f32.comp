@@ -3,12 +3,6 @@
 // = sum_i x[r, i] W[e, i] of each row r of x, then the row's k experts and their weights
 // (route.glsl, as moe_route_f32 chooses them).
 //
-// With NORM, x is a decoder's residual stream before its feed-forward norm, and h its block's
-// delta: the logits are those of RMSNorm(x + h) * g, l[r, e] = rsqrt(mean((x + h)^2) + eps)
-// sum_i (x + h)[r, i] g[i] W[e, i], the sum of squares taken as the partials are, by slices
-// (entry E of each slice's partials, from the first expert's lanes). So the router reads what the norm reads, not what it
-// writes, and runs beside it (norm_q8_f32 with KEEP).
-//
 // Workgroup (s, r) multiplies slice s of K (KS values, the last slice what is left) of row r
 // by every expert's row, WG / 32 experts a round, 32 lanes an expert: each lane adds the vec4s
 // 4 lane, 4 (lane + 32), ... of the slice in order, and a tree over the 32 lanes in shared
@@ -18,43 +12,36 @@
 // workgroup came last. So the router's product is spread over S workgroups a row, and the
 // routing needs no dispatch of its own.
 //
-//   specialization constants: 0 WG (a power of two, 32 to 256), 1 NORM
-//   set 0: 0 x [rows, K] f32, 1 W [E, K] f32, 2 h [rows, K] f32 and 3 g [K] f32 (NORM; else
-//     any buffers), 4 part [rows, S, E + 1] f32 (scratch), 5 counts [rows] u32 (0 before the
-//     dispatch, 0 after), 6 logits [rows, E] f32, 7 ids [rows, k] i32, 8 weights [rows, k] f32
-//     (the last three written)
-//   push constants: K (a multiple of 4), E (1..256), k (1..16, at most E), norm (the routing's),
-//     S (1..16), KS (a multiple of 128; S KS >= K > (S - 1) KS), eps (NORM). The grid: x the
-//     S slices, y the rows.
+//   specialization constants: 0 WG (a power of two, 32 to 256)
+//   set 0: 0 x [rows, K] f32, 1 W [E, K] f32, 2 part [rows, S, E] f32 (scratch), 3 counts
+//     [rows] u32 (0 before the dispatch, 0 after), 4 logits [rows, E] f32, 5 ids [rows, k] i32,
+//     6 weights [rows, k] f32 (the last three written)
+//   push constants: K (a multiple of 4), E (1..256), k (1..16, at most E), norm, S (1..16),
+//     KS (a multiple of 128; S KS >= K > (S - 1) KS). The grid: x the S slices, y the rows.
 #extension GL_EXT_control_flow_attributes : enable
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0, local_size_x = 256) in;
-layout(constant_id = 1) const bool NORM = false;
 
 layout(std430, set = 0, binding = 0) restrict readonly buffer BufX { vec4 x4[]; };
 layout(std430, set = 0, binding = 1) restrict readonly buffer BufW { vec4 w4[]; };
-layout(std430, set = 0, binding = 2) restrict readonly buffer BufH { vec4 h4[]; };
-layout(std430, set = 0, binding = 3) restrict readonly buffer BufG { vec4 g4[]; };
-layout(std430, set = 0, binding = 4) coherent buffer BufP { float part[]; };
-layout(std430, set = 0, binding = 5) coherent buffer BufC { uint counts[]; };
-layout(std430, set = 0, binding = 6) restrict writeonly buffer BufL { float logits[]; };
-layout(std430, set = 0, binding = 7) restrict writeonly buffer BufI { int ids[]; };
-layout(std430, set = 0, binding = 8) restrict writeonly buffer BufWt { float weights[]; };
+layout(std430, set = 0, binding = 2) coherent buffer BufP { float part[]; };
+layout(std430, set = 0, binding = 3) coherent buffer BufC { uint counts[]; };
+layout(std430, set = 0, binding = 4) restrict writeonly buffer BufL { float logits[]; };
+layout(std430, set = 0, binding = 5) restrict writeonly buffer BufI { int ids[]; };
+layout(std430, set = 0, binding = 6) restrict writeonly buffer BufWt { float weights[]; };
 
 layout(push_constant) uniform Push {
     uint K, E, k;
     uint norm;
     uint S, KS;
-    float eps;
 } pc;
 
 const uint LANES = 32u;  // lanes an expert
-const uint MAX_PART = 16u * 257u;  // S (E + 1): 16 slices of 256 experts and a square sum
+const uint MAX_PART = 4096u;  // S E: 16 slices of 256 experts
 
 shared float sh_part[MAX_PART];  // the row's partials, then its logits from 0
 shared uint sh_last;
-shared float sh_ss[gl_WorkGroupSize.x];
 
 #define ROUTE_LOGIT(e) sh_part[e]
 #include "route.glsl"
@@ -62,19 +49,13 @@ shared float sh_ss[gl_WorkGroupSize.x];
 void main() {
     const uint t = gl_LocalInvocationID.x, s = gl_WorkGroupID.x, r = gl_WorkGroupID.y;
     const uint lane = t % LANES, K4 = pc.K / 4u, s4 = s * (pc.KS / 4u);
-    const uint n4 = min(pc.KS / 4u, K4 - s4), EP = pc.E + 1u;
+    const uint n4 = min(pc.KS / 4u, K4 - s4);
     for (uint e0 = 0u; e0 < pc.E; e0 += WG / LANES) {
         const uint e = e0 + t / LANES;
-        float acc = 0.0, ss = 0.0;  // ss: NORM's sum of squares of x + h (the first round's)
+        float acc = 0.0;
         if (e < pc.E) {
             for (uint i = lane; i < n4; i += LANES) {
-                vec4 a = x4[r * K4 + s4 + i];
-                if (NORM) {
-                    a += h4[r * K4 + s4 + i];
-                    ss += dot(a, a);
-                    a *= g4[s4 + i];
-                }
-                const vec4 w = w4[e * K4 + s4 + i];
+                const vec4 a = x4[r * K4 + s4 + i], w = w4[e * K4 + s4 + i];
                 acc = fma(a.x, w.x, acc);
                 acc = fma(a.y, w.y, acc);
                 acc = fma(a.z, w.z, acc);
@@ -82,23 +63,15 @@ void main() {
             }
         }
         sh_sum[t] = acc;
-        sh_ss[t] = ss;
         barrier();
         for (uint h = LANES / 2u; h > 0u; h >>= 1) {
             if (lane < h) {
                 sh_sum[t] += sh_sum[t + h];
-                if (NORM) {
-                    sh_ss[t] += sh_ss[t + h];
-                }
             }
             barrier();
         }
         if (lane == 0u && e < pc.E) {
-            part[(r * pc.S + s) * EP + e] = sh_sum[t];
-        }
-        if (NORM && e0 == 0u && t == 0u) {
-            // The slice's sum of squares: the first expert's lanes read every value once.
-            part[(r * pc.S + s) * EP + pc.E] = sh_ss[0];
+            part[(r * pc.S + s) * pc.E + e] = sh_sum[t];
         }
         barrier();  // sh_sum read before the next round writes it
     }
@@ -119,28 +92,19 @@ void main() {
     memoryBarrierBuffer();
     // The last: each partial one independent load (coherent loads are not merged), then each
     // expert's sum in slice order.
-    const uint n = pc.S * EP;
+    const uint n = pc.S * pc.E;
     for (uint i = t; i < n; i += WG) {
         sh_part[i] = part[r * n + i];
     }
     barrier();
-    float scale = 1.0;
-    if (NORM) {
-        float ss = 0.0;
-        for (uint q = 0u; q < pc.S; q++) {
-            ss += sh_part[q * EP + pc.E];
-        }
-        scale = inversesqrt(ss / float(pc.K) + pc.eps);
-    }
     float l[(MAX_E + WG - 1u) / WG];
     [[unroll]] for (uint j = 0u; j < (MAX_E + WG - 1u) / WG; j++) {
         const uint e = t + j * WG;
         l[j] = 0.0;
         if (e < pc.E) {
             for (uint q = 0u; q < pc.S; q++) {
-                l[j] += sh_part[q * EP + e];
+                l[j] += sh_part[q * pc.E + e];
             }
-            l[j] *= scale;
         }
     }
     barrier();  // every partial read before the logits take their place

@@ -79,34 +79,8 @@ int mcl_engine_moe_quantizes(mcl_session *s, const engine_layer *L)
  * quantization, which every product on the integer-dot path reads, and the SwiGLUs quantize
  * into it for the down products (mcl_swiglu_q8), as the dense step's do: no product quantizes
  * its own input. Otherwise each product on that path quantizes its own. */
-mcl_status mcl_engine_moe_route_norm(mcl_session *s, views *v, const engine_layer *L,
-                                     mcl_tensor *x, mcl_tensor *delta, uint32_t count,
-                                     int record, int *done)
-{
-    const mcl_model_info *m = &s->info;
-    *done = 0;
-    if ((s->split_moe & 1) || count > ENGINE_ROUTER_ROWS)
-        return MCL_SUCCESS;
-    uint32_t mark = v->count;
-    mcl_moe_router_args ra = {.x = x, .w = L->w_router, .part = s->moe_part,
-                              .counts = s->moe_counts, .k = m->experts_used,
-                              .norm = (int)m->experts_norm, .h = delta, .norm_w = L->ffn_norm,
-                              .eps = m->norm_eps};
-    if (record) {
-        ra.logits = view(v, s->moe_logits, 0, MCL_DTYPE_F32, 2, count, m->experts, 0, 0);
-        ra.ids = view(v, s->moe_ids, 0, MCL_DTYPE_I32, 1, count * m->experts_used, 0, 0, 0);
-        ra.weights = view(v, s->moe_weights, 0, MCL_DTYPE_F32, 2, count, m->experts_used, 0, 0);
-        if (v->status != MCL_SUCCESS)
-            return v->status;
-    }
-    mcl_status st = mcl_moe_router(s->ctx, &ra, done);
-    views_release(v, mark);
-    return st;
-}
-
 mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, mcl_tensor *h,
-                              uint32_t count, mcl_tensor *out, int accumulate, mcl_tensor *act,
-                              int routed)
+                              uint32_t count, mcl_tensor *out, int accumulate, mcl_tensor *act)
 {
     mcl_context *ctx = s->ctx;
     const mcl_model_info *m = &s->info;
@@ -120,18 +94,17 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
     mcl_tensor *down = view(v, s->moe_down, 0, MCL_DTYPE_F32, 2, pairs, m->dim, 0, 0);
     if (v->status != MCL_SUCCESS)
         return v->status;
-    /* The router and the routing in one dispatch for a decode step's few rows, unless the
-     * step routed them beside its norm (routed). */
-    int one = routed;
-    if (!routed && !(s->split_moe & 1) && count <= ENGINE_ROUTER_ROWS) {
+    /* The router and the routing in one dispatch for a decode step's few rows. */
+    int routed = 0;
+    if (!(s->split_moe & 1) && count <= ENGINE_ROUTER_ROWS) {
         mcl_moe_router_args ra = {.x = h, .w = L->w_router, .part = s->moe_part,
                                   .counts = s->moe_counts, .logits = logits, .ids = ids,
                                   .weights = weights, .k = k, .norm = (int)m->experts_norm};
-        TRY(mcl_moe_router(ctx, &ra, &one));
-        if (one)
-            MARK(s, "router, routing");
+        TRY(mcl_moe_router(ctx, &ra, &routed));
     }
-    if (!one) {
+    if (routed) {
+        MARK(s, "router, routing");
+    } else {
         TRY(linear(ctx, h, L->w_router, NULL, logits));
         MARK(s, "router");
         TRY(mcl_moe_route(ctx, logits, k, (int)m->experts_norm, ids, weights));
@@ -277,7 +250,7 @@ static mcl_status record(mcl_session *s, views *v, const uint32_t *seqs, const u
         TRY(mcl_rmsnorm(ctx, x, L->ffn_norm, m->norm_eps, h));
         MARK(s, "feed-forward norm");
         if (m->experts) {
-            TRY(mcl_engine_moe_ffn(s, v, L, h, count, x, 1, NULL, 0));
+            TRY(mcl_engine_moe_ffn(s, v, L, h, count, x, 1, NULL));
             continue;
         }
         const mcl_tensor *ffn_w[2] = {L->w_gate, L->w_up};

@@ -100,20 +100,9 @@ static inline void pass_rows_view(mcl_session *s, views *v, uint32_t count, pass
  * normed rows in the norm's dispatch (mcl_engine_moe_ffn's act). */
 int mcl_engine_moe_quantizes(mcl_session *s, const engine_layer *L);
 
-/* A mixture's feed-forward of the normed rows h [count, dim] into out (forward.c says how);
- * routed: the rows' experts chosen already (mcl_engine_moe_route_norm). */
+/* A mixture's feed-forward of the normed rows h [count, dim] into out (forward.c says how). */
 mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, mcl_tensor *h,
-                              uint32_t count, mcl_tensor *out, int accumulate, mcl_tensor *act,
-                              int routed);
-
-/* A decode step's routing of layer L's rows from the residual stream x and the block's delta
- * [count, dim], before the feed-forward norm of x + delta (mcl_moe_router with the norm; no
- * barrier after mcl_norm_q8_keep): *done 1. Nothing recorded and *done 0 where it does not
- * apply (MOTIFCL_ENGINE_SPLIT_MOE, a prompt's rows, a router the kernel does not take); with
- * record 0, nothing recorded either: *done says whether it applies. */
-mcl_status mcl_engine_moe_route_norm(mcl_session *s, views *v, const engine_layer *L,
-                                     mcl_tensor *x, mcl_tensor *delta, uint32_t count,
-                                     int record, int *done);
+                              uint32_t count, mcl_tensor *out, int accumulate, mcl_tensor *act);
 
 /* A decode step of count rows, token i of sequence seqs[i] at position pos[i], all their
  * logits wanted: tokens, positions and lengths into s->ids, the step's recording (made on

@@ -187,8 +187,7 @@ static mcl_status allocate(mcl_session *s)
         if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, pairs, 0, &s->moe_ids);
         int64_t rr = r < ENGINE_ROUTER_ROWS ? r : ENGINE_ROUTER_ROWS;
         if (st == MCL_SUCCESS)
-            st = make(ctx, MCL_DTYPE_F32, rr * MCL_MOE_ROUTER_SLICES, m->experts + 1,
-                      &s->moe_part);
+            st = make(ctx, MCL_DTYPE_F32, rr * MCL_MOE_ROUTER_SLICES, m->experts, &s->moe_part);
         if (st == MCL_SUCCESS) st = make(ctx, MCL_DTYPE_I32, rr, m->dim, &s->moe_counts);
         if (st == MCL_SUCCESS) st = mcl_tensor_zero(s->moe_counts);
         if (st == MCL_SUCCESS && s->expert_slots)

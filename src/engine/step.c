@@ -245,20 +245,9 @@ static mcl_status record_step(mcl_session *s, views *v, const uint32_t *seqs, ui
         if (m->experts) {
             /* The norm quantizes for the mixture's products where any takes the dot path. */
             act = mcl_engine_moe_quantizes(s, L) ? s->act : NULL;
-            /* Where the router takes x and the delta, it runs beside the norm, which then
-             * leaves x as it is; the block's delta gains the experts' sum, and the next norm
-             * adds both to x. */
-            int routed = 0;
-            TRY(mcl_engine_moe_route_norm(s, v, L, x, h, count, 0, &routed));
-            if (routed) {
-                TRY(mcl_norm_q8_keep(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
-                TRY(mcl_engine_moe_route_norm(s, v, L, x, h, count, 1, &routed));
-                MARK(s, "feed-forward norm, router, routing");
-            } else {
-                TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
-                MARK(s, "residual, feed-forward norm");
-            }
-            TRY(mcl_engine_moe_ffn(s, v, L, n, count, h, routed, act, routed));
+            TRY(mcl_norm_q8(ctx, h, L->ffn_norm, m->norm_eps, x, n, act));
+            MARK(s, "residual, feed-forward norm");
+            TRY(mcl_engine_moe_ffn(s, v, L, n, count, h, 0, act));
             delta = h;
             continue;
         }

@@ -103,9 +103,10 @@ mcl_status mcl_moe_router(mcl_context *ctx, const mcl_moe_router_args *a, int *d
         return MCL_ERROR_INVALID_ARGUMENT;
     *done = 0;
     mcl_tensor *x = a->x, *w = a->w;
-    if (!ours(ctx, x) || !ours(ctx, w))
+    if (!ours(ctx, x) || !ours(ctx, w) || !ours(ctx, a->part) || !ours(ctx, a->counts) ||
+        !ours(ctx, a->logits) || !ours(ctx, a->ids) || !ours(ctx, a->weights))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_moe_router: x or w NULL or of another context");
+                        "mcl_moe_router: a tensor is NULL or of another context");
     uint64_t kdim = w->ndim == 2 ? (uint64_t)w->shape[1] : 0;
     uint64_t e = w->ndim == 2 ? (uint64_t)w->shape[0] : 0;
     uint64_t rows = kdim ? (uint64_t)mcl_tensor_numel(x) / kdim : 0;
@@ -116,14 +117,6 @@ mcl_status mcl_moe_router(mcl_context *ctx, const mcl_moe_router_args *a, int *d
         (uint64_t)mcl_tensor_numel(x) != rows * kdim ||
         mcl_traits_of(ctx)->max_invocations < ROUTE_WG)
         return MCL_SUCCESS;
-    if (!a->ids) { /* the question alone */
-        *done = 1;
-        return MCL_SUCCESS;
-    }
-    if (!ours(ctx, a->part) || !ours(ctx, a->counts) || !ours(ctx, a->logits) ||
-        !ours(ctx, a->ids) || !ours(ctx, a->weights))
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_moe_router: a tensor is NULL or of another context");
     uint32_t slices, per;
     router_slices(kdim, &slices, &per);
     if (a->part->dtype != MCL_DTYPE_F32 || a->counts->dtype != MCL_DTYPE_I32 ||
@@ -131,14 +124,7 @@ mcl_status mcl_moe_router(mcl_context *ctx, const mcl_moe_router_args *a, int *d
         a->weights->dtype != MCL_DTYPE_F32)
         return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
                         "mcl_moe_router: part, logits and weights f32, counts and ids i32");
-    if (a->norm_w && (!ours(ctx, a->h) || !ours(ctx, a->norm_w) ||
-                      a->h->dtype != MCL_DTYPE_F32 || a->norm_w->dtype != MCL_DTYPE_F32 ||
-                      !mcl_tensor_same_shape(a->h, x) ||
-                      (uint64_t)mcl_tensor_numel(a->norm_w) != kdim))
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
-                        "mcl_moe_router: with a norm, h f32 of x's shape and the norm's weight "
-                        "f32 [%llu]", (unsigned long long)kdim);
-    if ((uint64_t)mcl_tensor_numel(a->part) < rows * MCL_MOE_ROUTER_SLICES * (e + 1) ||
+    if ((uint64_t)mcl_tensor_numel(a->part) < rows * MCL_MOE_ROUTER_SLICES * e ||
         (uint64_t)mcl_tensor_numel(a->counts) < rows ||
         (uint64_t)mcl_tensor_numel(a->logits) < rows * e ||
         (uint64_t)mcl_tensor_numel(a->ids) < rows * a->k ||
@@ -147,26 +133,23 @@ mcl_status mcl_moe_router(mcl_context *ctx, const mcl_moe_router_args *a, int *d
                         "mcl_moe_router: %llu rows of %llu experts need part of %llu, counts of "
                         "%llu, logits of %llu, ids and weights of %llu elements",
                         (unsigned long long)rows, (unsigned long long)e,
-                        (unsigned long long)(rows * MCL_MOE_ROUTER_SLICES * (e + 1)),
+                        (unsigned long long)(rows * MCL_MOE_ROUTER_SLICES * e),
                         (unsigned long long)rows, (unsigned long long)(rows * e),
                         (unsigned long long)(rows * a->k));
-    mcl_kernel_desc desc = {.id = MCL_KERNEL_MOE_ROUTER_F32, .binding_count = 9,
-                            .push_size = 7 * sizeof(uint32_t), .local_size_x = ROUTE_WG,
-                            .spec_count = 1, .spec = {a->norm_w != NULL}};
+    mcl_kernel_desc desc = {.id = MCL_KERNEL_MOE_ROUTER_F32, .binding_count = 7,
+                            .push_size = 6 * sizeof(uint32_t), .local_size_x = ROUTE_WG};
     const mcl_kernel *kernel;
     mcl_status status = mcl_kernel_exact(ctx, &desc, &kernel);
     if (status != MCL_SUCCESS)
         return status;
     struct {
         uint32_t k, e, used, norm, slices, per;
-        float eps;
-    } push = {(uint32_t)kdim, (uint32_t)e, a->k, a->norm != 0, slices, per, a->eps};
-    /* Without the norm, bindings 2 and 3 are never read: x fills them. */
-    mcl_tensor *reads[4] = {x, w, a->norm_w ? a->h : x, a->norm_w ? a->norm_w : x};
+    } push = {(uint32_t)kdim, (uint32_t)e, a->k, a->norm != 0, slices, per};
+    mcl_tensor *reads[2] = {x, w};
     mcl_tensor *writes[5] = {a->part, a->counts, a->logits, a->ids, a->weights};
-    mcl_profile_op(ctx, "moe router and routing", 4.0 * (rows * (a->norm_w ? 2 : 1) + e) * kdim,
+    mcl_profile_op(ctx, "moe router and routing", 4.0 * (rows + e) * kdim,
                    2.0 * rows * e * kdim);
-    status = mcl_dispatch(ctx, kernel, reads, 4, writes, 5, &push, slices, (uint32_t)rows, 1);
+    status = mcl_dispatch(ctx, kernel, reads, 2, writes, 5, &push, slices, (uint32_t)rows, 1);
     *done = status == MCL_SUCCESS;
     return status;
 }

@@ -101,10 +101,6 @@ mcl_status mcl_attention_prompt(mcl_context *ctx, const mcl_tensor *q, const mcl
  * f32 [rows, d], d a multiple of 32, all distinct. */
 mcl_status mcl_norm_q8(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, float eps,
                        mcl_tensor *x, mcl_tensor *y, mcl_tensor *act);
-/* mcl_norm_q8 of x + h (h not NULL) with x left as it was: y and act as mcl_norm_q8 would
- * make them, x and h only read (so a dispatch that reads them needs no barrier after it). */
-mcl_status mcl_norm_q8_keep(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, float eps,
-                            mcl_tensor *x, mcl_tensor *y, mcl_tensor *act);
 
 /* A decoder's row step folded into the products around it (gemv_q_dot.glsl), on the
  * integer-dot GEMV: with norm, the product's input a is x, the residual stream (f32 [rows,
@@ -359,25 +355,20 @@ mcl_status mcl_moe_route(mcl_context *ctx, mcl_tensor *logits, uint32_t k, int n
 #define MCL_MOE_ROUTER_SLICES 16u
 
 /* mcl_moe_router's tensors: x f32 [rows, K] (any rank), the router w f32 [E, K], scratch part
- * f32 (rows x MCL_MOE_ROUTER_SLICES x (E + 1) elements at least) and counts i32 (rows at least,
- * zero before the first call: each call returns them to zero), and its outputs, logits f32
- * [rows, E] and ids and weights as mcl_moe_route writes them. With norm_w, the router's input
- * is RMSNorm(x + h) * norm_w (eps), made by the router itself from x and h (f32, x's shape):
- * the logits of what mcl_norm_q8_keep(h, norm_w, eps, x) makes, within rounding. */
+ * f32 (rows x MCL_MOE_ROUTER_SLICES x E elements at least) and counts i32 (rows at least, zero
+ * before the first call: each call returns them to zero), and its outputs, logits f32 [rows,
+ * E] and ids and weights as mcl_moe_route writes them. */
 typedef struct mcl_moe_router_args {
     mcl_tensor *x, *w, *part, *counts, *logits, *ids, *weights;
-    uint32_t k;           /* experts a row chooses */
-    int norm;             /* as mcl_moe_route's */
-    mcl_tensor *h, *norm_w; /* the norm's: NULL for none */
-    float eps;
+    uint32_t k; /* experts a row chooses */
+    int norm;   /* as mcl_moe_route's */
 } mcl_moe_router_args;
 
 /* The router's logits x w^T and mcl_moe_route's routing of them in one dispatch
  * (moe_router_f32.comp: the product spread over up to 16 workgroups a row, the row routed by
  * its last): *done 1. Where the kernel does not take the operands (w or x not f32, K not a
  * multiple of 4, E over 256, more than 65535 rows) nothing is recorded, *done is 0 and the
- * caller runs the product and mcl_moe_route itself. With ids NULL, nothing is recorded and
- * *done says whether the kernel would take x and w. */
+ * caller runs the product and mcl_moe_route itself. */
 mcl_status mcl_moe_router(mcl_context *ctx, const mcl_moe_router_args *a, int *done);
 
 /* How mcl_matmul_experts reads its batch. A routed batch of `rows` rows has rows x slots pairs

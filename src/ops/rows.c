@@ -186,10 +186,10 @@ mcl_status mcl_rmsnorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *
     return mcl_dispatch(ctx, kernel, reads, 2, &out, 1, &push, row_groups(rows), 1, 1);
 }
 
-static mcl_status norm_q8(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, float eps,
-                          mcl_tensor *x, mcl_tensor *y, mcl_tensor *act, int keep)
+mcl_status mcl_norm_q8(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, float eps,
+                       mcl_tensor *x, mcl_tensor *y, mcl_tensor *act)
 {
-    const char *op = keep ? "mcl_norm_q8_keep" : "mcl_norm_q8";
+    const char *op = "mcl_norm_q8";
     uint32_t d, rows;
     mcl_status status = check_rows(ctx, op, x, y, &d, &rows);
     if (status != MCL_SUCCESS)
@@ -209,11 +209,9 @@ static mcl_status norm_q8(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, f
                         rows * (d / 32));
     if (h == x || h == y || x == y || (act && (act == x || act == y || act == h)))
         return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: the tensors must be distinct", op);
-    if (keep && !h)
-        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT, "%s: NULL h", op);
     norm_push push = {.d = d, .rows = rows, .eps = eps};
     mcl_kernel_desc desc = {
-        .id = keep ? MCL_KERNEL_NORM_Q8_KEEP_F32 : MCL_KERNEL_NORM_Q8_F32,
+        .id = MCL_KERNEL_NORM_Q8_F32,
         .binding_count = 5,
         .push_size = sizeof push,
         .local_size_x = mcl_row_local_size(ctx, d / 4),
@@ -227,24 +225,9 @@ static mcl_status norm_q8(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, f
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "%s: a workgroup of %u invocations", op,
                         mcl_kernel_local_size(kernel));
     /* Absent h and act: bindings that are never touched, filled by y. */
-    mcl_tensor *reads[3] = {h ? h : y, weight, x};
+    mcl_tensor *reads[2] = {h ? h : y, weight};
     mcl_tensor *writes[3] = {x, y, act ? act : y};
-    if (keep) /* x read only: bound third of the reads, as the kernel's binding 2 */
-        return mcl_dispatch(ctx, kernel, reads, 3, writes + 1, 2, &push, row_groups(rows), 1,
-                            1);
     return mcl_dispatch(ctx, kernel, reads, 2, writes, 3, &push, row_groups(rows), 1, 1);
-}
-
-mcl_status mcl_norm_q8(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, float eps,
-                       mcl_tensor *x, mcl_tensor *y, mcl_tensor *act)
-{
-    return norm_q8(ctx, h, weight, eps, x, y, act, 0);
-}
-
-mcl_status mcl_norm_q8_keep(mcl_context *ctx, mcl_tensor *h, mcl_tensor *weight, float eps,
-                            mcl_tensor *x, mcl_tensor *y, mcl_tensor *act)
-{
-    return norm_q8(ctx, h, weight, eps, x, y, act, 1);
 }
 
 mcl_status mcl_layernorm(mcl_context *ctx, const mcl_tensor *x, const mcl_tensor *weight,
