@@ -45,8 +45,8 @@ typedef struct engine_seq {
 
 /* The decode steps kept recorded: one per set of sequences decoded together. */
 #define ENGINE_STEPS 8u
-/* The most rows of a pass whose router runs with its routing (a decode step's; a prompt's run
- * apart, as a GEMM). */
+/* The most rows of a pass whose router runs with its routing (a decode step's, a short
+ * prompt's; a longer prompt's router is a GEMM). */
 #define ENGINE_ROUTER_ROWS 64u
 
 /* A recorded decode step: `count` rows, row i one token of sequence seqs[i]. */

@@ -94,7 +94,7 @@ mcl_status mcl_engine_moe_ffn(mcl_session *s, views *v, const engine_layer *L, m
     mcl_tensor *down = view(v, s->moe_down, 0, MCL_DTYPE_F32, 2, pairs, m->dim, 0, 0);
     if (v->status != MCL_SUCCESS)
         return v->status;
-    /* The router and the routing in one dispatch for a decode step's few rows. */
+    /* The router and the routing in one dispatch for a pass of few rows. */
     int routed = 0;
     if (!(s->split_moe & 1) && count <= ENGINE_ROUTER_ROWS) {
         mcl_moe_router_args ra = {.x = h, .w = L->w_router, .part = s->moe_part,
