@@ -1109,6 +1109,19 @@ static void experts_sum(void **state)
             assert_mcl_ok(mcl_matmul_experts_sum(ctx, tx, st.t, ti_, &d, y2, &a, &done));
             assert_mcl_ok(mcl_tensor_download(o2, 0, g2, ob));
             assert_true(memcmp(g2, out0, (size_t)n * 4) == 0 && memcmp(g1, g2, ob) != 0);
+            if (ti == 0 && rows == 1) {
+                /* Not taken: ids past a base (an expert cache's pool). Refused: out is y. */
+                d.id_base = 1;
+                done = 1;
+                assert_mcl_ok(mcl_matmul_experts_sum(ctx, tx, st.t, ti_, &d, y2, &a, &done));
+                assert_int_equal(done, 0);
+                d.id_base = 0;
+                a.out = y2;
+                mcl_test_expect_status("experts sum: out is y",
+                                       mcl_matmul_experts_sum(ctx, tx, st.t, ti_, &d, y2, &a,
+                                                              &done),
+                                       MCL_ERROR_INVALID_ARGUMENT);
+            }
             mcl_tensor *all[] = {tx, act, ti_, tw, y1, y2, o1, o2, tc};
             for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
                 mcl_tensor_destroy(all[i]);

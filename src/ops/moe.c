@@ -356,7 +356,8 @@ static mcl_status experts_quant_part(mcl_context *ctx, const experts_product *p,
         bytes = (double)count * ceil_div(ceil_div(p->pairs, d->experts), m) * p->n *
                     p->row_bytes + 4.0 * count * groups * p->pairs;
     mcl_profile_op(ctx,
-                   mode == EXPERTS_GROUPED
+                   sum ? "matmul experts and weighted sum, integer dot"
+                   : mode == EXPERTS_GROUPED
                        ? (dot ? "matmul experts grouped, integer dot"
                               : "matmul experts grouped, float")
                        : (dot ? "matmul experts, integer dot" : "matmul experts, float"),
@@ -551,9 +552,11 @@ mcl_status mcl_matmul_experts_sum(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w
     mcl_status status = experts_check(ctx, x, w, ids, desc, y, &p);
     if (status != MCL_SUCCESS)
         return status;
+    /* The whole stack in one part and its own ids (id_base 0): every pair is this dispatch's,
+     * so every row it sums was written by it. */
     if (p.fmt < 0 || p.path != MCL_QUANT_PATH_DOT || !desc->act || !desc->per_slot ||
         grouped_rows(p.pairs, desc->slots) || p.part_experts < desc->experts ||
-        (uint64_t)p.n * desc->experts > UINT32_MAX)
+        desc->id_base != 0 || (uint64_t)p.n * desc->experts > UINT32_MAX)
         return MCL_SUCCESS;
     uint32_t rows = p.pairs / desc->slots;
     if (!ours(ctx, a->weights) || !ours(ctx, a->counts) || !ours(ctx, a->out))
@@ -563,11 +566,15 @@ mcl_status mcl_matmul_experts_sum(mcl_context *ctx, mcl_tensor *x, mcl_tensor *w
         a->out->dtype != MCL_DTYPE_F32)
         return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH,
                         "mcl_matmul_experts_sum: weights and out f32, counts i32");
-    if (a->out == y || a->out == x || (uint64_t)mcl_tensor_numel(a->out) != (uint64_t)rows * p.n ||
+    if (a->out == y || a->out == x || a->out == a->weights || a->out == a->counts ||
+        a->counts == y || a->counts == a->weights)
+        return mcl_fail(ctx, MCL_ERROR_INVALID_ARGUMENT,
+                        "mcl_matmul_experts_sum: out and counts apart from the other tensors");
+    if ((uint64_t)mcl_tensor_numel(a->out) != (uint64_t)rows * p.n ||
         (uint64_t)mcl_tensor_numel(a->weights) < p.pairs)
         return mcl_fail(ctx, MCL_ERROR_SHAPE_MISMATCH,
-                        "mcl_matmul_experts_sum: out [%u, %u] apart from y and x, weights of "
-                        "%u", rows, p.n, p.pairs);
+                        "mcl_matmul_experts_sum: out [%u, %u], weights of %u", rows, p.n,
+                        p.pairs);
     weight_part wp;
     status = mcl_weight_part_views(ctx, w, p.n * desc->experts, p.k, 0, p.n * desc->experts,
                                    &wp);
