@@ -17,8 +17,10 @@
  * each op's GPU time in it (and in the batch step); modeled RX 580 decode rates at the
  * measured share. `prefill`:
  * the prompt pass alone, repeat=R times. expert_mib=M (a mixture): the expert stacks in host
- * memory and a session's expert cache of M MiB; figures of one more decode run of tokens=M
- * steps: tokens/s, the cache's hit rate and bytes moved per token, and in the same run the
+ * memory and a session's expert cache of M MiB; figures of two more decode runs of tokens=M
+ * steps, of sampled tokens and of the prompt's tokens fed in turn (a random model routes
+ * distinct tokens apart: the cache's harder case): tokens/s, the cache's hit rate and bytes
+ * moved per token, and in the same run the
  * rate at which the device reads host memory (a copy out of a host-memory tensor) and the
  * upload rate through the staging path. products=1 (a dense model): layer 0's gate and up
  * products timed alone with their quantization made as the step makes it or otherwise
@@ -217,9 +219,11 @@ done:
 }
 
 /* One more decode run of `steps` tokens under the expert cache: tokens/s, hit rate and bytes
- * moved per token (the counts' differences over the run), then the host rates. */
-static int expert_run(bench *b, mcl_session *s, const int32_t *tokens, uint32_t prompt,
-                      uint32_t steps, const char *label)
+ * moved per token (the counts' differences over the run). Each step feeds the token sampled
+ * after the last or, with varied, the prompt's next token (distinct tokens: a random model
+ * routes each its own way, where the sampled ones repeat and route alike). */
+static int expert_decode(bench *b, mcl_session *s, const int32_t *tokens, uint32_t prompt,
+                         uint32_t steps, const char *label, int varied)
 {
     mcl_expert_stats before = {.size = sizeof before}, after = {.size = sizeof after};
     /* The prompt's pass finished before the clock starts: mcl_session_feed returns with it
@@ -231,32 +235,50 @@ static int expert_run(bench *b, mcl_session *s, const int32_t *tokens, uint32_t 
         return 1;
     double t0 = bench_now();
     int32_t next = tokens[0];
-    for (uint32_t i = 0; i < steps; i++)
+    for (uint32_t i = 0; i < steps; i++) {
         if (mcl_session_feed(s, 0, &next, 1, NULL) != MCL_SUCCESS ||
             mcl_session_sample(s, 0, NULL, &next) != MCL_SUCCESS)
             return 1;
+        if (varied)
+            next = tokens[(i + 1) % prompt];
+    }
     double t = (bench_now() - t0) / steps;
     if (mcl_session_expert_stats(s, &after) != MCL_SUCCESS)
         return 1;
     uint64_t hits = after.hits - before.hits, misses = after.misses - before.misses;
     uint64_t in_place = after.pool_reads - before.pool_reads;
     char name[200];
-    snprintf(name, sizeof name, "%s: expert cache, %u slots a layer (%.0f MiB)", label,
-             after.slots, (double)after.cache_bytes / 1048576.0);
-    bench_figure(b, name, after.slots, "slots");
-    snprintf(name, sizeof name, "%s: decode under the expert cache, one sequence", label);
+    const char *how = varied ? ", the prompt's tokens fed" : "";
+    if (!varied) {
+        snprintf(name, sizeof name, "%s: expert cache, %u slots a layer (%.0f MiB)", label,
+                 after.slots, (double)after.cache_bytes / 1048576.0);
+        bench_figure(b, name, after.slots, "slots");
+    }
+    snprintf(name, sizeof name, "%s: decode under the expert cache, one sequence%s", label, how);
     bench_figure(b, name, 1.0 / t, "tokens/s");
-    snprintf(name, sizeof name, "%s: expert hit rate over the decode", label);
+    snprintf(name, sizeof name, "%s: expert hit rate over the decode%s", label, how);
     bench_figure(b, name, hits + misses + in_place
                               ? 100.0 * (double)hits / (double)(hits + misses + in_place)
                               : 0.0, "%");
-    snprintf(name, sizeof name, "%s: expert bytes moved per decoded token", label);
+    snprintf(name, sizeof name, "%s: expert bytes moved per decoded token%s", label, how);
     bench_figure(b, name, (double)(after.bytes_moved - before.bytes_moved) / steps / 1048576.0,
                  "MiB");
-    snprintf(name, sizeof name, "%s: expert bytes read in place per decoded token", label);
+    snprintf(name, sizeof name, "%s: expert bytes read in place per decoded token%s", label,
+             how);
     bench_figure(b, name,
                  (double)(after.bytes_read_in_place - before.bytes_read_in_place) / steps /
                      1048576.0, "MiB");
+    return 0;
+}
+
+/* The expert cache's figures: a decode run of sampled tokens and one of the prompt's tokens,
+ * then the host rates. */
+static int expert_run(bench *b, mcl_session *s, const int32_t *tokens, uint32_t prompt,
+                      uint32_t steps, const char *label)
+{
+    if (expert_decode(b, s, tokens, prompt, steps, label, 0) != 0 ||
+        expert_decode(b, s, tokens, prompt, steps, label, 1) != 0)
+        return 1;
     return host_rates(b, label);
 }
 
