@@ -18,8 +18,8 @@
  * measured share. `prefill`:
  * the prompt pass alone, repeat=R times. expert_mib=M (a mixture): the expert stacks in host
  * memory and a session's expert cache of M MiB; figures of two more decode runs of tokens=M
- * steps, of sampled tokens and of the prompt's tokens fed in turn (a random model routes
- * distinct tokens apart: the cache's harder case): tokens/s, the cache's hit rate and bytes
+ * steps, of sampled tokens and of the prompt's distinct tokens fed in turn: tokens/s, the
+ * cache's hit rate and bytes
  * moved per token, and in the same run the
  * rate at which the device reads host memory (a copy out of a host-memory tensor) and the
  * upload rate through the staging path. products=1 (a dense model): layer 0's gate and up
@@ -220,8 +220,8 @@ done:
 
 /* One more decode run of `steps` tokens under the expert cache: tokens/s, hit rate and bytes
  * moved per token (the counts' differences over the run). Each step feeds the token sampled
- * after the last or, with varied, the prompt's next token (distinct tokens: a random model
- * routes each its own way, where the sampled ones repeat and route alike). */
+ * after the last or, with varied, the prompt's next token (distinct tokens, where the sampled
+ * ones repeat). */
 static int expert_decode(bench *b, mcl_session *s, const int32_t *tokens, uint32_t prompt,
                          uint32_t steps, const char *label, int varied)
 {
