@@ -19,10 +19,9 @@
  * the prompt pass alone, repeat=R times. expert_mib=M (a mixture): the expert stacks in host
  * memory and a session's expert cache of M MiB; figures of two more decode runs of tokens=M
  * steps, of sampled tokens and of the prompt's distinct tokens fed in turn: tokens/s, the
- * cache's hit rate and bytes
- * moved per token, and in the same run the
- * rate at which the device reads host memory (a copy out of a host-memory tensor) and the
- * upload rate through the staging path. products=1 (a dense model): layer 0's gate and up
+ * cache's hit rate and bytes moved per token, and in the same run the rate at which the device
+ * reads host memory (a copy out of a host-memory tensor) and the upload rate through the
+ * staging path. products=1 (a dense model): layer 0's gate and up
  * products timed alone with their quantization made as the step makes it or otherwise
  * (products()). A file is removed at the end. */
 #include <stdio.h>
