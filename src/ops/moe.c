@@ -16,6 +16,10 @@
 
 /* moe_route_f32's workgroup: a power of two, at least MCL_MOE_MAX_USED lanes. */
 #define ROUTE_WG 256u
+/* moe_router_f32's shared memory: a row's partials (16 slices of 256 experts), route.glsl's
+ * three arrays of ROUTE_WG and its choices, the last-workgroup flag. */
+#define ROUTER_SHARED_BYTES (4u * (MCL_MOE_ROUTER_SLICES * MCL_MOE_MAX_EXPERTS + 3u * ROUTE_WG + \
+                                   MCL_MOE_MAX_USED + 1u))
 /* gemv_experts_f32: T lanes along K, G rows of W per workgroup. */
 #define EXPERTS_F32_LANES 64u
 #define EXPERTS_F32_ROWS 4u
@@ -115,7 +119,8 @@ mcl_status mcl_moe_router(mcl_context *ctx, const mcl_moe_router_args *a, int *d
         kdim > UINT32_MAX / 2 || e == 0 || e > MCL_MOE_MAX_EXPERTS || a->k == 0 ||
         a->k > MCL_MOE_MAX_USED || a->k > e || rows == 0 || rows > MOE_MAX_GROUPS ||
         (uint64_t)mcl_tensor_numel(x) != rows * kdim ||
-        mcl_traits_of(ctx)->max_invocations < ROUTE_WG)
+        mcl_traits_of(ctx)->max_invocations < ROUTE_WG ||
+        mcl_traits_of(ctx)->max_shared_bytes < ROUTER_SHARED_BYTES)
         return MCL_SUCCESS;
     uint32_t slices, per;
     router_slices(kdim, &slices, &per);

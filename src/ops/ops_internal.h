@@ -367,8 +367,9 @@ typedef struct mcl_moe_router_args {
 /* The router's logits x w^T and mcl_moe_route's routing of them in one dispatch
  * (moe_router_f32.comp: the product spread over up to 16 workgroups a row, the row routed by
  * its last): *done 1. Where the kernel does not take the operands (w or x not f32, K not a
- * multiple of 4, E over 256, more than 65535 rows) nothing is recorded, *done is 0 and the
- * caller runs the product and mcl_moe_route itself. */
+ * multiple of 4, E over 256, more than 65535 rows, a device with less than 19 KiB of shared
+ * memory or 256 invocations a workgroup) nothing is recorded, *done is 0 and the caller runs
+ * the product and mcl_moe_route itself. */
 mcl_status mcl_moe_router(mcl_context *ctx, const mcl_moe_router_args *a, int *done);
 
 /* How mcl_matmul_experts reads its batch. A routed batch of `rows` rows has rows x slots pairs
