@@ -3,10 +3,10 @@
 # (what an RX 580 would be given) for the quantized kernels at motifcl-bench's shapes, for
 # training the demo's model and the stories15M shape, and for a session's prompt and decode
 # steps on the 1B shape in q4_0 with f32 and f16 caches, one sequence and two, and on the
-# small mixture with its experts in host memory under an expert cache, and resident with its router, routing and
-# weighted sum apart. The library's debug log names each
-# pipeline it creates; this keeps those lines. The gate gate_polaris_isa compiles every one
-# with RADV's compiler for Polaris (tools/motifcl_isa.c). About four minutes on Lavapipe.
+# small mixture with its experts in host memory under an expert cache and resident with its
+# router, routing and weighted sum apart. The library's debug log names each pipeline it
+# creates; this keeps those lines. The gate gate_polaris_isa compiles every one with RADV's
+# compiler for Polaris (tools/motifcl_isa.c). About four minutes on Lavapipe.
 #   sh scripts/polaris-kernels.sh [BUILD_DIR]
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
