@@ -7,7 +7,7 @@
 // invocation's TM rows and TN columns. The next K step's tile is loaded into registers while
 // the current one is multiplied.
 //
-// An invocation's TM rows are two groups of TM/2 rows, BM/2 apart (likewise its columns), so
+// An invocation's TM rows are TM/4 groups of 4 rows, BM/(TM/4) apart (likewise its columns), so
 // that neighbouring invocations read neighbouring vec4s of shared memory (no bank conflicts)
 // and write neighbouring vec4s of C (coalesced).
 //
@@ -17,7 +17,7 @@
 // step i fills). It doubles the shared memory: the host chooses it where that fits.
 //
 //   specialization constants: 0 workgroup size (= (BM/TM) * (BN/TN)), 1 BM, 2 BN, 3 BK,
-//     4 TM, 5 TN (4 or 8: one or two groups of 4), 6 TRANS_A (A stored [K, M]),
+//     4 TM, 5 TN (4, 8 or 16: groups of 4), 6 TRANS_A (A stored [K, M]),
 //     7 TRANS_B (B stored [N, K]), 8 VEC_A / 9 VEC_B (the stored row length is a multiple
 //     of 4, so tiles load as vec4), 10 DB (double-buffered shared tiles), 11 KU (values of K
 //     per step of the loop over a tile: a divisor of BK), 12 COUNTER_B (below)
@@ -32,10 +32,10 @@
 // value of W is exact (s times -1, 0 or 1), so the products are the float path's.
 //
 // The loop over a tile's BK values of K is unrolled KU at a time (the host chooses KU): whole,
-// the 128 x 128 tile's 64 accumulators took the NVIDIA compiler 46-52 s a pipeline (three of
-// them were 149 of the 150 s before a training step's first step on an H100); gemm_q's
-// measured answer to the same (8 at a time: its rate for a tenth of the compile time) is
-// taken here too.
+// a 128 x 128 tile of 64 accumulators an invocation in steps of 16 took the NVIDIA compiler
+// 46-52 s a pipeline (three of them were 149 of the 150 s before a training step's first step
+// on an H100); gemm_q's measured answer to the same (8 at a time: its rate for a tenth of the
+// compile time) is taken here too.
 //
 // Split K: when a problem has too few output tiles to fill the GPU, workgroup z also selects a
 // slice of k_chunk values of K; each slice writes its partial tile to C at slice * batches *

@@ -263,14 +263,14 @@ static void gemm_tile_variants(void **state)
 {
     (void)state;
     /* The double-buffered scheme, which gemm_path does not reach (the library chooses the
-     * single-buffered one), and the single-buffered 128 x 128 tile, which the library takes
-     * only under MOTIFCL_GEMM_TILE, and K steps of 32 (the library's 128 x 128 tile of a
+     * single-buffered one); the 128 x 128 tiles of both device classes, 16 x 8 an invocation
+     * in K steps of 8 and 8 x 8 in steps of 16 and 32 (AMD's waves of 64, the last for a
      * transposed B where the shared memory holds it; the 64 x 64 one runs where that does
-     * not, Lavapipe's 32 KiB); few enough pipelines that a driver that compiles 8 x 8 tiles
-     * slowly (tens of seconds each on an H200 unrolled whole) keeps the suite short. */
+     * not, Lavapipe's 32 KiB); few enough pipelines that a driver that compiles large tiles
+     * slowly (tens of seconds each on an H200) keeps the suite short. */
     static const mcl_gemm_config configs[] = {
-        {128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1}, {128, 128, 16, 8, 8, 0},
-        {128, 128, 32, 8, 8, 0}, {64, 64, 32, 4, 4, 0},
+        {128, 128, 16, 8, 8, 1}, {64, 64, 16, 4, 4, 1}, {128, 128, 8, 16, 8, 0},
+        {128, 128, 16, 8, 8, 0}, {128, 128, 32, 8, 8, 0}, {64, 64, 32, 4, 4, 0},
     };
     static const problem cases[] = {
         {1, 129, 131, 67, 0, 0, 1, 0},
@@ -327,22 +327,24 @@ static void gemm_tile_rule(void **state)
         uint64_t m, n;
         uint32_t k;
         int tb;
-        uint32_t bm, bn, tm, bk;
+        uint32_t bm, bn, tm, tn, bk;
     } cases[] = {
-        {4096, 512, 14336, 0, 128, 128, 8, 16}, /* long slices of K, no more padding */
-        {4096, 512, 14336, 1, 128, 128, 8, 32}, /* B transposed: K steps of 32 */
-        {4096, 4096, 4096, 0, 128, 128, 8, 16},
-        {4096, 32000, 288, 1, 128, 64, 8, 16},  /* short K */
-        {4096, 288, 32000, 0, 128, 64, 8, 16},  /* 128 x 128 would pad N from 288 to 384 */
-        {32000, 288, 4096, 0, 128, 64, 8, 16},
-        {4096, 768, 288, 0, 128, 64, 8, 16},    /* equal padding: 128 x 64 */
-        {1300, 1280, 96, 0, 64, 128, 8, 16},    /* 64 x 128 pads less */
-        {4096, 288, 768, 1, 128, 64, 8, 16},    /* 160 tiles, two slices of K */
-        {4096, 288, 288, 1, 64, 64, 4, 16},     /* 160 tiles, one slice: too few workgroups */
-        {768, 288, 4096, 0, 128, 64, 8, 16},    /* a weight's gradient: 30 tiles, 16 slices */
-        {100, 70, 2050, 0, 64, 64, 4, 16},
+        {4096, 512, 14336, 0, 128, 128, 16, 8, 8}, /* long slices of K, no more padding */
+        {4096, 512, 14336, 1, 128, 128, 16, 8, 8},
+        {4096, 4096, 4096, 0, 128, 128, 16, 8, 8},
+        {4096, 32000, 288, 1, 128, 64, 8, 8, 16},  /* short K */
+        {4096, 288, 32000, 0, 128, 64, 8, 8, 16},  /* 128 x 128 would pad N from 288 to 384 */
+        {32000, 288, 4096, 0, 128, 64, 8, 8, 16},
+        {4096, 768, 288, 0, 128, 64, 8, 8, 16},    /* equal padding: 128 x 64 */
+        {1300, 1280, 96, 0, 64, 128, 8, 8, 16},    /* 64 x 128 pads less */
+        {4096, 288, 768, 1, 128, 64, 8, 8, 16},    /* 160 tiles, two slices of K */
+        {4096, 288, 288, 1, 64, 64, 4, 4, 16},     /* 160 tiles, one slice: too few workgroups */
+        {768, 288, 4096, 0, 128, 64, 8, 8, 16},    /* a weight's gradient: 30 tiles, 16 slices */
+        {100, 70, 2050, 0, 64, 64, 4, 4, 16},
     };
-    /* K steps of 32 only where the device's shared memory holds that tile. */
+    /* On AMD's waves of 64 (the polaris profile) the 128 x 128 tile is 8 x 8 an invocation in
+     * K steps of 16, or 32 for a transposed B where the device's shared memory holds that. */
+    const int wave64 = mcl_inspect_traits(ctx)->device_class == MCL_CLASS_AMD_WAVE64;
     const mcl_gemm_config deep = {.bm = 128, .bn = 128, .bk = 32, .tm = 8, .tn = 8};
     const int deep_fits =
         mcl_gemm_shared_bytes(&deep, 0) <= mcl_inspect_traits(ctx)->max_shared_bytes;
@@ -350,9 +352,13 @@ static void gemm_tile_rule(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         mcl_gemm_config cfg;
         mcl_gemm_tiles(ctx, cases[i].m, cases[i].n, cases[i].k, 1, cases[i].tb, &cfg);
-        const uint32_t bk = cases[i].bk == 32 && !deep_fits ? 16 : cases[i].bk;
-        int ok = cfg.bm == cases[i].bm && cfg.bn == cases[i].bn && cfg.tm == cases[i].tm &&
-                 cfg.tn == cases[i].tm && cfg.bk == bk && !cfg.db;
+        uint32_t tm = cases[i].tm, tn = cases[i].tn, bk = cases[i].bk;
+        if (wave64 && tm == 16) {
+            tm = 8;
+            bk = cases[i].tb && deep_fits ? 32 : 16;
+        }
+        int ok = cfg.bm == cases[i].bm && cfg.bn == cases[i].bn && cfg.tm == tm &&
+                 cfg.tn == tn && cfg.bk == bk && !cfg.db;
         char name[120];
         snprintf(name, sizeof name, "gemm tile for %llux%llu, K %u%s: %ux%ux%u/%ux%u",
                  (unsigned long long)cases[i].m, (unsigned long long)cases[i].n, cases[i].k,

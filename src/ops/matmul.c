@@ -50,14 +50,15 @@ uint32_t mcl_gemm_shared_bytes(const mcl_gemm_config *cfg, uint32_t db)
     return (db ? 2u : 1u) * cfg->bk * (cfg->bm + cfg->bn + 8u) * 4u;
 }
 
-/* Tile shape for a problem (docs/tuning.md, "FP32 GEMM"): 8 x 8 an invocation. 128 x 128
- * tiles (256 invocations) where they pad the product no more than the tiles of 128
- * invocations and each slice of K runs at least MCL_GEMM_LONG_K values; otherwise 128 x 64 or
- * 64 x 128 (128 invocations), whichever pads less (128 x 64 where equal); 64 x 64 tiles of
- * 4 x 4 where those, with their slices of K, would make fewer than MCL_GEMM_MIN_GROUPS
- * workgroups. K steps of 16 (32 for 128 x 128 tiles of a transposed B where the shared memory
- * holds them), single-buffered shared tiles. MOTIFCL_GEMM_TILE picks one of the four shapes
- * instead. */
+/* Tile shape for a problem (docs/tuning.md, "FP32 GEMM"): 128 x 128 tiles where they pad the
+ * product no more than the tiles of 128 invocations and each slice of K runs at least
+ * MCL_GEMM_LONG_K values; otherwise 128 x 64 or 64 x 128 (8 x 8 an invocation, 128
+ * invocations), whichever pads less (128 x 64 where equal); 64 x 64 tiles of 4 x 4 where
+ * those, with their slices of K, would make fewer than MCL_GEMM_MIN_GROUPS workgroups. The
+ * 128 x 128 tile is 16 x 8 an invocation (128 invocations) in K steps of 8; on AMD's waves of
+ * 64 it is 8 x 8 (256 invocations) in K steps of 16, or 32 for a transposed B where the
+ * shared memory holds them. Single-buffered shared tiles. MOTIFCL_GEMM_TILE picks one of the
+ * four shapes instead. */
 #define MCL_GEMM_MIN_GROUPS 192u
 #define MCL_GEMM_LONG_K 2048u
 
@@ -71,18 +72,34 @@ static uint64_t gemm_tile_count(uint64_t m, uint64_t n, uint64_t batch, const mc
     return (m + c->bm - 1) / c->bm * ((n + c->bn - 1) / c->bn) * batch;
 }
 
+/* The 128 x 128 tile of a device class. RADV's compiler for Polaris holds the 16 x 8 one in
+ * 184 registers, one wave a SIMD, where the 8 x 8 one takes 112, two waves: no latency hidden
+ * behind another wave of the same SIMD. */
+static mcl_gemm_config gemm_big_tile(const mcl_context *ctx, int tb)
+{
+    const mcl_traits *tr = mcl_traits_of(ctx);
+    if (tr->device_class != MCL_CLASS_AMD_WAVE64)
+        return (mcl_gemm_config){.bm = 128, .bn = 128, .bk = 8, .tm = 16, .tn = 8};
+    mcl_gemm_config big = {.bm = 128, .bn = 128, .bk = 16, .tm = 8, .tn = 8};
+    /* A transposed B's tile is stored into shared memory a value at a time: a K step twice
+     * as long halves its barriers and doubles the loads in flight behind them. */
+    mcl_gemm_config deep = big;
+    deep.bk = 32;
+    return tb && mcl_gemm_shared_bytes(&deep, 0) <= tr->max_shared_bytes ? deep : big;
+}
+
 void mcl_gemm_tiles(const mcl_context *ctx, uint64_t m, uint64_t n, uint32_t k, uint64_t batch,
                     int tb, mcl_gemm_config *cfg)
 {
-    const mcl_gemm_config big = {.bm = 128, .bn = 128, .bk = 16, .tm = 8, .tn = 8};
+    const mcl_gemm_config big = gemm_big_tile(ctx, tb);
     const mcl_gemm_config tall = {.bm = 128, .bn = 64, .bk = 16, .tm = 8, .tn = 8};
     const mcl_gemm_config wide = {.bm = 64, .bn = 128, .bk = 16, .tm = 8, .tn = 8};
     const mcl_gemm_config small = {.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4};
     const uint32_t *forced = mcl_traits_of(ctx)->gemm_f32_tile;
     if (forced[0]) {
-        *cfg = forced[0] == 64 && forced[1] == 64 ? small : big;
-        cfg->bm = forced[0];
-        cfg->bn = forced[1];
+        *cfg = forced[0] == 64 && forced[1] == 64 ? small
+               : forced[0] == 128 && forced[1] == 128 ? big
+               : forced[0] == 128 ? tall : wide;
         return;
     }
     uint64_t pad_tall = round_up(m, 128) * round_up(n, 64);
@@ -96,15 +113,8 @@ void mcl_gemm_tiles(const mcl_context *ctx, uint64_t m, uint64_t n, uint32_t k, 
     uint64_t big_tiles = gemm_tile_count(m, n, batch, &big);
     uint32_t big_slices = mcl_gemm_slices(big_tiles, k);
     if (round_up(m, 128) * round_up(n, 128) <= (pad_wide < pad_tall ? pad_wide : pad_tall) &&
-        k / big_slices >= MCL_GEMM_LONG_K) {
+        k / big_slices >= MCL_GEMM_LONG_K)
         *cfg = big;
-        /* A transposed B's tile is stored into shared memory a value at a time: a K step
-         * twice as long halves its barriers and doubles the loads in flight behind them. */
-        mcl_gemm_config deep = big;
-        deep.bk = 32;
-        if (tb && mcl_gemm_shared_bytes(&deep, 0) <= mcl_traits_of(ctx)->max_shared_bytes)
-            *cfg = deep;
-    }
 }
 
 uint32_t mcl_gemm_slices(uint64_t tiles, uint32_t k)
