@@ -17,7 +17,7 @@
 
 static mcl_context *ctx;
 
-#define SCALES 0x20002000u
+#define SIGNS 0x80008000u
 
 typedef struct expect {
     const mcl_model *m;
@@ -26,11 +26,14 @@ typedef struct expect {
 } expect;
 
 /* Word i of a block matrix's device bytes. */
-static uint32_t matrix_word(const mcl_quant_layout *l, uint64_t blocks, uint32_t seed, uint64_t i)
+static uint32_t matrix_word(const mcl_quant_layout *l, uint64_t blocks, uint32_t seed,
+                            uint32_t scales, uint64_t i)
 {
     if (!l->split)
-        return mcl_pattern_word(seed, (uint32_t)i, l->block_bytes / 4, SCALES);
-    return i < blocks * l->body_bytes / 4 ? mcl_pattern_word(seed, (uint32_t)i, 0, 0) : SCALES;
+        return mcl_pattern_word_signed(seed, (uint32_t)i, l->block_bytes / 4, scales, SIGNS, 1);
+    const uint64_t body = blocks * l->body_bytes / 4;
+    return i < body ? mcl_pattern_word(seed, (uint32_t)i, 0, 0)
+                    : mcl_pattern_word_signed(seed, (uint32_t)(i - body), 1, scales, SIGNS, 0);
 }
 
 static int check_tensor(void *user, const bench_tensor *bt)
@@ -62,8 +65,11 @@ static int check_tensor(void *user, const bench_tensor *bt)
             memcpy(&want, &f, 4);
             memcpy(&other, &g, 4);
         } else if (block) {
-            want = matrix_word(&l, blocks, (uint32_t)bt->seed, i);
-            other = matrix_word(&l, blocks, (uint32_t)bt->seed + 1, i);
+            /* An expert stack's scales are BENCH_SCALE; a matrix's its own (the embedding's
+             * larger). */
+            const uint32_t sc = bt->kind == BENCH_STACK ? BENCH_SCALE : bt->scale;
+            want = matrix_word(&l, blocks, (uint32_t)bt->seed, sc << 16 | sc, i);
+            other = matrix_word(&l, blocks, (uint32_t)bt->seed + 1, sc << 16 | sc, i);
         } else {
             float f = bt->kind == BENCH_NORM ? 1.0f : bench_llama_router(i);
             memcpy(&want, &f, 4);

@@ -137,13 +137,19 @@ typedef struct bench_tensor {
     uint32_t kind, type;
     uint64_t rows, k;
     uint64_t seed;
+    uint16_t scale; /* a block matrix's scales, fp16 (their signs pseudo-random) */
 } bench_tensor;
+/* The matrices' scales, fp16 2^-7, and the token embedding's, 2^-2: an embedding as small as
+ * the other matrices leaves the residual stream to the attention's mean over the context,
+ * nearly one vector for every token, and a mixture would route every token alike. */
+#define BENCH_SCALE 0x2000u
+#define BENCH_EMBED_SCALE 0x3400u
 typedef int (*bench_tensor_fn)(void *user, const bench_tensor *t);
 int bench_llama_tensors(const bench_llama_shape *s, bench_tensor_fn fn, void *user);
 float bench_llama_router(uint64_t i);
 /* The same model made on the device, without a file (bench_synth.c): the matrices' codes
  * pseudo-random words written by the GPU (tools/support/pattern.h), every block's scales the
- * file's (fp16 2^-7), norms of ones, the file's router; expert stacks in host memory with
+ * file's (BENCH_SCALE, the embedding's BENCH_EMBED_SCALE; pseudo-random signs), norms of ones, the file's router; expert stacks in host memory with
  * host_experts (as MCL_MODEL_EXPERTS_IN_HOST_MEMORY). Closed by mcl_model_close. */
 mcl_status bench_synth_llama(mcl_context *ctx, const bench_llama_shape *s, int host_experts,
                              mcl_model **out);

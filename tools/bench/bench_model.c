@@ -41,9 +41,10 @@ uint64_t bench_llama_layer_read_bytes(const bench_llama_shape *s)
     return layer_bytes(s, s->experts ? s->experts_used : 1);
 }
 
-/* Blocks of `type` with a finite scale (fp16 2^-7) and pseudo-random codes; f32 values
- * uniform in [-BENCH_F32_SCALE, BENCH_F32_SCALE), the device's pattern (bench_synth.c). */
-static void fill(uint32_t type, unsigned char *p, uint64_t bytes, uint64_t seed)
+/* Blocks of `type` with a finite scale (fp16 `scale` of a pseudo-random sign, so that the
+ * weights' mean is zero: bench_synth.c says why) and pseudo-random codes; f32 values uniform in
+ * [-BENCH_F32_SCALE, BENCH_F32_SCALE), the device's pattern (bench_synth.c). */
+static void fill(uint32_t type, unsigned char *p, uint64_t bytes, uint64_t seed, uint16_t scale)
 {
     if (type == MCL_GGML_F32) {
         for (uint64_t i = 0; i < bytes / 4; i++) {
@@ -60,8 +61,9 @@ static void fill(uint32_t type, unsigned char *p, uint64_t bytes, uint64_t seed)
             x ^= x << 17;
             memcpy(p + b + i, &x, block - i < 8 ? block - i : 8);
         }
-        /* q4_0 and q8_0 open with d; q6_K ends with it; the K types' d and dmin lead. */
-        uint16_t d = 0x2000;
+        /* q4_0 and q8_0 open with d; q6_K ends with it; the K types' d and dmin lead (one
+         * sign for both). */
+        uint16_t d = (uint16_t)(scale | ((x >> 40) & 1u) << 15);
         if (type == MCL_GGML_Q6_K) {
             memcpy(p + b + block - 2, &d, 2);
         } else {
@@ -77,11 +79,12 @@ static int add_u32(mcl_gguf_writer *w, const char *key, uint32_t v)
     return mcl_gguf_writer_add(w, key, MCL_GGUF_UINT32, &v) != MCL_SUCCESS;
 }
 
-static int add_matrix(mcl_gguf_writer *w, const bench_llama_shape *s, const char *name,
-                      uint64_t n, uint64_t k, unsigned char *scratch, uint64_t seed)
+static int add_matrix(mcl_gguf_writer *w, const bench_llama_shape *s, const bench_tensor *t,
+                      unsigned char *scratch)
 {
-    uint64_t dims[2] = {k, n}, bytes = bench_llama_matrix_bytes(s, n, k);
-    fill(s->type, scratch, bytes, seed);
+    uint64_t dims[2] = {t->k, t->rows}, bytes = bench_llama_matrix_bytes(s, t->rows, t->k);
+    const char *name = t->name;
+    fill(s->type, scratch, bytes, t->seed, t->scale);
     return mcl_gguf_writer_add_tensor(w, name, 2, dims, s->type, scratch, bytes) !=
            MCL_SUCCESS;
 }
@@ -102,7 +105,7 @@ static int add_stack(mcl_gguf_writer *w, const bench_llama_shape *s, const char 
     if (!stack)
         return 1;
     for (uint32_t e = 0; e < s->experts; e++)
-        fill(s->type, stack + e * one, one, (*seed)++);
+        fill(s->type, stack + e * one, one, (*seed)++, BENCH_SCALE);
     uint64_t dims[3] = {k, n, s->experts};
     int bad = mcl_gguf_writer_add_tensor(w, name, 3, dims, s->type, stack, one * s->experts) !=
               MCL_SUCCESS;
@@ -123,6 +126,7 @@ int bench_llama_tensors(const bench_llama_shape *s, bench_tensor_fn fn, void *us
 #define EMIT(what, n, k_)                                                                      \
     do {                                                                                       \
         t.kind = (what), t.rows = (n), t.k = (k_), t.seed = seed;                               \
+        t.scale = strcmp(t.name, "token_embd.weight") == 0 ? BENCH_EMBED_SCALE : BENCH_SCALE;   \
         seed += t.kind == BENCH_STACK ? s->experts : t.kind == BENCH_MATRIX;                    \
         if (fn(user, &t) != 0)                                                                 \
             return 1;                                                                          \
@@ -194,7 +198,7 @@ static int write_tensor(void *user, const bench_tensor *t)
         return add_stack(f->w, s, t->name, t->rows, t->k, &seed);
     }
     default:
-        return add_matrix(f->w, s, t->name, t->rows, t->k, f->scratch, t->seed);
+        return add_matrix(f->w, s, t, f->scratch);
     }
 }
 

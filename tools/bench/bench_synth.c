@@ -2,8 +2,9 @@
  * tensors bench_model.c writes into a file, created in device memory and filled by the GPU,
  * so that a 7B or Mixtral-shaped model takes seconds and no disk. The matrices are in the
  * device layout of their block type (docs/quant-formats.md, "On the device"): every block's
- * scale words hold fp16 2^-7 (Q4_K: d and dmin), every other word is pseudo-random; f32
- * matrices hold the file's uniform values. */
+ * scales are the file's (bench.h, BENCH_SCALE) of a pseudo-random sign (Q4_K, Q5_K: d and
+ * dmin, one sign), every other word is pseudo-random; f32 matrices hold the file's uniform
+ * values. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +15,12 @@
 #include "quant/quant.h"
 #include "pattern.h"
 
-/* Two fp16 2^-7: the scales bench_model.c's fill writes. */
-#define SYNTH_SCALES 0x20002000u
+/* The sign bits of a word of two fp16 scales. The signs are random, so that the weights' mean
+ * is zero: codes alone are not (Q4_0's average -0.5 of 16 steps), and a mean shared by every
+ * row of W makes every product add the same multiple of its input's sum, which grows layer
+ * after layer until the hidden state is one vector for every token, and a mixture routes
+ * every token alike. */
+#define SYNTH_SIGNS 0x80008000u
 
 typedef struct synth {
     mcl_model *m;
@@ -26,10 +31,11 @@ typedef struct synth {
 } synth;
 
 /* The codes and scales of a block-quantised matrix t: its bodies pseudo-random words; its
- * scales 2^-7, in the d area after the bodies (a split type) or the first word of each block
- * (Q4_K). */
-static mcl_status fill_matrix(mcl_context *ctx, mcl_tensor *t, uint32_t seed)
+ * scales +-scale (fp16), in the d area after the bodies (a split type: each d its own sign)
+ * or the first word of each block (Q4_K, Q5_K: d and dmin one sign). */
+static mcl_status fill_matrix(mcl_context *ctx, mcl_tensor *t, uint32_t seed, uint16_t scale)
 {
+    const uint32_t scales = (uint32_t)scale << 16 | scale;
     mcl_quant_layout l;
     if (!mcl_quant_layout_of(t->dtype, &l))
         return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "bench: %s is not a block type",
@@ -38,7 +44,8 @@ static mcl_status fill_matrix(mcl_context *ctx, mcl_tensor *t, uint32_t seed)
         if (l.block_bytes % 4 != 0 || l.d_at != 0)
             return mcl_fail(ctx, MCL_ERROR_UNSUPPORTED, "bench: %s blocks are not whole words "
                             "led by their scales", mcl_dtype_name(t->dtype));
-        return mcl_fill_pattern_ex(ctx, t, seed, l.block_bytes / 4, SYNTH_SCALES);
+        return mcl_fill_pattern_signed(ctx, t, seed, l.block_bytes / 4, scales, SYNTH_SIGNS,
+                                       1);
     }
     uint64_t blocks = t->nbytes / l.block_bytes, body = blocks * l.body_bytes;
     uint64_t d_bytes = blocks * (l.block_bytes - l.body_bytes);
@@ -54,7 +61,7 @@ static mcl_status fill_matrix(mcl_context *ctx, mcl_tensor *t, uint32_t seed)
     if (status == MCL_SUCCESS)
         status = mcl_tensor_bytes_view(t, body, d_bytes, &v);
     if (status == MCL_SUCCESS)
-        status = mcl_fill_pattern_ex(ctx, v, 0, 1, SYNTH_SCALES);
+        status = mcl_fill_pattern_signed(ctx, v, seed, 1, scales, SYNTH_SIGNS, 0);
     mcl_tensor_destroy(v);
     return status;
 }
@@ -101,7 +108,9 @@ static mcl_status make_one(synth *y, const bench_tensor *bt)
     if (block && t->dtype == MCL_DTYPE_F32)
         return mcl_fill_uniform(ctx, t->tensor, (uint32_t)bt->seed, BENCH_F32_SCALE);
     if (block)
-        return fill_matrix(ctx, t->tensor, (uint32_t)bt->seed);
+        return fill_matrix(ctx, t->tensor, (uint32_t)bt->seed, bt->kind == BENCH_STACK
+                                                                   ? BENCH_SCALE
+                                                                   : bt->scale);
     uint64_t n = bt->rows * (bt->k ? bt->k : 1);
     for (uint64_t i = 0; i < n; i++)
         y->host[i] = bt->kind == BENCH_NORM ? 1.0f : bench_llama_router(i);

@@ -12,13 +12,15 @@ typedef struct pattern_push {
     uint32_t stride;
     uint32_t value;
     uint32_t floats;
+    uint32_t signs;
+    uint32_t whole;
 } pattern_push;
 
 /* Enough workgroups to fill the device; the shader's grid-stride loop covers the rest. */
 #define MCL_MAX_PATTERN_GROUPS 65535u
 
 static mcl_status fill(mcl_context *ctx, mcl_tensor *t, uint32_t seed, uint32_t stride,
-                       uint32_t value, uint32_t floats)
+                       uint32_t value, uint32_t floats, uint32_t signs, uint32_t whole)
 {
     if (!ctx || !t)
         return MCL_ERROR_INVALID_ARGUMENT;
@@ -40,7 +42,8 @@ static mcl_status fill(mcl_context *ctx, mcl_tensor *t, uint32_t seed, uint32_t 
         return status;
     uint32_t local = mcl_kernel_local_size(kernel);
     pattern_push push = {.n = (uint32_t)(t->nbytes / 4), .seed = seed, .stride = stride,
-                         .value = value, .floats = floats};
+                         .value = value, .floats = floats, .signs = signs,
+                         .whole = whole};
     uint64_t groups = (push.n + (uint64_t)local - 1) / local;
     if (groups > MCL_MAX_PATTERN_GROUPS)
         groups = MCL_MAX_PATTERN_GROUPS;
@@ -50,7 +53,13 @@ static mcl_status fill(mcl_context *ctx, mcl_tensor *t, uint32_t seed, uint32_t 
 mcl_status mcl_fill_pattern_ex(mcl_context *ctx, mcl_tensor *t, uint32_t seed, uint32_t stride,
                                uint32_t value)
 {
-    return fill(ctx, t, seed, stride, value, 0);
+    return fill(ctx, t, seed, stride, value, 0, 0, 0);
+}
+
+mcl_status mcl_fill_pattern_signed(mcl_context *ctx, mcl_tensor *t, uint32_t seed,
+                                   uint32_t stride, uint32_t value, uint32_t signs, int whole)
+{
+    return fill(ctx, t, seed, stride, value, 0, signs, whole != 0);
 }
 
 mcl_status mcl_fill_uniform(mcl_context *ctx, mcl_tensor *t, uint32_t seed, float scale)
@@ -61,7 +70,7 @@ mcl_status mcl_fill_uniform(mcl_context *ctx, mcl_tensor *t, uint32_t seed, floa
         return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_fill_uniform takes f32 tensors");
     uint32_t bits;
     memcpy(&bits, &scale, 4);
-    return fill(ctx, t, seed, 0, bits, 1);
+    return fill(ctx, t, seed, 0, bits, 1, 0, 0);
 }
 
 mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *t, uint32_t seed)
@@ -70,5 +79,5 @@ mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *t, uint32_t seed)
         return MCL_ERROR_INVALID_ARGUMENT;
     if (mcl_dtype_size(t->dtype) != 4)
         return mcl_fail(ctx, MCL_ERROR_DTYPE_MISMATCH, "mcl_fill_pattern takes 4-byte elements");
-    return fill(ctx, t, seed, 0, 0, 0);
+    return fill(ctx, t, seed, 0, 0, 0, 0, 0);
 }

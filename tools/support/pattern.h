@@ -17,6 +17,11 @@ mcl_status mcl_fill_pattern(mcl_context *ctx, mcl_tensor *tensor, uint32_t seed)
 mcl_status mcl_fill_pattern_ex(mcl_context *ctx, mcl_tensor *tensor, uint32_t seed,
                                uint32_t stride, uint32_t value);
 
+/* mcl_fill_pattern_ex with random signs: a word that is `value` has the bits of `signs`
+ * flipped where that word's hash has them set, or all of them where its bit 0 is (whole). */
+mcl_status mcl_fill_pattern_signed(mcl_context *ctx, mcl_tensor *tensor, uint32_t seed,
+                                   uint32_t stride, uint32_t value, uint32_t signs, int whole);
+
 /* An f32 tensor's element i: (h / 2^23 - 1) * scale for h = mcl_hash(seed ^ mcl_hash(i)) >> 8,
  * uniform in [-scale, scale); the CPU's value below is the GPU's bit for bit where scale is a
  * power of two. */
@@ -33,6 +38,15 @@ static inline uint32_t mcl_pattern_word(uint32_t seed, uint32_t i, uint32_t stri
                                         uint32_t value)
 {
     return stride && i % stride == 0 ? value : mcl_hash32(seed ^ mcl_hash32(i));
+}
+
+/* Word i of mcl_fill_pattern_signed's pattern, computed on the CPU. */
+static inline uint32_t mcl_pattern_word_signed(uint32_t seed, uint32_t i, uint32_t stride,
+                                               uint32_t value, uint32_t signs, int whole)
+{
+    uint32_t h = mcl_hash32(seed ^ mcl_hash32(i));
+    uint32_t flip = whole ? ((h & 1u) ? signs : 0u) : h & signs;
+    return stride && i % stride == 0 ? value ^ flip : h;
 }
 
 #endif
