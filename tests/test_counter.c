@@ -223,7 +223,8 @@ static void products_case(int64_t N, int64_t out, int64_t in, uint32_t C, int64_
 /* The products are the f32 GEMM's, W decoded as its tiles load (gemm_f32.comp, COUNTER_B):
  * one small tile with edges; K split in slices (in = 1024 forward, out = 600 for grad_x) and
  * C = 3, the forward's four slices in a scratch made per call, then in a given scratch that
- * holds two; 128 x 128 tiles (96 of them forward). */
+ * holds two; 192 tiles of 128 x 64 forward. test_counter.tile128 runs them all in the 128 x
+ * 128 tile (MOTIFCL_GEMM_TILE), which the rule gives only to long products. */
 static void forward_and_grad_x(void **state)
 {
     (void)state;
