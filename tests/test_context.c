@@ -423,11 +423,11 @@ static void fill_words(mcl_context *c, mcl_tensor *t, uint32_t words)
         .id = MCL_KERNEL_FILL_PATTERN_U32,
         .module = &mcl_spirv_tool_modules[MCL_KERNEL_FILL_PATTERN_U32],
         .binding_count = 1,
-        .push_size = 5 * sizeof(uint32_t),
+        .push_size = 7 * sizeof(uint32_t),
     };
     const mcl_kernel *kernel;
     assert_mcl_ok(mcl_kernel_get(c, &desc, &kernel));
-    uint32_t push[5] = {words, 5, 0, 0, 0}; /* n, seed; no stride, value or floats */
+    uint32_t push[7] = {words, 5}; /* n, seed; no stride, value, floats or signs */
     uint32_t local = mcl_kernel_local_size(kernel);
     uint32_t groups = (words + local - 1) / local;
     /* The shader strides over the rest; 65535 is Vulkan's minimum maxComputeWorkGroupCount. */

@@ -112,11 +112,11 @@ static void eager_dispatches_are_counted(void **state)
         .id = MCL_KERNEL_FILL_PATTERN_U32,
         .module = &mcl_spirv_tool_modules[MCL_KERNEL_FILL_PATTERN_U32],
         .binding_count = 1,
-        .push_size = 5 * sizeof(uint32_t),
+        .push_size = 7 * sizeof(uint32_t),
     };
     const mcl_kernel *kernel;
     assert_mcl_ok(mcl_kernel_get(ctx, &fill, &kernel));
-    uint32_t push[5] = {N, 5, 0, 0, 0}; /* n, seed; no stride, value or floats */
+    uint32_t push[7] = {N, 5}; /* n, seed; no stride, value, floats or signs */
     assert_mcl_ok(mcl_profiler_start(ctx));
     assert_mcl_ok(mcl_dispatch(ctx, kernel, NULL, 0, &y, 1, push, 4, 1, 1));
     assert_mcl_ok(mcl_profiler_stop(ctx));
