@@ -71,7 +71,7 @@ static int check_tensor(void *user, const bench_tensor *bt)
             want = matrix_word(&l, blocks, (uint32_t)bt->seed, sc << 16 | sc, i);
             other = matrix_word(&l, blocks, (uint32_t)bt->seed + 1, sc << 16 | sc, i);
         } else {
-            float f = bt->kind == BENCH_NORM ? 1.0f : bench_llama_router(i);
+            float f = bt->kind == BENCH_NORM ? 1.0f : bench_llama_router(bt->seed, i);
             memcpy(&want, &f, 4);
         }
         e->wrong += got[i] != want;

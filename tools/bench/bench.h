@@ -125,9 +125,9 @@ uint64_t bench_llama_layer_read_bytes(const bench_llama_shape *s);
 int bench_write_llama(const char *path, const bench_llama_shape *s);
 /* The model's tensors in the file's order: a matrix [rows, k] of the shape's block type, an
  * expert stack (each of `experts` experts a matrix [rows, k]), a norm [rows] of ones, a
- * router [rows = experts, k] of f32 bench_llama_router(i) for element i. A matrix's seed (a
- * stack's first, one an expert) picks its pseudo-random codes. fn's nonzero return stops the
- * walk and is returned as 1. */
+ * router [rows = experts, k] of f32 bench_llama_router(seed, i) for element i. A matrix's
+ * seed (a stack's first, one an expert) picks its pseudo-random codes. fn's nonzero return
+ * stops the walk and is returned as 1. */
 enum { BENCH_MATRIX, BENCH_STACK, BENCH_NORM, BENCH_ROUTER };
 /* f32 matrices: values uniform in [-BENCH_F32_SCALE, BENCH_F32_SCALE) (a power of two: the
  * CPU's pattern is the GPU's bit for bit). */
@@ -146,11 +146,14 @@ typedef struct bench_tensor {
 #define BENCH_EMBED_SCALE 0x3400u
 typedef int (*bench_tensor_fn)(void *user, const bench_tensor *t);
 int bench_llama_tensors(const bench_llama_shape *s, bench_tensor_fn fn, void *user);
-float bench_llama_router(uint64_t i);
+/* Element i of the router of seed `seed`: uniform in [-0.5, 0.5), pseudo-random (each layer's
+ * router its own, so that a layer's experts do not foretell the next's). */
+float bench_llama_router(uint64_t seed, uint64_t i);
 /* The same model made on the device, without a file (bench_synth.c): the matrices' codes
  * pseudo-random words written by the GPU (tools/support/pattern.h), every block's scales the
- * file's (BENCH_SCALE, the embedding's BENCH_EMBED_SCALE; pseudo-random signs), norms of ones, the file's router; expert stacks in host memory with
- * host_experts (as MCL_MODEL_EXPERTS_IN_HOST_MEMORY). Closed by mcl_model_close. */
+ * file's (BENCH_SCALE, the embedding's BENCH_EMBED_SCALE; pseudo-random signs), norms of
+ * ones, the file's routers; expert stacks in host memory with host_experts (as
+ * MCL_MODEL_EXPERTS_IN_HOST_MEMORY). Closed by mcl_model_close. */
 mcl_status bench_synth_llama(mcl_context *ctx, const bench_llama_shape *s, int host_experts,
                              mcl_model **out);
 

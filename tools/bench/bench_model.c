@@ -113,9 +113,9 @@ static int add_stack(mcl_gguf_writer *w, const bench_llama_shape *s, const char 
     return bad;
 }
 
-float bench_llama_router(uint64_t i)
+float bench_llama_router(uint64_t seed, uint64_t i)
 {
-    return (float)((i * 2654435761u) % 1000u) / 1000.0f - 0.5f;
+    return mcl_pattern_uniform((uint32_t)seed, (uint32_t)i, 0.5f);
 }
 
 int bench_llama_tensors(const bench_llama_shape *s, bench_tensor_fn fn, void *user)
@@ -190,6 +190,8 @@ static int write_tensor(void *user, const bench_tensor *t)
         return add_norm(f->w, t->name, f->ones, t->rows);
     case BENCH_ROUTER: {
         uint64_t dims[2] = {t->k, t->rows};
+        for (uint64_t i = 0; i < t->rows * t->k; i++)
+            f->router[i] = bench_llama_router(t->seed, i);
         return mcl_gguf_writer_add_tensor(f->w, t->name, 2, dims, MCL_GGML_F32, f->router,
                                           4ull * t->rows * t->k) != MCL_SUCCESS;
     }
@@ -228,12 +230,10 @@ static int write_model(const char *path, const bench_llama_shape *s)
     if (s->experts)
         bad |= add_u32(w, "llama.expert_count", s->experts) |
                add_u32(w, "llama.expert_used_count", s->experts_used);
-    /* A mixture's router: f32 of small pseudo-random values (ones would tie every expert). */
+    /* A mixture's routers (each layer's own values, written by write_tensor). */
     float *router = s->experts ? malloc((size_t)s->experts * s->dim * sizeof *router) : NULL;
     if (s->experts && !router)
         return 1;
-    for (uint64_t i = 0; router && i < (uint64_t)s->experts * s->dim; i++)
-        router[i] = bench_llama_router(i);
     file_writer f = {w, s, scratch, ones, router};
     bad |= bad ? 1 : bench_llama_tensors(s, write_tensor, &f);
     free(scratch);

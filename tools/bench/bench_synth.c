@@ -113,7 +113,7 @@ static mcl_status make_one(synth *y, const bench_tensor *bt)
                                                                    : bt->scale);
     uint64_t n = bt->rows * (bt->k ? bt->k : 1);
     for (uint64_t i = 0; i < n; i++)
-        y->host[i] = bt->kind == BENCH_NORM ? 1.0f : bench_llama_router(i);
+        y->host[i] = bt->kind == BENCH_NORM ? 1.0f : bench_llama_router(bt->seed, i);
     return mcl_tensor_upload(t->tensor, 0, y->host, n * 4);
 }
 
