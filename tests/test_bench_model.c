@@ -65,9 +65,7 @@ static int check_tensor(void *user, const bench_tensor *bt)
             memcpy(&want, &f, 4);
             memcpy(&other, &g, 4);
         } else if (block) {
-            /* An expert stack's scales are BENCH_SCALE; a matrix's its own (the embedding's
-             * larger). */
-            const uint32_t sc = bt->kind == BENCH_STACK ? BENCH_SCALE : bt->scale;
+            const uint32_t sc = bt->scale;
             want = matrix_word(&l, blocks, (uint32_t)bt->seed, sc << 16 | sc, i);
             other = matrix_word(&l, blocks, (uint32_t)bt->seed + 1, sc << 16 | sc, i);
         } else {

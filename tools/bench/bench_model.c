@@ -98,14 +98,14 @@ static int add_norm(mcl_gguf_writer *w, const char *name, const float *ones, uin
 
 /* An expert stack [experts, n, k]: each expert's blocks filled as a matrix of its own. */
 static int add_stack(mcl_gguf_writer *w, const bench_llama_shape *s, const char *name,
-                     uint64_t n, uint64_t k, uint64_t *seed)
+                     uint64_t n, uint64_t k, uint64_t *seed, uint16_t scale)
 {
     uint64_t one = bench_llama_matrix_bytes(s, n, k);
     unsigned char *stack = malloc(one * s->experts);
     if (!stack)
         return 1;
     for (uint32_t e = 0; e < s->experts; e++)
-        fill(s->type, stack + e * one, one, (*seed)++, BENCH_SCALE);
+        fill(s->type, stack + e * one, one, (*seed)++, scale);
     uint64_t dims[3] = {k, n, s->experts};
     int bad = mcl_gguf_writer_add_tensor(w, name, 3, dims, s->type, stack, one * s->experts) !=
               MCL_SUCCESS;
@@ -122,18 +122,19 @@ int bench_llama_tensors(const bench_llama_shape *s, bench_tensor_fn fn, void *us
 {
     const uint64_t kv = (uint64_t)s->dim / s->heads * s->kv_heads;
     uint64_t seed = 1;
-    bench_tensor t = {.type = s->type};
+    bench_tensor t = {.type = s->type, .scale = BENCH_EMBED_SCALE};
 #define EMIT(what, n, k_)                                                                      \
     do {                                                                                       \
         t.kind = (what), t.rows = (n), t.k = (k_), t.seed = seed;                               \
-        t.scale = strcmp(t.name, "token_embd.weight") == 0 ? BENCH_EMBED_SCALE : BENCH_SCALE;   \
         seed += t.kind == BENCH_STACK ? s->experts : t.kind == BENCH_MATRIX;                    \
         if (fn(user, &t) != 0)                                                                 \
             return 1;                                                                          \
     } while (0)
 #define NAME(x) snprintf(t.name, sizeof t.name, "blk.%u.%s", l, x)
+    /* The embedding's scales BENCH_EMBED_SCALE, every other block matrix's BENCH_SCALE. */
     snprintf(t.name, sizeof t.name, "token_embd.weight");
     EMIT(BENCH_MATRIX, s->vocab, s->dim);
+    t.scale = BENCH_SCALE;
     for (uint32_t l = 0; l < s->layers; l++) {
         NAME("attn_norm.weight");
         EMIT(BENCH_NORM, s->dim, 0);
@@ -197,7 +198,7 @@ static int write_tensor(void *user, const bench_tensor *t)
     }
     case BENCH_STACK: {
         uint64_t seed = t->seed;
-        return add_stack(f->w, s, t->name, t->rows, t->k, &seed);
+        return add_stack(f->w, s, t->name, t->rows, t->k, &seed, t->scale);
     }
     default:
         return add_matrix(f->w, s, t, f->scratch);

@@ -108,9 +108,7 @@ static mcl_status make_one(synth *y, const bench_tensor *bt)
     if (block && t->dtype == MCL_DTYPE_F32)
         return mcl_fill_uniform(ctx, t->tensor, (uint32_t)bt->seed, BENCH_F32_SCALE);
     if (block)
-        return fill_matrix(ctx, t->tensor, (uint32_t)bt->seed, bt->kind == BENCH_STACK
-                                                                   ? BENCH_SCALE
-                                                                   : bt->scale);
+        return fill_matrix(ctx, t->tensor, (uint32_t)bt->seed, bt->scale);
     uint64_t n = bt->rows * (bt->k ? bt->k : 1);
     for (uint64_t i = 0; i < n; i++)
         y->host[i] = bt->kind == BENCH_NORM ? 1.0f : bench_llama_router(bt->seed, i);
