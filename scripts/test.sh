@@ -88,7 +88,7 @@ CC=clang cmake -S . -B "$clang_build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMOTIFC
   -DMOTIFCL_SANITIZE=ON -DMOTIFCL_FUZZ=ON -DMOTIFCL_BUILD_TOOLS=OFF -DMOTIFCL_BUILD_EXAMPLES=OFF
 cmake --build "$clang_build" -j "$jobs"
 MOTIFCL_WITNESS_DIR= ctest --test-dir "$clang_build" -L unit --output-on-failure --no-tests=error
-for corpus in gguf safetensors tokenizer checkpoint model model_checkpoint; do
+for corpus in gguf safetensors tokenizer tokenize checkpoint model model_checkpoint; do
   harness=fuzz_$corpus
   [ "$corpus" = tokenizer ] && harness=fuzz_tokenizer_files
   [ "$corpus" = model ] && harness=fuzz_model_gguf
