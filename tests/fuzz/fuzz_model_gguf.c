@@ -1,18 +1,49 @@
 /* libFuzzer harness of the model loader's reading of a GGUF (src/model/model_arch.c): the
  * architecture and hyperparameters (mixtures of experts among them), the tensor list, and the
  * check of every tensor against the shapes the hyperparameters give, all before anything
- * touches a device. Seeds: tests/fuzz/corpus/model (tiny models the fixtures wrote, dense
- * and mixtures). Built only with clang and MOTIFCL_FUZZ=ON; see tests/fuzz/README.md. */
+ * touches a device; and the tokenizer the file's tokenizer.* keys describe
+ * (src/text/tokenizer_gguf.c, as mcl_model_open builds it, here whether or not the rest
+ * passed), which then encodes and decodes a fixed text. Seeds: tests/fuzz/corpus/model (tiny
+ * models the fixtures wrote, dense and mixtures, and tokenizer-only files of both kinds).
+ * Built only with clang and MOTIFCL_FUZZ=ON; see tests/fuzz/README.md. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "model/model_internal.h"
+#include "text/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static volatile uint64_t sink;
+
+/* The tokenizer of the file's keys, where it has one, made and used. */
+static void tokenizer(const mcl_gguf *g)
+{
+    if (!mcl_gguf_find(g, "tokenizer.ggml.model"))
+        return;
+    static const char text[] = "Hello, world! 12 the \xC3\xA9\xF0\x9F\xA6\x99 <s></s><|user|>"
+                               "<|endoftext|>\n\n  x\xFF";
+    char why[256];
+    mcl_tokenizer *t = NULL;
+    if (mcl_tokenizer_from_gguf(g, &t, why, sizeof why) != MCL_SUCCESS) {
+        sink += (unsigned char)why[0];
+        return;
+    }
+    int32_t ids[256];
+    char back[512];
+    uint32_t n = 0;
+    size_t needed = 0;
+    if (mcl_tokenizer_encode(t, text, sizeof text - 1,
+                             MCL_TOKENIZE_ADD_BOS | MCL_TOKENIZE_ADD_EOS |
+                                 MCL_TOKENIZE_PARSE_SPECIAL,
+                             ids, 256, &n) == MCL_SUCCESS &&
+        mcl_tokenizer_decode(t, ids, n, back, sizeof back, &needed) == MCL_SUCCESS)
+        sink += n + needed + (unsigned char)back[0];
+    sink += (uint64_t)mcl_tokenizer_bos(t) + (uint64_t)mcl_tokenizer_eos(t);
+    mcl_tokenizer_free(t);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -36,6 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         sink += m.info.experts + m.info.expert_hidden + m.info.shared_hidden;
     }
+    tokenizer(g);
     for (uint32_t i = 0; i < m.tensor_count; i++)
         mcl_mem_free(m.tensors[i].name);
     mcl_mem_free(m.tensors);
