@@ -1474,9 +1474,19 @@ typedef struct mcl_session_desc {
                                      MCL_MODEL_EXPERTS_IN_HOST_MEMORY, every expert then gets
                                      a slot). A budget of fewer slots a layer than the experts
                                      a token uses is MCL_ERROR_INVALID_ARGUMENT. Ignored for a
-                                     dense model */
+                                     dense model. MCL_EXPERT_BUDGET_AUTO: chosen by the
+                                     session (below) */
     uint64_t reserved[7];
 } mcl_session_desc;
+
+/** mcl_session_desc.expert_budget: the experts of a model whose stacks are in host memory
+ *  (MCL_MODEL_EXPERTS_IN_HOST_MEMORY) take the session's device memory (memory_budget, which
+ *  then also counts the expert caches, or what the device has left) that the activations and a
+ *  cache of context_length positions (0: the model's, at most 4096) leave, less a sixteenth of
+ *  it for the allocator, as many slots a layer as that holds (a slot for every expert at
+ *  most). Where that is fewer than the experts a token uses, MCL_ERROR_OUT_OF_DEVICE_MEMORY
+ *  says how much is needed. No cache where the stacks are in device memory. */
+#define MCL_EXPERT_BUDGET_AUTO UINT64_MAX
 
 /** Create a session over `model`. MCL_ERROR_UNSUPPORTED (a model the engine does not run
  *  yet, named; a kv_type other than f32 and f16, or f16 on a device without 16-bit

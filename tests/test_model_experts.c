@@ -15,6 +15,7 @@
  * (mcl_moe_router) against MOTIFCL_ENGINE_SPLIT_MOE=1, one fewer, both within the tolerance;
  * the down products with their weighted sum (mcl_matmul_experts_sum, integer dot) against
  * MOTIFCL_ENGINE_SPLIT_MOE=2, one fewer, the same logits bit for bit.
+ * MCL_EXPERT_BUDGET_AUTO under memory budgets from too small to every expert (auto_budget).
  * Controls: a residency table that maps every expert to slot 0 (an internal hook) exceeds the
  * tolerance; a budget below the experts a token uses is refused. */
 #include <math.h>
@@ -365,6 +366,86 @@ static void budget_too_small(void **state)
     model_fixture_free(&f);
 }
 
+/* MCL_EXPERT_BUDGET_AUTO. Stacks in device memory: no cache. Stacks in host memory under
+ * memory budgets from the least the session takes on: refused by name below it (the expert
+ * cache's least, two slots a layer, beside the activations and the context's cache); above it
+ * as many slots as the budget holds, never fewer as it grows, the caches within the budget,
+ * the whole context of the model kept (the slots take what the activations and the cache leave,
+ * not what they need), and a slot for every expert under a large budget. */
+static void auto_budget(void **state)
+{
+    (void)state;
+    model_fixture_desc d = {.arch = "llama", .dim = 32, .layers = 2, .heads = 4, .kv_heads = 2,
+                            .hidden = 64, .vocab = V, .experts = EXPERTS, .experts_used = USED,
+                            .context = 64, .seed = 5};
+    model_fixture f;
+    char path[512];
+    assert_mcl_ok(model_fixture_create(&d, &f));
+    snprintf(path, sizeof path, "%s/experts-auto.gguf", mcl_test_scratch_dir());
+    assert_mcl_ok(model_fixture_write_gguf(&f, path));
+    mcl_model *m = NULL, *hm = NULL;
+    assert_mcl_ok(mcl_model_open(ctx, path, NULL, &m));
+    mcl_session_desc sd = {.size = sizeof sd, .expert_budget = MCL_EXPERT_BUDGET_AUTO};
+    mcl_session *s = NULL;
+    mcl_expert_stats st = {.size = sizeof st};
+    assert_mcl_ok(mcl_session_create(m, &sd, &s));
+    assert_mcl_ok(mcl_session_expert_stats(s, &st));
+    assert_int_equal(st.slots, 0);
+    mcl_session_destroy(s);
+
+    mcl_model_desc md = {.size = sizeof md, .flags = MCL_MODEL_EXPERTS_IN_HOST_MEMORY};
+    assert_mcl_ok(mcl_model_open(ctx, path, &md, &hm));
+    const uint64_t per_slot = slot_bytes(hm, 2);
+    /* The least budget that makes a session, by bisection: lo fails, hi does not. */
+    uint64_t lo = 0, hi = 64ull << 20;
+    sd.memory_budget = 1;
+    mcl_test_expect_status("an auto expert budget in 1 byte", mcl_session_create(hm, &sd, &s),
+                           MCL_ERROR_OUT_OF_DEVICE_MEMORY);
+    assert_null(s);
+    assert_non_null(strstr(mcl_context_last_error(ctx), "an automatic expert budget needs about"));
+    sd.memory_budget = hi;
+    assert_mcl_ok(mcl_session_create(hm, &sd, &s));
+    assert_mcl_ok(mcl_session_expert_stats(s, &st));
+    int ok = mcl_test_record_bool("a large budget gives every expert a slot", st.slots == EXPERTS);
+    mcl_session_destroy(s);
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        sd.memory_budget = mid;
+        mcl_status r = mcl_session_create(hm, &sd, &s);
+        if (r == MCL_SUCCESS) {
+            hi = mid;
+            mcl_session_destroy(s);
+        } else {
+            assert_int_equal(r, MCL_ERROR_OUT_OF_DEVICE_MEMORY);
+            lo = mid;
+        }
+    }
+    /* From there up, a quarter of a slot at a time, until every expert has one. */
+    uint32_t last = 0, steps = 0;
+    int monotonic = 1, within = 1, whole_context = 1;
+    for (uint64_t b = hi; last < EXPERTS && steps < 200; b += per_slot / 4, steps++) {
+        sd.memory_budget = b;
+        assert_mcl_ok(mcl_session_create(hm, &sd, &s));
+        assert_mcl_ok(mcl_session_expert_stats(s, &st));
+        monotonic &= st.slots >= last && st.slots >= USED && st.slots <= EXPERTS;
+        within &= st.cache_bytes <= b;
+        whole_context &= mcl_session_context_length(s) == 64;
+        last = st.slots;
+        mcl_session_destroy(s);
+    }
+    printf("  auto: sessions from %llu bytes, every expert a slot after %u steps of %llu\n",
+           (unsigned long long)hi, steps, (unsigned long long)(per_slot / 4));
+    ok &= mcl_test_record_bool("auto slots grow with the budget, from the experts a token uses",
+                               monotonic);
+    ok &= mcl_test_record_bool("auto caches within the budget", within);
+    ok &= mcl_test_record_bool("auto keeps the model's whole context", whole_context);
+    ok &= mcl_test_record_bool("auto reaches every expert", last == EXPERTS);
+    assert_true(ok);
+    mcl_model_close(hm);
+    mcl_model_close(m);
+    model_fixture_free(&f);
+}
+
 /* The plan and the copies alone: a Q8_0 stack of 5 experts of 3 rows of 32 (each expert's d
  * values 6 bytes, so that neighbouring slots share words) and a cache of 3 slots; batches of
  * ids whose plan the host repeats (least recently used slot, never one of the batch's), the
@@ -465,6 +546,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(plan_and_copies),
         cmocka_unit_test(budget_too_small),
+        cmocka_unit_test(auto_budget),
         cmocka_unit_test(every_weight_type),
         cmocka_unit_test(qwen2moe_shared_expert),
     };

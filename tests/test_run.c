@@ -5,7 +5,8 @@
  * refusals: an unknown template, a template whose tokens the vocabulary lacks, and no template
  * found. The control: the same conversation counted with the other template's text differs.
  * --expert-budget on a mixture of 8 experts: a quarter of them a layer cached, the counts in
- * --json and on the figures line; a budget below the experts a token uses refused. A prompt
+ * --json and on the figures line; a budget below the experts a token uses refused; auto, a
+ * slot for every expert where the device has room. A prompt
  * of more than one pass on a terminal (script(1), from bsdutils): its progress bar, and the
  * text generated as without one. */
 #include <ctype.h>
@@ -227,6 +228,15 @@ static void expert_budget(void **state)
     ok &= run(args, "", out, sizeof out) == 3 && strstr(out, "a token uses 2") != NULL;
     assert_true(mcl_test_record_bool("motifcl-run: no budget, no cache; a budget of one expert "
                                      "refused by name", ok));
+    /* auto on a device with room for every expert: a slot for each (the choice itself is
+     * test_model_experts' auto_budget). */
+    snprintf(args, sizeof args, "-m '%s' -p 'hello there' -n 8 --no-bos --expert-budget auto "
+             "--json", moe_model);
+    ok = run(args, "", out, sizeof out) == 0 && strstr(out, "\"expert_slots\": 8,") != NULL;
+    if (!ok)
+        printf("%s\n", out);
+    assert_true(mcl_test_record_bool("motifcl-run --expert-budget auto: every expert a slot "
+                                     "where the device has room", ok));
 }
 
 /* The text of `out` from `from` to the figures ("load ..."), white space at both ends and

@@ -41,7 +41,7 @@ static void usage(const char *argv0)
 {
     fprintf(stderr,
             "usage: %s -m FILE (-p TEXT | -f FILE | -i [--template llama3|chatml]) [-n N]\n"
-            "       [--ctx N] [--kv f32|f16] [--expert-budget BYTES] [--temp T] [--top-k K]\n"
+            "       [--ctx N] [--kv f32|f16] [--expert-budget BYTES|auto] [--temp T] [--top-k K]\n"
             "       [--top-p P] [--min-p P] [--repeat-penalty R] [--frequency-penalty F]\n"
             "       [--presence-penalty P] [--penalty-last-n N] [--seed S] [--no-bos] [--json]\n"
             "       [--witness-dir DIR]\n"
@@ -53,8 +53,9 @@ static void usage(const char *argv0)
             "  --kv T     the cache's type: f32 (the default) or f16 (half the memory)\n"
             "  --expert-budget BYTES  a mixture's experts: their stacks stay in host memory and\n"
             "             a cache of this many device bytes holds those in use (default 0:\n"
-            "             every expert in device memory); the cache's counts are printed at\n"
-            "             the end\n"
+            "             every expert in device memory; auto: what the device has left\n"
+            "             after the activations and the context's cache); the cache's counts\n"
+            "             are printed at the end\n"
             "  --temp T   temperature; 0 (the default) is greedy\n",
             argv0);
 }
@@ -154,9 +155,12 @@ static int parse(int argc, char **argv, options *o)
                 return -2;
         } else if (strcmp(a, "--expert-budget") == 0) {
             unsigned long long x;
-            if (whole(a, v, 0, UINT64_MAX, &x) != 0)
+            if (v && strcmp(v, "auto") == 0)
+                o->expert_budget = MCL_EXPERT_BUDGET_AUTO;
+            else if (whole(a, v, 0, UINT64_MAX - 1, &x) != 0)
                 return -2;
-            o->expert_budget = x;
+            else
+                o->expert_budget = x;
         } else if (strcmp(a, "--seed") == 0) {
             unsigned long long x;
             if (whole(a, v, 0, UINT64_MAX, &x) != 0)

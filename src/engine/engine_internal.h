@@ -158,6 +158,8 @@ mcl_graph *mcl_engine_step_graph(const mcl_session *s, uint32_t count);
  * where the budget holds every expert, MCL_ERROR_INVALID_ARGUMENT where a layer's slots would
  * be fewer than the experts a token uses. */
 mcl_status mcl_engine_experts_create(mcl_session *s, uint64_t budget);
+/* Bytes of one slot in every layer: an expert's rows of the three stacks, all layers. */
+uint64_t mcl_engine_expert_slot_bytes(const mcl_session *s);
 /* Its tensors destroyed (pointers cleared). */
 void mcl_engine_experts_release(mcl_session *s);
 /* After the routing of a batch (ids, pairs of them): layer L's plan, vids, and its copies. */

@@ -33,14 +33,20 @@ static mcl_status cache_of(mcl_session *s, const mcl_tensor *w, mcl_tensor **out
     return mcl_tensor_create_ex(s->ctx, &d, out);
 }
 
+uint64_t mcl_engine_expert_slot_bytes(const mcl_session *s)
+{
+    uint64_t bytes = 0;
+    for (uint32_t l = 0; s->info.experts && l < s->info.layers; l++)
+        bytes += expert_bytes(s, &s->layers[l]);
+    return bytes;
+}
+
 mcl_status mcl_engine_experts_create(mcl_session *s, uint64_t budget)
 {
     const mcl_model_info *m = &s->info;
     if (m->experts == 0 || budget == 0)
         return MCL_SUCCESS;
-    uint64_t per_slot = 0; /* bytes of one slot in every layer */
-    for (uint32_t l = 0; l < m->layers; l++)
-        per_slot += expert_bytes(s, &s->layers[l]);
+    uint64_t per_slot = mcl_engine_expert_slot_bytes(s);
     uint64_t slots = per_slot ? budget / per_slot : 0;
     /* Every expert fits: used where the model holds them, unless that is host memory (every
      * expert then gets a slot). */

@@ -149,12 +149,13 @@ static int64_t act_words(const mcl_session *s)
     return (int64_t)(s->sequences * blocks * 10);
 }
 
-static uint64_t activation_bytes(const mcl_session *s)
+/* With `cached`, as a session with an expert cache needs them (its virtual ids). */
+static uint64_t activation_bytes_for(const mcl_session *s, int cached)
 {
     const mcl_model_info *m = &s->info;
     uint64_t per_row = 2ull * m->dim + 2ull * s->q_dim + 2ull * s->kv_dim + 2ull * m->hidden + 1;
     if (m->experts)
-        per_row += m->experts + (s->expert_slots ? 3ull : 2ull) * m->experts_used +
+        per_row += m->experts + (cached ? 3ull : 2ull) * m->experts_used +
                    (uint64_t)m->experts_used * (2ull * m->expert_hidden + m->dim) + 1 +
                    2ull * m->shared_hidden;
     uint64_t per_seq = m->dim + 2ull * m->vocab + 3 + ENGINE_DRAW_STRIDE +
@@ -162,6 +163,11 @@ static uint64_t activation_bytes(const mcl_session *s)
                        MCL_ATTENTION_DECODE_MAX_SPLITS * ((uint64_t)s->q_dim + 2ull * m->heads);
     return 4 * ((uint64_t)s->rows * per_row + (uint64_t)s->sequences * (per_seq + m->dim) +
                 2ull * act_words(s));
+}
+
+static uint64_t activation_bytes(const mcl_session *s)
+{
+    return activation_bytes_for(s, s->expert_slots != 0);
 }
 
 
@@ -279,6 +285,42 @@ static mcl_status host_state(mcl_session *s)
     return MCL_SUCCESS;
 }
 
+/* The positions a session holds when context_length is 0 and the budget allows them. */
+static uint64_t default_context(const mcl_session *s)
+{
+    uint64_t want = s->info.context_length ? s->info.context_length : ENGINE_DEFAULT_CONTEXT;
+    return want > ENGINE_DEFAULT_CONTEXT ? ENGINE_DEFAULT_CONTEXT : want;
+}
+
+/* MCL_EXPERT_BUDGET_AUTO (motifcl.h): the expert caches' bytes, what the session's device
+ * memory leaves after the activations and a cache of the context, less a sixteenth; 0 where
+ * the stacks are in device memory. */
+static mcl_status auto_expert_budget(mcl_session *s, const mcl_session_desc *d, uint64_t *out)
+{
+    *out = 0;
+    if (!s->info.experts || !mcl_tensor_in_host_pool(s->layers[0].w_gate_exps))
+        return MCL_SUCCESS;
+    uint64_t total = d->memory_budget ? d->memory_budget : mcl_device_memory_left(s->ctx);
+    uint64_t positions = d->context_length ? d->context_length : default_context(s);
+    uint64_t need = activation_bytes_for(s, 1) + cache_bytes(s, positions) * s->sequences;
+    uint64_t room = total > need ? total - need : 0;
+    uint64_t least = mcl_engine_expert_slot_bytes(s) * s->info.experts_used;
+    *out = room - room / 16;
+    if (*out < least) {
+        uint64_t whole = need + least + least / 15 + 1;
+        return mcl_fail(s->ctx, MCL_ERROR_OUT_OF_DEVICE_MEMORY,
+                        "session: an automatic expert budget needs about %llu bytes (%.1f "
+                        "MiB) of device memory: %u experts a layer (%llu bytes, and a "
+                        "sixteenth more) beside the activations and a cache of %llu positions "
+                        "(%llu bytes); the budget is %llu (%.1f MiB)",
+                        (unsigned long long)whole, (double)whole / 1048576.0,
+                        s->info.experts_used, (unsigned long long)least,
+                        (unsigned long long)positions, (unsigned long long)need,
+                        (unsigned long long)total, (double)total / 1048576.0);
+    }
+    return MCL_SUCCESS;
+}
+
 /* The context length under desc and the budget. */
 static mcl_status decide_context(mcl_session *s, const mcl_session_desc *d)
 {
@@ -298,9 +340,7 @@ static mcl_status decide_context(mcl_session *s, const mcl_session_desc *d)
         s->context_length = d->context_length;
         return MCL_SUCCESS;
     }
-    uint64_t want = s->info.context_length ? s->info.context_length : ENGINE_DEFAULT_CONTEXT;
-    if (want > ENGINE_DEFAULT_CONTEXT)
-        want = ENGINE_DEFAULT_CONTEXT;
+    uint64_t want = default_context(s);
     if (want > room / per_position)
         want = room / per_position;
     if (want == 0)
@@ -365,9 +405,17 @@ mcl_status mcl_session_create(mcl_model *model, const mcl_session_desc *desc,
         st = mcl_fail(s->ctx, MCL_ERROR_UNSUPPORTED, "session: %s", why);
     if (st == MCL_SUCCESS)
         st = find_weights(s);
-    /* Before the context is sized: the slots take device memory first. */
+    /* Before the context is sized: the slots take device memory first (and, under a
+     * memory_budget given with MCL_EXPERT_BUDGET_AUTO, their bytes come out of it). */
+    uint64_t expert_budget = d.expert_budget;
+    if (st == MCL_SUCCESS && expert_budget == MCL_EXPERT_BUDGET_AUTO)
+        st = auto_expert_budget(s, &d, &expert_budget);
     if (st == MCL_SUCCESS)
-        st = mcl_engine_experts_create(s, d.expert_budget);
+        st = mcl_engine_experts_create(s, expert_budget);
+    if (st == MCL_SUCCESS && d.expert_budget == MCL_EXPERT_BUDGET_AUTO && d.memory_budget) {
+        uint64_t taken = s->expert_slots * mcl_engine_expert_slot_bytes(s);
+        d.memory_budget = d.memory_budget > taken ? d.memory_budget - taken : 1;
+    }
     if (st == MCL_SUCCESS)
         st = decide_context(s, &d);
     if (st == MCL_SUCCESS)
