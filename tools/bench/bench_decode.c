@@ -17,7 +17,7 @@
  * each op's GPU time in it (and in the batch step); modeled RX 580 decode rates at the
  * measured share. `prefill`:
  * the prompt pass alone, repeat=R times. expert_mib=M (a mixture): the expert stacks in host
- * memory and a session's expert cache of M MiB; figures of two more decode runs of tokens=M
+ * memory and a session's expert cache of M MiB (auto: MCL_EXPERT_BUDGET_AUTO); figures of two more decode runs of tokens=M
  * steps, of sampled tokens and of the prompt's distinct tokens fed in turn: tokens/s, the
  * cache's hit rate and bytes moved per token, and in the same run the rate at which the device
  * reads host memory (a copy out of a host-memory tensor) and the upload rate through the
@@ -730,12 +730,16 @@ int bench_decode(bench *b, int prefill_only)
     uint32_t steps = (uint32_t)bench_arg(b, "tokens", 64);
     uint32_t seqs = (uint32_t)bench_arg(b, "seqs", 1);
     uint32_t repeat = (uint32_t)bench_arg(b, "repeat", 1);
-    double expert_mib = bench_arg(b, "expert_mib", 0);
+    const char *expert_text = bench_arg_text(b, "expert_mib");
+    int expert_auto = expert_text && strcmp(expert_text, "auto") == 0;
+    double expert_mib = expert_auto ? 1.0 : bench_arg(b, "expert_mib", 0);
     if (expert_mib < 0 || expert_mib > 1e9 || (expert_mib > 0 && shape.experts == 0)) {
-        fprintf(stderr, "motifcl-bench %s: expert_mib is a mixture's cache, 0 to 1e9 MiB\n",
-                what);
+        fprintf(stderr, "motifcl-bench %s: expert_mib is a mixture's cache, 0 to 1e9 MiB or "
+                        "auto\n", what);
         return 1;
     }
+    uint64_t expert_budget = expert_auto ? MCL_EXPERT_BUDGET_AUTO
+                                         : (uint64_t)(expert_mib * 1048576.0);
     if (prompt < 1 || steps < 1 || seqs < 1 || repeat < 1 || repeat > BENCH_MAX_REPEAT) {
         fprintf(stderr, "motifcl-bench %s: prompt, tokens and seqs are at least 1, repeat "
                         "1 to %u\n", what, BENCH_MAX_REPEAT);
@@ -753,7 +757,7 @@ int bench_decode(bench *b, int prefill_only)
     if (from_file && bench_write_llama(path, &shape) != 0)
         return 1;
     int rc = run(b, from_file ? path : NULL, &shape, prompt, steps, seqs, repeat, kv_type,
-                 (uint64_t)(expert_mib * 1048576.0), prefill_only, label);
+                 expert_budget, prefill_only, label);
     if (from_file)
         unlink(path);
     return rc;
