@@ -321,20 +321,28 @@ static void qwen2moe_shared_expert(void **state)
     assert_true(residency_of("qwen2moe", MCL_GGML_Q8_0, 1, 1));
 }
 
+/* The small mixture (two layers of 8 experts, 2 a token, context 64) written into
+ * path. */
+static void write_small_mixture(char *path, size_t size)
+{
+    model_fixture_desc d = {.arch = "llama", .dim = 32, .layers = 2, .heads = 4, .kv_heads = 2,
+                            .hidden = 64, .vocab = V, .experts = EXPERTS, .experts_used = USED,
+                            .context = 64, .seed = 5};
+    model_fixture f;
+    assert_mcl_ok(model_fixture_create(&d, &f));
+    snprintf(path, size, "%s/experts-small.gguf", mcl_test_scratch_dir());
+    assert_mcl_ok(model_fixture_write_gguf(&f, path));
+    model_fixture_free(&f);
+}
+
 /* A budget of one slot a layer, below the two experts a token uses, is refused by name (the
  * control is every_weight_type's budget of two); a budget of every expert is no cache, or a
  * slot for each where the stacks are in host memory. */
 static void budget_too_small(void **state)
 {
     (void)state;
-    model_fixture_desc d = {.arch = "llama", .dim = 32, .layers = 2, .heads = 4, .kv_heads = 2,
-                            .hidden = 64, .vocab = V, .experts = EXPERTS, .experts_used = USED,
-                            .context = 64, .seed = 5};
-    model_fixture f;
     char path[512];
-    assert_mcl_ok(model_fixture_create(&d, &f));
-    snprintf(path, sizeof path, "%s/experts-small.gguf", mcl_test_scratch_dir());
-    assert_mcl_ok(model_fixture_write_gguf(&f, path));
+    write_small_mixture(path, sizeof path);
     mcl_model *m = NULL;
     assert_mcl_ok(mcl_model_open(ctx, path, NULL, &m));
     mcl_session_desc sd = {.size = sizeof sd, .expert_budget = slot_bytes(m, 2) * 3 / 2};
@@ -363,7 +371,6 @@ static void budget_too_small(void **state)
     mcl_session_destroy(s);
     mcl_model_close(hm);
     mcl_model_close(m);
-    model_fixture_free(&f);
 }
 
 /* MCL_EXPERT_BUDGET_AUTO. Stacks in device memory: no cache. Stacks in host memory under
@@ -375,14 +382,8 @@ static void budget_too_small(void **state)
 static void auto_budget(void **state)
 {
     (void)state;
-    model_fixture_desc d = {.arch = "llama", .dim = 32, .layers = 2, .heads = 4, .kv_heads = 2,
-                            .hidden = 64, .vocab = V, .experts = EXPERTS, .experts_used = USED,
-                            .context = 64, .seed = 5};
-    model_fixture f;
     char path[512];
-    assert_mcl_ok(model_fixture_create(&d, &f));
-    snprintf(path, sizeof path, "%s/experts-auto.gguf", mcl_test_scratch_dir());
-    assert_mcl_ok(model_fixture_write_gguf(&f, path));
+    write_small_mixture(path, sizeof path);
     mcl_model *m = NULL, *hm = NULL;
     assert_mcl_ok(mcl_model_open(ctx, path, NULL, &m));
     mcl_session_desc sd = {.size = sizeof sd, .expert_budget = MCL_EXPERT_BUDGET_AUTO};
@@ -443,7 +444,6 @@ static void auto_budget(void **state)
     assert_true(ok);
     mcl_model_close(hm);
     mcl_model_close(m);
-    model_fixture_free(&f);
 }
 
 /* The plan and the copies alone: a Q8_0 stack of 5 experts of 3 rows of 32 (each expert's d

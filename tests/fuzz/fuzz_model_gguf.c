@@ -13,6 +13,7 @@
 #include "core/alloc.h"
 #include "model/model_internal.h"
 #include "text/tokenizer.h"
+#include "tokenizer_use.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -23,26 +24,12 @@ static void tokenizer(const mcl_gguf *g)
 {
     if (!mcl_gguf_find(g, "tokenizer.ggml.model"))
         return;
-    static const char text[] = "Hello, world! 12 the \xC3\xA9\xF0\x9F\xA6\x99 <s></s><|user|>"
-                               "<|endoftext|>\n\n  x\xFF";
     char why[256];
     mcl_tokenizer *t = NULL;
-    if (mcl_tokenizer_from_gguf(g, &t, why, sizeof why) != MCL_SUCCESS) {
+    if (mcl_tokenizer_from_gguf(g, &t, why, sizeof why) == MCL_SUCCESS)
+        fuzz_use_tokenizer(t, &sink);
+    else
         sink += (unsigned char)why[0];
-        return;
-    }
-    int32_t ids[256];
-    char back[512];
-    uint32_t n = 0;
-    size_t needed = 0;
-    if (mcl_tokenizer_encode(t, text, sizeof text - 1,
-                             MCL_TOKENIZE_ADD_BOS | MCL_TOKENIZE_ADD_EOS |
-                                 MCL_TOKENIZE_PARSE_SPECIAL,
-                             ids, 256, &n) == MCL_SUCCESS &&
-        mcl_tokenizer_decode(t, ids, n, back, sizeof back, &needed) == MCL_SUCCESS)
-        sink += n + needed + (unsigned char)back[0];
-    sink += (uint64_t)mcl_tokenizer_bos(t) + (uint64_t)mcl_tokenizer_eos(t);
-    mcl_tokenizer_free(t);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -9,27 +9,12 @@
 #include <string.h>
 
 #include "text/tokenizer.h"
+#include "tokenizer_use.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Where the results go, so that they are not optimised away. */
 static volatile uint64_t sink;
-
-static void use(mcl_tokenizer *t)
-{
-    static const char text[] = "Hello, world! 12345 \xC3\xA9\xF0\x9F\xA6\x99 <s></s><|end|>\n\t x";
-    int32_t ids[256];
-    char back[512];
-    uint32_t n = 0;
-    size_t needed = 0;
-    if (mcl_tokenizer_encode(t, text, sizeof text - 1,
-                             MCL_TOKENIZE_ADD_BOS | MCL_TOKENIZE_ADD_EOS |
-                                 MCL_TOKENIZE_PARSE_SPECIAL,
-                             ids, 256, &n) == MCL_SUCCESS &&
-        mcl_tokenizer_decode(t, ids, n, back, sizeof back, &needed) == MCL_SUCCESS)
-        sink += n + needed + (unsigned char)back[0];
-    mcl_tokenizer_free(t);
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -38,13 +23,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint32_t count = 0;
     if (mcl_tokenizer_from_hf_json((const char *)data, size, &t, why, sizeof why) ==
         MCL_SUCCESS)
-        use(t);
+        fuzz_use_tokenizer(t, &sink);
     if (mcl_tokenizer_hf_json_count((const char *)data, size, &count, why, sizeof why) ==
         MCL_SUCCESS)
         sink += count;
     t = NULL;
     if (mcl_tokenizer_from_spm_model(data, size, &t, why, sizeof why) == MCL_SUCCESS)
-        use(t);
+        fuzz_use_tokenizer(t, &sink);
     sink += (unsigned char)why[0];
     return 0;
 }

@@ -164,6 +164,15 @@ mcl_status bench_synth_llama(mcl_context *ctx, const bench_llama_shape *s, int h
  * alone, ..."; 0 on success. */
 int bench_products(bench *b, mcl_session *s, const char *label);
 
+/* motifcl-bench decode expert_mib=M (bench_experts.c): on a session with an expert cache, a
+ * decode run of `steps` sampled tokens and one of the prompt's tokens fed in turn (each
+ * after the prompt's pass): tokens/s, hit rate, bytes moved and read in place per token; the
+ * device's read of host memory and the staging upload rates; then, labelled modeled, the
+ * bus's part of a token, a perfect prefetch's ceiling and an RX 580 under the same budget and
+ * routing. 0 on success. */
+int bench_expert_run(bench *b, mcl_session *s, const int32_t *tokens, uint32_t prompt,
+                     uint32_t steps, const char *label);
+
 /* Benchmarks. Each returns 0 on success. */
 int bench_stream(bench *b);
 int bench_peak(bench *b);
