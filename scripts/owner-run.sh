@@ -176,7 +176,8 @@ if [ "$bench" -eq 1 ]; then
       run_bench decode-mixtral-q4_0-experts decode shape=mixtral type=q4_0 prompt=64 \
         tokens=32 repeat=3 expert_mib=auto
     else
-      line="bench decode-mixtral-q4_0-experts: skipped, $((${avail_kib:-0} / 1048576)) GiB of host memory available where 30 are needed"
+      line="bench decode-mixtral-q4_0-experts: skipped, $((${avail_kib:-0} / 1048576)) GiB"
+      line="$line of host memory available where 30 are needed"
       say "$line"
       bench_status="$bench_status$line
 "

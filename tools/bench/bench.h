@@ -164,6 +164,13 @@ mcl_status bench_synth_llama(mcl_context *ctx, const bench_llama_shape *s, int h
  * alone, ..."; 0 on success. */
 int bench_products(bench *b, mcl_session *s, const char *label);
 
+/* The RX 580 the modeled figures scale to (datasheet, no RX 580 ran): its memory's 256 GB/s,
+ * its FP32 peak of 6.17 TFLOP/s, and about 12 GB/s for a GPU's reads of host memory over its
+ * PCIe 3.0 x16 (15.75 GB/s a direction before the protocol's own bytes). */
+#define BENCH_RX580_GBS 256.0
+#define BENCH_RX580_TFLOPS 6.17
+#define BENCH_RX580_BUS_GBS 12.0
+
 /* motifcl-bench decode expert_mib=M (bench_experts.c): on a session with an expert cache, a
  * decode run of `steps` sampled tokens and one of the prompt's tokens fed in turn (each
  * after the prompt's pass): tokens/s, hit rate, bytes moved and read in place per token; the

@@ -17,11 +17,12 @@
  * each op's GPU time in it (and in the batch step); modeled RX 580 decode rates at the
  * measured share. `prefill`:
  * the prompt pass alone, repeat=R times. expert_mib=M (a mixture): the expert stacks in host
- * memory and a session's expert cache of M MiB (auto: MCL_EXPERT_BUDGET_AUTO); figures of two more decode runs of tokens=M
- * steps, of sampled tokens and of the prompt's distinct tokens fed in turn: tokens/s, the
- * cache's hit rate and bytes moved per token, and in the same run the rate at which the device
- * reads host memory (a copy out of a host-memory tensor) and the upload rate through the
- * staging path. products=1 (a dense model): layer 0's gate and up
+ * memory and a session's expert cache of M MiB (auto: MCL_EXPERT_BUDGET_AUTO); the cache's
+ * figures (bench_experts.c) of two more decode runs of tokens=N steps, of sampled tokens and
+ * of the prompt's distinct tokens fed in turn: tokens/s, the cache's hit rate and bytes moved
+ * per token, in the same run the rate at which the device reads host memory (a copy out of a
+ * host-memory tensor) and the upload rate through the staging path, and the models made of
+ * them. products=1 (a dense model): layer 0's gate and up
  * products timed alone with their quantization made as the step makes it or otherwise
  * (products()). A file is removed at the end. */
 #include <stdio.h>
@@ -154,8 +155,8 @@ static void model_rx580(bench *b, double share)
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         snprintf(name, sizeof name, "RX 580 decode of the %s shape, q4_0, at this share of the "
                                     "stream read", shapes[i].name);
-        bench_modeled(b, name, 256e9 * share / (double)bytes_per_token(&shapes[i].shape),
-                      "tokens/s");
+        double bytes = (double)bytes_per_token(&shapes[i].shape);
+        bench_modeled(b, name, BENCH_RX580_GBS * 1e9 * share / bytes, "tokens/s");
     }
 }
 

@@ -37,11 +37,11 @@ static int host_rates(bench *b, const char *label, double *read)
         best_upload = t2 - t1 < best_upload ? t2 - t1 : best_upload;
     }
     char name[160];
+    *read = HOST_RATE_BYTES / best_read / 1e9;
     snprintf(name, sizeof name, "%s: the device reading host memory (a copy of 128 MiB)", label);
-    bench_figure(b, name, HOST_RATE_BYTES / best_read / 1e9, "GB/s");
+    bench_figure(b, name, *read, "GB/s");
     snprintf(name, sizeof name, "%s: an upload through the staging path (128 MiB)", label);
     bench_figure(b, name, HOST_RATE_BYTES / best_upload / 1e9, "GB/s");
-    *read = HOST_RATE_BYTES / best_read / 1e9;
     rc = 0;
 done:
     mcl_tensor_destroy(host);
@@ -111,19 +111,14 @@ static int expert_decode(bench *b, mcl_session *s, const int32_t *tokens, uint32
     return 0;
 }
 
-/* PCIe 3.0 x16 (an RX 580's bus): 15.75 GB/s a direction before the protocol's own bytes;
- * about 12 GB/s is what a GPU's reads of host memory reach on it (modeled, not measured). */
-#define RX580_BUS_GBS 12.0
-#define RX580_STREAM_GBS 256.0
-
 /* What two models make of a decode run under the expert cache, each labelled modeled. The
  * token's time is split into the bus's part (its bytes at the rate the device read host
  * memory in this run) and the rest (the step's own work, measured minus the bus's part).
  * - A prefetch of the next layer's experts can at best run the bus's part beside the rest:
  *   a token then takes the longer of the two, not their sum. The ceiling of any prefetch,
  *   however well it guesses, on this routing.
- * - An RX 580 under the same budget and routing: the same bus bytes at RX580_BUS_GBS, the
- *   rest scaled by the stream rates (this run's measured against the card's 256 GB/s), as
+ * - An RX 580 under the same budget and routing: the same bus bytes at BENCH_RX580_BUS_GBS,
+ *   the rest scaled by the stream rates (this run's measured against the card's 256 GB/s), as
  *   if its share of the stream read were this device's; dispatch latencies, which do not
  *   scale so, are left out. */
 static void expert_models(bench *b, const expert_figures *f, double host_read_gbs,
@@ -143,11 +138,11 @@ static void expert_models(bench *b, const expert_figures *f, double host_read_gb
     bench_modeled(b, name, 1.0 / (bus > rest ? bus : rest), "tokens/s");
     if (b->stream_read_gbs <= 0)
         return;
-    double rx =
-        f->bus_bytes / (RX580_BUS_GBS * 1e9) + rest * b->stream_read_gbs / RX580_STREAM_GBS;
+    double rx = f->bus_bytes / (BENCH_RX580_BUS_GBS * 1e9) +
+                rest * b->stream_read_gbs / BENCH_RX580_GBS;
     snprintf(name, sizeof name,
              "%s: an RX 580 under this expert budget and routing (bus at %.0f GB/s, the rest "
-             "at 256 GB/s)%s", label, RX580_BUS_GBS, how);
+             "at %.0f GB/s)%s", label, BENCH_RX580_BUS_GBS, BENCH_RX580_GBS, how);
     bench_modeled(b, name, 1.0 / rx, "tokens/s");
 }
 

@@ -306,7 +306,7 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
      * has no packed 8-bit dot product). */
     if (path == MCL_QUANT_PATH_FLOAT) {
         snprintf(line, sizeof line, "%s: RX 580 at this efficiency (float path)", name);
-        bench_modeled(b, line, 256.0 * share, "GB/s");
+        bench_modeled(b, line, BENCH_RX580_GBS * share, "GB/s");
     }
     if (q.count < 2)
         return 0;
@@ -321,7 +321,7 @@ static int qgemv_case(bench *b, mcl_dtype dtype, int64_t n, int64_t k, int64_t r
     if (tb > 0 && path == MCL_QUANT_PATH_FLOAT) {
         double batched = (double)q.count * (double)weight_bytes / tb / 1e9 / b->stream_read_gbs;
         snprintf(line, sizeof line, "%s: RX 580 at the batched efficiency (float path)", name);
-        bench_modeled(b, line, 256.0 * batched, "GB/s");
+        bench_modeled(b, line, BENCH_RX580_GBS * batched, "GB/s");
     }
     if (!dot)
         return rc;

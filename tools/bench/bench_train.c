@@ -178,7 +178,8 @@ int bench_train(bench *b)
      * the whole step scaled by the larger of the two ratios is the low estimate. Measured
      * after the memory figures: the stream read's buffers are not the step's. */
     if (b->peak_tflops > 0 && bench_stream(b) == 0) {
-        double slower = fmax(b->peak_tflops / 6.17, b->stream_read_gbs / 256.0);
+        double slower = fmax(b->peak_tflops / BENCH_RX580_TFLOPS,
+                             b->stream_read_gbs / BENCH_RX580_GBS);
         snprintf(fig, sizeof fig, "%s: RX 580 tokens/s, the step %.1fx slower (the lower of "
                                   "FP32 peak and stream read)", name, slower);
         bench_modeled(b, fig, (double)bt / (dt * slower), "tokens/s");
