@@ -18,11 +18,11 @@
  * measured share. `prefill`:
  * the prompt pass alone, repeat=R times. expert_mib=M (a mixture): the expert stacks in host
  * memory and a session's expert cache of M MiB (auto: MCL_EXPERT_BUDGET_AUTO); the cache's
- * figures (bench_experts.c) of two more decode runs of tokens=N steps, of sampled tokens and
- * of the prompt's distinct tokens fed in turn: tokens/s, the cache's hit rate and bytes moved
- * per token, in the same run the rate at which the device reads host memory (a copy out of a
- * host-memory tensor) and the upload rate through the staging path, and the models made of
- * them. products=1 (a dense model): layer 0's gate and up
+ * figures (bench_experts.c) of two more decode runs of as many steps as the others, of sampled
+ * tokens and of the prompt's distinct tokens fed in turn: tokens/s, the cache's hit rate and
+ * bytes moved per token, in the same run the rate at which the device reads host memory (a
+ * copy out of a host-memory tensor) and the upload rate through the staging path, and the
+ * models made of them. products=1 (a dense model): layer 0's gate and up
  * products timed alone with their quantization made as the step makes it or otherwise
  * (products()). A file is removed at the end. */
 #include <stdio.h>
