@@ -35,7 +35,8 @@
 // a 128 x 128 tile of 64 accumulators an invocation in steps of 16 took the NVIDIA compiler
 // 46-52 s a pipeline (three of them were 149 of the 150 s before a training step's first step
 // on an H100); gemm_q's measured answer to the same (8 at a time: its rate for a tenth of the
-// compile time) is taken here too.
+// compile time) is taken here too, and for 16 x 8 accumulators 4 at a time (the same 512
+// multiply-adds unrolled: 12-14 s a pipeline against 59-66 s at 8, at the same rate).
 //
 // Split K: when a problem has too few output tiles to fill the GPU, workgroup z also selects a
 // slice of k_chunk values of K; each slice writes its partial tile to C at slice * batches *

@@ -365,6 +365,25 @@ static void gemm_tile_rule(void **state)
                  cases[i].tb ? " (B transposed)" : "", cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn);
         passed &= mcl_test_record_bool(name, ok);
     }
+    /* The K step's unroll (docs/tuning.md, "The K step's unroll"): 512 multiply-adds of an
+     * invocation at a time, so 4 values of K for 16 x 8 (8 took the NVIDIA compiler 59-66 s a
+     * pipeline at the same rate), 8 for 8 x 8, the whole step below 64 accumulators. */
+    static const struct {
+        mcl_gemm_config cfg;
+        uint32_t ku;
+    } unrolls[] = {
+        {{128, 128, 8, 16, 8, 0}, 4}, {{128, 64, 16, 8, 8, 0}, 8},
+        {{128, 128, 32, 8, 8, 0}, 8}, {{64, 64, 16, 4, 4, 0}, 16},
+    };
+    const uint32_t forced = mcl_inspect_traits(ctx)->gemm_f32_unroll;
+    for (size_t i = 0; i < sizeof unrolls / sizeof *unrolls && !forced; i++) {
+        const mcl_gemm_config *cfg = &unrolls[i].cfg;
+        uint32_t ku = mcl_gemm_unroll(ctx, cfg);
+        char name[120];
+        snprintf(name, sizeof name, "gemm tile %ux%ux%u/%ux%u: K step unrolled %u at a time",
+                 cfg->bm, cfg->bn, cfg->bk, cfg->tm, cfg->tn, ku);
+        passed &= mcl_test_record_bool(name, ku == unrolls[i].ku);
+    }
     assert_true(passed);
 }
 

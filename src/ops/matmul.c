@@ -24,9 +24,10 @@ typedef struct reduce_push {
  * than the parallelism gains. */
 #define MCL_GEMM_MIN_SLICE 256u
 #define MCL_GEMM_MAX_SLICES 16u
-/* gemm_f32's K step unrolled this many values at a time where an invocation holds 64
- * accumulators (gemm_q's measured choice, FLOAT_UNROLL in quant_plan.c, for the same cost). */
-#define GEMM_F32_UNROLL 8u
+/* gemm_f32's unrolled K step holds this many multiply-adds where an invocation holds 64
+ * accumulators or more: 8 values of K for 8 x 8 (gemm_q's measured choice, FLOAT_UNROLL in
+ * quant_plan.c, for the same cost), 4 for 16 x 8 (docs/tuning.md, "The K step's unroll"). */
+#define GEMM_F32_UNROLL_FMAS 512u
 
 typedef struct gemv_push {
     uint32_t n, k;
@@ -48,6 +49,17 @@ uint32_t mcl_gemm_shared_bytes(const mcl_gemm_config *cfg, uint32_t db)
 {
     /* gemm_f32.comp pads each k-row of its tiles by 4 floats. */
     return (db ? 2u : 1u) * cfg->bk * (cfg->bm + cfg->bn + 8u) * 4u;
+}
+
+uint32_t mcl_gemm_unroll(const mcl_context *ctx, const mcl_gemm_config *cfg)
+{
+    /* Whole below 64 accumulators an invocation; else GEMM_F32_UNROLL_FMAS multiply-adds
+     * (MOTIFCL_GEMM_UNROLL values of K where set) at a time where that divides the step. */
+    uint32_t accs = cfg->tm * cfg->tn;
+    uint32_t unroll = mcl_traits_of(ctx)->gemm_f32_unroll ? mcl_traits_of(ctx)->gemm_f32_unroll
+                      : accs && accs < GEMM_F32_UNROLL_FMAS ? GEMM_F32_UNROLL_FMAS / accs
+                                                            : 1u;
+    return accs >= 64 && cfg->bk % unroll == 0 ? unroll : cfg->bk;
 }
 
 /* Tile shape for a problem (docs/tuning.md, "FP32 GEMM"): 128 x 128 tiles where they pad the
@@ -176,12 +188,7 @@ static mcl_status gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mc
                                 uint32_t counter_c)
 {
     uint32_t stored_a_cols = ta ? m : k, stored_b_cols = tb ? k : n;
-    /* The K step's loop unrolled whole, or GEMM_F32_UNROLL (MOTIFCL_GEMM_UNROLL where set)
-     * at a time for tiles of 64 accumulators an invocation (gemm_f32.comp: their compile
-     * time). */
-    uint32_t unroll = mcl_traits_of(ctx)->gemm_f32_unroll ? mcl_traits_of(ctx)->gemm_f32_unroll
-                                                           : GEMM_F32_UNROLL;
-    uint32_t ku = cfg->tm * cfg->tn >= 64 && cfg->bk % unroll == 0 ? unroll : cfg->bk;
+    uint32_t ku = mcl_gemm_unroll(ctx, cfg);
     mcl_kernel_desc desc = {
         .id = MCL_KERNEL_GEMM_F32,
         .binding_count = 4,

@@ -26,6 +26,10 @@ mcl_status mcl_gemv_f32_plan(mcl_context *ctx, uint32_t rows, uint32_t n, uint32
 /* Shared memory of gemm_f32 with tile shape cfg, single- or double-buffered. */
 uint32_t mcl_gemm_shared_bytes(const mcl_gemm_config *cfg, uint32_t db);
 
+/* Values of K gemm_f32's loop over a step unrolls at a time (its KU) for tile shape cfg:
+ * compile time against speed (docs/tuning.md, "The K step's unroll"). */
+uint32_t mcl_gemm_unroll(const mcl_context *ctx, const mcl_gemm_config *cfg);
+
 /* Record a GEMM with an explicit tile shape (the benchmark sweeps them). Shapes are those of
  * mcl_matmul after validation: c[batch][m][n]; strides in elements, 0 for a shared operand. */
 mcl_status mcl_gemm_dispatch(mcl_context *ctx, const mcl_gemm_config *cfg, mcl_tensor *a,
