@@ -418,8 +418,8 @@ static size_t gemm_sweep_configs(const bench *b, mcl_gemm_config *out, size_t ca
 }
 
 /* Seconds of one call and its wait: the first call of a tile creates its pipelines (or loads
- * them from the pipeline cache), which for the large tiles takes the NVIDIA compiler tens of
- * seconds (docs/tuning.md, "The K step's unroll"). */
+ * them from the pipeline cache), which for the large tiles takes the NVIDIA compiler seconds
+ * to a minute (docs/tuning.md, "The K step's unroll"). */
 static double gemm_first_call(bench *b, mcl_status (*fn)(bench *, void *, int), void *user)
 {
     double t0 = bench_now();
@@ -465,8 +465,8 @@ static int gemm_case(bench *b, int64_t m, int64_t n, int64_t k, int ta, int tb, 
     }
     if (sweep) {
         /* Of the tiles of 128 accumulators an invocation the fixed list holds the library's
-         * only (16 x 8 in steps of 8): their pipelines take the NVIDIA compiler tens of
-         * seconds each. */
+         * only (16 x 8 in steps of 8): their pipelines take the NVIDIA compiler 12 s or
+         * more each. */
         mcl_gemm_config configs[32];
         size_t nconfigs = gemm_sweep_configs(b, configs, sizeof configs / sizeof configs[0]);
         if (nconfigs == 0)
